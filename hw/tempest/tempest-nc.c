@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tempest node controller (after Stanford FLASH's MAGIC).
+ *
+ * Version 1.0 is the skeleton the rest of the machine grows on: identity
+ * and capability registers, an error status the guest can read, the
+ * program's command line, and an exit register that ends this QEMU with
+ * the guest's status.  The register map is defined in ONE place,
+ * include/standard-headers/tempest/tempest-hw.h, and described in
+ * docs/node-controller.rst.
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "hw/irq.h"
+#include "hw/qdev-properties.h"
+#include "hw/registerfields.h"
+#include "migration/vmstate.h"
+#include "system/runstate.h"
+#include "hw/tempest/tempest-nc.h"
+#include "standard-headers/tempest/tempest-hw.h"
+#include "trace.h"
+
+REG32(MAGIC, TEMPEST_NC_MAGIC)
+REG32(VERSION, TEMPEST_NC_VERSION)
+REG32(NODE_ID, TEMPEST_NC_NODE_ID)
+REG32(NUM_NODES, TEMPEST_NC_NUM_NODES)
+REG32(PAGE_SIZE, TEMPEST_NC_PAGE_SIZE)
+REG32(TAG_BLK_SIZE, TEMPEST_NC_TAG_BLK_SIZE)
+REG32(FEATURES, TEMPEST_NC_FEATURES)
+REG32(NUM_CPUS, TEMPEST_NC_NUM_CPUS)
+REG32(RAM_BASE_LO, TEMPEST_NC_RAM_BASE_LO)
+REG32(RAM_BASE_HI, TEMPEST_NC_RAM_BASE_HI)
+REG32(RAM_SIZE_LO, TEMPEST_NC_RAM_SIZE_LO)
+REG32(RAM_SIZE_HI, TEMPEST_NC_RAM_SIZE_HI)
+REG32(CMDLINE_LEN, TEMPEST_NC_CMDLINE_LEN)
+REG32(ERR_STATUS, TEMPEST_NC_ERR_STATUS)
+REG32(ERR_INFO, TEMPEST_NC_ERR_INFO)
+REG32(ERR_COUNT, TEMPEST_NC_ERR_COUNT)
+REG32(SCRATCH, TEMPEST_NC_SCRATCH)
+REG32(EXIT, TEMPEST_NC_EXIT)
+
+#define TEMPEST_NC_FEATURES_V1 (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE)
+
+static const char *const tempest_nc_err_names[] = {
+    [TEMPEST_NC_ERR_NONE] = "none",
+    [TEMPEST_NC_ERR_BAD_OFFSET] = "no register at this offset",
+    [TEMPEST_NC_ERR_BAD_SIZE] = "bad access size or alignment",
+    [TEMPEST_NC_ERR_READ_ONLY] = "write to a read-only register",
+    [TEMPEST_NC_ERR_WRITE_ONLY] = "read of a write-only register",
+};
+
+/*
+ * Record a guest error: the guest reads it back from ERR_STATUS/ERR_INFO,
+ * a person sees it with -d guest_errors or the trace event.
+ */
+static void tempest_nc_guest_error(TempestNCState *s, uint32_t code,
+                                   hwaddr offset, unsigned size)
+{
+    s->err_status = code;
+    s->err_info = offset;
+    s->err_count++;
+    trace_tempest_nc_error(s->node_id, code, offset, size);
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "%s: node %u: %s (offset 0x%" HWADDR_PRIx ", size %u)\n",
+                  TYPE_TEMPEST_NC, s->node_id, tempest_nc_err_names[code],
+                  offset, size);
+}
+
+static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
+                              uint32_t *value)
+{
+    switch (offset) {
+    case A_MAGIC:
+        *value = TEMPEST_NC_MAGIC_VALUE;
+        return true;
+    case A_VERSION:
+        *value = TEMPEST_NC_VERSION_VALUE;
+        return true;
+    case A_NODE_ID:
+        *value = s->node_id;
+        return true;
+    case A_NUM_NODES:
+        *value = s->num_nodes;
+        return true;
+    case A_PAGE_SIZE:
+        *value = 1U << TEMPEST_PAGE_SHIFT;
+        return true;
+    case A_TAG_BLK_SIZE:
+        *value = 1U << TEMPEST_TAG_BLK_SHIFT;
+        return true;
+    case A_FEATURES:
+        *value = TEMPEST_NC_FEATURES_V1;
+        return true;
+    case A_NUM_CPUS:
+        *value = s->num_cpus;
+        return true;
+    case A_RAM_BASE_LO:
+        *value = extract64(s->ram_base, 0, 32);
+        return true;
+    case A_RAM_BASE_HI:
+        *value = extract64(s->ram_base, 32, 32);
+        return true;
+    case A_RAM_SIZE_LO:
+        *value = extract64(s->ram_size, 0, 32);
+        return true;
+    case A_RAM_SIZE_HI:
+        *value = extract64(s->ram_size, 32, 32);
+        return true;
+    case A_CMDLINE_LEN:
+        *value = s->cmdline_len;
+        return true;
+    case A_ERR_STATUS:
+        *value = s->err_status;
+        return true;
+    case A_ERR_INFO:
+        *value = s->err_info;
+        return true;
+    case A_ERR_COUNT:
+        *value = s->err_count;
+        return true;
+    case A_SCRATCH:
+        *value = s->scratch;
+        return true;
+    case A_EXIT:
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_WRITE_ONLY, offset, 4);
+        *value = 0;
+        return false;
+    }
+
+    if (offset >= TEMPEST_NC_CMDLINE &&
+        offset < TEMPEST_NC_CMDLINE + TEMPEST_NC_CMDLINE_MAX) {
+        hwaddr pos = offset - TEMPEST_NC_CMDLINE;
+        uint32_t v = 0;
+
+        for (int i = 0; i < 4; i++) {
+            if (pos + i < s->cmdline_len) {
+                v |= (uint32_t)(uint8_t)s->cmdline[pos + i] << (8 * i);
+            }
+        }
+        *value = v;
+        return true;
+    }
+
+    tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_OFFSET, offset, 4);
+    *value = 0;
+    return false;
+}
+
+static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
+                               uint32_t value)
+{
+    switch (offset) {
+    case A_ERR_STATUS:
+        s->err_status = TEMPEST_NC_ERR_NONE;
+        s->err_info = 0;
+        return;
+    case A_SCRATCH:
+        s->scratch = value;
+        return;
+    case A_EXIT:
+        trace_tempest_nc_exit(s->node_id, value & 0xff);
+        qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_GUEST_SHUTDOWN,
+                                               value & 0xff);
+        return;
+    case A_MAGIC:
+    case A_VERSION:
+    case A_NODE_ID:
+    case A_NUM_NODES:
+    case A_PAGE_SIZE:
+    case A_TAG_BLK_SIZE:
+    case A_FEATURES:
+    case A_NUM_CPUS:
+    case A_RAM_BASE_LO:
+    case A_RAM_BASE_HI:
+    case A_RAM_SIZE_LO:
+    case A_RAM_SIZE_HI:
+    case A_CMDLINE_LEN:
+    case A_ERR_INFO:
+    case A_ERR_COUNT:
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
+        return;
+    }
+
+    if (offset >= TEMPEST_NC_CMDLINE &&
+        offset < TEMPEST_NC_CMDLINE + TEMPEST_NC_CMDLINE_MAX) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
+        return;
+    }
+    tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_OFFSET, offset, 4);
+}
+
+/*
+ * Registers take aligned 4-byte accesses; an aligned 8-byte access covers
+ * the pair at offset and offset + 4.  Anything else is a guest error that
+ * reads as 0 and writes nothing.
+ */
+static uint64_t tempest_nc_read(void *opaque, hwaddr offset, unsigned size)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+    uint32_t lo = 0, hi = 0;
+    uint64_t value = 0;
+
+    if (size == 4 && QEMU_IS_ALIGNED(offset, 4)) {
+        tempest_nc_read32(s, offset, &lo);
+        value = lo;
+    } else if (size == 8 && QEMU_IS_ALIGNED(offset, 8)) {
+        tempest_nc_read32(s, offset, &lo);
+        tempest_nc_read32(s, offset + 4, &hi);
+        value = deposit64(lo, 32, 32, hi);
+    } else {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, offset, size);
+    }
+    trace_tempest_nc_read(s->node_id, offset, value, size);
+    return value;
+}
+
+static void tempest_nc_write(void *opaque, hwaddr offset, uint64_t value,
+                             unsigned size)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+
+    trace_tempest_nc_write(s->node_id, offset, value, size);
+    if (size == 4 && QEMU_IS_ALIGNED(offset, 4)) {
+        tempest_nc_write32(s, offset, value);
+    } else if (size == 8 && QEMU_IS_ALIGNED(offset, 8)) {
+        tempest_nc_write32(s, offset, extract64(value, 0, 32));
+        tempest_nc_write32(s, offset + 4, extract64(value, 32, 32));
+    } else {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, offset, size);
+    }
+}
+
+static const MemoryRegionOps tempest_nc_ops = {
+    .read = tempest_nc_read,
+    .write = tempest_nc_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    /* Every size reaches the callbacks, which reject the bad ones. */
+    .valid.min_access_size = 1,
+    .valid.max_access_size = 8,
+    .valid.unaligned = true,
+    .impl.min_access_size = 1,
+    .impl.max_access_size = 8,
+    .impl.unaligned = true,
+};
+
+static void tempest_nc_reset_hold(Object *obj, ResetType type)
+{
+    TempestNCState *s = TEMPEST_NC(obj);
+
+    trace_tempest_nc_reset(s->node_id);
+    s->err_status = TEMPEST_NC_ERR_NONE;
+    s->err_info = 0;
+    s->err_count = 0;
+    s->scratch = 0;
+}
+
+static void tempest_nc_init(Object *obj)
+{
+    TempestNCState *s = TEMPEST_NC(obj);
+    SysBusDevice *sbd = SYS_BUS_DEVICE(obj);
+
+    memory_region_init_io(&s->iomem, obj, &tempest_nc_ops, s,
+                          TYPE_TEMPEST_NC, TEMPEST_NC_SIZE);
+    sysbus_init_mmio(sbd, &s->iomem);
+    sysbus_init_irq(sbd, &s->irq);
+}
+
+static void tempest_nc_realize(DeviceState *dev, Error **errp)
+{
+    TempestNCState *s = TEMPEST_NC(dev);
+    size_t len = s->cmdline ? strlen(s->cmdline) : 0;
+
+    if (s->num_nodes < 1 || s->num_nodes > TEMPEST_MAX_NODES) {
+        error_setg(errp, "num-nodes must be between 1 and %d (got %u)",
+                   TEMPEST_MAX_NODES, s->num_nodes);
+        return;
+    }
+    if (s->node_id >= s->num_nodes) {
+        error_setg(errp, "node-id %u is not below num-nodes %u",
+                   s->node_id, s->num_nodes);
+        return;
+    }
+    if (s->num_cpus < 1 || s->num_cpus > TEMPEST_MAX_CPUS) {
+        error_setg(errp, "num-cpus must be between 1 and %d (got %u)",
+                   TEMPEST_MAX_CPUS, s->num_cpus);
+        return;
+    }
+    if (len >= TEMPEST_NC_CMDLINE_MAX) {
+        error_setg(errp, "the command line is %zu bytes; at most %d fit",
+                   len, TEMPEST_NC_CMDLINE_MAX - 1);
+        return;
+    }
+    s->cmdline_len = len;
+}
+
+static int tempest_nc_post_load(void *opaque, int version_id)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+
+    if (s->err_status >= ARRAY_SIZE(tempest_nc_err_names)) {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_tempest_nc = {
+    .name = TYPE_TEMPEST_NC,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .post_load = tempest_nc_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(err_status, TempestNCState),
+        VMSTATE_UINT32(err_info, TempestNCState),
+        VMSTATE_UINT32(err_count, TempestNCState),
+        VMSTATE_UINT32(scratch, TempestNCState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const Property tempest_nc_properties[] = {
+    DEFINE_PROP_UINT32("node-id", TempestNCState, node_id, 0),
+    DEFINE_PROP_UINT32("num-nodes", TempestNCState, num_nodes, 1),
+    DEFINE_PROP_UINT32("num-cpus", TempestNCState, num_cpus, 1),
+    DEFINE_PROP_UINT64("ram-base", TempestNCState, ram_base, 0),
+    DEFINE_PROP_UINT64("ram-size", TempestNCState, ram_size, 0),
+    DEFINE_PROP_STRING("cmdline", TempestNCState, cmdline),
+};
+
+static void tempest_nc_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+
+    dc->desc = "Tempest node controller";
+    dc->realize = tempest_nc_realize;
+    dc->vmsd = &vmstate_tempest_nc;
+    rc->phases.hold = tempest_nc_reset_hold;
+    device_class_set_props(dc, tempest_nc_properties);
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo tempest_nc_info = {
+    .name = TYPE_TEMPEST_NC,
+    .parent = TYPE_SYS_BUS_DEVICE,
+    .instance_size = sizeof(TempestNCState),
+    .instance_init = tempest_nc_init,
+    .class_init = tempest_nc_class_init,
+};
+
+static void tempest_nc_register_types(void)
+{
+    type_register_static(&tempest_nc_info);
+}
+
+type_init(tempest_nc_register_types)

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""scripts/tempest build: patch, overlay, configure and build QEMU; build
+the guest side.
+
+The QEMU tree unpacked by setup is put under git (tag 'debian-base') so that
+target-patches/*.patch can be applied, and re-applied cleanly when they
+change, by resetting to that tag.  Our sources are overlaid by symbolic
+links, so an edit in hw/ is seen by ninja at once and rebuilds in seconds.
+"""
+
+import glob
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+
+from .common import (GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, StepError,
+                     rel, run_step, say, tail)
+from .setup import qemu_source_dir
+
+GIT = ["git", "-c", "user.name=tempest", "-c", "user.email=build@tempest",
+       "-c", "advice.detachedHead=false"]
+BASE_TAG = "debian-base"
+PATCH_STAMP = ".tempest-patches"
+
+# (path in this repository, path in the QEMU tree)
+OVERLAY = [
+    ("hw/tempest", "hw/tempest"),
+    ("hw/include/hw/tempest", "include/hw/tempest"),
+    ("hw/include/standard-headers/tempest",
+     "include/standard-headers/tempest"),
+    ("hw/configs/tempest-devices.mak",
+     "configs/devices/aarch64-softmmu/tempest.mak"),
+]
+
+QEMU_TARGETS = ["qemu-system-aarch64", "tests/qtest/tempest-nc-test"]
+
+
+def configure_args(src):
+    return [
+        os.path.join(src, "configure"),
+        "--target-list=aarch64-softmmu",
+        "--without-default-features",
+        "--without-default-devices",
+        "--with-devices-aarch64=tempest",
+        "--enable-tcg", "--enable-slirp", "--enable-fdt=system",
+        "--disable-docs", "--disable-install-blobs", "--disable-werror",
+        "--python=/usr/bin/python3",
+    ]
+
+
+def ccache_env():
+    env = dict(os.environ)
+    if os.path.isdir("/usr/lib/ccache"):
+        env["PATH"] = "/usr/lib/ccache:" + env.get("PATH", "")
+    return env
+
+
+def git(src, *args, check=True, capture=False):
+    r = subprocess.run(GIT + list(args), cwd=src, text=True,
+                       stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE if capture else
+                       subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    if check and r.returncode != 0:
+        raise StepError(f"build: git {' '.join(args)} failed in "
+                        f"{rel(src)}: {r.stderr.strip()}")
+    return r
+
+
+def patches():
+    return sorted(glob.glob(os.path.join(ROOT, "target-patches", "*.patch")))
+
+
+def patch_hash(files):
+    h = hashlib.sha256()
+    for p in files:
+        h.update(os.path.basename(p).encode() + b"\0")
+        with open(p, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def prepare_tree():
+    """Put the QEMU tree under git, apply our patches, overlay hw/."""
+    src = qemu_source_dir()
+    if src is None:
+        raise StepError("build: no QEMU source; run 'scripts/tempest setup'")
+    if not os.path.isdir(os.path.join(src, ".git")):
+        say(f"build: recording {os.path.basename(src)} (with Debian's "
+            "patches) as the base for ours")
+        git(src, "init", "-q")
+        git(src, "add", "-A")
+        git(src, "commit", "-q", "-m", "QEMU with Debian's patches")
+        git(src, "tag", BASE_TAG)
+
+    files = patches()
+    want = patch_hash(files)
+    stamp = os.path.join(src, PATCH_STAMP)
+    have = open(stamp).read().strip() if os.path.exists(stamp) else None
+    if have != want:
+        if have is not None:
+            say("build: target-patches changed; resetting the QEMU tree to "
+                "Debian's and re-applying")
+        git(src, "reset", "-q", "--hard", BASE_TAG)
+        for p in files:
+            r = git(src, "apply", "--index", "--whitespace=nowarn", p,
+                    check=False)
+            if r.returncode != 0:
+                git(src, "reset", "-q", "--hard", BASE_TAG)
+                raise StepError(f"build: patch {os.path.relpath(p, ROOT)} "
+                                f"does not apply:\n{r.stderr.strip()}")
+            say(f"build: applied {os.path.relpath(p, ROOT)}")
+        with open(stamp, "w") as f:
+            f.write(want + "\n")
+
+    links = list(OVERLAY)
+    for f in sorted(glob.glob(os.path.join(ROOT, "tests/qtest/*.c"))):
+        links.append((os.path.relpath(f, ROOT),
+                      "tests/qtest/" + os.path.basename(f)))
+    for ours, theirs in links:
+        target = os.path.join(ROOT, ours)
+        link = os.path.join(src, theirs)
+        if os.path.islink(link):
+            if os.readlink(link) == target:
+                continue
+            os.unlink(link)
+        elif os.path.isdir(link):
+            shutil.rmtree(link)
+        elif os.path.exists(link):
+            os.unlink(link)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(target, link)
+    return src
+
+
+def configure(src):
+    args = configure_args(src)
+    stamp = os.path.join(QEMU_BUILD, ".tempest-configure")
+    want = "\n".join(args) + "\n"
+    if os.path.exists(os.path.join(QEMU_BUILD, "build.ninja")) and \
+       os.path.exists(stamp) and open(stamp).read() == want:
+        return
+    if os.path.exists(QEMU_BUILD):
+        shutil.rmtree(QEMU_BUILD)
+    os.makedirs(QEMU_BUILD)
+    log = os.path.join(QEMU_BUILD, "configure.log")
+    say(f"build: configuring QEMU (log: {rel(log)})")
+    run_step("build: QEMU configure", args, cwd=QEMU_BUILD,
+             env=ccache_env(), log=log)
+    with open(stamp, "w") as f:
+        f.write(want)
+
+
+def ninja_with_progress(step, build_dir, targets, jobs, log, env=None):
+    """Run ninja, printing a progress line every 10% or 20 s, every
+    warning and error at once, and the tail of the log on failure."""
+    cmd = ["ninja", "-C", build_dir] + (["-j", str(jobs)] if jobs else []) \
+        + targets
+    prog = re.compile(r"^\[(\d+)/(\d+)\]")
+    last_pct, last_t = -10, time.monotonic()
+    with open(log, "w") as lf:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             errors="replace", env=env,
+                             stdin=subprocess.DEVNULL)
+        for line in p.stdout:
+            lf.write(line)
+            m = prog.match(line)
+            if m:
+                n, total = int(m.group(1)), int(m.group(2))
+                pct = 100 * n // max(total, 1)
+                now = time.monotonic()
+                if pct >= last_pct + 10 or now - last_t > 20:
+                    say(f"{step}: {n}/{total} ({pct}%)")
+                    last_pct, last_t = pct, now
+            elif "warning:" in line or "error:" in line:
+                print(line, end="", flush=True)
+        rc = p.wait()
+    if rc != 0:
+        raise StepError(f"{step} failed (ninja exit {rc}); last lines of "
+                        f"{rel(log)}:\n" + tail(log, 40))
+
+
+def qemu_version():
+    r = subprocess.run([QEMU_BIN, "--version"], capture_output=True,
+                       text=True)
+    return r.stdout.splitlines()[0] if r.stdout else "?"
+
+
+def build_qemu(jobs):
+    t0 = time.monotonic()
+    src = prepare_tree()
+    configure(src)
+    ninja_with_progress("build: QEMU", QEMU_BUILD, QEMU_TARGETS, jobs,
+                        os.path.join(QEMU_BUILD, "build.log"),
+                        env=ccache_env())
+    say(f"build: {qemu_version()} ready in {time.monotonic() - t0:.1f} s: "
+        f"{rel(QEMU_BIN)}")
+
+
+def build_guest(jobs):
+    cross = os.path.join(ROOT, "guest/cross/aarch64-tempest.ini")
+    if not os.path.exists(os.path.join(GUEST_BUILD, "build.ninja")):
+        log = os.path.join(ROOT, "build", "guest-setup.log")
+        say(f"build: configuring the guest build (log: {rel(log)})")
+        if os.path.exists(GUEST_BUILD):
+            shutil.rmtree(GUEST_BUILD)
+        run_step("build: meson setup (guest)",
+                 ["meson", "setup", GUEST_BUILD, ROOT, "--cross-file", cross],
+                 log=log)
+    ninja_with_progress("build: guest", GUEST_BUILD, [], jobs,
+                        os.path.join(ROOT, "build", "guest-build.log"))
+    say("build: guest runtime, libraries, examples and tests ready in "
+        f"{rel(GUEST_BUILD)}")
+
+
+def build_all(jobs=None):
+    os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
+    build_qemu(jobs)
+    build_guest(jobs)
+
+
+def guest_program(relpath):
+    path = os.path.join(GUEST_BUILD, "guest", relpath)
+    if not os.path.exists(path):
+        raise StepError(f"{rel(path)} is not built; run 'scripts/tempest "
+                        "build'")
+    return path
+
+
+def cc_flags():
+    path = os.path.join(GUEST_BUILD, "guest/rt/cc-flags.txt")
+    if not os.path.exists(path):
+        build_guest(None)
+    flags = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("=")
+            flags[k] = shlex.split(v)
+    return flags.get("CFLAGS", []), flags.get("LDFLAGS", [])
+
+
+def guest_cc(args):
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        raise StepError("cc: usage: scripts/tempest cc -o prog.elf prog.c "
+                        "[more.c] [cflags]")
+    cflags, ldflags = cc_flags()
+    cmd = ["aarch64-linux-gnu-gcc"] + cflags + args + ldflags
+    return subprocess.run(cmd).returncode

@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""scripts/tempest run: boot an N-node cluster, one QEMU per node.
+
+Every node's console is streamed with a '[node K]' prefix and written to
+its own log file in a run directory.  The run ends with 0 only if every node
+exited 0; otherwise with the first failing node's status and a one-line
+summary naming it.  On Ctrl-C, on timeout, or when one node fails, the other
+nodes are stopped; no process is left behind (each QEMU also dies with the
+launcher through PR_SET_PDEATHSIG).
+"""
+
+import argparse
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .common import QEMU_BIN, RUNS, StepError, rel, say
+
+PR_SET_PDEATHSIG = 1
+STATUS_TIMEOUT = 124
+STATUS_INTERRUPTED = 130
+
+
+def parse_mem(text):
+    m = re.fullmatch(r"(\d+)([KMGkmg]?)", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad memory size '{text}' "
+                                          "(use e.g. 256M or 1G)")
+    return text.upper() if m.group(2) else text + "M"
+
+
+def positive(text):
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return v
+
+
+def run_parser(add_help=True):
+    p = argparse.ArgumentParser(
+        prog="tempest run", add_help=add_help,
+        description="Boot an N-node cluster running prog.elf on every node.")
+    p.add_argument("-n", "--nodes", type=positive, default=1,
+                   help="number of nodes (default 1)")
+    p.add_argument("--smp", type=positive, default=1,
+                   help="vCPUs per node, 1 to 8 (default 1)")
+    p.add_argument("--mem", type=parse_mem, default="128M",
+                   help="RAM per node (default 128M)")
+    p.add_argument("--cpu", default=None,
+                   help="CPU model (default: the machine's, cortex-a76)")
+    p.add_argument("--timeout", type=float, default=120,
+                   help="seconds before the run is stopped (0: never; "
+                        "default 120)")
+    p.add_argument("--run-dir", default=None,
+                   help="directory for the per-node logs (default: "
+                        "build/runs/<time>-<program>)")
+    p.add_argument("--quiet", action="store_true",
+                   help="do not stream the consoles (logs are still "
+                        "written)")
+    p.add_argument("--qemu-arg", action="append", default=[],
+                   metavar="ARG", help="extra QEMU argument for every node "
+                   "(repeatable), e.g. --qemu-arg=-d --qemu-arg=guest_errors")
+    p.add_argument("program", help="the guest ELF (scripts/tempest cc)")
+    p.add_argument("args", nargs=argparse.REMAINDER,
+                   help="arguments passed to main() on every node")
+    return p
+
+
+def quote_arg(arg):
+    """Quote one argument the way the guest runtime's rt_split_args reads it."""
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def guest_cmdline(program, args):
+    return " ".join(quote_arg(a) for a in
+                    [os.path.basename(program)] + list(args))
+
+
+def _die_with_parent():
+    os.setpgrp()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except OSError:
+        pass
+
+
+class Node:
+    def __init__(self, index, cmd, log_path):
+        self.index = index
+        self.cmd = cmd
+        self.log_path = log_path
+        self.proc = None
+        self.status = None        # exit status once ended
+        self.killed = False       # stopped by the launcher
+        self.reader = None
+
+
+class RunResult:
+    def __init__(self, status, statuses, run_dir, summary, elapsed):
+        self.status = status          # the launcher's exit status
+        self.statuses = statuses      # per node: exit status or None
+        self.run_dir = run_dir
+        self.summary = summary
+        self.elapsed = elapsed
+
+    def log(self, node):
+        with open(os.path.join(self.run_dir, f"node{node}.log"),
+                  errors="replace") as f:
+            return f.read()
+
+
+def _status_of(returncode):
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
+                 extra=()):
+    machine = f"tempest,node-id={index},num-nodes={nodes}"
+    cmd = [QEMU_BIN, "-M", machine, "-smp", str(smp), "-m", mem,
+           "-nodefaults", "-no-user-config", "-display", "none",
+           "-serial", "stdio", "-kernel", program,
+           "-append", guest_cmdline(program, args)]
+    if cpu:
+        cmd += ["-cpu", cpu]
+    return cmd + list(extra)
+
+
+def new_run_dir(program):
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = os.path.splitext(os.path.basename(program))[0]
+    os.makedirs(RUNS, exist_ok=True)
+    for i in range(1000):
+        d = os.path.join(RUNS, f"{stamp}-{base}" + (f"-{i}" if i else ""))
+        try:
+            os.makedirs(d)
+            break
+        except FileExistsError:
+            continue
+    latest = os.path.join(RUNS, "latest")
+    try:
+        if os.path.islink(latest):
+            os.unlink(latest)
+        os.symlink(os.path.basename(d), latest)
+    except OSError:
+        pass
+    return d
+
+
+def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
+                timeout=120, run_dir=None, echo=True, extra=(), out=None):
+    """Boot the cluster and wait for it; returns a RunResult."""
+    if not os.path.exists(QEMU_BIN):
+        raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
+    if not os.path.isfile(program):
+        raise StepError(f"run: no such program: {program}")
+    out = out or sys.stdout
+    run_dir = run_dir or new_run_dir(program)
+    os.makedirs(run_dir, exist_ok=True)
+    print_lock = threading.Lock()
+    width = len(str(nodes - 1))
+
+    def pump(node):
+        prefix = f"[node {node.index:>{width}}] "
+        with open(node.log_path, "wb") as log:
+            for raw in iter(node.proc.stdout.readline, b""):
+                log.write(raw)
+                log.flush()
+                if echo:
+                    text = raw.decode("utf-8", "replace").rstrip("\r\n")
+                    with print_lock:
+                        out.write(prefix + text + "\n")
+                        out.flush()
+
+    ns = []
+    for i in range(nodes):
+        ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
+                                       cpu, extra),
+                       os.path.join(run_dir, f"node{i}.log")))
+    with open(os.path.join(run_dir, "command.txt"), "w") as f:
+        for n in ns:
+            f.write(" ".join(n.cmd) + "\n")
+
+    t0 = time.monotonic()
+    interrupted = []
+    old_int = signal.getsignal(signal.SIGINT)
+    old_term = signal.getsignal(signal.SIGTERM)
+
+    def on_signal(signum, frame):
+        interrupted.append(signum)
+
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+    try:
+        for n in ns:
+            n.proc = subprocess.Popen(n.cmd, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT,
+                                      preexec_fn=_die_with_parent)
+            n.reader = threading.Thread(target=pump, args=(n,), daemon=True)
+            n.reader.start()
+
+        first_fail = None
+        timed_out = False
+        while True:
+            running = 0
+            for n in ns:
+                if n.status is None:
+                    rc = n.proc.poll()
+                    if rc is None:
+                        running += 1
+                        continue
+                    n.status = _status_of(rc)
+                    if n.status != 0 and not n.killed and first_fail is None:
+                        first_fail = n
+            if running == 0:
+                break
+            if first_fail is not None or interrupted:
+                _stop(ns)
+                continue
+            if timeout and time.monotonic() - t0 > timeout:
+                timed_out = True
+                _stop(ns)
+                continue
+            time.sleep(0.01)
+    finally:
+        _stop(ns)
+        for n in ns:
+            if n.reader:
+                n.reader.join(timeout=5)
+        if in_main:
+            signal.signal(signal.SIGINT, old_int)
+            signal.signal(signal.SIGTERM, old_term)
+
+    elapsed = time.monotonic() - t0
+    statuses = [None if n.killed else n.status for n in ns]
+    logs = rel(run_dir)
+    if first_fail is not None:
+        status = first_fail.status
+        summary = (f"node {first_fail.index} failed with status {status} "
+                   f"after {elapsed:.2f} s; the others were stopped "
+                   f"(log: {rel(first_fail.log_path)})")
+    elif interrupted:
+        status = STATUS_INTERRUPTED
+        summary = f"interrupted; all nodes stopped (logs: {logs})"
+    elif timed_out:
+        status = STATUS_TIMEOUT
+        alive = [str(n.index) for n in ns if n.killed]
+        summary = (f"timeout after {timeout:g} s; node(s) "
+                   f"{', '.join(alive)} still running were stopped "
+                   f"(logs: {logs})")
+    else:
+        status = 0
+        summary = (f"{nodes} node{'s' if nodes > 1 else ''} exited 0 in "
+                   f"{elapsed:.2f} s (logs: {logs})")
+    with open(os.path.join(run_dir, "summary.txt"), "w") as f:
+        f.write(summary + "\n")
+    return RunResult(status, statuses, run_dir, summary, elapsed)
+
+
+def _stop(ns, grace=2.0):
+    """Stop every node still running: SIGTERM, then SIGKILL after grace."""
+    live = [n for n in ns if n.proc and n.proc.poll() is None]
+    for n in live:
+        n.killed = True
+        try:
+            n.proc.terminate()
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    for n in live:
+        try:
+            n.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            n.proc.kill()
+            n.proc.wait()
+        if n.status is None:
+            n.status = _status_of(n.proc.returncode)
+
+
+def run_cli(args):
+    res = run_cluster(args.program, args.nodes, args.args, smp=args.smp,
+                      mem=args.mem, cpu=args.cpu, timeout=args.timeout,
+                      run_dir=args.run_dir, echo=not args.quiet,
+                      extra=args.qemu_arg)
+    say(f"run: {res.summary}")
+    return res.status

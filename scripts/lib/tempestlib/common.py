@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Paths, messages and process helpers shared by the tempest commands."""
+
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+BUILD = os.path.join(ROOT, "build")
+QEMU_SRC_PARENT = os.path.join(BUILD, "qemu-src")
+QEMU_BUILD = os.path.join(BUILD, "qemu")
+QEMU_BIN = os.path.join(QEMU_BUILD, "qemu-system-aarch64")
+GUEST_BUILD = os.path.join(BUILD, "guest")
+RUNS = os.path.join(BUILD, "runs")
+
+
+class StepError(Exception):
+    """A step failed; the message says which step and why."""
+
+
+def say(msg):
+    print(f"tempest: {msg}", flush=True)
+
+
+def fail(msg):
+    print(f"tempest: error: {msg}", file=sys.stderr, flush=True)
+
+
+def rel(path):
+    """A path relative to the current directory when that is shorter."""
+    r = os.path.relpath(path)
+    return r if len(r) < len(path) else path
+
+
+def run_step(step, cmd, cwd=None, env=None, log=None, quiet=False):
+    """Run cmd as part of 'step'; raise StepError naming the step on failure.
+
+    With log, output goes to that file and its tail is shown on failure.
+    """
+    if log:
+        with open(log, "w") as f:
+            r = subprocess.run(cmd, cwd=cwd, env=env, stdout=f,
+                               stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise StepError(f"{step} failed (exit {r.returncode}); "
+                            f"last lines of {rel(log)}:\n" + tail(log))
+        return r
+    r = subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL if quiet else None)
+    if r.returncode != 0:
+        raise StepError(f"{step} failed (exit {r.returncode}): "
+                        f"{' '.join(cmd)}")
+    return r
+
+
+def tail(path, lines=30):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class Stopwatch:
+    def __init__(self):
+        self.t0 = time.monotonic()
+
+    def elapsed(self):
+        return time.monotonic() - self.t0

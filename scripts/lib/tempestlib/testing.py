@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""scripts/tempest test: every test suite, one summary.
+
+Suites, by layer:
+  unit   host unit tests (GLib g_test) built by the top-level meson project
+  qtest  the node controller driven by qtest, no guest CPU
+  guest  real programs on booted clusters, through the real launcher
+  style  QEMU's checkpatch.pl on our QEMU-side sources
+
+The last line is 'N passed, M failed'; the exit status is 0 only if every
+test passed.
+"""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+import time
+
+from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
+from .setup import qemu_source_dir
+
+SUITES = ["unit", "qtest", "guest", "style"]
+TEST_RUNS = os.path.join(ROOT, "build", "test-runs")
+
+
+class Results:
+    def __init__(self, verbose):
+        self.passed = []
+        self.failed = []
+        self.verbose = verbose
+
+    def record(self, name, ok, detail="", output=""):
+        if ok:
+            self.passed.append(name)
+            print(f"PASS {name}" + (f"  ({detail})" if detail else ""),
+                  flush=True)
+            if self.verbose and output:
+                print(_indent(output), flush=True)
+        else:
+            self.failed.append(name)
+            print(f"FAIL {name}" + (f"  ({detail})" if detail else ""),
+                  flush=True)
+            if output:
+                print(_indent(output[-6000:]), flush=True)
+
+
+def _indent(text):
+    return "\n".join("    " + line for line in text.rstrip().splitlines())
+
+
+def _tap(results, suite, cmd, env=None, cwd=None, timeout=600):
+    """Run a TAP-speaking test program; one result per 'ok'/'not ok'."""
+    try:
+        r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True,
+                           text=True, errors="replace", timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+        out, rc = r.stdout + r.stderr, r.returncode
+    except subprocess.TimeoutExpired as e:
+        out, rc = (e.stdout or "") + (e.stderr or ""), "timeout"
+        if isinstance(out, bytes):
+            out = out.decode(errors="replace")
+    seen = 0
+    for line in out.splitlines():
+        m = re.match(r"^(not ok|ok)\s+\d+\s+(?:-\s+)?(\S+)(.*)$", line)
+        if m:
+            seen += 1
+            skipped = "# SKIP" in m.group(3)
+            name = f"{suite}{m.group(2)}" if m.group(2).startswith("/") \
+                else f"{suite}/{m.group(2)}"
+            if skipped:
+                print(f"SKIP {name}", flush=True)
+                continue
+            results.record(name, m.group(1) == "ok",
+                           output="" if m.group(1) == "ok" else out)
+    if seen == 0 or rc not in (0,):
+        results.record(f"{suite}/{os.path.basename(cmd[0])}", False,
+                       f"exit {rc}, {seen} results", out)
+
+
+def suite_unit(results, k):
+    tests = sorted(glob.glob(os.path.join(GUEST_BUILD, "tests/unit/test-*")))
+    tests = [t for t in tests if os.access(t, os.X_OK) and
+             not t.endswith(".p")]
+    if not tests:
+        results.record("unit", False, "no unit test programs were built")
+    for t in tests:
+        if k and k not in os.path.basename(t):
+            continue
+        _tap(results, "unit/" + os.path.basename(t), [t, "--tap"])
+
+
+def suite_qtest(results, k):
+    tests = sorted(glob.glob(os.path.join(QEMU_BUILD, "tests/qtest/tempest-*")))
+    tests = [t for t in tests if os.access(t, os.X_OK) and
+             not t.endswith(".p") and os.path.isfile(t)]
+    if not tests:
+        results.record("qtest", False, "no qtest programs were built")
+    env = dict(os.environ, QTEST_QEMU_BINARY=QEMU_BIN)
+    for t in tests:
+        if k and k not in os.path.basename(t):
+            continue
+        _tap(results, "qtest", [t, "--tap", "-k"], env=env)
+
+
+def suite_guest(results, k):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "guest"))
+    import cases
+    for case in cases.CASES:
+        name = "guest/" + case.name
+        if k and k not in name:
+            continue
+        t0 = time.monotonic()
+        ok, detail, output = case.run(TEST_RUNS)
+        results.record(name, ok, f"{detail}, {time.monotonic() - t0:.1f} s"
+                       if detail else f"{time.monotonic() - t0:.1f} s",
+                       output)
+
+
+def suite_style(results, k):
+    src = qemu_source_dir()
+    checkpatch = os.path.join(src, "scripts", "checkpatch.pl") if src else ""
+    if not os.path.exists(checkpatch):
+        results.record("style/checkpatch", False, "no QEMU tree")
+        return
+    files = sorted(glob.glob(os.path.join(ROOT, "hw/tempest/*.[ch]")) +
+                   glob.glob(os.path.join(ROOT, "hw/include/**/*.h"),
+                             recursive=True) +
+                   glob.glob(os.path.join(ROOT, "tests/qtest/*.c")))
+    for f in files:
+        name = "style/" + os.path.relpath(f, ROOT)
+        if k and k not in name:
+            continue
+        r = subprocess.run(["perl", checkpatch, "--no-tree", "--terse",
+                            "-f", f], capture_output=True, text=True,
+                           cwd=src)
+        out = r.stdout + r.stderr
+        results.record(name, r.returncode == 0,
+                       "" if r.returncode == 0 else "checkpatch", out)
+
+
+RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "guest": suite_guest,
+           "style": suite_style}
+
+
+def run_suites(suites, k=None, verbose=False):
+    results = Results(verbose)
+    t0 = time.monotonic()
+    for s in suites or SUITES:
+        print(f"== {s}", flush=True)
+        RUNNERS[s](results, k)
+    print(f"== {time.monotonic() - t0:.1f} s; logs of guest runs in "
+          f"{rel(TEST_RUNS)}", flush=True)
+    if results.failed:
+        print("failed: " + " ".join(results.failed), flush=True)
+    print(f"{len(results.passed)} passed, {len(results.failed)} failed",
+          flush=True)
+    return 0 if not results.failed and results.passed else 1

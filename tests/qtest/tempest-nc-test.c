@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest of the Tempest node controller: its identity and capability
+ * registers, its error status, and its exit register (docs/node-
+ * controller.rst; the register map is standard-headers/tempest/tempest-hw.h).
+ */
+
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "standard-headers/tempest/tempest-hw.h"
+
+#define NC(off) (TEMPEST_NC_BASE + (off))
+
+static QTestState *start_node(unsigned node, unsigned nodes, unsigned cpus,
+                              unsigned ram_mib)
+{
+    return qtest_initf("-M tempest,node-id=%u,num-nodes=%u -smp %u -m %uM",
+                       node, nodes, cpus, ram_mib);
+}
+
+/* Identity and capability registers read back what the machine was given. */
+static void test_identity(void)
+{
+    QTestState *s = start_node(2, 4, 3, 256);
+
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_MAGIC)), ==,
+                    TEMPEST_NC_MAGIC_VALUE);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_VERSION)), ==,
+                    TEMPEST_NC_VERSION_VALUE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NODE_ID)), ==, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_NODES)), ==, 4);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PAGE_SIZE)), ==,
+                     1U << TEMPEST_PAGE_SHIFT);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_TAG_BLK_SIZE)), ==,
+                     1U << TEMPEST_TAG_BLK_SHIFT);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_FEATURES)) &
+                    (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE), ==,
+                    TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_CPUS)), ==, 3);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_RAM_BASE_LO)), ==,
+                    (uint32_t)TEMPEST_RAM_BASE);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_RAM_SIZE_LO)), ==,
+                    256U << 20);
+    /* An aligned 8-byte access reads the LO/HI pair as one value. */
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_RAM_BASE_LO)), ==,
+                    TEMPEST_RAM_BASE);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_RAM_SIZE_LO)), ==,
+                    256ULL << 20);
+    /* Without -append the command line is empty. */
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMDLINE_LEN)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
+    qtest_quit(s);
+}
+
+/* An offset with no register is a guest error: reads 0, is recorded. */
+static void test_bad_offset(void)
+{
+    QTestState *s = start_node(0, 1, 1, 128);
+
+    g_assert_cmphex(qtest_readl(s, NC(0x300)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_OFFSET);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==, 0x300);
+    qtest_writel(s, NC(0xff0), 0x1234);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==, 0xff0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 2);
+    g_assert_cmphex(qtest_readl(s, NC(0xff0)), ==, 0);
+
+    /* Writing ERR_STATUS clears it; the count goes on. */
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_NONE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 3);
+    qtest_quit(s);
+}
+
+/* Byte, halfword and unaligned accesses read as 0 and are recorded. */
+static void test_bad_size(void)
+{
+    QTestState *s = start_node(0, 1, 1, 128);
+
+    g_assert_cmphex(qtest_readb(s, NC(TEMPEST_NC_MAGIC)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_SIZE);
+    g_assert_cmphex(qtest_readw(s, NC(TEMPEST_NC_VERSION)), ==, 0);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==,
+                    TEMPEST_NC_VERSION);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_MAGIC + 2)), ==, 0);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_VERSION)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 4);
+
+    /* A bad-size write changes nothing. */
+    qtest_writeb(s, NC(TEMPEST_NC_SCRATCH), 0x55);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_SIZE);
+    qtest_quit(s);
+}
+
+/* Read-only registers ignore writes; EXIT cannot be read. */
+static void test_access_rights(void)
+{
+    QTestState *s = start_node(1, 2, 1, 128);
+
+    qtest_writel(s, NC(TEMPEST_NC_NODE_ID), 7);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_READ_ONLY);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NODE_ID)), ==, 1);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_EXIT)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_WRITE_ONLY);
+    qtest_writel(s, NC(TEMPEST_NC_CMDLINE), 0x41414141);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_READ_ONLY);
+    qtest_quit(s);
+}
+
+/* SCRATCH holds what is written (8-byte writes split) and reset clears it. */
+static void test_scratch_and_reset(void)
+{
+    QTestState *s = start_node(0, 1, 1, 128);
+
+    qtest_writel(s, NC(TEMPEST_NC_SCRATCH), 0xdeadbeef);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0xdeadbeef);
+    qtest_readl(s, NC(0x400));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 1);
+
+    qtest_system_reset(s);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_NONE);
+    qtest_quit(s);
+}
+
+/* A write to EXIT ends QEMU with that status (low 8 bits). */
+static void test_exit(void)
+{
+    QTestState *s = start_node(0, 1, 1, 128);
+
+    qtest_set_expected_status(s, 42);
+    qtest_writel(s, NC(TEMPEST_NC_EXIT), 0x100 + 42);
+    qtest_wait_qemu(s);
+    qtest_quit(s);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    qtest_add_func("/tempest/nc/identity", test_identity);
+    qtest_add_func("/tempest/nc/bad-offset", test_bad_offset);
+    qtest_add_func("/tempest/nc/bad-size", test_bad_size);
+    qtest_add_func("/tempest/nc/access-rights", test_access_rights);
+    qtest_add_func("/tempest/nc/scratch-and-reset", test_scratch_and_reset);
+    qtest_add_func("/tempest/nc/exit", test_exit);
+
+    return g_test_run();
+}
