@@ -22,6 +22,8 @@ GUEST = os.path.join(ROOT, "build", "guest")
 
 
 def prog(name):
+    if os.path.isabs(name):
+        return name
     if "/" in name:
         return os.path.join(GUEST, "guest", name)
     return os.path.join(GUEST, "tests", "guest", name + ".elf")
@@ -171,6 +173,39 @@ class Interrupt(Run):
         return ok, "; ".join(problems), out
 
 
+class CcRun(Run):
+    """A user's own multi-file program, built with 'scripts/tempest cc'."""
+
+    SOURCES = {
+        "main.c": """#include <stdio.h>
+#include <tempest/rt.h>
+int twice(int x);
+int main(int argc, char **argv)
+{
+    printf("%s: node %u says %d\\n", GREETING, rt_node_id(), twice(21));
+    return argc == 2 ? 0 : 3;
+}
+""",
+        "more.c": "int twice(int x) { return 2 * x; }\n",
+    }
+
+    def run(self, runs):
+        work = os.path.join(runs, self.name + "-src")
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        for name, text in self.SOURCES.items():
+            with open(os.path.join(work, name), "w") as f:
+                f.write(text)
+        elf = os.path.join(work, "user.elf")
+        r = subprocess.run([sys.executable, TEMPEST, "cc", "-O2", "-o", elf,
+                            "main.c", "more.c", '-DGREETING="hi there"'],
+                           cwd=work, capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(elf):
+            return False, f"cc exit {r.returncode}", r.stdout + r.stderr
+        self.program = elf
+        return super().run(runs)
+
+
 def node_lines(fmt, nodes):
     return [re.escape(fmt.format(node=i)) for i in range(nodes)]
 
@@ -195,10 +230,13 @@ CASES = [
         status=134,
         nodes_expect={1: [r"^\*\*\* CRASH", r"[Dd]ata [Aa]bort",
                           r"FAR\s*[:=]?\s*(0x)?0*4000000000",
-                          r"[Tt]ranslation fault", r"ELR", r"x30"]},
+                          r"read, translation fault", r"user-managed segment",
+                          r"ELR", r"x30"]},
         summary=r"node 1 failed with status 134"),
     Run("crash-null", "crash_null", nodes=1, status=134,
-        nodes_expect={0: [r"^\*\*\* CRASH", r"FAR\s*[:=]?\s*(0x)?0+\b"]},
+        nodes_expect={0: [r"^\*\*\* CRASH", r"FAR\s*[:=]?\s*(0x)?0+\b",
+                          r"write, translation fault",
+                          r"NULL pointer dereference"]},
         summary=r"node 0 failed with status 134"),
     # exit(n) and return from main end the node with that status.
     Run("exit-status", "exit_code", nodes=2, args=["7"], status=7,
@@ -214,6 +252,8 @@ CASES = [
                           r"^argv\[4\]=<?back\\slash>?$",
                           r"^argv\[5\]=<?>?$"]}),
     # Secondary CPUs started through PSCI run code and see shared memory.
+    Run("smp-1", "smp", nodes=1, smp=1,
+        nodes_expect={0: [r"^smp ok: 1 cpus$"]}),
     Run("smp-4", "smp", nodes=1, smp=4,
         nodes_expect={0: [r"smp ok: 4 cpus"]}),
     Run("malloc", "malloc", nodes=1, mem="64M"),
@@ -222,6 +262,11 @@ CASES = [
         nodes_expect={"*": [r"node_id=(0x)?{node}\b",
                             r"num_nodes=(0x)?3\b",
                             r"page_size=(4096|0x1000)\b"]}),
+    # README: a user's own program, several files and cflags, through
+    # 'scripts/tempest cc', runs on every node with its arguments.
+    CcRun("cc-user-program", "user.elf", nodes=2, args=["x"],
+          nodes_expect={"*": [r"^hi there: node {node} says 42$"]},
+          summary=r"2 nodes exited 0"),
     # The launcher's timeout stops a cluster that does not finish.
     Run("timeout", "crash_unmapped", nodes=2, args=["99"], status=124,
         timeout=3, summary=r"timeout after 3 s"),

@@ -132,9 +132,10 @@ def suite_style(results, k):
         name = "style/" + os.path.relpath(f, ROOT)
         if k and k not in name:
             continue
+        # Relative paths: checkpatch applies its tests/ rules by path.
         r = subprocess.run(["perl", checkpatch, "--no-tree", "--terse",
-                            "-f", f], capture_output=True, text=True,
-                           cwd=src)
+                            "-f", os.path.relpath(f, ROOT)],
+                           capture_output=True, text=True, cwd=ROOT)
         out = r.stdout + r.stderr
         results.record(name, r.returncode == 0,
                        "" if r.returncode == 0 else "checkpatch", out)

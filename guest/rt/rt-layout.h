@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Memory layout constants of the tempest bare-metal runtime, shared by
+ * the linker script (tempest.ld.S), the assembly (start.S, vectors.S) and
+ * the C code.  Plain numbers only: this file is also run through the C
+ * preprocessor for the linker script, which knows no C integer suffixes.
+ * rt-internal.h checks at compile time that the values agree with
+ * tempest/tempest-hw.h.
+ *
+ * Private to guest/rt.
+ */
+#ifndef TEMPEST_RT_LAYOUT_H
+#define TEMPEST_RT_LAYOUT_H
+
+/* Where the program is linked and loaded (TEMPEST_LOAD_ADDR). */
+#define RT_LOAD_ADDR            0x40080000
+
+/* RAM start and largest size (TEMPEST_RAM_BASE, TEMPEST_RAM_MAX). */
+#define RT_RAM_BASE             0x40000000
+#define RT_RAM_MAX              0x400000000
+
+/* CPUs the runtime has room for (TEMPEST_MAX_CPUS). */
+#define RT_MAX_CPUS             8
+
+/* Program stack of each CPU (SP_EL0), with an unmapped guard page below. */
+#define RT_STACK_SIZE           0x10000
+#define RT_GUARD_SIZE           0x1000
+#define RT_STACK_SLOT           (RT_GUARD_SIZE + RT_STACK_SIZE)
+
+/* Exception stack of each CPU (SP_EL1): the crash reporter runs here. */
+#define RT_EXC_STACK_SIZE       0x4000
+
+/* 4 KiB translation tables available to mmu.c. */
+#define RT_PT_POOL_PAGES        64
+
+/* Alignment of each secondary CPU's TLS block. */
+#define RT_TLS_ALIGN            64
+
+/*
+ * The register frame the exception vectors save (struct rt_frame):
+ * x0..x30, SP_EL0, ELR_EL1, SPSR_EL1, ESR_EL1, FAR_EL1.
+ */
+#define RT_FRAME_X(n)           ((n) * 8)
+#define RT_FRAME_SP             (31 * 8)
+#define RT_FRAME_ELR            (32 * 8)
+#define RT_FRAME_SPSR           (33 * 8)
+#define RT_FRAME_ESR            (34 * 8)
+#define RT_FRAME_FAR            (35 * 8)
+#define RT_FRAME_SIZE           (36 * 8)
+
+#endif /* TEMPEST_RT_LAYOUT_H */
