@@ -11,6 +11,11 @@
  * Machine properties:
  *  + node-id: this node's index in its cluster (0 .. num-nodes - 1)
  *  + num-nodes: the number of nodes in the cluster
+ *  + fabric: how the nodes reach each other: unix:DIR, tcp:HOST:PORT or
+ *    tcp:H0:P0;H1:P1;... (see include/hw/tempest/tempest-fabric.h)
+ *  + cluster-id: the cluster's identity (the same on every node)
+ *  + credits: packets in flight per peer and logical network (32)
+ *  + fabric-timeout: ms to wait for the whole cluster to connect (30000)
  *
  * -kernel loads a bare-metal ELF (entered at EL1, MMU off, x0 = 0); the
  * device tree, built for a future Linux guest, is placed at the base of
@@ -84,6 +89,10 @@ struct TempestMachineState {
     /* Properties */
     uint32_t node_id;
     uint32_t num_nodes;
+    char *fabric;
+    uint64_t cluster_id;
+    uint32_t credits;
+    uint32_t fabric_timeout;
 };
 
 static void create_fdt(TempestMachineState *tms)
@@ -305,6 +314,10 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_uint64(dev, "ram-size", ms->ram_size);
     qdev_prop_set_string(dev, "cmdline",
                          ms->kernel_cmdline ? ms->kernel_cmdline : "");
+    qdev_prop_set_string(dev, "fabric", tms->fabric);
+    qdev_prop_set_uint64(dev, "cluster-id", tms->cluster_id);
+    qdev_prop_set_uint32(dev, "credits", tms->credits);
+    qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
     sysbus_realize(s, &error_fatal);
     sysbus_mmio_map(s, 0, base);
     sysbus_connect_irq(s, 0, qdev_get_gpio_in(tms->gic, irq));
@@ -389,12 +402,62 @@ static void tempest_set_u32(Object *obj, Visitor *v, const char *name,
     visit_type_uint32(v, name, field, errp);
 }
 
+static void tempest_get_u64(Object *obj, Visitor *v, const char *name,
+                            void *opaque, Error **errp)
+{
+    uint64_t *field = opaque;
+
+    visit_type_uint64(v, name, field, errp);
+}
+
+static void tempest_set_u64(Object *obj, Visitor *v, const char *name,
+                            void *opaque, Error **errp)
+{
+    uint64_t *field = opaque;
+
+    visit_type_uint64(v, name, field, errp);
+}
+
+static char *tempest_get_fabric(Object *obj, Error **errp)
+{
+    return g_strdup(TEMPEST_MACHINE(obj)->fabric);
+}
+
+static void tempest_set_fabric(Object *obj, const char *value, Error **errp)
+{
+    TempestMachineState *tms = TEMPEST_MACHINE(obj);
+
+    g_free(tms->fabric);
+    tms->fabric = g_strdup(value);
+}
+
 static void tempest_instance_init(Object *obj)
 {
     TempestMachineState *tms = TEMPEST_MACHINE(obj);
 
     tms->node_id = 0;
     tms->num_nodes = 1;
+    tms->fabric = g_strdup("");
+    tms->credits = 32;
+    tms->fabric_timeout = 30000;
+    object_property_add_str(obj, "fabric", tempest_get_fabric,
+                            tempest_set_fabric);
+    object_property_set_description(obj, "fabric", "How the nodes reach "
+                                    "each other: unix:DIR, tcp:HOST:PORT or "
+                                    "tcp:H0:P0;H1:P1;...");
+    object_property_add(obj, "cluster-id", "uint64", tempest_get_u64,
+                        tempest_set_u64, NULL, &tms->cluster_id);
+    object_property_set_description(obj, "cluster-id",
+                                    "The cluster's identity, the same on "
+                                    "every node");
+    object_property_add(obj, "credits", "uint32", tempest_get_u32,
+                        tempest_set_u32, NULL, &tms->credits);
+    object_property_set_description(obj, "credits", "Packets in flight per "
+                                    "peer and logical network");
+    object_property_add(obj, "fabric-timeout", "uint32", tempest_get_u32,
+                        tempest_set_u32, NULL, &tms->fabric_timeout);
+    object_property_set_description(obj, "fabric-timeout", "Milliseconds "
+                                    "to wait for the cluster to connect");
     object_property_add(obj, "node-id", "uint32", tempest_get_u32,
                         tempest_set_u32, NULL, &tms->node_id);
     object_property_set_description(obj, "node-id",

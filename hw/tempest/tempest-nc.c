@@ -19,6 +19,8 @@
 #include "hw/registerfields.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"
+#include "hw/core/cpu.h"
+#include "qemu/timer.h"
 #include "hw/tempest/tempest-nc.h"
 #include "standard-headers/tempest/tempest-hw.h"
 #include "trace.h"
@@ -41,8 +43,35 @@ REG32(ERR_INFO, TEMPEST_NC_ERR_INFO)
 REG32(ERR_COUNT, TEMPEST_NC_ERR_COUNT)
 REG32(SCRATCH, TEMPEST_NC_SCRATCH)
 REG32(EXIT, TEMPEST_NC_EXIT)
+REG32(FABRIC_STATE, TEMPEST_NC_FABRIC_STATE)
+REG32(PEERS_UP, TEMPEST_NC_PEERS_UP)
+REG32(PEERS_DOWN, TEMPEST_NC_PEERS_DOWN)
+REG32(DROPPED, TEMPEST_NC_DROPPED)
+REG32(TICKS_LO, TEMPEST_NC_TICKS_LO)
+REG32(TICKS_HI, TEMPEST_NC_TICKS_HI)
+REG32(IRQ_STATUS, TEMPEST_NC_IRQ_STATUS)
+REG32(IRQ_ENABLE, TEMPEST_NC_IRQ_ENABLE)
+REG32(IRQ_ACK, TEMPEST_NC_IRQ_ACK)
+REG32(SQ_DOORBELL, TEMPEST_NC_SQ_DOORBELL)
+REG32(RQ_DOORBELL, TEMPEST_NC_RQ_DOORBELL)
+REG32(SQ0_HEAD, TEMPEST_NC_SQ0_HEAD)
+REG32(SQ1_HEAD, TEMPEST_NC_SQ1_HEAD)
+REG32(RQ_TAIL, TEMPEST_NC_RQ_TAIL)
+REG32(CQ_TAIL, TEMPEST_NC_CQ_TAIL)
+REG32(TX_PACKETS, TEMPEST_NC_TX_PACKETS)
+REG32(RX_PACKETS, TEMPEST_NC_RX_PACKETS)
+REG32(SEND_ERRORS, TEMPEST_NC_SEND_ERRORS)
+REG32(TX_STALLS, TEMPEST_NC_TX_STALLS)
+REG32(CMD_OP, TEMPEST_NC_CMD_OP)
+REG32(CMD_COMMIT, TEMPEST_NC_CMD_COMMIT)
+REG32(CMD_REASON, TEMPEST_NC_CMD_REASON)
+REG32(CMD_RESULT_LO, TEMPEST_NC_CMD_RESULT)
+REG32(CMD_RESULT_HI, TEMPEST_NC_CMD_RESULT + 4)
 
-#define TEMPEST_NC_FEATURES_V1 (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE)
+#define TEMPEST_NC_FEATURES_V1 \
+    (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
+     TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD)
+#define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 static const char *const tempest_nc_err_names[] = {
     [TEMPEST_NC_ERR_NONE] = "none",
@@ -50,23 +79,37 @@ static const char *const tempest_nc_err_names[] = {
     [TEMPEST_NC_ERR_BAD_SIZE] = "bad access size or alignment",
     [TEMPEST_NC_ERR_READ_ONLY] = "write to a read-only register",
     [TEMPEST_NC_ERR_WRITE_ONLY] = "read of a write-only register",
+    [TEMPEST_NC_ERR_BAD_DEST] = "send to a node not in the cluster",
+    [TEMPEST_NC_ERR_BAD_LEN] = "send slot longer than a packet",
+    [TEMPEST_NC_ERR_PEER_DOWN] = "send to a node that is gone",
+    [TEMPEST_NC_ERR_NO_RING] = "doorbell for a ring not set up",
+    [TEMPEST_NC_ERR_BAD_VALUE] = "value out of range",
+    [TEMPEST_NC_ERR_DMA] = "ring memory could not be accessed",
 };
 
 /*
  * Record a guest error: the guest reads it back from ERR_STATUS/ERR_INFO,
  * a person sees it with -d guest_errors or the trace event.
  */
-static void tempest_nc_guest_error(TempestNCState *s, uint32_t code,
-                                   hwaddr offset, unsigned size)
+void tempest_nc_guest_error(TempestNCState *s, uint32_t code, uint64_t info,
+                            unsigned size)
 {
     s->err_status = code;
-    s->err_info = offset;
+    s->err_info = info;
     s->err_count++;
-    trace_tempest_nc_error(s->node_id, code, offset, size);
+    trace_tempest_nc_error(s->node_id, code, info, size);
     qemu_log_mask(LOG_GUEST_ERROR,
-                  "%s: node %u: %s (offset 0x%" HWADDR_PRIx ", size %u)\n",
+                  "%s: node %u: %s (0x%" PRIx64 ", size %u)\n",
                   TYPE_TEMPEST_NC, s->node_id, tempest_nc_err_names[code],
-                  offset, size);
+                  info, size);
+}
+
+/* The accessing vCPU's command bank; bank 0 for qtest (no CPU). */
+static TempestCmdBank *tempest_nc_bank(TempestNCState *s)
+{
+    int cpu = current_cpu ? current_cpu->cpu_index : 0;
+
+    return &s->bank[cpu < TEMPEST_MAX_CPUS ? cpu : 0];
 }
 
 static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
@@ -124,10 +167,80 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_SCRATCH:
         *value = s->scratch;
         return true;
+    case A_FABRIC_STATE:
+        *value = tempest_nc_fabric_state(s);
+        return true;
+    case A_PEERS_UP:
+        *value = tempest_nc_peers_up(s);
+        return true;
+    case A_PEERS_DOWN:
+        *value = s->peers_down;
+        return true;
+    case A_DROPPED:
+        *value = s->dropped;
+        return true;
+    case A_TICKS_LO:
+    case A_TICKS_HI:
+        *value = extract64(qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) /
+                           TEMPEST_TICK_NS, offset == A_TICKS_LO ? 0 : 32, 32);
+        return true;
+    case A_IRQ_STATUS:
+        *value = s->irq_status;
+        return true;
+    case A_IRQ_ENABLE:
+        *value = s->irq_enable;
+        return true;
+    case A_SQ0_HEAD:
+    case A_SQ1_HEAD:
+        *value = s->ring[(offset - A_SQ0_HEAD) / 4].idx;
+        return true;
+    case A_RQ_TAIL:
+        *value = s->ring[TEMPEST_RING_RQ].idx;
+        return true;
+    case A_CQ_TAIL:
+        *value = s->ring[TEMPEST_RING_CQ].idx;
+        return true;
+    case A_TX_PACKETS:
+        *value = s->tx_packets;
+        return true;
+    case A_RX_PACKETS:
+        *value = s->rx_packets;
+        return true;
+    case A_SEND_ERRORS:
+        *value = s->send_errors;
+        return true;
+    case A_TX_STALLS:
+        *value = s->tx_stalls;
+        return true;
+    case A_CMD_OP:
+        *value = tempest_nc_bank(s)->op;
+        return true;
+    case A_CMD_COMMIT:
+        *value = tempest_nc_commit(s, tempest_nc_bank(s));
+        return true;
+    case A_CMD_REASON:
+        *value = tempest_nc_bank(s)->reason;
+        return true;
+    case A_CMD_RESULT_LO:
+    case A_CMD_RESULT_HI:
+        *value = extract64(tempest_nc_bank(s)->result,
+                           offset == A_CMD_RESULT_LO ? 0 : 32, 32);
+        return true;
     case A_EXIT:
+    case A_IRQ_ACK:
+    case A_SQ_DOORBELL:
+    case A_RQ_DOORBELL:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_WRITE_ONLY, offset, 4);
         *value = 0;
         return false;
+    }
+
+    if (offset >= TEMPEST_NC_CMD_ARG(0) && offset < CMD_ARGS_END) {
+        uint64_t arg = tempest_nc_bank(s)->arg[(offset - TEMPEST_NC_CMD_ARG(0))
+                                               / 8];
+
+        *value = extract64(arg, offset & 4 ? 32 : 0, 32);
+        return true;
     }
 
     if (offset >= TEMPEST_NC_CMDLINE &&
@@ -162,8 +275,26 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         return;
     case A_EXIT:
         trace_tempest_nc_exit(s->node_id, value & 0xff);
+        tempest_fabric_bye(s->fabric, value & 0xff);
         qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_GUEST_SHUTDOWN,
                                                value & 0xff);
+        return;
+    case A_IRQ_ENABLE:
+        s->irq_enable = value;
+        tempest_nc_update_irq(s);
+        return;
+    case A_IRQ_ACK:
+        s->irq_status &= ~value;
+        tempest_nc_update_irq(s);
+        return;
+    case A_SQ_DOORBELL:
+        tempest_nc_sq_doorbell(s, value);
+        return;
+    case A_RQ_DOORBELL:
+        tempest_nc_rq_doorbell(s);
+        return;
+    case A_CMD_OP:
+        tempest_nc_bank(s)->op = value;
         return;
     case A_MAGIC:
     case A_VERSION:
@@ -180,7 +311,34 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_CMDLINE_LEN:
     case A_ERR_INFO:
     case A_ERR_COUNT:
+    case A_FABRIC_STATE:
+    case A_PEERS_UP:
+    case A_PEERS_DOWN:
+    case A_DROPPED:
+    case A_TICKS_LO:
+    case A_TICKS_HI:
+    case A_IRQ_STATUS:
+    case A_SQ0_HEAD:
+    case A_SQ1_HEAD:
+    case A_RQ_TAIL:
+    case A_CQ_TAIL:
+    case A_TX_PACKETS:
+    case A_RX_PACKETS:
+    case A_SEND_ERRORS:
+    case A_TX_STALLS:
+    case A_CMD_COMMIT:
+    case A_CMD_REASON:
+    case A_CMD_RESULT_LO:
+    case A_CMD_RESULT_HI:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
+        return;
+    }
+
+    if (offset >= TEMPEST_NC_CMD_ARG(0) && offset < CMD_ARGS_END) {
+        uint64_t *arg = &tempest_nc_bank(s)->arg[(offset -
+                                                  TEMPEST_NC_CMD_ARG(0)) / 8];
+
+        *arg = deposit64(*arg, offset & 4 ? 32 : 0, 32, value);
         return;
     }
 
@@ -255,6 +413,9 @@ static void tempest_nc_reset_hold(Object *obj, ResetType type)
     s->err_info = 0;
     s->err_count = 0;
     s->scratch = 0;
+    s->peers_down = 0;
+    s->dropped = 0;
+    tempest_nc_msg_reset(s);
 }
 
 static void tempest_nc_init(Object *obj)
@@ -288,12 +449,23 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
                    TEMPEST_MAX_CPUS, s->num_cpus);
         return;
     }
+    if (s->credits < 1 || s->credits > 4096) {
+        error_setg(errp, "credits must be between 1 and 4096 (got %u)",
+                   s->credits);
+        return;
+    }
     if (len >= TEMPEST_NC_CMDLINE_MAX) {
         error_setg(errp, "the command line is %zu bytes; at most %d fit",
                    len, TEMPEST_NC_CMDLINE_MAX - 1);
         return;
     }
     s->cmdline_len = len;
+    tempest_nc_msg_realize(s, errp);
+}
+
+static void tempest_nc_unrealize(DeviceState *dev)
+{
+    tempest_nc_msg_unrealize(TEMPEST_NC(dev));
 }
 
 static int tempest_nc_post_load(void *opaque, int version_id)
@@ -303,19 +475,86 @@ static int tempest_nc_post_load(void *opaque, int version_id)
     if (s->err_status >= ARRAY_SIZE(tempest_nc_err_names)) {
         return -EINVAL;
     }
+    for (int i = 0; i < TEMPEST_NUM_RINGS; i++) {
+        if (s->ring[i].slots && !is_power_of_2(s->ring[i].slots)) {
+            return -EINVAL;
+        }
+    }
     return 0;
 }
 
-static const VMStateDescription vmstate_tempest_nc = {
-    .name = TYPE_TEMPEST_NC,
+static const VMStateDescription vmstate_tempest_ring = {
+    .name = "tempest-nc/ring",
     .version_id = 1,
     .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(base, TempestRing),
+        VMSTATE_UINT32(slots, TempestRing),
+        VMSTATE_UINT32(idx, TempestRing),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_tempest_bank = {
+    .name = "tempest-nc/bank",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64_ARRAY(arg, TempestCmdBank, TEMPEST_NC_CMD_NUM_ARGS),
+        VMSTATE_UINT32(op, TempestCmdBank),
+        VMSTATE_UINT32(reason, TempestCmdBank),
+        VMSTATE_UINT64(result, TempestCmdBank),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_tempest_timer = {
+    .name = "tempest-nc/timer",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(armed, TempestTimer),
+        VMSTATE_UINT32(id, TempestTimer),
+        VMSTATE_UINT64(deadline_ns, TempestTimer),
+        VMSTATE_UINT64(order, TempestTimer),
+        VMSTATE_UINT64(a, TempestTimer),
+        VMSTATE_UINT64(b, TempestTimer),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * A node joined to others by live sockets has a migration blocker; this
+ * describes the state of a node that can be saved (a one-node cluster).
+ * Packets and events queued inside the device are not saved: a one-node
+ * cluster's queue is empty once its rings have room.
+ */
+static const VMStateDescription vmstate_tempest_nc = {
+    .name = TYPE_TEMPEST_NC,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .post_load = tempest_nc_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(err_status, TempestNCState),
         VMSTATE_UINT32(err_info, TempestNCState),
         VMSTATE_UINT32(err_count, TempestNCState),
         VMSTATE_UINT32(scratch, TempestNCState),
+        VMSTATE_UINT32(irq_status, TempestNCState),
+        VMSTATE_UINT32(irq_enable, TempestNCState),
+        VMSTATE_UINT32(peers_down, TempestNCState),
+        VMSTATE_UINT32(dropped, TempestNCState),
+        VMSTATE_UINT32(tx_packets, TempestNCState),
+        VMSTATE_UINT32(rx_packets, TempestNCState),
+        VMSTATE_UINT32(send_errors, TempestNCState),
+        VMSTATE_UINT32(tx_stalls, TempestNCState),
+        VMSTATE_STRUCT_ARRAY(ring, TempestNCState, TEMPEST_NUM_RINGS, 1,
+                             vmstate_tempest_ring, TempestRing),
+        VMSTATE_STRUCT_ARRAY(bank, TempestNCState, TEMPEST_MAX_CPUS, 1,
+                             vmstate_tempest_bank, TempestCmdBank),
+        VMSTATE_STRUCT_ARRAY(timer, TempestNCState, TEMPEST_NC_MAX_TIMERS, 1,
+                             vmstate_tempest_timer, TempestTimer),
+        VMSTATE_UINT64(timer_order, TempestNCState),
+        VMSTATE_UINT32(timer_gen, TempestNCState),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -327,6 +566,11 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_UINT64("ram-base", TempestNCState, ram_base, 0),
     DEFINE_PROP_UINT64("ram-size", TempestNCState, ram_size, 0),
     DEFINE_PROP_STRING("cmdline", TempestNCState, cmdline),
+    DEFINE_PROP_STRING("fabric", TempestNCState, fabric_spec),
+    DEFINE_PROP_UINT64("cluster-id", TempestNCState, cluster_id, 0),
+    DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
+    DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,
+                       30000),
 };
 
 static void tempest_nc_class_init(ObjectClass *klass, void *data)
@@ -336,6 +580,7 @@ static void tempest_nc_class_init(ObjectClass *klass, void *data)
 
     dc->desc = "Tempest node controller";
     dc->realize = tempest_nc_realize;
+    dc->unrealize = tempest_nc_unrealize;
     dc->vmsd = &vmstate_tempest_nc;
     rc->phases.hold = tempest_nc_reset_hold;
     device_class_set_props(dc, tempest_nc_properties);

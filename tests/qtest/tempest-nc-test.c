@@ -14,8 +14,14 @@
 static QTestState *start_node(unsigned node, unsigned nodes, unsigned cpus,
                               unsigned ram_mib)
 {
-    return qtest_initf("-M tempest,node-id=%u,num-nodes=%u -smp %u -m %uM",
-                       node, nodes, cpus, ram_mib);
+    g_autofree char *dir = g_dir_make_tmp("tempest-nc-XXXXXX", NULL);
+    QTestState *s;
+
+    /* Alone in its cluster: its fabric never forms, which is fine here. */
+    s = qtest_initf("-M tempest,node-id=%u,num-nodes=%u,fabric=unix:%s "
+                    "-smp %u -m %uM", node, nodes, dir, cpus, ram_mib);
+    rmdir(dir);
+    return s;
 }
 
 /* Identity and capability registers read back what the machine was given. */
@@ -33,9 +39,12 @@ static void test_identity(void)
                      1U << TEMPEST_PAGE_SHIFT);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_TAG_BLK_SIZE)), ==,
                      1U << TEMPEST_TAG_BLK_SHIFT);
-    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_FEATURES)) &
-                    (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE), ==,
-                    TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_FEATURES)), ==,
+                    TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE |
+                    TEMPEST_NC_FEAT_FABRIC | TEMPEST_NC_FEAT_MSG |
+                    TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
+                     TEMPEST_FABRIC_CONNECTING);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_CPUS)), ==, 3);
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_RAM_BASE_LO)), ==,
                     (uint32_t)TEMPEST_RAM_BASE);

@@ -36,7 +36,12 @@ OVERLAY = [
      "configs/devices/aarch64-softmmu/tempest.mak"),
 ]
 
-QEMU_TARGETS = ["qemu-system-aarch64", "tests/qtest/tempest-nc-test"]
+
+def qemu_targets():
+    """QEMU itself and our qtests (each listed in target-patches/0001)."""
+    return ["qemu-system-aarch64"] + [
+        "tests/qtest/" + os.path.basename(f)[:-2]
+        for f in sorted(glob.glob(os.path.join(ROOT, "tests/qtest/*.c")))]
 
 
 def configure_args(src):
@@ -59,8 +64,15 @@ def ccache_env():
     return env
 
 
+def git_dir(src):
+    """Our record of the QEMU tree lives beside it, not in it: QEMU's
+    configure turns -Werror on for every file when it finds a .git."""
+    return src + ".git"
+
+
 def git(src, *args, check=True, capture=False):
-    r = subprocess.run(GIT + list(args), cwd=src, text=True,
+    r = subprocess.run(GIT + ["--git-dir", git_dir(src), "--work-tree", src]
+                       + list(args), cwd=src, text=True,
                        stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE if capture else
                        subprocess.DEVNULL,
@@ -89,7 +101,9 @@ def prepare_tree():
     src = qemu_source_dir()
     if src is None:
         raise StepError("build: no QEMU source; run 'scripts/tempest setup'")
-    if not os.path.isdir(os.path.join(src, ".git")):
+    if os.path.isdir(os.path.join(src, ".git")):
+        os.rename(os.path.join(src, ".git"), git_dir(src))
+    if not os.path.isdir(git_dir(src)):
         say(f"build: recording {os.path.basename(src)} (with Debian's "
             "patches) as the base for ours")
         git(src, "init", "-q")
@@ -99,7 +113,7 @@ def prepare_tree():
 
     files = patches()
     want = patch_hash(files)
-    stamp = os.path.join(src, PATCH_STAMP)
+    stamp = git_dir(src) + PATCH_STAMP
     have = open(stamp).read().strip() if os.path.exists(stamp) else None
     if have != want:
         if have is not None:
@@ -195,7 +209,7 @@ def build_qemu(jobs):
     t0 = time.monotonic()
     src = prepare_tree()
     configure(src)
-    ninja_with_progress("build: QEMU", QEMU_BUILD, QEMU_TARGETS, jobs,
+    ninja_with_progress("build: QEMU", QEMU_BUILD, qemu_targets(), jobs,
                         os.path.join(QEMU_BUILD, "build.log"),
                         env=ccache_env())
     say(f"build: {qemu_version()} ready in {time.monotonic() - t0:.1f} s: "

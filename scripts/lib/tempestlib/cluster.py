@@ -12,10 +12,14 @@ launcher through PR_SET_PDEATHSIG).
 import argparse
 import ctypes
 import os
+import random
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -24,6 +28,7 @@ from .common import QEMU_BIN, RUNS, StepError, rel, say
 PR_SET_PDEATHSIG = 1
 STATUS_TIMEOUT = 124
 STATUS_INTERRUPTED = 130
+FAIL_GRACE = 0.5      # seconds the others get to report a failed node
 
 
 def parse_mem(text):
@@ -62,6 +67,12 @@ def run_parser(add_help=True):
     p.add_argument("--quiet", action="store_true",
                    help="do not stream the consoles (logs are still "
                         "written)")
+    p.add_argument("--tcp", action="store_true",
+                   help="join the nodes over TCP on 127.0.0.1 instead of "
+                        "Unix-domain sockets")
+    p.add_argument("--credits", type=positive, default=None,
+                   help="packets in flight per peer and network "
+                        "(machine default 32)")
     p.add_argument("--qemu-arg", action="append", default=[],
                    metavar="ARG", help="extra QEMU argument for every node "
                    "(repeatable), e.g. --qemu-arg=-d --qemu-arg=guest_errors")
@@ -98,6 +109,7 @@ class Node:
         self.proc = None
         self.status = None        # exit status once ended
         self.killed = False       # stopped by the launcher
+        self.signal = None        # the signal that ended it, if any
         self.reader = None
 
 
@@ -119,9 +131,40 @@ def _status_of(returncode):
     return 128 - returncode if returncode < 0 else returncode
 
 
+def free_port_base(count):
+    """A base port with count free consecutive TCP ports on 127.0.0.1."""
+    for _ in range(200):
+        base = random.randrange(20000, 60000 - count)
+        socks = []
+        try:
+            for i in range(count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise StepError(f"run: found no {count} free consecutive TCP ports")
+
+
+def fabric_spec(nodes, tcp, sock_dir):
+    if nodes == 1:
+        return None
+    if tcp:
+        return f"tcp:127.0.0.1:{free_port_base(nodes)}"
+    return f"unix:{sock_dir}"
+
+
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
-                 extra=()):
+                 extra=(), fabric=None, cluster=0, credits=None):
     machine = f"tempest,node-id={index},num-nodes={nodes}"
+    if fabric:
+        machine += f",fabric={fabric},cluster-id={cluster:#x}"
+    if credits:
+        machine += f",credits={credits}"
     cmd = [QEMU_BIN, "-M", machine, "-smp", str(smp), "-m", mem,
            "-nodefaults", "-no-user-config", "-display", "none",
            "-serial", "stdio", "-kernel", program,
@@ -153,7 +196,8 @@ def new_run_dir(program):
 
 
 def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
-                timeout=120, run_dir=None, echo=True, extra=(), out=None):
+                timeout=120, run_dir=None, echo=True, extra=(), out=None,
+                tcp=False, credits=None):
     """Boot the cluster and wait for it; returns a RunResult."""
     if not os.path.exists(QEMU_BIN):
         raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
@@ -177,10 +221,15 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                         out.write(prefix + text + "\n")
                         out.flush()
 
+    # Sockets live in a short private directory (Unix paths are limited
+    # to 108 bytes); the cluster id keeps other clusters' nodes out.
+    sock_dir = tempfile.mkdtemp(prefix="tempest-")
+    fabric = fabric_spec(nodes, tcp, sock_dir)
+    cluster = random.getrandbits(63) | 1
     ns = []
     for i in range(nodes):
         ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
-                                       cpu, extra),
+                                       cpu, extra, fabric, cluster, credits),
                        os.path.join(run_dir, f"node{i}.log")))
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:
@@ -208,9 +257,11 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
             n.reader.start()
 
         first_fail = None
+        fail_time = None
         timed_out = False
         while True:
             running = 0
+            failed_now = []
             for n in ns:
                 if n.status is None:
                     rc = n.proc.poll()
@@ -218,11 +269,23 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                         running += 1
                         continue
                     n.status = _status_of(rc)
-                    if n.status != 0 and not n.killed and first_fail is None:
-                        first_fail = n
+                    n.signal = -rc if rc < 0 else None
+                    if n.status != 0 and not n.killed:
+                        failed_now.append(n)
+            if failed_now and first_fail is None:
+                # Seen in one sweep: a node killed by a signal is the cause,
+                # the others are likely reporting its loss.
+                failed_now.sort(key=lambda n: (n.signal is None, n.index))
+                first_fail = failed_now[0]
+                fail_time = time.monotonic()
             if running == 0:
                 break
-            if first_fail is not None or interrupted:
+            if interrupted:
+                _stop(ns)
+                continue
+            # Give the survivors a moment to report a lost node, then stop.
+            if first_fail is not None and \
+               time.monotonic() - fail_time > FAIL_GRACE:
                 _stop(ns)
                 continue
             if timeout and time.monotonic() - t0 > timeout:
@@ -235,6 +298,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
         for n in ns:
             if n.reader:
                 n.reader.join(timeout=5)
+        shutil.rmtree(sock_dir, ignore_errors=True)
         if in_main:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
@@ -244,7 +308,9 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     logs = rel(run_dir)
     if first_fail is not None:
         status = first_fail.status
-        summary = (f"node {first_fail.index} failed with status {status} "
+        how = (f" (killed by signal {first_fail.signal})"
+               if first_fail.signal else "")
+        summary = (f"node {first_fail.index} failed with status {status}{how} "
                    f"after {elapsed:.2f} s; the others were stopped "
                    f"(log: {rel(first_fail.log_path)})")
     elif interrupted:
@@ -289,6 +355,7 @@ def run_cli(args):
     res = run_cluster(args.program, args.nodes, args.args, smp=args.smp,
                       mem=args.mem, cpu=args.cpu, timeout=args.timeout,
                       run_dir=args.run_dir, echo=not args.quiet,
-                      extra=args.qemu_arg)
+                      extra=args.qemu_arg, tcp=args.tcp,
+                      credits=args.credits)
     say(f"run: {res.summary}")
     return res.status

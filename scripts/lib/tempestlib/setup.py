@@ -147,7 +147,7 @@ def qemu_source_dir():
     """The unpacked QEMU source tree, or None."""
     dirs = sorted(d for d in glob.glob(os.path.join(QEMU_SRC_PARENT,
                                                     "qemu-10.0.*"))
-                  if os.path.isdir(d))
+                  if os.path.isdir(d) and not d.endswith(".git"))
     return dirs[-1] if dirs else None
 
 

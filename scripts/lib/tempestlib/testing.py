@@ -119,6 +119,7 @@ def suite_guest(results, k):
 
 
 def suite_style(results, k):
+    suite_warnings(results)
     src = qemu_source_dir()
     checkpatch = os.path.join(src, "scripts", "checkpatch.pl") if src else ""
     if not os.path.exists(checkpatch):
@@ -139,6 +140,27 @@ def suite_style(results, k):
         out = r.stdout + r.stderr
         results.record(name, r.returncode == 0,
                        "" if r.returncode == 0 else "checkpatch", out)
+
+
+def suite_warnings(results):
+    """Our QEMU-side files must compile without a warning (QEMU itself is
+    built without -Werror; what ninja compiled last is in build.log)."""
+    log = os.path.join(QEMU_BUILD, "build.log")
+    lines, ours = [], False
+    try:
+        with open(log, errors="replace") as f:
+            for line in f:
+                if line.startswith("["):
+                    # A new ninja step: is it compiling one of our files?
+                    ours = bool(re.search(r"hw_tempest_|tempest-nc-test",
+                                          line))
+                elif ours and "warning:" in line:
+                    lines.append(line)
+    except OSError:
+        pass
+    results.record("style/compiler-warnings", not lines,
+                   f"{len(lines)} in our files" if lines else "",
+                   "".join(lines))
 
 
 RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "guest": suite_guest,

@@ -12,15 +12,66 @@
  *  + QOM property "num-cpus": the number of vCPUs of this node
  *  + QOM property "ram-base", "ram-size": the node's guest RAM
  *  + QOM property "cmdline": the program's command line (-append)
+ *  + QOM property "fabric": how to reach the other nodes ("unix:DIR",
+ *    "tcp:HOST:PORT", ...; see tempest-fabric.h)
+ *  + QOM property "cluster-id": the cluster's identity, the same on
+ *    every node; a node of another cluster cannot connect
+ *  + QOM property "credits": packets in flight per peer and network
+ *  + QOM property "fabric-timeout": ms to wait for the other nodes
  */
 #ifndef HW_TEMPEST_TEMPEST_NC_H
 #define HW_TEMPEST_TEMPEST_NC_H
 
 #include "hw/sysbus.h"
+#include "qemu/queue.h"
+#include "qemu/timer.h"
 #include "qom/object.h"
+#include "standard-headers/tempest/tempest-hw.h"
+#include "hw/tempest/tempest-fabric.h"
 
 #define TYPE_TEMPEST_NC "tempest-nc"
 OBJECT_DECLARE_SIMPLE_TYPE(TempestNCState, TEMPEST_NC)
+
+/* A ring in guest RAM (SQ0, SQ1, RQ, CQ); slots == 0: not set up. */
+typedef struct TempestRing {
+    uint64_t base;
+    uint32_t slots;
+    uint32_t idx;       /* SQ: next slot to read; RQ, CQ: next to write */
+} TempestRing;
+
+/* One vCPU's command bank (FLASH's initiation protocol). */
+typedef struct TempestCmdBank {
+    uint64_t arg[TEMPEST_NC_CMD_NUM_ARGS];
+    uint32_t op;
+    uint32_t reason;
+    uint64_t result;
+} TempestCmdBank;
+
+typedef struct TempestTimer {
+    uint32_t armed;
+    uint32_t id;
+    uint64_t deadline_ns;   /* QEMU_CLOCK_VIRTUAL */
+    uint64_t order;         /* arm order, to keep equal deadlines in order */
+    uint64_t a, b;
+} TempestTimer;
+
+/* A packet waiting for room in the RQ (it holds its sender's credit). */
+typedef struct TempestInPacket {
+    QSIMPLEQ_ENTRY(TempestInPacket) next;
+    uint32_t src;
+    uint32_t net;
+    uint32_t seq;
+    uint32_t len;           /* header + payload */
+    uint8_t data[TEMPEST_PKT_SIZE];
+} TempestInPacket;
+
+/* A control event waiting for room in the CQ. */
+typedef struct TempestEvent {
+    QSIMPLEQ_ENTRY(TempestEvent) next;
+    uint32_t type;
+    uint32_t node;
+    uint64_t a, b, c;
+} TempestEvent;
 
 struct TempestNCState {
     /*< private >*/
@@ -37,15 +88,59 @@ struct TempestNCState {
     uint64_t ram_base;
     uint64_t ram_size;
     char *cmdline;
+    char *fabric_spec;
+    uint64_t cluster_id;
+    uint32_t credits;
+    uint32_t fabric_timeout_ms;
 
     /* Guest-visible state */
     uint32_t err_status;
     uint32_t err_info;
     uint32_t err_count;
     uint32_t scratch;
+    uint32_t irq_status;
+    uint32_t irq_enable;
+    uint32_t peers_down;
+    uint32_t dropped;
+    uint32_t tx_packets;
+    uint32_t rx_packets;
+    uint32_t send_errors;
+    uint32_t tx_stalls;
+    TempestRing ring[TEMPEST_NUM_RINGS];
+    TempestCmdBank bank[TEMPEST_MAX_CPUS];
+    TempestTimer timer[TEMPEST_NC_MAX_TIMERS];
+    uint64_t timer_order;
+    uint32_t timer_gen;
+
+    /* Device-side queues (bounded: see tempest-nc-msg.c) */
+    QSIMPLEQ_HEAD(, TempestInPacket) inq[2];
+    QSIMPLEQ_HEAD(, TempestEvent) evq;
+    uint32_t evq_len;
+    int sq_wait[2];         /* node an SQ waits for credit from, or -1 */
+    bool rq_full;
+    bool cq_full;
 
     /* Derived at realize */
     uint32_t cmdline_len;
+    TempestFabric *fabric;
+    QEMUTimer *tick_timer;      /* QEMU_CLOCK_VIRTUAL: the next timer */
+    QEMUTimer *retry_timer;     /* QEMU_CLOCK_REALTIME: RQ/CQ was full */
+    QEMUBH *sq_bh;              /* credit came back: run the send rings */
+    Error *migration_blocker;
 };
+
+/* tempest-nc-msg.c: rings, doorbells, timers, commands */
+void tempest_nc_msg_realize(TempestNCState *s, Error **errp);
+void tempest_nc_msg_unrealize(TempestNCState *s);
+void tempest_nc_msg_reset(TempestNCState *s);
+void tempest_nc_update_irq(TempestNCState *s);
+void tempest_nc_raise(TempestNCState *s, uint32_t bits);
+void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value);
+void tempest_nc_rq_doorbell(TempestNCState *s);
+uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b);
+uint32_t tempest_nc_fabric_state(TempestNCState *s);
+uint32_t tempest_nc_peers_up(TempestNCState *s);
+void tempest_nc_guest_error(TempestNCState *s, uint32_t code, uint64_t info,
+                            unsigned size);
 
 #endif /* HW_TEMPEST_TEMPEST_NC_H */

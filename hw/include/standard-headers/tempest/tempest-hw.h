@@ -79,8 +79,49 @@
 #define TEMPEST_NC_ERR_COUNT        0x048   /* errors since reset */
 #define TEMPEST_NC_SCRATCH          0x04C   /* read/write, 0 at reset */
 
+/* Fabric (version 1.1) */
+#define TEMPEST_NC_FABRIC_STATE     0x050   /* TEMPEST_FABRIC_* */
+#define TEMPEST_NC_PEERS_UP         0x054   /* peers connected now */
+#define TEMPEST_NC_PEERS_DOWN       0x058   /* peers lost since ready */
+#define TEMPEST_NC_DROPPED          0x05C   /* bad packets from peers, dropped */
+#define TEMPEST_NC_TICKS_LO         0x060   /* virtual time in ticks (1 us) */
+#define TEMPEST_NC_TICKS_HI         0x064
+
+/* Interrupt: level, (IRQ_STATUS & IRQ_ENABLE) != 0 */
+#define TEMPEST_NC_IRQ_STATUS       0x068   /* TEMPEST_NC_IRQ_* pending */
+#define TEMPEST_NC_IRQ_ENABLE       0x06C   /* read/write */
+#define TEMPEST_NC_IRQ_ACK          0x070   /* write 1s: clear those bits */
+
 /* Control */
 #define TEMPEST_NC_EXIT             0x080   /* write: end QEMU, status&0xff */
+#define TEMPEST_NC_SQ_DOORBELL      0x084   /* write n: send ring n has work */
+#define TEMPEST_NC_RQ_DOORBELL      0x088   /* write: RQ/CQ slots were freed */
+#define TEMPEST_NC_SQ0_HEAD         0x090   /* next slot the device reads */
+#define TEMPEST_NC_SQ1_HEAD         0x094
+#define TEMPEST_NC_RQ_TAIL          0x098   /* next slot the device writes */
+#define TEMPEST_NC_CQ_TAIL          0x09C
+
+/* Statistics since reset (read-only) */
+#define TEMPEST_NC_TX_PACKETS       0x0A0   /* packets taken from send rings */
+#define TEMPEST_NC_RX_PACKETS       0x0A4   /* packets written to the RQ */
+#define TEMPEST_NC_SEND_ERRORS      0x0A8   /* send slots rejected */
+#define TEMPEST_NC_TX_STALLS        0x0AC   /* times a send waited for credit */
+
+/*
+ * Command bank (version 1.1), after FLASH's initiation protocol: write the
+ * arguments and the operation, then READ CMD_COMMIT, which executes the
+ * command and answers TEMPEST_CMD_SUCCESS, _RETRY (out of resources now:
+ * try again) or _FAIL (the description is invalid: CMD_REASON says why).
+ * Nothing happens before that read.  Every vCPU has its own bank at the
+ * same offsets (qtest uses bank 0), so CPUs never see each other's
+ * half-written commands.  Arguments are 64-bit (two 32-bit halves).
+ */
+#define TEMPEST_NC_CMD_ARG(n)       (0x100 + 8 * (n))   /* n = 0..5 */
+#define TEMPEST_NC_CMD_NUM_ARGS     6
+#define TEMPEST_NC_CMD_OP           0x130   /* TEMPEST_CMD_* */
+#define TEMPEST_NC_CMD_COMMIT       0x134   /* read: execute, status */
+#define TEMPEST_NC_CMD_REASON       0x138   /* TEMPEST_CMD_E_* after FAIL */
+#define TEMPEST_NC_CMD_RESULT       0x140   /* 64-bit result */
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -88,13 +129,28 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    0
+#define TEMPEST_NC_VERSION_MINOR    1
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
 /* TEMPEST_NC_FEATURES bits */
 #define TEMPEST_NC_FEAT_EXIT        (1U << 0)   /* EXIT register */
 #define TEMPEST_NC_FEAT_CMDLINE     (1U << 1)   /* CMDLINE window */
+#define TEMPEST_NC_FEAT_FABRIC      (1U << 2)   /* fabric registers */
+#define TEMPEST_NC_FEAT_MSG         (1U << 3)   /* rings and doorbells */
+#define TEMPEST_NC_FEAT_TIMER       (1U << 4)   /* TEMPEST_CMD_TIMER_ARM */
+#define TEMPEST_NC_FEAT_CMD         (1U << 5)   /* the command bank */
+
+/* TEMPEST_NC_FABRIC_STATE values */
+#define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
+#define TEMPEST_FABRIC_READY        2   /* every node connected (or N = 1) */
+#define TEMPEST_FABRIC_FAILED       3   /* could not form the cluster */
+
+/* TEMPEST_NC_IRQ_* bits */
+#define TEMPEST_NC_IRQ_RQ           (1U << 0)   /* a message entered the RQ */
+#define TEMPEST_NC_IRQ_CQ           (1U << 1)   /* an event entered the CQ */
+#define TEMPEST_NC_IRQ_SQ           (1U << 2)   /* a stalled send ring moved */
+#define TEMPEST_NC_IRQ_FABRIC       (1U << 3)   /* FABRIC_STATE changed */
 
 /* TEMPEST_NC_ERR_STATUS values */
 #define TEMPEST_NC_ERR_NONE         0   /* no error since last clear */
@@ -102,6 +158,97 @@
 #define TEMPEST_NC_ERR_BAD_SIZE     2   /* access size or alignment */
 #define TEMPEST_NC_ERR_READ_ONLY    3   /* write to a read-only register */
 #define TEMPEST_NC_ERR_WRITE_ONLY   4   /* read of a write-only register */
+#define TEMPEST_NC_ERR_BAD_DEST     5   /* send to a node not in the cluster */
+#define TEMPEST_NC_ERR_BAD_LEN      6   /* send slot length > payload size */
+#define TEMPEST_NC_ERR_PEER_DOWN    7   /* send to a node that is gone */
+#define TEMPEST_NC_ERR_NO_RING      8   /* doorbell for a ring not set up */
+#define TEMPEST_NC_ERR_BAD_VALUE    9   /* doorbell value out of range */
+#define TEMPEST_NC_ERR_DMA          10  /* ring memory could not be accessed */
+
+/* ------------------------------------------------------------------ */
+/* Commands (TEMPEST_NC_CMD_OP)                                        */
+/* ------------------------------------------------------------------ */
+#define TEMPEST_CMD_SUCCESS         0
+#define TEMPEST_CMD_RETRY           1
+#define TEMPEST_CMD_FAIL            2
+
+/* ARG0 ring (TEMPEST_RING_*), ARG1 base address, ARG2 slots (2^k). */
+#define TEMPEST_CMD_RING_SETUP      1
+/* ARG0 delay in ticks, ARG1 and ARG2 returned in the TIMER event;
+ * RESULT: the timer's id.  RETRY while TEMPEST_NC_MAX_TIMERS are armed. */
+#define TEMPEST_CMD_TIMER_ARM       2
+
+/* TEMPEST_NC_CMD_REASON values */
+#define TEMPEST_CMD_E_NONE          0
+#define TEMPEST_CMD_E_BAD_OP        1   /* no such operation */
+#define TEMPEST_CMD_E_BAD_RING      2   /* no such ring */
+#define TEMPEST_CMD_E_BAD_ADDR      3   /* not inside the node's RAM */
+#define TEMPEST_CMD_E_BAD_ALIGN     4   /* base not aligned to a slot */
+#define TEMPEST_CMD_E_BAD_SIZE      5   /* slots not a power of 2 in range */
+#define TEMPEST_CMD_E_OVERLAP       6   /* overlaps another ring */
+#define TEMPEST_CMD_E_BAD_TICKS     7   /* delay out of range */
+
+#define TEMPEST_NC_MAX_TIMERS       256
+#define TEMPEST_TICK_NS             1000        /* a tick is 1 us */
+#define TEMPEST_TIMER_MAX_TICKS     (1ULL << 40)
+
+/* ------------------------------------------------------------------ */
+/* Rings in guest RAM (after SP Active Messages)                       */
+/*                                                                     */
+/* SQ0 (request network) and SQ1 (reply network): the guest fills the */
+/* slot at its tail, sets its CTL word last (VALID | length), and      */
+/* writes the ring number to SQ_DOORBELL.  The device sends slots in   */
+/* order until it meets a slot whose CTL has no VALID bit, and frees   */
+/* each slot it has taken by writing CTL = 0.  A rejected slot is also */
+/* freed, counted in SEND_ERRORS, and reported by a SEND_ERROR event.  */
+/*                                                                     */
+/* RQ: the device writes each arriving packet into the slot at its     */
+/* tail, CTL last (VALID | length), when that slot's CTL is 0; the     */
+/* guest handles a slot and frees it by writing CTL = 0 (lazily), then */
+/* writes RQ_DOORBELL once it has freed slots.  Packets that find the  */
+/* RQ full wait in the device and hold back the sender's credit, so a  */
+/* slow receiver throttles its senders.                                */
+/*                                                                     */
+/* CQ: the same for control events (timers, errors), 32-byte slots.    */
+/* ------------------------------------------------------------------ */
+#define TEMPEST_RING_SQ0            0
+#define TEMPEST_RING_SQ1            1
+#define TEMPEST_RING_RQ             2
+#define TEMPEST_RING_CQ             3
+#define TEMPEST_NUM_RINGS           4
+#define TEMPEST_RING_MIN_SLOTS      2
+#define TEMPEST_RING_MAX_SLOTS      4096
+#define TEMPEST_NET_REQUEST         0
+#define TEMPEST_NET_REPLY           1
+
+/* Packet slot (SQ, RQ): 32-byte header, then the payload. */
+#define TEMPEST_PKT_SIZE            256
+#define TEMPEST_PKT_PAYLOAD         224
+#define TEMPEST_PKT_CTL             0   /* u32: VALID | payload length */
+#define TEMPEST_PKT_NODE            4   /* u16: SQ destination, RQ source */
+#define TEMPEST_PKT_NET             6   /* u8: RQ: the network it came on */
+#define TEMPEST_PKT_KIND            7   /* u8: the library's, passed on */
+#define TEMPEST_PKT_SEQ             8   /* u32: RQ: per (source, network) */
+#define TEMPEST_PKT_WORD0           12  /* u32: the library's, passed on */
+#define TEMPEST_PKT_WORD1           16  /* u64: the library's, passed on */
+#define TEMPEST_PKT_WORD2           24  /* u64: the library's, passed on */
+#define TEMPEST_PKT_DATA            32  /* payload */
+#define TEMPEST_PKT_VALID           (1U << 31)
+#define TEMPEST_PKT_LEN_MASK        0xFFFFU
+
+/* Control event slot (CQ). */
+#define TEMPEST_EV_SIZE             32
+#define TEMPEST_EV_CTL              0   /* u32: VALID | type */
+#define TEMPEST_EV_NODE             4   /* u32: the node it concerns */
+#define TEMPEST_EV_A                8   /* u64 */
+#define TEMPEST_EV_B                16  /* u64 */
+#define TEMPEST_EV_C                24  /* u64 */
+#define TEMPEST_EV_VALID            (1U << 31)
+#define TEMPEST_EV_TYPE_MASK        0xFFU
+#define TEMPEST_EV_TIMER            1   /* A, B: ARG1, ARG2 of the arm; C: id */
+#define TEMPEST_EV_PEER_DOWN        2   /* NODE: the node that is gone */
+#define TEMPEST_EV_SEND_ERROR       3   /* NODE: dest, A: slot, B: ERR code,
+                                         * C: ring */
 
 /* Exit status the runtime uses when a node crashes (exception report) */
 #define TEMPEST_EXIT_CRASH          134

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The Tempest fabric: reliable, ordered, flow-controlled packet delivery
+ * between the node controllers of one cluster.
+ *
+ * Every pair of nodes shares one stream socket (Unix-domain for nodes on
+ * one host, TCP for nodes on several): node j connects to every node
+ * i < j and accepts from every node above it.  Each side greets the other
+ * with a HELLO naming the cluster, so a node cannot join the wrong one.
+ * Data moves under credit-based flow control, per peer and per logical
+ * network: a sender holds 'credits' packets' worth of credit and gets it
+ * back as the receiver moves packets into its guest's receive ring, so a
+ * slow receiver throttles its senders and memory stays bounded.  A peer
+ * that disconnects is reported, never waited on; a malformed frame is
+ * dropped and counted.  Everything runs in QEMU's main loop under the BQL.
+ */
+#ifndef HW_TEMPEST_TEMPEST_FABRIC_H
+#define HW_TEMPEST_TEMPEST_FABRIC_H
+
+#include "qapi/error.h"
+
+typedef struct TempestFabric TempestFabric;
+
+typedef struct TempestFabricOps {
+    /* A DATA packet (32-byte header + payload) from peer on net. */
+    void (*packet)(void *opaque, unsigned peer, unsigned net, uint32_t seq,
+                   const uint8_t *pkt, size_t len);
+    /* peer has credit again on net after running out. */
+    void (*credit)(void *opaque, unsigned peer, unsigned net);
+    /* peer is gone: it exited with status (exited) or was lost. */
+    void (*peer_down)(void *opaque, unsigned peer, bool exited,
+                      uint32_t status);
+    /* The cluster is complete (READY) or cannot form (FAILED). */
+    void (*state)(void *opaque, int state);
+    /* A frame from peer (or -1: before its HELLO) was dropped. */
+    void (*dropped)(void *opaque, int peer, const char *why);
+} TempestFabricOps;
+
+/*
+ * spec: "unix:DIR" (node i listens at DIR/node<i>.sock), "tcp:HOST:PORT"
+ * (node i listens at HOST:PORT+i), or "tcp:H0:P0;H1:P1;..." (one address
+ * per node).  With one node no socket is made and the fabric is ready.
+ */
+TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
+                                  unsigned node, unsigned nodes,
+                                  unsigned credits, unsigned timeout_ms,
+                                  const TempestFabricOps *ops, void *opaque,
+                                  Error **errp);
+void tempest_fabric_free(TempestFabric *f);
+
+int tempest_fabric_state(TempestFabric *f);     /* TEMPEST_FABRIC_* */
+unsigned tempest_fabric_peers_up(TempestFabric *f);
+bool tempest_fabric_peer_up(TempestFabric *f, unsigned peer);
+/* May a DATA packet go to peer on net now (peer up, credit left)? */
+bool tempest_fabric_can_send(TempestFabric *f, unsigned peer, unsigned net);
+/* Send one packet (header + payload); uses one credit.  peer may be this
+ * node itself: the packet comes back through ops->packet. */
+void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
+                         const uint8_t *pkt, size_t len);
+/* The guest took n packets from peer on net: give their credit back. */
+void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
+                                   unsigned net, unsigned n);
+/* Tell every peer this node exits with status, as far as can be sent. */
+void tempest_fabric_bye(TempestFabric *f, uint32_t status);
+
+#endif /* HW_TEMPEST_TEMPEST_FABRIC_H */

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The Tempest fabric's wire format: frames exchanged between the node
+ * controllers of one cluster over a stream socket (Unix or TCP).
+ *
+ * Pure C with no QEMU dependency, so that the host unit tests check the
+ * same parser the device uses.  All fields are little-endian.
+ *
+ *   frame   = header (8 bytes) + body (len bytes)
+ *   header  = u16 type | u8 net | u8 flags | u32 len
+ *
+ *   HELLO   body: u32 magic, u32 version, u64 cluster, u32 node,
+ *                 u32 nodes, u32 credits, u32 reserved       (32 bytes)
+ *   DATA    body: u32 seq, then a packet slot: the 32-byte packet header
+ *                 of tempest-hw.h and 0..224 payload bytes
+ *   CREDIT  body: u32 count: the sender may send count more DATA frames
+ *                 on network net
+ *   BYE     body: u32 status: the node is exiting with this status
+ */
+#ifndef HW_TEMPEST_FABRIC_PROTO_H
+#define HW_TEMPEST_FABRIC_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "standard-headers/tempest/tempest-hw.h"
+
+#define FABRIC_MAGIC            0x54504642U     /* "TPFB" */
+#define FABRIC_VERSION          1
+#define FABRIC_HDR_SIZE         8
+#define FABRIC_HELLO_SIZE       32
+#define FABRIC_DATA_MIN         (4 + TEMPEST_PKT_DATA)
+#define FABRIC_DATA_MAX         (4 + TEMPEST_PKT_SIZE)
+#define FABRIC_MAX_BODY         FABRIC_DATA_MAX
+
+enum {
+    FABRIC_HELLO = 1,
+    FABRIC_DATA = 2,
+    FABRIC_CREDIT = 3,
+    FABRIC_BYE = 4,
+};
+
+typedef struct FabricHeader {
+    uint16_t type;
+    uint8_t net;
+    uint8_t flags;
+    uint32_t len;
+} FabricHeader;
+
+typedef struct FabricHello {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t cluster;
+    uint32_t node;
+    uint32_t nodes;
+    uint32_t credits;
+} FabricHello;
+
+/* What a parser makes of the bytes it has. */
+typedef enum {
+    FABRIC_PARSE_NEED_MORE, /* not a whole frame yet */
+    FABRIC_PARSE_OK,        /* a valid frame */
+    FABRIC_PARSE_BAD,       /* a whole frame, invalid: drop it, go on */
+    FABRIC_PARSE_FATAL,     /* the stream cannot be trusted: close it */
+} FabricParse;
+
+static inline uint16_t fabric_ld16(const uint8_t *p)
+{
+    return p[0] | (p[1] << 8);
+}
+
+static inline uint32_t fabric_ld32(const uint8_t *p)
+{
+    return p[0] | (p[1] << 8) | (p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t fabric_ld64(const uint8_t *p)
+{
+    return fabric_ld32(p) | ((uint64_t)fabric_ld32(p + 4) << 32);
+}
+
+static inline void fabric_st16(uint8_t *p, uint16_t v)
+{
+    p[0] = v;
+    p[1] = v >> 8;
+}
+
+static inline void fabric_st32(uint8_t *p, uint32_t v)
+{
+    p[0] = v;
+    p[1] = v >> 8;
+    p[2] = v >> 16;
+    p[3] = v >> 24;
+}
+
+static inline void fabric_st64(uint8_t *p, uint64_t v)
+{
+    fabric_st32(p, v);
+    fabric_st32(p + 4, v >> 32);
+}
+
+static inline void fabric_put_header(uint8_t *p, uint16_t type, uint8_t net,
+                                     uint32_t len)
+{
+    fabric_st16(p, type);
+    p[2] = net;
+    p[3] = 0;
+    fabric_st32(p + 4, len);
+}
+
+static inline void fabric_put_hello(uint8_t *p, const FabricHello *h)
+{
+    fabric_put_header(p, FABRIC_HELLO, 0, FABRIC_HELLO_SIZE);
+    p += FABRIC_HDR_SIZE;
+    memset(p, 0, FABRIC_HELLO_SIZE);
+    fabric_st32(p, h->magic);
+    fabric_st32(p + 4, h->version);
+    fabric_st64(p + 8, h->cluster);
+    fabric_st32(p + 16, h->node);
+    fabric_st32(p + 20, h->nodes);
+    fabric_st32(p + 24, h->credits);
+}
+
+static inline void fabric_get_hello(const uint8_t *body, FabricHello *h)
+{
+    h->magic = fabric_ld32(body);
+    h->version = fabric_ld32(body + 4);
+    h->cluster = fabric_ld64(body + 8);
+    h->node = fabric_ld32(body + 16);
+    h->nodes = fabric_ld32(body + 20);
+    h->credits = fabric_ld32(body + 24);
+}
+
+/*
+ * Parse the frame at the start of buf (avail bytes).  On OK or BAD,
+ * *frame_len is the whole frame's size, to skip.  A length that no valid
+ * frame has is FATAL: the byte stream has lost its framing.
+ */
+static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
+                                       FabricHeader *hdr, size_t *frame_len)
+{
+    uint32_t plen;
+
+    if (avail < FABRIC_HDR_SIZE) {
+        return FABRIC_PARSE_NEED_MORE;
+    }
+    hdr->type = fabric_ld16(buf);
+    hdr->net = buf[2];
+    hdr->flags = buf[3];
+    hdr->len = fabric_ld32(buf + 4);
+    if (hdr->len > FABRIC_MAX_BODY) {
+        return FABRIC_PARSE_FATAL;
+    }
+    if (avail < FABRIC_HDR_SIZE + hdr->len) {
+        return FABRIC_PARSE_NEED_MORE;
+    }
+    *frame_len = FABRIC_HDR_SIZE + hdr->len;
+
+    switch (hdr->type) {
+    case FABRIC_HELLO:
+        return hdr->len == FABRIC_HELLO_SIZE && hdr->net == 0 ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    case FABRIC_DATA:
+        if (hdr->len < FABRIC_DATA_MIN || hdr->net > TEMPEST_NET_REPLY) {
+            return FABRIC_PARSE_BAD;
+        }
+        /* The packet's own length must be what the frame carries. */
+        plen = fabric_ld32(buf + FABRIC_HDR_SIZE + 4 + TEMPEST_PKT_CTL) &
+               TEMPEST_PKT_LEN_MASK;
+        return plen <= TEMPEST_PKT_PAYLOAD &&
+               hdr->len == FABRIC_DATA_MIN + plen ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    case FABRIC_CREDIT:
+        return hdr->len == 4 && hdr->net <= TEMPEST_NET_REPLY ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    case FABRIC_BYE:
+        return hdr->len == 4 ? FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    default:
+        return FABRIC_PARSE_BAD;
+    }
+}
+
+#endif /* HW_TEMPEST_FABRIC_PROTO_H */

@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The Tempest fabric: the sockets between the node controllers of one
+ * cluster.  See include/hw/tempest/tempest-fabric.h for the contract and
+ * fabric-proto.h for the wire format.
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
+#include "qemu/main-loop.h"
+#include "qemu/sockets.h"
+#include "qemu/timer.h"
+#include "qemu/units.h"
+#include "io/channel-socket.h"
+#include "hw/tempest/tempest-fabric.h"
+#include "fabric-proto.h"
+#include "trace.h"
+
+#define FABRIC_RX_BUF       (64 * KiB)
+#define FABRIC_RETRY_MS     20
+#define FABRIC_BYE_MS       200
+
+typedef struct FabricConn FabricConn;
+
+typedef struct FabricPeer {
+    FabricConn *conn;           /* NULL until its HELLO, and once gone */
+    bool up;
+    bool gone;
+    bool exited;                /* said BYE before going */
+    uint32_t exit_status;
+    uint32_t credit[2];         /* DATA frames we may still send */
+    uint32_t allowed[2];        /* DATA frames it may still send us */
+    uint32_t owed[2];           /* credit taken by the guest, not yet sent */
+    uint32_t seq_out[2];
+    uint32_t seq_in[2];
+} FabricPeer;
+
+struct FabricConn {
+    TempestFabric *fab;
+    QIOChannelSocket *sioc;
+    int fd;
+    int peer;                   /* -1 until its HELLO */
+    int called;                 /* outgoing: the node we called, else -1 */
+    uint8_t *rx;
+    size_t rx_len;
+    GByteArray *tx;
+};
+
+struct TempestFabric {
+    const TempestFabricOps *ops;
+    void *opaque;
+    uint64_t cluster;
+    unsigned node;
+    unsigned nodes;
+    unsigned credits;
+    unsigned credit_batch;
+    int state;
+    unsigned peers_up;
+    bool refusal_reported;      /* a refused connection was logged */
+    char **addrs;               /* listening address of every node */
+    char *unix_path;            /* our socket file, removed at the end */
+    QIOChannelSocket *listener;
+    GList *pending;             /* connections before their HELLO */
+    FabricPeer *peers;
+    QEMUTimer *connect_timer;
+    int64_t deadline_ms;
+};
+
+static void fabric_conn_close(FabricConn *c, const char *why);
+
+static void fabric_set_state(TempestFabric *f, int state)
+{
+    if (f->state != state) {
+        f->state = state;
+        trace_tempest_fabric_state(f->node, state);
+        f->ops->state(f->opaque, state);
+    }
+}
+
+/* Fill f->addrs from the spec, or fail with a message that says why. */
+static bool fabric_parse_spec(TempestFabric *f, const char *spec,
+                              Error **errp)
+{
+    f->addrs = g_new0(char *, f->nodes + 1);
+    if (g_str_has_prefix(spec, "unix:") && spec[5]) {
+        for (unsigned i = 0; i < f->nodes; i++) {
+            f->addrs[i] = g_strdup_printf("unix:%s/node%u.sock", spec + 5, i);
+        }
+        f->unix_path = g_strdup_printf("%s/node%u.sock", spec + 5, f->node);
+        return true;
+    }
+    if (g_str_has_prefix(spec, "tcp:") && strchr(spec, ';')) {
+        g_auto(GStrv) parts = g_strsplit(spec + 4, ";", -1);
+
+        if (g_strv_length(parts) != f->nodes) {
+            error_setg(errp, "fabric '%s' names %u addresses for %u nodes",
+                       spec, g_strv_length(parts), f->nodes);
+            return false;
+        }
+        for (unsigned i = 0; i < f->nodes; i++) {
+            f->addrs[i] = g_strdup(parts[i]);
+        }
+        return true;
+    }
+    if (g_str_has_prefix(spec, "tcp:")) {
+        const char *colon = strrchr(spec + 4, ':');
+        unsigned long port;
+
+        if (!colon || qemu_strtoul(colon + 1, NULL, 10, &port) < 0 ||
+            port == 0 || port + f->nodes > 65536) {
+            error_setg(errp, "fabric '%s': expected tcp:HOST:PORT with "
+                       "room for %u consecutive ports", spec, f->nodes);
+            return false;
+        }
+        for (unsigned i = 0; i < f->nodes; i++) {
+            f->addrs[i] = g_strdup_printf("%.*s:%lu",
+                                          (int)(colon - (spec + 4)),
+                                          spec + 4, port + i);
+        }
+        return true;
+    }
+    error_setg(errp, "fabric '%s': expected unix:DIR, tcp:HOST:PORT or "
+               "tcp:HOST0:PORT0;HOST1:PORT1;...", spec);
+    return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output                                                              */
+/* ------------------------------------------------------------------ */
+
+static void fabric_conn_writable(void *opaque);
+static void fabric_conn_readable(void *opaque);
+
+static void fabric_conn_update_handlers(FabricConn *c)
+{
+    qemu_set_fd_handler(c->fd, fabric_conn_readable,
+                        c->tx->len ? fabric_conn_writable : NULL, c);
+}
+
+/* Write what is queued; returns false when the connection broke. */
+static bool fabric_conn_flush(FabricConn *c)
+{
+    while (c->tx->len) {
+        ssize_t n = write(c->fd, c->tx->data, c->tx->len);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break;
+            }
+            return false;
+        }
+        g_byte_array_remove_range(c->tx, 0, n);
+    }
+    return true;
+}
+
+static void fabric_conn_queue(FabricConn *c, const uint8_t *data, size_t len)
+{
+    bool was_empty = c->tx->len == 0;
+
+    g_byte_array_append(c->tx, data, len);
+    if (!fabric_conn_flush(c)) {
+        fabric_conn_close(c, "write failed");
+        return;
+    }
+    if (was_empty != (c->tx->len == 0)) {
+        fabric_conn_update_handlers(c);
+    }
+}
+
+static void fabric_conn_writable(void *opaque)
+{
+    FabricConn *c = opaque;
+
+    if (!fabric_conn_flush(c)) {
+        fabric_conn_close(c, "write failed");
+        return;
+    }
+    if (!c->tx->len) {
+        fabric_conn_update_handlers(c);
+    }
+}
+
+static void fabric_send_hello(FabricConn *c)
+{
+    TempestFabric *f = c->fab;
+    uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
+    FabricHello h = {
+        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION,
+        .cluster = f->cluster, .node = f->node, .nodes = f->nodes,
+        .credits = f->credits,
+    };
+
+    fabric_put_hello(frame, &h);
+    fabric_conn_queue(c, frame, sizeof(frame));
+}
+
+static void fabric_send_u32(FabricConn *c, uint16_t type, unsigned net,
+                            uint32_t value)
+{
+    uint8_t frame[FABRIC_HDR_SIZE + 4];
+
+    fabric_put_header(frame, type, net, 4);
+    fabric_st32(frame + FABRIC_HDR_SIZE, value);
+    fabric_conn_queue(c, frame, sizeof(frame));
+}
+
+/* ------------------------------------------------------------------ */
+/* Peers coming and going                                              */
+/* ------------------------------------------------------------------ */
+
+static void fabric_peer_up(TempestFabric *f, FabricConn *c, unsigned id)
+{
+    FabricPeer *p = &f->peers[id];
+
+    f->pending = g_list_remove(f->pending, c);
+    c->peer = id;
+    p->conn = c;
+    p->up = true;
+    for (int net = 0; net < 2; net++) {
+        p->credit[net] = f->credits;
+        p->allowed[net] = f->credits;
+    }
+    f->peers_up++;
+    trace_tempest_fabric_peer_up(f->node, id, f->peers_up);
+    if (f->peers_up == f->nodes - 1 &&
+        f->state == TEMPEST_FABRIC_CONNECTING) {
+        timer_del(f->connect_timer);
+        fabric_set_state(f, TEMPEST_FABRIC_READY);
+    }
+}
+
+static void fabric_conn_free(FabricConn *c)
+{
+    qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
+    object_unref(OBJECT(c->sioc));
+    g_byte_array_free(c->tx, true);
+    g_free(c->rx);
+    g_free(c);
+}
+
+static void fabric_conn_close(FabricConn *c, const char *why)
+{
+    TempestFabric *f = c->fab;
+
+    trace_tempest_fabric_close(f->node, c->peer, why);
+    if (c->peer < 0) {
+        f->pending = g_list_remove(f->pending, c);
+        fabric_conn_free(c);
+        return;
+    }
+
+    FabricPeer *p = &f->peers[c->peer];
+    unsigned id = c->peer;
+
+    p->conn = NULL;
+    p->up = false;
+    p->gone = true;
+    f->peers_up--;
+    fabric_conn_free(c);
+    if (!p->exited) {
+        warn_report("tempest fabric: node %u lost node %u (%s)",
+                    f->node, id, why);
+    }
+    f->ops->peer_down(f->opaque, id, p->exited, p->exit_status);
+}
+
+static bool fabric_hello_ok(TempestFabric *f, FabricConn *c,
+                            const FabricHello *h, const char **why)
+{
+    if (h->magic != FABRIC_MAGIC || h->version != FABRIC_VERSION) {
+        *why = "not a tempest fabric peer, or another version";
+    } else if (h->cluster != f->cluster) {
+        *why = "HELLO from another cluster";
+    } else if (h->nodes != f->nodes || h->node >= f->nodes ||
+               h->node == f->node) {
+        *why = "HELLO with an impossible node id or cluster size";
+    } else if (h->credits != f->credits) {
+        *why = "HELLO with a different credit setting";
+    } else if (c->called >= 0 ? (int)h->node != c->called :
+               h->node < f->node) {
+        *why = "HELLO from the wrong node";
+    } else if (f->peers[h->node].conn || f->peers[h->node].gone) {
+        *why = "second connection from one node";
+    } else {
+        return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* Input                                                               */
+/* ------------------------------------------------------------------ */
+
+static void fabric_drop(TempestFabric *f, int peer, const char *why)
+{
+    trace_tempest_fabric_drop(f->node, peer, why);
+    f->ops->dropped(f->opaque, peer, why);
+}
+
+/* Handle one valid frame; returns false when c was closed. */
+static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
+                         const uint8_t *body)
+{
+    TempestFabric *f = c->fab;
+    FabricPeer *p;
+    const char *why;
+    FabricHello h;
+    uint32_t seq, v;
+
+    if (c->peer < 0) {
+        if (hdr->type != FABRIC_HELLO) {
+            fabric_drop(f, -1, "data before HELLO");
+            fabric_conn_close(c, "data before HELLO");
+            return false;
+        }
+        fabric_get_hello(body, &h);
+        if (!fabric_hello_ok(f, c, &h, &why)) {
+            /* Said once: the caller will keep trying until the timeout. */
+            if (!f->refusal_reported) {
+                f->refusal_reported = true;
+                error_report("tempest fabric: node %u refused a connection: "
+                             "%s (node %u, cluster 0x%" PRIx64 ")", f->node,
+                             why, h.node, h.cluster);
+            }
+            fabric_drop(f, -1, why);
+            fabric_conn_close(c, why);
+            return false;
+        }
+        if (c->called < 0) {
+            fabric_send_hello(c);
+        }
+        fabric_peer_up(f, c, h.node);
+        return true;
+    }
+
+    p = &f->peers[c->peer];
+    switch (hdr->type) {
+    case FABRIC_HELLO:
+        fabric_drop(f, c->peer, "second HELLO");
+        return true;
+    case FABRIC_DATA:
+        seq = fabric_ld32(body);
+        if (!p->allowed[hdr->net]) {
+            fabric_drop(f, c->peer, "DATA beyond its credit");
+            return true;
+        }
+        if (seq != p->seq_in[hdr->net]) {
+            fabric_drop(f, c->peer, "DATA out of sequence");
+            return true;
+        }
+        p->allowed[hdr->net]--;
+        p->seq_in[hdr->net]++;
+        trace_tempest_fabric_rx(f->node, c->peer, hdr->net, seq, hdr->len);
+        f->ops->packet(f->opaque, c->peer, hdr->net, seq, body + 4,
+                       hdr->len - 4);
+        return true;
+    case FABRIC_CREDIT:
+        v = fabric_ld32(body);
+        if (v > f->credits - p->credit[hdr->net]) {
+            fabric_drop(f, c->peer, "CREDIT beyond what was used");
+            return true;
+        }
+        p->credit[hdr->net] += v;
+        trace_tempest_fabric_credit(f->node, c->peer, hdr->net,
+                                    p->credit[hdr->net]);
+        if (p->credit[hdr->net] == v) {
+            f->ops->credit(f->opaque, c->peer, hdr->net);
+        }
+        return true;
+    case FABRIC_BYE:
+        p->exited = true;
+        p->exit_status = fabric_ld32(body);
+        trace_tempest_fabric_bye(f->node, c->peer, p->exit_status);
+        return true;
+    }
+    return true;
+}
+
+static void fabric_conn_readable(void *opaque)
+{
+    FabricConn *c = opaque;
+    TempestFabric *f = c->fab;
+    ssize_t n;
+    size_t off = 0;
+
+    n = read(c->fd, c->rx + c->rx_len, FABRIC_RX_BUF - c->rx_len);
+    if (n == 0) {
+        fabric_conn_close(c, "connection closed");
+        return;
+    }
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            fabric_conn_close(c, "read failed");
+        }
+        return;
+    }
+    c->rx_len += n;
+
+    for (;;) {
+        FabricHeader hdr;
+        size_t flen = 0;
+        FabricParse r = fabric_parse(c->rx + off, c->rx_len - off, &hdr,
+                                     &flen);
+
+        if (r == FABRIC_PARSE_NEED_MORE) {
+            break;
+        }
+        if (r == FABRIC_PARSE_FATAL) {
+            fabric_drop(f, c->peer, "frame length impossible: stream lost");
+            fabric_conn_close(c, "malformed stream");
+            return;
+        }
+        if (r == FABRIC_PARSE_BAD) {
+            fabric_drop(f, c->peer, "malformed frame");
+        } else if (!fabric_frame(c, &hdr, c->rx + off + FABRIC_HDR_SIZE)) {
+            return;
+        }
+        off += flen;
+    }
+    memmove(c->rx, c->rx + off, c->rx_len - off);
+    c->rx_len -= off;
+}
+
+static FabricConn *fabric_conn_new(TempestFabric *f, QIOChannelSocket *sioc,
+                                   int called)
+{
+    FabricConn *c = g_new0(FabricConn, 1);
+
+    c->fab = f;
+    c->sioc = sioc;
+    c->fd = sioc->fd;
+    c->peer = -1;
+    c->called = called;
+    c->rx = g_malloc(FABRIC_RX_BUF);
+    c->tx = g_byte_array_new();
+    qio_channel_set_blocking(QIO_CHANNEL(sioc), false, NULL);
+    qio_channel_set_delay(QIO_CHANNEL(sioc), false);
+    f->pending = g_list_prepend(f->pending, c);
+    fabric_conn_update_handlers(c);
+    return c;
+}
+
+static void fabric_accept(void *opaque)
+{
+    TempestFabric *f = opaque;
+    QIOChannelSocket *sioc = qio_channel_socket_accept(f->listener, NULL);
+
+    if (sioc) {
+        trace_tempest_fabric_accept(f->node);
+        fabric_conn_new(f, sioc, -1);
+    }
+}
+
+/* Connect to every lower node not yet connected; give up at the deadline. */
+static void fabric_connect_tick(void *opaque)
+{
+    TempestFabric *f = opaque;
+    bool waiting = false;
+
+    for (unsigned i = 0; i < f->node; i++) {
+        FabricConn *c;
+        bool pending = false;
+
+        if (f->peers[i].conn || f->peers[i].gone) {
+            continue;
+        }
+        for (GList *l = f->pending; l; l = l->next) {
+            c = l->data;
+            pending |= c->called == (int)i;
+        }
+        waiting = true;
+        if (pending) {
+            continue;
+        }
+
+        g_autoptr(SocketAddress) addr = socket_parse(f->addrs[i], NULL);
+        QIOChannelSocket *sioc = qio_channel_socket_new();
+
+        if (addr && qio_channel_socket_connect_sync(sioc, addr, NULL) == 0) {
+            trace_tempest_fabric_connect(f->node, i);
+            c = fabric_conn_new(f, sioc, i);
+            fabric_send_hello(c);
+        } else {
+            object_unref(OBJECT(sioc));
+        }
+    }
+    waiting |= f->peers_up < f->nodes - 1;
+    if (!waiting || f->state != TEMPEST_FABRIC_CONNECTING) {
+        return;
+    }
+    if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) > f->deadline_ms) {
+        g_autoptr(GString) missing = g_string_new("");
+
+        for (unsigned i = 0; i < f->nodes; i++) {
+            if (i != f->node && !f->peers[i].up) {
+                g_string_append_printf(missing, " %u", i);
+            }
+        }
+        error_report("tempest fabric: node %u: the cluster did not form: "
+                     "no connection with node(s)%s", f->node, missing->str);
+        fabric_set_state(f, TEMPEST_FABRIC_FAILED);
+        return;
+    }
+    timer_mod(f->connect_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + FABRIC_RETRY_MS);
+}
+
+/* ------------------------------------------------------------------ */
+/* The interface                                                       */
+/* ------------------------------------------------------------------ */
+
+TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
+                                  unsigned node, unsigned nodes,
+                                  unsigned credits, unsigned timeout_ms,
+                                  const TempestFabricOps *ops, void *opaque,
+                                  Error **errp)
+{
+    TempestFabric *f = g_new0(TempestFabric, 1);
+    g_autoptr(SocketAddress) addr = NULL;
+
+    f->ops = ops;
+    f->opaque = opaque;
+    f->cluster = cluster;
+    f->node = node;
+    f->nodes = nodes;
+    f->credits = credits;
+    f->credit_batch = MAX(1, credits / 4);
+    f->peers = g_new0(FabricPeer, nodes);
+    f->peers[node].up = true;
+    f->peers[node].credit[0] = f->peers[node].credit[1] = credits;
+    f->state = TEMPEST_FABRIC_CONNECTING;
+
+    if (nodes == 1) {
+        f->state = TEMPEST_FABRIC_READY;
+        return f;
+    }
+    if (!spec || !*spec) {
+        error_setg(errp, "a cluster of %u nodes needs a fabric "
+                   "(e.g. fabric=unix:DIR)", nodes);
+        goto fail;
+    }
+    if (!fabric_parse_spec(f, spec, errp)) {
+        goto fail;
+    }
+
+    addr = socket_parse(f->addrs[node], errp);
+    if (!addr) {
+        goto fail;
+    }
+    if (f->unix_path) {
+        unlink(f->unix_path);
+    }
+    f->listener = qio_channel_socket_new();
+    if (qio_channel_socket_listen_sync(f->listener, addr, nodes, errp) < 0) {
+        error_prepend(errp, "fabric: node %u cannot listen at %s: ", node,
+                      f->addrs[node]);
+        goto fail;
+    }
+    qio_channel_set_blocking(QIO_CHANNEL(f->listener), false, NULL);
+    qemu_set_fd_handler(f->listener->fd, fabric_accept, NULL, f);
+    trace_tempest_fabric_listen(node, f->addrs[node]);
+
+    f->deadline_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout_ms;
+    f->connect_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fabric_connect_tick,
+                                    f);
+    timer_mod(f->connect_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
+    return f;
+
+fail:
+    tempest_fabric_free(f);
+    return NULL;
+}
+
+void tempest_fabric_free(TempestFabric *f)
+{
+    if (!f) {
+        return;
+    }
+    if (f->connect_timer) {
+        timer_free(f->connect_timer);
+    }
+    for (unsigned i = 0; i < f->nodes; i++) {
+        if (f->peers[i].conn) {
+            fabric_conn_free(f->peers[i].conn);
+        }
+    }
+    while (f->pending) {
+        FabricConn *c = f->pending->data;
+
+        f->pending = g_list_remove(f->pending, c);
+        fabric_conn_free(c);
+    }
+    if (f->listener) {
+        qemu_set_fd_handler(f->listener->fd, NULL, NULL, NULL);
+        object_unref(OBJECT(f->listener));
+    }
+    if (f->unix_path) {
+        unlink(f->unix_path);
+    }
+    g_strfreev(f->addrs);
+    g_free(f->unix_path);
+    g_free(f->peers);
+    g_free(f);
+}
+
+int tempest_fabric_state(TempestFabric *f)
+{
+    return f->state;
+}
+
+unsigned tempest_fabric_peers_up(TempestFabric *f)
+{
+    return f->peers_up;
+}
+
+bool tempest_fabric_peer_up(TempestFabric *f, unsigned peer)
+{
+    return peer < f->nodes && f->peers[peer].up;
+}
+
+bool tempest_fabric_can_send(TempestFabric *f, unsigned peer, unsigned net)
+{
+    return tempest_fabric_peer_up(f, peer) && f->peers[peer].credit[net];
+}
+
+void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
+                         const uint8_t *pkt, size_t len)
+{
+    FabricPeer *p = &f->peers[peer];
+    uint8_t frame[FABRIC_HDR_SIZE + FABRIC_DATA_MAX];
+    uint32_t seq = p->seq_out[net]++;
+
+    assert(len >= TEMPEST_PKT_DATA && len <= TEMPEST_PKT_SIZE);
+    assert(p->credit[net] > 0);
+    p->credit[net]--;
+    trace_tempest_fabric_tx(f->node, peer, net, seq, len);
+    if (peer == f->node) {
+        f->ops->packet(f->opaque, peer, net, seq, pkt, len);
+        return;
+    }
+    fabric_put_header(frame, FABRIC_DATA, net, 4 + len);
+    fabric_st32(frame + FABRIC_HDR_SIZE, seq);
+    memcpy(frame + FABRIC_HDR_SIZE + 4, pkt, len);
+    fabric_conn_queue(p->conn, frame, FABRIC_HDR_SIZE + 4 + len);
+}
+
+void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
+                                   unsigned net, unsigned n)
+{
+    FabricPeer *p = &f->peers[peer];
+
+    if (peer == f->node) {
+        p->credit[net] += n;
+        if (p->credit[net] == n) {
+            f->ops->credit(f->opaque, peer, net);
+        }
+        return;
+    }
+    p->allowed[net] += n;
+    p->owed[net] += n;
+    if (p->conn && p->owed[net] >= f->credit_batch) {
+        uint32_t owed = p->owed[net];
+
+        p->owed[net] = 0;
+        fabric_send_u32(p->conn, FABRIC_CREDIT, net, owed);
+    }
+}
+
+void tempest_fabric_bye(TempestFabric *f, uint32_t status)
+{
+    int64_t deadline = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                       FABRIC_BYE_MS;
+
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (i == f->node || !c) {
+            continue;
+        }
+        fabric_send_u32(c, FABRIC_BYE, 0, status);
+        /* The process is about to end: flush, but never wait long. */
+        while (f->peers[i].conn && c->tx->len) {
+            int64_t left = deadline - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+            GPollFD pfd = { .fd = c->fd, .events = G_IO_OUT };
+
+            if (left <= 0 || g_poll(&pfd, 1, left) <= 0 ||
+                !fabric_conn_flush(c)) {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest of the Tempest fabric and the node controller's messaging: two
+ * QEMUs joined by the real fabric (Unix sockets), driven through their
+ * registers and rings with no guest CPU; and a fake peer speaking the wire
+ * format to check that bad frames are dropped and counted
+ * (docs/node-controller.rst, docs/fabric.rst; issue 3 parts 1 and 2).
+ */
+
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "qapi/error.h"
+#include "qemu/bswap.h"
+#include "qemu/sockets.h"
+#include "hw/tempest/fabric-proto.h"
+
+#define NC(off)     (TEMPEST_NC_BASE + (off))
+#define RAM(off)    (TEMPEST_RAM_BASE + (off))
+#define SQ0_BASE    RAM(0x100000)
+#define SQ1_BASE    RAM(0x110000)
+#define RQ_BASE     RAM(0x200000)
+#define CQ_BASE     RAM(0x300000)
+#define CLUSTER     0x5eed5eedULL
+#define WAIT_US     (10 * G_USEC_PER_SEC)
+
+typedef struct Cluster {
+    char *dir;
+    QTestState *node[2];
+} Cluster;
+
+static QTestState *start_node(const char *dir, unsigned id, unsigned nodes,
+                              uint64_t cluster, const char *extra)
+{
+    return qtest_initf("-M tempest,node-id=%u,num-nodes=%u,"
+                       "fabric=unix:%s,cluster-id=0x%" PRIx64 "%s -m 128M",
+                       id, nodes, dir, cluster, extra);
+}
+
+/* Wait (in real time: the fabric runs on QEMU's main loop) for a value. */
+static uint32_t wait_reg(QTestState *s, uint64_t off, uint32_t mask,
+                         uint32_t want)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+    uint32_t v;
+
+    while (((v = qtest_readl(s, NC(off))) & mask) != want &&
+           g_get_monotonic_time() < end) {
+        g_usleep(1000);
+    }
+    return v;
+}
+
+static uint32_t wait_mem32(QTestState *s, uint64_t addr, uint32_t mask,
+                           uint32_t want)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+    uint32_t v;
+
+    while (((v = qtest_readl(s, addr)) & mask) != want &&
+           g_get_monotonic_time() < end) {
+        g_usleep(1000);
+    }
+    return v;
+}
+
+static uint32_t command(QTestState *s, uint32_t op, uint64_t a0, uint64_t a1,
+                        uint64_t a2)
+{
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), a0);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(1)), a1);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(2)), a2);
+    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), op);
+    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
+}
+
+static void setup_rings(QTestState *s, unsigned rq_slots)
+{
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+                             SQ0_BASE, 64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ1,
+                             SQ1_BASE, 64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_RQ,
+                             RQ_BASE, rq_slots), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ,
+                             CQ_BASE, 16), ==, TEMPEST_CMD_SUCCESS);
+}
+
+/* Fill send-ring slot 'slot' with a packet of len payload bytes. */
+static void put_packet(QTestState *s, uint64_t ring, unsigned slot,
+                       uint16_t dest, uint8_t kind, uint64_t word1,
+                       unsigned len, uint8_t fill)
+{
+    uint8_t pkt[TEMPEST_PKT_SIZE] = { 0 };
+    uint64_t addr = ring + slot * TEMPEST_PKT_SIZE;
+
+    stw_le_p(pkt + TEMPEST_PKT_NODE, dest);
+    pkt[TEMPEST_PKT_KIND] = kind;
+    stl_le_p(pkt + TEMPEST_PKT_WORD0, 0xabc0 + slot);
+    stq_le_p(pkt + TEMPEST_PKT_WORD1, word1);
+    for (unsigned i = 0; i < len && i < TEMPEST_PKT_PAYLOAD; i++) {
+        pkt[TEMPEST_PKT_DATA + i] = fill + i;
+    }
+    qtest_memwrite(s, addr + 4, pkt + 4, TEMPEST_PKT_SIZE - 4);
+    qtest_writel(s, addr, TEMPEST_PKT_VALID | len);
+}
+
+static void start_cluster(Cluster *c, const char *extra)
+{
+    c->dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    g_assert(c->dir);
+    c->node[0] = start_node(c->dir, 0, 2, CLUSTER, extra);
+    c->node[1] = start_node(c->dir, 1, 2, CLUSTER, extra);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(wait_reg(c->node[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                  TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        g_assert_cmpuint(qtest_readl(c->node[i], NC(TEMPEST_NC_PEERS_UP)),
+                         ==, 1);
+    }
+}
+
+static void stop_cluster(Cluster *c)
+{
+    for (int i = 0; i < 2; i++) {
+        if (c->node[i]) {
+            qtest_quit(c->node[i]);
+        }
+    }
+    rmdir(c->dir);
+    g_free(c->dir);
+}
+
+/*
+ * Part 2: a packet written into node 0's send ring appears in node 1's
+ * receive ring, with the source, network and sequence filled in.
+ */
+static void test_packet_crosses(void)
+{
+    Cluster c;
+    uint8_t got[TEMPEST_PKT_SIZE];
+    uint32_t ctl;
+
+    start_cluster(&c, "");
+    setup_rings(c.node[0], 16);
+    setup_rings(c.node[1], 16);
+
+    put_packet(c.node[0], SQ1_BASE, 0, 1, 7, 0x1122334455667788ULL, 40, 3);
+    qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ1);
+
+    ctl = wait_mem32(c.node[1], RQ_BASE, TEMPEST_PKT_VALID,
+                     TEMPEST_PKT_VALID);
+    g_assert_cmphex(ctl, ==, TEMPEST_PKT_VALID | 40);
+    qtest_memread(c.node[1], RQ_BASE, got, sizeof(got));
+    g_assert_cmpuint(lduw_le_p(got + TEMPEST_PKT_NODE), ==, 0);
+    g_assert_cmpuint(got[TEMPEST_PKT_NET], ==, TEMPEST_NET_REPLY);
+    g_assert_cmpuint(got[TEMPEST_PKT_KIND], ==, 7);
+    g_assert_cmpuint(ldl_le_p(got + TEMPEST_PKT_SEQ), ==, 0);
+    g_assert_cmphex(ldl_le_p(got + TEMPEST_PKT_WORD0), ==, 0xabc0);
+    g_assert_cmphex(ldq_le_p(got + TEMPEST_PKT_WORD1), ==,
+                    0x1122334455667788ULL);
+    for (int i = 0; i < 40; i++) {
+        g_assert_cmpuint(got[TEMPEST_PKT_DATA + i], ==, (uint8_t)(3 + i));
+    }
+    /* The sender's slot is free again; both sides counted it. */
+    g_assert_cmphex(qtest_readl(c.node[0], SQ1_BASE), ==, 0);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SQ1_HEAD)), ==, 1);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_TX_PACKETS)),
+                     ==, 1);
+    g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_RX_PACKETS)),
+                     ==, 1);
+    g_assert_cmphex(qtest_readl(c.node[1], NC(TEMPEST_NC_IRQ_STATUS)) &
+                    TEMPEST_NC_IRQ_RQ, ==, TEMPEST_NC_IRQ_RQ);
+    stop_cluster(&c);
+}
+
+/* Part 2: every guest-supplied ring address and size is validated. */
+static void test_bad_rings(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 128M");
+
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+                             0x1000, 16), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_ADDR);
+    /* Starts inside RAM, ends past it. */
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+                             RAM(128 * 1024 * 1024 - 8 * 256), 16), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_ADDR);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+                             SQ0_BASE + 8, 16), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_ALIGN);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+                             SQ0_BASE, 24), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_SIZE);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, 9, SQ0_BASE, 16), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_RING);
+    g_assert_cmpuint(command(s, 99, 0, 0, 0), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_OP);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+                             SQ0_BASE, 16), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_RQ,
+                             SQ0_BASE + 256, 4), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_OVERLAP);
+    /* A doorbell for a ring never set up is an error the guest can read. */
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_NO_RING);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), 5);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_VALUE);
+    qtest_quit(s);
+}
+
+/*
+ * Part 2: a bad send slot is rejected, freed, counted, and reported by a
+ * SEND_ERROR event; the good slot behind it still goes (to itself).
+ */
+static void test_bad_sends(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 128M");
+    uint32_t ev;
+
+    setup_rings(s, 16);
+    put_packet(s, SQ0_BASE, 0, 5, 0, 0, 8, 0);          /* no node 5 */
+    put_packet(s, SQ0_BASE, 1, 0, 0, 0, 8, 0);
+    qtest_writel(s, SQ0_BASE + 256, TEMPEST_PKT_VALID | 300);  /* too long */
+    put_packet(s, SQ0_BASE, 2, 0, 9, 42, 16, 1);        /* to itself */
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SEND_ERRORS)), ==, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_LEN);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SQ0_HEAD)), ==, 3);
+    g_assert_cmphex(qtest_readl(s, SQ0_BASE), ==, 0);
+    g_assert_cmphex(qtest_readl(s, SQ0_BASE + 256), ==, 0);
+
+    ev = qtest_readl(s, CQ_BASE + TEMPEST_EV_CTL);
+    g_assert_cmphex(ev, ==, TEMPEST_EV_VALID | TEMPEST_EV_SEND_ERROR);
+    g_assert_cmpuint(qtest_readl(s, CQ_BASE + TEMPEST_EV_NODE), ==, 5);
+    g_assert_cmpuint(qtest_readq(s, CQ_BASE + TEMPEST_EV_B), ==,
+                     TEMPEST_NC_ERR_BAD_DEST);
+    g_assert_cmpuint(qtest_readq(s, CQ_BASE + 32 + TEMPEST_EV_B), ==,
+                     TEMPEST_NC_ERR_BAD_LEN);
+    /* The packet to itself arrived. */
+    g_assert_cmphex(qtest_readl(s, RQ_BASE), ==, TEMPEST_PKT_VALID | 16);
+    g_assert_cmpuint(qtest_readb(s, RQ_BASE + TEMPEST_PKT_KIND), ==, 9);
+    qtest_quit(s);
+}
+
+/*
+ * Part 1: credit-based flow control.  Node 1's receive ring has 4 slots
+ * and is not read: once it is full, node 0 may have 'credits' (8) more
+ * packets waiting in node 1's device, then its send ring stops.  As
+ * node 1 frees slots, the rest arrives, in order, none lost or repeated.
+ */
+static void test_flow_control(void)
+{
+    Cluster c;
+    const unsigned total = 40;
+    unsigned got = 0;
+
+    start_cluster(&c, ",credits=8");
+    setup_rings(c.node[0], 16);
+    setup_rings(c.node[1], 4);
+    for (unsigned i = 0; i < total; i++) {
+        put_packet(c.node[0], SQ0_BASE, i, 1, 0, i, 4, i);
+    }
+    qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    wait_mem32(c.node[1], RQ_BASE + 3 * 256, TEMPEST_PKT_VALID,
+               TEMPEST_PKT_VALID);
+    /* 4 in the ring, 8 more waiting in node 1's device: no more sent. */
+    g_usleep(100 * 1000);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SQ0_HEAD)), ==, 12);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_TX_STALLS)), >=, 1);
+    g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_RX_PACKETS)),
+                     ==, 4);
+
+    while (got < total) {
+        uint64_t slot = RQ_BASE + (got % 4) * 256;
+
+        g_assert_cmphex(wait_mem32(c.node[1], slot, TEMPEST_PKT_VALID,
+                                   TEMPEST_PKT_VALID) & TEMPEST_PKT_VALID,
+                        ==, TEMPEST_PKT_VALID);
+        g_assert_cmpuint(qtest_readl(c.node[1], slot + TEMPEST_PKT_SEQ), ==,
+                         got);
+        g_assert_cmpuint(qtest_readq(c.node[1], slot + TEMPEST_PKT_WORD1),
+                         ==, got);
+        qtest_writel(c.node[1], slot, 0);
+        got++;
+        qtest_writel(c.node[1], NC(TEMPEST_NC_RQ_DOORBELL), 1);
+    }
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SQ0_HEAD)), ==,
+                     total);
+    g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_RX_PACKETS)), ==,
+                     total);
+    g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_DROPPED)), ==, 0);
+    stop_cluster(&c);
+}
+
+/* Part 1: a peer that dies is reported (lost); one that exits says so. */
+static void test_peer_down(void)
+{
+    Cluster c;
+
+    start_cluster(&c, "");
+    setup_rings(c.node[0], 16);
+    setup_rings(c.node[1], 16);
+
+    /* Node 1 ends through its EXIT register: node 0 learns it exited 3. */
+    qtest_set_expected_status(c.node[1], 3);
+    qtest_writel(c.node[1], NC(TEMPEST_NC_EXIT), 3);
+    qtest_wait_qemu(c.node[1]);
+    qtest_quit(c.node[1]);
+    c.node[1] = NULL;
+
+    g_assert_cmphex(wait_mem32(c.node[0], CQ_BASE, ~0, TEMPEST_EV_VALID |
+                               TEMPEST_EV_PEER_DOWN), ==,
+                    TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
+    g_assert_cmpuint(qtest_readl(c.node[0], CQ_BASE + TEMPEST_EV_NODE), ==,
+                     1);
+    g_assert_cmpuint(qtest_readq(c.node[0], CQ_BASE + TEMPEST_EV_A), ==, 0);
+    g_assert_cmpuint(qtest_readq(c.node[0], CQ_BASE + TEMPEST_EV_B), ==, 3);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_PEERS_DOWN)), ==,
+                     1);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_PEERS_UP)), ==, 0);
+
+    /* Sending to it now fails, and says why. */
+    put_packet(c.node[0], SQ0_BASE, 0, 1, 0, 0, 4, 0);
+    qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_PEER_DOWN);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SEND_ERRORS)), ==,
+                     1);
+    stop_cluster(&c);
+
+    /* Killed with no BYE: lost. */
+    start_cluster(&c, "");
+    setup_rings(c.node[0], 16);
+    qtest_quit(c.node[1]);
+    c.node[1] = NULL;
+    wait_mem32(c.node[0], CQ_BASE, ~0,
+               TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
+    g_assert_cmpuint(qtest_readq(c.node[0], CQ_BASE + TEMPEST_EV_A), ==, 1);
+    stop_cluster(&c);
+}
+
+/*
+ * Part 1: a node of another cluster cannot join; the cluster reports that
+ * it could not form, instead of waiting forever.
+ */
+static void test_wrong_cluster(void)
+{
+    Cluster c;
+
+    c.dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    c.node[0] = start_node(c.dir, 0, 2, CLUSTER, ",fabric-timeout=500");
+    c.node[1] = start_node(c.dir, 1, 2, CLUSTER + 1, ",fabric-timeout=500");
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(wait_reg(c.node[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                  TEMPEST_FABRIC_FAILED), ==,
+                         TEMPEST_FABRIC_FAILED);
+    }
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_DROPPED)), >=, 1);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_PEERS_UP)), ==, 0);
+    stop_cluster(&c);
+}
+
+static void fake_send(int fd, uint16_t type, uint8_t net, const void *body,
+                      uint32_t len)
+{
+    uint8_t hdr[FABRIC_HDR_SIZE];
+
+    fabric_put_header(hdr, type, net, len);
+    g_assert_cmpint(write(fd, hdr, sizeof(hdr)), ==, sizeof(hdr));
+    if (body) {
+        g_assert_cmpint(write(fd, body, len), ==, len);
+    }
+}
+
+static void fake_data(int fd, uint32_t seq, uint16_t claimed_node,
+                      uint32_t len, uint32_t ctl_len)
+{
+    uint8_t body[FABRIC_DATA_MAX] = { 0 };
+
+    stl_le_p(body, seq);
+    stl_le_p(body + 4 + TEMPEST_PKT_CTL, TEMPEST_PKT_VALID | ctl_len);
+    stw_le_p(body + 4 + TEMPEST_PKT_NODE, claimed_node);
+    fake_send(fd, FABRIC_DATA, 0, body, 4 + TEMPEST_PKT_DATA + len);
+}
+
+/*
+ * Part 1 and protection: a peer sending malformed frames has them dropped
+ * and counted, and the node goes on; a packet claiming another source is
+ * delivered with the source its link proves; a frame whose length cannot
+ * be trusted ends that link, reported as a lost peer, not a crash.
+ */
+static void test_malformed_frames(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
+    QTestState *s = start_node(dir, 0, 2, CLUSTER, "");
+    uint8_t hello[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE], reply[sizeof(hello)];
+    FabricHello h = {
+        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = CLUSTER,
+        .node = 1, .nodes = 2, .credits = 32,
+    };
+    uint8_t junk[4] = { 1, 2, 3, 4 };
+    int fd = unix_connect(path, &error_abort);
+
+    setup_rings(s, 16);
+    fabric_put_hello(hello, &h);
+    g_assert_cmpint(write(fd, hello, sizeof(hello)), ==, sizeof(hello));
+    g_assert_cmpint(read(fd, reply, sizeof(reply)), ==, sizeof(reply));
+    g_assert_cmpuint(wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                              TEMPEST_FABRIC_READY), ==, TEMPEST_FABRIC_READY);
+
+    fake_send(fd, 99, 0, junk, sizeof(junk));           /* unknown type */
+    fake_send(fd, FABRIC_HELLO, 0, hello + FABRIC_HDR_SIZE,
+              FABRIC_HELLO_SIZE);                       /* second HELLO */
+    fake_data(fd, 0, 1, 16, 200);                       /* length lies */
+    fake_send(fd, FABRIC_CREDIT, 7, junk, sizeof(junk)); /* no network 7 */
+    fake_data(fd, 5, 1, 8, 8);                          /* out of sequence */
+    fake_data(fd, 0, 0, 8, 8);                          /* claims node 0 */
+    g_assert_cmphex(wait_mem32(s, RQ_BASE, ~0, TEMPEST_PKT_VALID | 8), ==,
+                    TEMPEST_PKT_VALID | 8);
+    g_assert_cmpuint(qtest_readw(s, RQ_BASE + TEMPEST_PKT_NODE), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 5);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 1);
+
+    /* A length no frame has: the stream is lost, the link is closed. */
+    fake_send(fd, FABRIC_DATA, 0, NULL, 0x100000);
+    g_assert_cmphex(wait_mem32(s, CQ_BASE, ~0, TEMPEST_EV_VALID |
+                               TEMPEST_EV_PEER_DOWN), ==,
+                    TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 6);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 0);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
+ * Tempest 3.5: timers fire in deadline order, equal deadlines in the order
+ * they were armed, as CQ events carrying the arm's arguments.
+ */
+static void test_timers(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 128M");
+    const uint64_t ticks[] = { 300, 100, 100, 5 };
+    const unsigned want[] = { 3, 1, 2, 0 };
+    uint32_t st;
+
+    setup_rings(s, 16);
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmpuint(command(s, TEMPEST_CMD_TIMER_ARM, ticks[i],
+                                 0x1000 + i, 0x2000 + i), ==,
+                         TEMPEST_CMD_SUCCESS);
+    }
+    qtest_clock_step(s, 50 * TEMPEST_TICK_NS);
+    g_assert_cmphex(qtest_readl(s, CQ_BASE), ==,
+                    TEMPEST_EV_VALID | TEMPEST_EV_TIMER);
+    g_assert_cmphex(qtest_readl(s, CQ_BASE + 32), ==, 0);
+    qtest_clock_step(s, 1000 * TEMPEST_TICK_NS);
+    for (int i = 0; i < 4; i++) {
+        uint64_t ev = CQ_BASE + i * TEMPEST_EV_SIZE;
+
+        g_assert_cmphex(qtest_readl(s, ev), ==,
+                        TEMPEST_EV_VALID | TEMPEST_EV_TIMER);
+        g_assert_cmphex(qtest_readq(s, ev + TEMPEST_EV_A), ==,
+                        0x1000 + want[i]);
+        g_assert_cmphex(qtest_readq(s, ev + TEMPEST_EV_B), ==,
+                        0x2000 + want[i]);
+    }
+    /* A table of armed timers is a transient limit: RETRY. */
+    for (int i = 0; i < TEMPEST_NC_MAX_TIMERS; i++) {
+        g_assert_cmpuint(command(s, TEMPEST_CMD_TIMER_ARM, 1000000, 0, 0),
+                         ==, TEMPEST_CMD_SUCCESS);
+    }
+    st = command(s, TEMPEST_CMD_TIMER_ARM, 10, 0, 0);
+    g_assert_cmpuint(st, ==, TEMPEST_CMD_RETRY);
+    g_assert_cmpuint(command(s, TEMPEST_CMD_TIMER_ARM,
+                             TEMPEST_TIMER_MAX_TICKS + 1, 0, 0), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_TICKS);
+    qtest_quit(s);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    qtest_add_func("/tempest/fabric/packet-crosses", test_packet_crosses);
+    qtest_add_func("/tempest/fabric/bad-rings", test_bad_rings);
+    qtest_add_func("/tempest/fabric/bad-sends", test_bad_sends);
+    qtest_add_func("/tempest/fabric/flow-control", test_flow_control);
+    qtest_add_func("/tempest/fabric/peer-down", test_peer_down);
+    qtest_add_func("/tempest/fabric/wrong-cluster", test_wrong_cluster);
+    qtest_add_func("/tempest/fabric/malformed-frames", test_malformed_frames);
+    qtest_add_func("/tempest/fabric/timers", test_timers);
+
+    return g_test_run();
+}
