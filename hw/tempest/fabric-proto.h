@@ -16,6 +16,10 @@
  *   CREDIT  body: u32 count: the sender may send count more DATA frames
  *                 on network net
  *   BYE     body: u32 status: the node is exiting with this status
+ *   COLL    body: the control network (tempest-nc-coll.c):
+ *                 u32 seq, u8 dir, u8 kind, u8 fn, u8 variant,
+ *                 u16 lanes, u16 error, u32 count,
+ *                 then count entries of u32 node, u32 seg, u64 lanes[lanes]
  */
 #ifndef HW_TEMPEST_FABRIC_PROTO_H
 #define HW_TEMPEST_FABRIC_PROTO_H
@@ -32,13 +36,30 @@
 #define FABRIC_HELLO_SIZE       32
 #define FABRIC_DATA_MIN         (4 + TEMPEST_PKT_DATA)
 #define FABRIC_DATA_MAX         (4 + TEMPEST_PKT_SIZE)
-#define FABRIC_MAX_BODY         FABRIC_DATA_MAX
+#define FABRIC_COLL_HDR         16
+#define FABRIC_COLL_ENTRY(lanes) (8 + 8 * (lanes))
+/* The largest frame: a gather of every node's full vector. */
+#define FABRIC_MAX_BODY         (FABRIC_COLL_HDR + TEMPEST_MAX_NODES * \
+                                 FABRIC_COLL_ENTRY(TEMPEST_COLL_MAX_LANES))
 
 enum {
     FABRIC_HELLO = 1,
     FABRIC_DATA = 2,
     FABRIC_CREDIT = 3,
     FABRIC_BYE = 4,
+    FABRIC_COLL = 5,
+};
+
+/* COLL directions */
+enum {
+    FABRIC_COLL_UP,         /* contributions of a subtree, to the parent */
+    FABRIC_COLL_DOWN,       /* results for a subtree, to a child */
+    FABRIC_BCAST_UP,        /* a broadcast word, to the root */
+    FABRIC_BCAST_DOWN,      /* a broadcast word, down the tree */
+    FABRIC_BCAST_ACK,       /* from the root: the broadcast went out */
+    FABRIC_AOR_UP,          /* a node's async-OR bit, to the root */
+    FABRIC_AOR_DOWN,        /* the new global async OR, from the root */
+    FABRIC_COLL_NUM_DIRS,
 };
 
 typedef struct FabricHeader {
@@ -176,6 +197,22 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
                FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     case FABRIC_BYE:
         return hdr->len == 4 ? FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    case FABRIC_COLL: {
+        const uint8_t *b = buf + FABRIC_HDR_SIZE;
+        uint32_t lanes, count;
+
+        if (hdr->len < FABRIC_COLL_HDR) {
+            return FABRIC_PARSE_BAD;
+        }
+        lanes = fabric_ld16(b + 8);
+        count = fabric_ld32(b + 12);
+        return b[4] < FABRIC_COLL_NUM_DIRS &&
+               lanes <= TEMPEST_COLL_MAX_LANES &&
+               count <= TEMPEST_MAX_NODES &&
+               hdr->len == FABRIC_COLL_HDR +
+                           count * FABRIC_COLL_ENTRY(lanes) ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    }
     default:
         return FABRIC_PARSE_BAD;
     }

@@ -18,7 +18,7 @@
 #include "fabric-proto.h"
 #include "trace.h"
 
-#define FABRIC_RX_BUF       (64 * KiB)
+#define FABRIC_RX_BUF       (64 * KiB)  /* grows for large COLL frames */
 #define FABRIC_RETRY_MS     20
 #define FABRIC_BYE_MS       200
 
@@ -45,6 +45,7 @@ struct FabricConn {
     int called;                 /* outgoing: the node we called, else -1 */
     uint8_t *rx;
     size_t rx_len;
+    size_t rx_size;
     GByteArray *tx;
 };
 
@@ -159,11 +160,17 @@ static bool fabric_conn_flush(FabricConn *c)
     return true;
 }
 
-static void fabric_conn_queue(FabricConn *c, const uint8_t *data, size_t len)
+/* Queue a frame (head, then body) and write as much as the socket takes. */
+static void fabric_conn_queue2(FabricConn *c, const uint8_t *head,
+                               size_t head_len, const uint8_t *body,
+                               size_t body_len)
 {
     bool was_empty = c->tx->len == 0;
 
-    g_byte_array_append(c->tx, data, len);
+    g_byte_array_append(c->tx, head, head_len);
+    if (body_len) {
+        g_byte_array_append(c->tx, body, body_len);
+    }
     if (!fabric_conn_flush(c)) {
         fabric_conn_close(c, "write failed");
         return;
@@ -171,6 +178,11 @@ static void fabric_conn_queue(FabricConn *c, const uint8_t *data, size_t len)
     if (was_empty != (c->tx->len == 0)) {
         fabric_conn_update_handlers(c);
     }
+}
+
+static void fabric_conn_queue(FabricConn *c, const uint8_t *data, size_t len)
+{
+    fabric_conn_queue2(c, data, len, NULL, 0);
 }
 
 static void fabric_conn_writable(void *opaque)
@@ -373,6 +385,9 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
             f->ops->credit(f->opaque, c->peer, hdr->net);
         }
         return true;
+    case FABRIC_COLL:
+        f->ops->coll(f->opaque, c->peer, body, hdr->len);
+        return true;
     case FABRIC_BYE:
         p->exited = true;
         p->exit_status = fabric_ld32(body);
@@ -389,7 +404,12 @@ static void fabric_conn_readable(void *opaque)
     ssize_t n;
     size_t off = 0;
 
-    n = read(c->fd, c->rx + c->rx_len, FABRIC_RX_BUF - c->rx_len);
+    if (c->rx_len == c->rx_size) {
+        /* Only a frame announced as this large gets here: it is bounded. */
+        c->rx_size = MIN(c->rx_size * 2, FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
+        c->rx = g_realloc(c->rx, c->rx_size);
+    }
+    n = read(c->fd, c->rx + c->rx_len, c->rx_size - c->rx_len);
     if (n == 0) {
         fabric_conn_close(c, "connection closed");
         return;
@@ -437,7 +457,8 @@ static FabricConn *fabric_conn_new(TempestFabric *f, QIOChannelSocket *sioc,
     c->fd = sioc->fd;
     c->peer = -1;
     c->called = called;
-    c->rx = g_malloc(FABRIC_RX_BUF);
+    c->rx_size = FABRIC_RX_BUF;
+    c->rx = g_malloc(c->rx_size);
     c->tx = g_byte_array_new();
     qio_channel_set_blocking(QIO_CHANNEL(sioc), false, NULL);
     qio_channel_set_delay(QIO_CHANNEL(sioc), false);
@@ -670,6 +691,21 @@ void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
         p->owed[net] = 0;
         fabric_send_u32(p->conn, FABRIC_CREDIT, net, owed);
     }
+}
+
+void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
+                              const uint8_t *body, size_t len)
+{
+    FabricConn *c = f->peers[peer].conn;
+    uint8_t hdr[FABRIC_HDR_SIZE];
+
+    assert(peer != f->node && len <= FABRIC_MAX_BODY);
+    if (!c) {
+        return;     /* gone: the collective fails through peer_down */
+    }
+    trace_tempest_fabric_coll_tx(f->node, peer, body[4], len);
+    fabric_put_header(hdr, FABRIC_COLL, 0, len);
+    fabric_conn_queue2(c, hdr, sizeof(hdr), body, len);
 }
 
 void tempest_fabric_bye(TempestFabric *f, uint32_t status)

@@ -373,6 +373,7 @@ static void nc_fabric_peer_down(void *opaque, unsigned peer, bool exited,
 
     s->peers_down++;
     nc_post_event(s, TEMPEST_EV_PEER_DOWN, peer, exited ? 0 : 1, status, 0);
+    tempest_nc_coll_peer_down(s);
     /* A send ring waiting for this peer's credit fails those slots now. */
     if (s->sq_wait[0] == (int)peer || s->sq_wait[1] == (int)peer) {
         qemu_bh_schedule(s->sq_bh);
@@ -384,6 +385,12 @@ static void nc_fabric_state(void *opaque, int state)
     TempestNCState *s = opaque;
 
     tempest_nc_raise(s, TEMPEST_NC_IRQ_FABRIC);
+}
+
+static void nc_fabric_coll(void *opaque, unsigned peer, const uint8_t *body,
+                           size_t len)
+{
+    tempest_nc_coll_frame(opaque, peer, body, len);
 }
 
 static void nc_fabric_dropped(void *opaque, int peer, const char *why)
@@ -398,6 +405,7 @@ static const TempestFabricOps nc_fabric_ops = {
     .credit = nc_fabric_credit,
     .peer_down = nc_fabric_peer_down,
     .state = nc_fabric_state,
+    .coll = nc_fabric_coll,
     .dropped = nc_fabric_dropped,
 };
 
@@ -542,6 +550,12 @@ uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b)
     case TEMPEST_CMD_TIMER_ARM:
         status = nc_cmd_timer_arm(s, b);
         break;
+    case TEMPEST_CMD_COLL_START:
+        status = tempest_nc_coll_start(s, b);
+        break;
+    case TEMPEST_CMD_BCAST:
+        status = tempest_nc_bcast(s, b);
+        break;
     default:
         status = nc_fail(b, TEMPEST_CMD_E_BAD_OP);
         break;
@@ -565,6 +579,8 @@ void tempest_nc_msg_realize(TempestNCState *s, Error **errp)
     QSIMPLEQ_INIT(&s->inq[0]);
     QSIMPLEQ_INIT(&s->inq[1]);
     QSIMPLEQ_INIT(&s->evq);
+    QSIMPLEQ_INIT(&s->bcastq);
+    s->aor_bits = g_new0(bool, s->num_nodes);
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->tick_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, nc_timer_fire, s);
     s->retry_timer = timer_new_ms(QEMU_CLOCK_REALTIME, nc_retry, s);
@@ -613,6 +629,9 @@ void tempest_nc_msg_unrealize(TempestNCState *s)
     timer_free(s->tick_timer);
     timer_free(s->retry_timer);
     qemu_bh_delete(s->sq_bh);
+    tempest_nc_coll_reset(s);
+    g_free(s->aor_bits);
+    s->aor_bits = NULL;
 }
 
 /*
@@ -630,6 +649,7 @@ void tempest_nc_msg_reset(TempestNCState *s)
     s->rq_full = s->cq_full = false;
     s->irq_status = s->irq_enable = 0;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
+    tempest_nc_coll_reset(s);
     if (s->tick_timer) {
         timer_del(s->tick_timer);
     }

@@ -67,10 +67,26 @@ REG32(CMD_COMMIT, TEMPEST_NC_CMD_COMMIT)
 REG32(CMD_REASON, TEMPEST_NC_CMD_REASON)
 REG32(CMD_RESULT_LO, TEMPEST_NC_CMD_RESULT)
 REG32(CMD_RESULT_HI, TEMPEST_NC_CMD_RESULT + 4)
+REG32(COLL_STATUS, TEMPEST_NC_COLL_STATUS)
+REG32(COLL_SEQ, TEMPEST_NC_COLL_SEQ)
+REG32(COLL_RESULT_LO, TEMPEST_NC_COLL_RESULT)
+REG32(COLL_RESULT_HI, TEMPEST_NC_COLL_RESULT + 4)
+REG32(COLL_ERROR, TEMPEST_NC_COLL_ERROR)
+REG32(COLL_FANOUT, TEMPEST_NC_COLL_FANOUT)
+REG32(BCAST_SENT, TEMPEST_NC_BCAST_SENT)
+REG32(BCAST_AVAIL, TEMPEST_NC_BCAST_AVAIL)
+REG32(BCAST_POP, TEMPEST_NC_BCAST_POP)
+REG32(BCAST_SRC, TEMPEST_NC_BCAST_SRC)
+REG32(BCAST_VALUE_LO, TEMPEST_NC_BCAST_VALUE)
+REG32(BCAST_VALUE_HI, TEMPEST_NC_BCAST_VALUE + 4)
+REG32(AOR_SET, TEMPEST_NC_AOR_SET)
+REG32(AOR_GLOBAL, TEMPEST_NC_AOR_GLOBAL)
+REG32(BCAST_LOST, TEMPEST_NC_BCAST_LOST)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
-     TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD)
+     TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
+     TEMPEST_NC_FEAT_COLL)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 static const char *const tempest_nc_err_names[] = {
@@ -226,6 +242,49 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = extract64(tempest_nc_bank(s)->result,
                            offset == A_CMD_RESULT_LO ? 0 : 32, 32);
         return true;
+    case A_COLL_STATUS:
+        *value = s->coll_status;
+        return true;
+    case A_COLL_SEQ:
+        *value = s->coll_seq_done;
+        return true;
+    case A_COLL_RESULT_LO:
+    case A_COLL_RESULT_HI:
+        *value = extract64(s->coll_result,
+                           offset == A_COLL_RESULT_LO ? 0 : 32, 32);
+        return true;
+    case A_COLL_ERROR:
+        *value = s->coll_error;
+        return true;
+    case A_COLL_FANOUT:
+        *value = s->coll_fanout;
+        return true;
+    case A_BCAST_SENT:
+        *value = s->bcast_sent;
+        return true;
+    case A_BCAST_AVAIL:
+        *value = s->bcast_len;
+        return true;
+    case A_BCAST_POP:
+        *value = tempest_nc_bcast_pop(s);
+        return true;
+    case A_BCAST_SRC:
+        *value = s->bcast_src;
+        return true;
+    case A_BCAST_VALUE_LO:
+    case A_BCAST_VALUE_HI:
+        *value = extract64(s->bcast_value,
+                           offset == A_BCAST_VALUE_LO ? 0 : 32, 32);
+        return true;
+    case A_AOR_SET:
+        *value = s->aor_set;
+        return true;
+    case A_AOR_GLOBAL:
+        *value = s->aor_global;
+        return true;
+    case A_BCAST_LOST:
+        *value = s->bcast_lost;
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -296,6 +355,9 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_CMD_OP:
         tempest_nc_bank(s)->op = value;
         return;
+    case A_AOR_SET:
+        tempest_nc_aor_write(s, value);
+        return;
     case A_MAGIC:
     case A_VERSION:
     case A_NODE_ID:
@@ -330,6 +392,20 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_CMD_REASON:
     case A_CMD_RESULT_LO:
     case A_CMD_RESULT_HI:
+    case A_COLL_STATUS:
+    case A_COLL_SEQ:
+    case A_COLL_RESULT_LO:
+    case A_COLL_RESULT_HI:
+    case A_COLL_ERROR:
+    case A_COLL_FANOUT:
+    case A_BCAST_SENT:
+    case A_BCAST_AVAIL:
+    case A_BCAST_POP:
+    case A_BCAST_SRC:
+    case A_BCAST_VALUE_LO:
+    case A_BCAST_VALUE_HI:
+    case A_AOR_GLOBAL:
+    case A_BCAST_LOST:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     }
@@ -449,6 +525,11 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
                    TEMPEST_MAX_CPUS, s->num_cpus);
         return;
     }
+    if (s->coll_fanout < 2 || s->coll_fanout > 64) {
+        error_setg(errp, "coll-fanout must be between 2 and 64 (got %u)",
+                   s->coll_fanout);
+        return;
+    }
     if (s->credits < 1 || s->credits > 4096) {
         error_setg(errp, "credits must be between 1 and 4096 (got %u)",
                    s->credits);
@@ -531,8 +612,8 @@ static const VMStateDescription vmstate_tempest_timer = {
  */
 static const VMStateDescription vmstate_tempest_nc = {
     .name = TYPE_TEMPEST_NC,
-    .version_id = 2,
-    .minimum_version_id = 2,
+    .version_id = 3,
+    .minimum_version_id = 3,
     .post_load = tempest_nc_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(err_status, TempestNCState),
@@ -555,6 +636,13 @@ static const VMStateDescription vmstate_tempest_nc = {
                              vmstate_tempest_timer, TempestTimer),
         VMSTATE_UINT64(timer_order, TempestNCState),
         VMSTATE_UINT32(timer_gen, TempestNCState),
+        VMSTATE_UINT32(coll_status, TempestNCState),
+        VMSTATE_UINT32(coll_error, TempestNCState),
+        VMSTATE_UINT32(coll_seq_done, TempestNCState),
+        VMSTATE_UINT64(coll_result, TempestNCState),
+        VMSTATE_UINT32(bcast_sent, TempestNCState),
+        VMSTATE_UINT32(aor_set, TempestNCState),
+        VMSTATE_UINT32(aor_global, TempestNCState),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -571,6 +659,7 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,
                        30000),
+    DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),
 };
 
 static void tempest_nc_class_init(ObjectClass *klass, void *data)

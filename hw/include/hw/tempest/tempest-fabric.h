@@ -32,6 +32,9 @@ typedef struct TempestFabricOps {
                       uint32_t status);
     /* The cluster is complete (READY) or cannot form (FAILED). */
     void (*state)(void *opaque, int state);
+    /* A control-network frame from peer (layout in fabric-proto.h). */
+    void (*coll)(void *opaque, unsigned peer, const uint8_t *body,
+                 size_t len);
     /* A frame from peer (or -1: before its HELLO) was dropped. */
     void (*dropped)(void *opaque, int peer, const char *why);
 } TempestFabricOps;
@@ -53,13 +56,21 @@ unsigned tempest_fabric_peers_up(TempestFabric *f);
 bool tempest_fabric_peer_up(TempestFabric *f, unsigned peer);
 /* May a DATA packet go to peer on net now (peer up, credit left)? */
 bool tempest_fabric_can_send(TempestFabric *f, unsigned peer, unsigned net);
-/* Send one packet (header + payload); uses one credit.  peer may be this
- * node itself: the packet comes back through ops->packet. */
+/*
+ * Send one packet (header + payload); uses one credit.  peer may be this
+ * node itself: the packet comes back through ops->packet.
+ */
 void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
                          const uint8_t *pkt, size_t len);
 /* The guest took n packets from peer on net: give their credit back. */
 void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
                                    unsigned net, unsigned n);
+/*
+ * Send a control-network frame body to peer (not this node).  These are
+ * not under credit: the control network bounds them itself.
+ */
+void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
+                              const uint8_t *body, size_t len);
 /* Tell every peer this node exits with status, as far as can be sent. */
 void tempest_fabric_bye(TempestFabric *f, uint32_t status);
 

@@ -18,6 +18,8 @@
  *    every node; a node of another cluster cannot connect
  *  + QOM property "credits": packets in flight per peer and network
  *  + QOM property "fabric-timeout": ms to wait for the other nodes
+ *  + QOM property "coll-fanout": children per node of the control
+ *    network's combining tree
  */
 #ifndef HW_TEMPEST_TEMPEST_NC_H
 #define HW_TEMPEST_TEMPEST_NC_H
@@ -73,6 +75,28 @@ typedef struct TempestEvent {
     uint64_t a, b, c;
 } TempestEvent;
 
+/* One collective as this node sees it (contributions of its subtree). */
+#define TEMPEST_COLL_ROUNDS 4
+typedef struct TempestCollRound {
+    bool used;
+    bool started;           /* this node's own contribution is in */
+    bool sent;              /* the subtree's contributions went up */
+    bool have_header;
+    uint32_t seq;
+    uint8_t kind, fn, variant;
+    uint16_t lanes;
+    uint16_t error;
+    uint32_t count;         /* entries gathered */
+    uint32_t children_in;   /* children that reported */
+    GByteArray *entries;
+} TempestCollRound;
+
+typedef struct TempestBcast {
+    QSIMPLEQ_ENTRY(TempestBcast) next;
+    uint32_t src;
+    uint64_t value;
+} TempestBcast;
+
 struct TempestNCState {
     /*< private >*/
     SysBusDevice parent_obj;
@@ -92,6 +116,7 @@ struct TempestNCState {
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout_ms;
+    uint32_t coll_fanout;
 
     /* Guest-visible state */
     uint32_t err_status;
@@ -120,6 +145,26 @@ struct TempestNCState {
     bool rq_full;
     bool cq_full;
 
+    /* Control network (tempest-nc-coll.c) */
+    uint32_t coll_status;
+    uint32_t coll_error;
+    uint32_t coll_seq_done;
+    uint64_t coll_result;
+    bool coll_vector;       /* results go to coll_dest */
+    uint64_t coll_dest;
+    TempestCollRound coll_round[TEMPEST_COLL_ROUNDS];
+    QSIMPLEQ_HEAD(, TempestBcast) bcastq;
+    uint32_t bcast_len;
+    bool bcast_pending;
+    uint32_t bcast_sent;
+    uint32_t bcast_lost;
+    uint32_t bcast_src;
+    uint64_t bcast_value;
+    uint32_t aor_set;
+    uint32_t aor_global;
+    int aor_count;          /* root: nodes whose bit is set */
+    bool *aor_bits;         /* root: every node's bit */
+
     /* Derived at realize */
     uint32_t cmdline_len;
     TempestFabric *fabric;
@@ -142,5 +187,15 @@ uint32_t tempest_nc_fabric_state(TempestNCState *s);
 uint32_t tempest_nc_peers_up(TempestNCState *s);
 void tempest_nc_guest_error(TempestNCState *s, uint32_t code, uint64_t info,
                             unsigned size);
+
+/* tempest-nc-coll.c: the control network */
+uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b);
+uint32_t tempest_nc_bcast(TempestNCState *s, TempestCmdBank *b);
+bool tempest_nc_bcast_pop(TempestNCState *s);
+void tempest_nc_aor_write(TempestNCState *s, uint32_t bit);
+void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
+                           const uint8_t *body, size_t len);
+void tempest_nc_coll_peer_down(TempestNCState *s);
+void tempest_nc_coll_reset(TempestNCState *s);
 
 #endif /* HW_TEMPEST_TEMPEST_NC_H */

@@ -83,7 +83,7 @@
 #define TEMPEST_NC_FABRIC_STATE     0x050   /* TEMPEST_FABRIC_* */
 #define TEMPEST_NC_PEERS_UP         0x054   /* peers connected now */
 #define TEMPEST_NC_PEERS_DOWN       0x058   /* peers lost since ready */
-#define TEMPEST_NC_DROPPED          0x05C   /* bad packets from peers, dropped */
+#define TEMPEST_NC_DROPPED          0x05C   /* bad frames from peers */
 #define TEMPEST_NC_TICKS_LO         0x060   /* virtual time in ticks (1 us) */
 #define TEMPEST_NC_TICKS_HI         0x064
 
@@ -107,6 +107,22 @@
 #define TEMPEST_NC_SEND_ERRORS      0x0A8   /* send slots rejected */
 #define TEMPEST_NC_TX_STALLS        0x0AC   /* times a send waited for credit */
 
+/* Control network (version 1.2): Strata's CM-5 control network */
+#define TEMPEST_NC_COLL_STATUS      0x0B0   /* TEMPEST_COLL_ST_* */
+#define TEMPEST_NC_COLL_SEQ         0x0B4   /* collectives completed here */
+#define TEMPEST_NC_COLL_RESULT      0x0B8   /* 64-bit: scalar result */
+#define TEMPEST_NC_COLL_ERROR       0x0C0   /* TEMPEST_COLL_E_* after ERROR */
+#define TEMPEST_NC_COLL_FANOUT      0x0C4   /* the combining tree's fan-out */
+#define TEMPEST_NC_BCAST_SENT       0x0C8   /* own broadcasts delivered */
+#define TEMPEST_NC_BCAST_AVAIL      0x0CC   /* words waiting here */
+/* BCAST_POP read: 1 and the next word latched, or 0 if none waits */
+#define TEMPEST_NC_BCAST_POP        0x0D0
+#define TEMPEST_NC_BCAST_SRC        0x0D4   /* the latched word's sender */
+#define TEMPEST_NC_BCAST_VALUE      0x0D8   /* 64-bit: the latched word */
+#define TEMPEST_NC_AOR_SET          0x0E0   /* RW: this node's async OR bit */
+#define TEMPEST_NC_AOR_GLOBAL       0x0E4   /* RO: OR of every node's bit */
+#define TEMPEST_NC_BCAST_LOST       0x0E8   /* words dropped: FIFO full */
+
 /*
  * Command bank (version 1.1), after FLASH's initiation protocol: write the
  * arguments and the operation, then READ CMD_COMMIT, which executes the
@@ -129,7 +145,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    1
+#define TEMPEST_NC_VERSION_MINOR    2
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -140,6 +156,7 @@
 #define TEMPEST_NC_FEAT_MSG         (1U << 3)   /* rings and doorbells */
 #define TEMPEST_NC_FEAT_TIMER       (1U << 4)   /* TEMPEST_CMD_TIMER_ARM */
 #define TEMPEST_NC_FEAT_CMD         (1U << 5)   /* the command bank */
+#define TEMPEST_NC_FEAT_COLL        (1U << 6)   /* the control network */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -151,6 +168,9 @@
 #define TEMPEST_NC_IRQ_CQ           (1U << 1)   /* an event entered the CQ */
 #define TEMPEST_NC_IRQ_SQ           (1U << 2)   /* a stalled send ring moved */
 #define TEMPEST_NC_IRQ_FABRIC       (1U << 3)   /* FABRIC_STATE changed */
+#define TEMPEST_NC_IRQ_COLL         (1U << 4)   /* a collective completed */
+#define TEMPEST_NC_IRQ_BCAST        (1U << 5)   /* a word came, or ours went */
+#define TEMPEST_NC_IRQ_AOR          (1U << 6)   /* AOR_GLOBAL changed */
 
 /* TEMPEST_NC_ERR_STATUS values */
 #define TEMPEST_NC_ERR_NONE         0   /* no error since last clear */
@@ -174,9 +194,27 @@
 
 /* ARG0 ring (TEMPEST_RING_*), ARG1 base address, ARG2 slots (2^k). */
 #define TEMPEST_CMD_RING_SETUP      1
-/* ARG0 delay in ticks, ARG1 and ARG2 returned in the TIMER event;
- * RESULT: the timer's id.  RETRY while TEMPEST_NC_MAX_TIMERS are armed. */
+/*
+ * ARG0 delay in ticks, ARG1 and ARG2 returned in the TIMER event;
+ * RESULT: the timer's id.  RETRY while TEMPEST_NC_MAX_TIMERS are armed.
+ */
 #define TEMPEST_CMD_TIMER_ARM       2
+
+/*
+ * ARG0 kind (TEMPEST_COLL_COMBINE or _ALLGATHER); ARG1 fn | variant << 8
+ * (COMBINE); ARG2 the value (ARG3 = 0) or the address of ARG3 64-bit lanes
+ * (1..TEMPEST_COLL_MAX_LANES); ARG4 where vector or ALLGATHER results go
+ * (ALLGATHER: NUM_NODES 64-bit values); ARG5 this node's segment
+ * (TEMPEST_SEG_*).  RESULT: the collective's sequence number.  Completion:
+ * COLL_STATUS DONE (and IRQ_COLL); a scalar result is in COLL_RESULT.
+ * Every node must start the same collectives in the same order.
+ */
+#define TEMPEST_CMD_COLL_START      3
+/*
+ * ARG0 the word to broadcast to every other node.  RETRY until the
+ * previous broadcast of this node was delivered (BCAST_SENT).
+ */
+#define TEMPEST_CMD_BCAST           4
 
 /* TEMPEST_NC_CMD_REASON values */
 #define TEMPEST_CMD_E_NONE          0
@@ -187,6 +225,36 @@
 #define TEMPEST_CMD_E_BAD_SIZE      5   /* slots not a power of 2 in range */
 #define TEMPEST_CMD_E_OVERLAP       6   /* overlaps another ring */
 #define TEMPEST_CMD_E_BAD_TICKS     7   /* delay out of range */
+#define TEMPEST_CMD_E_BUSY          8   /* a collective is still pending */
+/* TEMPEST_CMD_E_BAD_COLL: kind, fn, variant, lanes or segment wrong */
+#define TEMPEST_CMD_E_BAD_COLL      9
+#define TEMPEST_CMD_E_NO_FABRIC     10  /* the cluster is not formed */
+
+/* Collectives */
+#define TEMPEST_COLL_COMBINE        1
+#define TEMPEST_COLL_ALLGATHER      2
+#define TEMPEST_COLL_ADD            0   /* signed add */
+#define TEMPEST_COLL_OR             1
+#define TEMPEST_COLL_XOR            2
+#define TEMPEST_COLL_UADD           3   /* unsigned add */
+#define TEMPEST_COLL_MAX            4   /* signed max */
+#define TEMPEST_COLL_NUM_FNS        5
+#define TEMPEST_COLL_REDUCE         0
+#define TEMPEST_COLL_SCAN           1   /* forward, by node number */
+#define TEMPEST_COLL_BACKSCAN       2
+#define TEMPEST_SEG_NONE            0   /* Strata's NoBoundary */
+#define TEMPEST_SEG_ELEMENT         1   /* ElementBoundary */
+#define TEMPEST_SEG_ARRAY           2   /* ArrayBoundary */
+#define TEMPEST_COLL_MAX_LANES      64
+#define TEMPEST_COLL_ST_IDLE        0
+#define TEMPEST_COLL_ST_PENDING     1
+#define TEMPEST_COLL_ST_DONE        2
+#define TEMPEST_COLL_ST_ERROR       3
+#define TEMPEST_COLL_E_NONE         0
+#define TEMPEST_COLL_E_MISMATCH     1   /* nodes started different ops */
+#define TEMPEST_COLL_E_PEER_DOWN    2   /* a node of the tree is gone */
+#define TEMPEST_COLL_E_DMA          3   /* result memory not writable */
+#define TEMPEST_NC_BCAST_FIFO       4096
 
 #define TEMPEST_NC_MAX_TIMERS       256
 #define TEMPEST_TICK_NS             1000        /* a tick is 1 us */
@@ -247,8 +315,8 @@
 #define TEMPEST_EV_TYPE_MASK        0xFFU
 #define TEMPEST_EV_TIMER            1   /* A, B: ARG1, ARG2 of the arm; C: id */
 #define TEMPEST_EV_PEER_DOWN        2   /* NODE: the node that is gone */
-#define TEMPEST_EV_SEND_ERROR       3   /* NODE: dest, A: slot, B: ERR code,
-                                         * C: ring */
+/* SEND_ERROR: NODE the destination, A the slot, B the ERR code, C ring */
+#define TEMPEST_EV_SEND_ERROR       3
 
 /* Exit status the runtime uses when a node crashes (exception report) */
 #define TEMPEST_EXIT_CRASH          134

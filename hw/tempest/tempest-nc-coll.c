@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tempest node controller: the control network (Strata's CM-5 control
+ * network, built by the node controllers on the fabric).
+ *
+ * Collectives climb a k-ary combining tree (node i's parent is
+ * (i - 1) / k): each node waits for its own contribution and its children's,
+ * sends the gathered contributions of its subtree to its parent in one
+ * frame, and the root computes every node's result (coll-math.h) and sends
+ * each subtree its results back down.  A barrier on 16 nodes with k = 16
+ * costs two network hops, whatever the guest does meanwhile.
+ *
+ * Broadcasts go to the root, which orders them and sends them down the
+ * tree; the asynchronous global OR keeps every node's bit at the root,
+ * which tells everyone when the OR changes.  All of this runs in QEMU's
+ * main loop; frames are checked against the tree before they are used.
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/log.h"
+#include "exec/address-spaces.h"
+#include "hw/tempest/tempest-nc.h"
+#include "fabric-proto.h"
+#include "coll-math.h"
+#include "trace.h"
+
+/* ------------------------------------------------------------------ */
+/* The tree                                                            */
+/* ------------------------------------------------------------------ */
+
+static unsigned coll_parent(TempestNCState *s, unsigned i)
+{
+    return (i - 1) / s->coll_fanout;
+}
+
+static unsigned coll_first_child(TempestNCState *s, unsigned i)
+{
+    return i * s->coll_fanout + 1;
+}
+
+static unsigned coll_nchildren(TempestNCState *s, unsigned i)
+{
+    unsigned first = coll_first_child(s, i);
+
+    return first >= s->num_nodes ? 0 :
+           MIN(s->coll_fanout, s->num_nodes - first);
+}
+
+static bool coll_in_subtree(TempestNCState *s, unsigned top, unsigned node)
+{
+    while (node > top) {
+        node = coll_parent(s, node);
+    }
+    return node == top;
+}
+
+static bool coll_is_child(TempestNCState *s, unsigned peer)
+{
+    return peer > 0 && coll_parent(s, peer) == s->node_id;
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct CollHeader {
+    uint32_t seq;
+    uint8_t dir, kind, fn, variant;
+    uint16_t lanes, error;
+    uint32_t count;
+} CollHeader;
+
+static GByteArray *coll_frame(const CollHeader *h)
+{
+    GByteArray *b = g_byte_array_sized_new(FABRIC_COLL_HDR + 64);
+    uint8_t hdr[FABRIC_COLL_HDR];
+
+    fabric_st32(hdr, h->seq);
+    hdr[4] = h->dir;
+    hdr[5] = h->kind;
+    hdr[6] = h->fn;
+    hdr[7] = h->variant;
+    fabric_st16(hdr + 8, h->lanes);
+    fabric_st16(hdr + 10, h->error);
+    fabric_st32(hdr + 12, h->count);
+    g_byte_array_append(b, hdr, sizeof(hdr));
+    return b;
+}
+
+static void coll_put_entry(GByteArray *b, uint32_t node, uint32_t seg,
+                           const uint64_t *lanes, unsigned n)
+{
+    uint8_t e[FABRIC_COLL_ENTRY(TEMPEST_COLL_MAX_LANES)];
+
+    fabric_st32(e, node);
+    fabric_st32(e + 4, seg);
+    for (unsigned l = 0; l < n; l++) {
+        fabric_st64(e + 8 + 8 * l, lanes[l]);
+    }
+    g_byte_array_append(b, e, FABRIC_COLL_ENTRY(n));
+}
+
+/* Send b to peer, fixing its entry count; frees b. */
+static void coll_send(TempestNCState *s, unsigned peer, GByteArray *b,
+                      uint32_t count)
+{
+    fabric_st32(b->data + 12, count);
+    tempest_fabric_send_coll(s->fabric, peer, b->data, b->len);
+    g_byte_array_free(b, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* Collectives                                                         */
+/* ------------------------------------------------------------------ */
+
+static TempestCollRound *coll_round(TempestNCState *s, uint32_t seq)
+{
+    TempestCollRound *r = &s->coll_round[seq % TEMPEST_COLL_ROUNDS];
+
+    if (!r->used) {
+        memset(r, 0, sizeof(*r));
+        r->used = true;
+        r->seq = seq;
+        r->entries = g_byte_array_new();
+    }
+    return r->seq == seq ? r : NULL;
+}
+
+static void coll_round_free(TempestCollRound *r)
+{
+    if (r->entries) {
+        g_byte_array_free(r->entries, true);
+    }
+    memset(r, 0, sizeof(*r));
+}
+
+/* Take a contribution's header: the first one sets it, others must match. */
+static void coll_take_header(TempestCollRound *r, const CollHeader *h)
+{
+    if (!r->have_header) {
+        r->have_header = true;
+        r->kind = h->kind;
+        r->fn = h->fn;
+        r->variant = h->variant;
+        r->lanes = h->lanes;
+    } else if (r->kind != h->kind || r->fn != h->fn ||
+               r->variant != h->variant || r->lanes != h->lanes) {
+        r->error = TEMPEST_COLL_E_MISMATCH;
+    }
+    if (h->error && !r->error) {
+        r->error = h->error;
+    }
+}
+
+static void coll_finish(TempestNCState *s, uint32_t error)
+{
+    trace_tempest_nc_coll_done(s->node_id, s->coll_seq_done, error);
+    s->coll_status = error ? TEMPEST_COLL_ST_ERROR : TEMPEST_COLL_ST_DONE;
+    s->coll_error = error;
+    s->coll_seq_done++;
+    tempest_nc_raise(s, TEMPEST_NC_IRQ_COLL);
+}
+
+/*
+ * Results have come down for our pending collective: keep ours, pass each
+ * child the entries of its subtree.  entries: count entries of h->lanes.
+ */
+static void coll_down(TempestNCState *s, const CollHeader *h,
+                      const uint8_t *entries)
+{
+    size_t esz = FABRIC_COLL_ENTRY(h->lanes);
+    bool shared = h->variant == TEMPEST_COLL_REDUCE ||
+                  h->kind == TEMPEST_COLL_ALLGATHER;
+    uint32_t error = h->error;
+    unsigned first = coll_first_child(s, s->node_id);
+    unsigned n = coll_nchildren(s, s->node_id);
+
+    for (unsigned c = first; c < first + n; c++) {
+        CollHeader ch = *h;
+        GByteArray *b = coll_frame(&ch);
+        uint32_t count = 0;
+
+        for (uint32_t i = 0; i < h->count && !h->error; i++) {
+            const uint8_t *e = entries + i * esz;
+
+            if (shared || coll_in_subtree(s, c, fabric_ld32(e))) {
+                g_byte_array_append(b, e, esz);
+                count++;
+            }
+        }
+        coll_send(s, c, b, count);
+    }
+
+    if (!error) {
+        uint64_t out[TEMPEST_MAX_NODES];
+        unsigned nout = 0;
+
+        for (uint32_t i = 0; i < h->count; i++) {
+            const uint8_t *e = entries + i * esz;
+
+            if (h->kind == TEMPEST_COLL_ALLGATHER) {
+                out[fabric_ld32(e) % TEMPEST_MAX_NODES] = fabric_ld64(e + 8);
+                nout = s->num_nodes;
+            } else if (shared || fabric_ld32(e) == s->node_id) {
+                for (unsigned l = 0; l < h->lanes; l++) {
+                    out[l] = fabric_ld64(e + 8 + 8 * l);
+                }
+                nout = h->lanes;
+                break;
+            }
+        }
+        if (!nout) {
+            error = TEMPEST_COLL_E_MISMATCH;
+        } else if (s->coll_vector) {
+            if (address_space_write(&address_space_memory, s->coll_dest,
+                                    MEMTXATTRS_UNSPECIFIED, out,
+                                    nout * 8) != MEMTX_OK) {
+                error = TEMPEST_COLL_E_DMA;
+            }
+        } else {
+            s->coll_result = out[0];
+        }
+    }
+    coll_round_free(&s->coll_round[h->seq % TEMPEST_COLL_ROUNDS]);
+    coll_finish(s, error);
+}
+
+/* The root has everyone's contribution: compute, and send results down. */
+static void coll_root(TempestNCState *s, TempestCollRound *r)
+{
+    unsigned nodes = s->num_nodes, lanes = r->lanes;
+    size_t esz = FABRIC_COLL_ENTRY(lanes);
+    CollHeader h = {
+        .seq = r->seq, .dir = FABRIC_COLL_DOWN, .kind = r->kind,
+        .fn = r->fn, .variant = r->variant, .lanes = lanes,
+        .error = r->error,
+    };
+    g_autofree uint64_t *in = g_new0(uint64_t, nodes * lanes);
+    g_autofree uint64_t *out = g_new0(uint64_t, nodes * lanes);
+    g_autofree uint8_t *seg = g_new0(uint8_t, nodes);
+    g_autofree bool *seen = g_new0(bool, nodes);
+    GByteArray *b;
+
+    for (uint32_t i = 0; i < r->count; i++) {
+        const uint8_t *e = r->entries->data + i * esz;
+        uint32_t node = fabric_ld32(e);
+
+        if (node >= nodes || seen[node]) {
+            h.error = TEMPEST_COLL_E_MISMATCH;
+            break;
+        }
+        seen[node] = true;
+        seg[node] = fabric_ld32(e + 4);
+        for (unsigned l = 0; l < lanes; l++) {
+            in[node * lanes + l] = fabric_ld64(e + 8 + 8 * l);
+        }
+    }
+    if (r->count != nodes && !h.error) {
+        h.error = TEMPEST_COLL_E_MISMATCH;
+    }
+
+    b = coll_frame(&h);
+    h.count = 0;
+    if (!h.error && h.kind == TEMPEST_COLL_ALLGATHER) {
+        for (unsigned i = 0; i < nodes; i++) {
+            coll_put_entry(b, i, 0, &in[i * lanes], lanes);
+        }
+        h.count = nodes;
+    } else if (!h.error) {
+        coll_combine(h.fn, h.variant, nodes, lanes, seg, in, out);
+        if (h.variant == TEMPEST_COLL_REDUCE) {
+            coll_put_entry(b, 0, 0, out, lanes);
+            h.count = 1;
+        } else {
+            for (unsigned i = 0; i < nodes; i++) {
+                coll_put_entry(b, i, seg[i], &out[i * lanes], lanes);
+            }
+            h.count = nodes;
+        }
+    }
+    fabric_st32(b->data + 12, h.count);
+    coll_down(s, &h, b->data + FABRIC_COLL_HDR);
+    g_byte_array_free(b, true);
+}
+
+/* Our subtree is complete when we and all our children have reported. */
+static void coll_try_complete(TempestNCState *s, TempestCollRound *r)
+{
+    CollHeader h;
+    GByteArray *b;
+
+    if (!r->started || r->sent ||
+        r->children_in < coll_nchildren(s, s->node_id)) {
+        return;
+    }
+    if (s->node_id == 0) {
+        coll_root(s, r);
+        return;
+    }
+    r->sent = true;
+    h = (CollHeader) {
+        .seq = r->seq, .dir = FABRIC_COLL_UP, .kind = r->kind, .fn = r->fn,
+        .variant = r->variant, .lanes = r->lanes, .error = r->error,
+    };
+    b = coll_frame(&h);
+    g_byte_array_append(b, r->entries->data, r->entries->len);
+    coll_send(s, coll_parent(s, s->node_id), b, r->count);
+}
+
+uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b)
+{
+    uint64_t kind = b->arg[0], fn = b->arg[1] & 0xff;
+    uint64_t variant = (b->arg[1] >> 8) & 0xff, lanes = b->arg[3];
+    uint64_t seg = b->arg[5], dest = b->arg[4], ram_end;
+    uint64_t vals[TEMPEST_COLL_MAX_LANES];
+    unsigned n = lanes ? lanes : 1, out_bytes;
+    TempestCollRound *r;
+    CollHeader h;
+
+    if (s->coll_status == TEMPEST_COLL_ST_PENDING) {
+        b->reason = TEMPEST_CMD_E_BUSY;
+        return TEMPEST_CMD_FAIL;
+    }
+    if ((kind != TEMPEST_COLL_COMBINE && kind != TEMPEST_COLL_ALLGATHER) ||
+        fn >= TEMPEST_COLL_NUM_FNS || variant > TEMPEST_COLL_BACKSCAN ||
+        lanes > TEMPEST_COLL_MAX_LANES || seg > TEMPEST_SEG_ARRAY ||
+        (kind == TEMPEST_COLL_ALLGATHER && lanes)) {
+        b->reason = TEMPEST_CMD_E_BAD_COLL;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (tempest_fabric_state(s->fabric) != TEMPEST_FABRIC_READY ||
+        s->peers_down) {
+        b->reason = TEMPEST_CMD_E_NO_FABRIC;
+        return TEMPEST_CMD_FAIL;
+    }
+    /* Check every address before anything happens. */
+    ram_end = s->ram_base + s->ram_size;
+    out_bytes = kind == TEMPEST_COLL_ALLGATHER ? s->num_nodes * 8 :
+                lanes * 8;
+    if (out_bytes && (dest < s->ram_base || dest >= ram_end ||
+                      out_bytes > ram_end - dest)) {
+        b->reason = TEMPEST_CMD_E_BAD_ADDR;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (lanes) {
+        uint64_t src = b->arg[2];
+
+        if (src < s->ram_base || src >= ram_end || lanes * 8 > ram_end - src ||
+            address_space_read(&address_space_memory, src,
+                               MEMTXATTRS_UNSPECIFIED, vals,
+                               lanes * 8) != MEMTX_OK) {
+            b->reason = TEMPEST_CMD_E_BAD_ADDR;
+            return TEMPEST_CMD_FAIL;
+        }
+    } else {
+        vals[0] = b->arg[2];
+    }
+
+    r = coll_round(s, s->coll_seq_done);
+    if (!r || r->started) {
+        /* Frames from a tree we no longer trust: start over clean. */
+        coll_round_free(&s->coll_round[s->coll_seq_done % TEMPEST_COLL_ROUNDS]);
+        r = coll_round(s, s->coll_seq_done);
+    }
+    trace_tempest_nc_coll_start(s->node_id, r->seq, kind, fn, variant, lanes);
+    s->coll_status = TEMPEST_COLL_ST_PENDING;
+    s->coll_error = TEMPEST_COLL_E_NONE;
+    s->coll_vector = out_bytes != 0;
+    s->coll_dest = dest;
+    b->result = r->seq;
+    h = (CollHeader) { .kind = kind, .fn = fn, .variant = variant,
+                       .lanes = n };
+    coll_take_header(r, &h);
+    r->started = true;
+    coll_put_entry(r->entries, s->node_id, seg, vals, n);
+    r->count++;
+    coll_try_complete(s, r);
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Broadcast and the asynchronous global OR                            */
+/* ------------------------------------------------------------------ */
+
+static void bcast_enqueue(TempestNCState *s, unsigned src, uint64_t value)
+{
+    TempestBcast *w;
+
+    trace_tempest_nc_bcast(s->node_id, src, value);
+    if (s->bcast_len >= TEMPEST_NC_BCAST_FIFO) {
+        s->bcast_lost++;
+        return;
+    }
+    w = g_new(TempestBcast, 1);
+    w->src = src;
+    w->value = value;
+    QSIMPLEQ_INSERT_TAIL(&s->bcastq, w, next);
+    s->bcast_len++;
+    tempest_nc_raise(s, TEMPEST_NC_IRQ_BCAST);
+}
+
+static void bcast_sent(TempestNCState *s)
+{
+    s->bcast_pending = false;
+    s->bcast_sent++;
+    tempest_nc_raise(s, TEMPEST_NC_IRQ_BCAST);
+}
+
+static void bcast_down(TempestNCState *s, unsigned src, uint64_t value)
+{
+    unsigned first = coll_first_child(s, s->node_id);
+    unsigned n = coll_nchildren(s, s->node_id);
+    CollHeader h = { .dir = FABRIC_BCAST_DOWN, .lanes = 1 };
+
+    for (unsigned c = first; c < first + n; c++) {
+        GByteArray *b = coll_frame(&h);
+
+        coll_put_entry(b, src, 0, &value, 1);
+        coll_send(s, c, b, 1);
+    }
+    if (src != s->node_id) {
+        bcast_enqueue(s, src, value);
+    }
+}
+
+/* At the root: one broadcast, in the order the root sees them. */
+static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
+{
+    bcast_down(s, src, value);
+    if (src == s->node_id) {
+        bcast_sent(s);
+    } else {
+        CollHeader h = { .dir = FABRIC_BCAST_ACK };
+
+        coll_send(s, src, coll_frame(&h), 0);
+    }
+}
+
+uint32_t tempest_nc_bcast(TempestNCState *s, TempestCmdBank *b)
+{
+    uint64_t value = b->arg[0];
+
+    if (tempest_fabric_state(s->fabric) != TEMPEST_FABRIC_READY ||
+        s->peers_down) {
+        b->reason = TEMPEST_CMD_E_NO_FABRIC;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (s->bcast_pending) {
+        return TEMPEST_CMD_RETRY;
+    }
+    s->bcast_pending = true;
+    if (s->node_id == 0) {
+        bcast_root(s, 0, value);
+    } else {
+        CollHeader h = { .dir = FABRIC_BCAST_UP, .lanes = 1 };
+        GByteArray *f = coll_frame(&h);
+
+        coll_put_entry(f, s->node_id, 0, &value, 1);
+        coll_send(s, 0, f, 1);
+    }
+    return TEMPEST_CMD_SUCCESS;
+}
+
+bool tempest_nc_bcast_pop(TempestNCState *s)
+{
+    TempestBcast *w = QSIMPLEQ_FIRST(&s->bcastq);
+
+    if (!w) {
+        return false;
+    }
+    QSIMPLEQ_REMOVE_HEAD(&s->bcastq, next);
+    s->bcast_len--;
+    s->bcast_src = w->src;
+    s->bcast_value = w->value;
+    g_free(w);
+    return true;
+}
+
+static void aor_set_global(TempestNCState *s, bool global)
+{
+    if (s->aor_global != global) {
+        s->aor_global = global;
+        tempest_nc_raise(s, TEMPEST_NC_IRQ_AOR);
+    }
+}
+
+/* At the root: node's bit is now bit; tell everyone if the OR changed. */
+static void aor_root(TempestNCState *s, unsigned node, bool bit)
+{
+    bool was = s->aor_count > 0;
+
+    if (s->aor_bits[node] != bit) {
+        s->aor_bits[node] = bit;
+        s->aor_count += bit ? 1 : -1;
+    }
+    if ((s->aor_count > 0) != was) {
+        for (unsigned i = 1; i < s->num_nodes; i++) {
+            CollHeader h = { .dir = FABRIC_AOR_DOWN };
+            GByteArray *f = coll_frame(&h);
+
+            coll_put_entry(f, 0, s->aor_count > 0, NULL, 0);
+            coll_send(s, i, f, 1);
+        }
+        aor_set_global(s, s->aor_count > 0);
+    }
+}
+
+void tempest_nc_aor_write(TempestNCState *s, uint32_t bit)
+{
+    s->aor_set = bit & 1;
+    if (s->node_id == 0) {
+        aor_root(s, 0, s->aor_set);
+    } else if (tempest_fabric_peer_up(s->fabric, 0)) {
+        CollHeader h = { .dir = FABRIC_AOR_UP };
+        GByteArray *f = coll_frame(&h);
+
+        coll_put_entry(f, s->node_id, s->aor_set, NULL, 0);
+        coll_send(s, 0, f, 1);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames from the fabric                                              */
+/* ------------------------------------------------------------------ */
+
+static void coll_drop(TempestNCState *s, unsigned peer, const char *why)
+{
+    s->dropped++;
+    qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: control frame from node %u "
+                  "dropped: %s\n", TYPE_TEMPEST_NC, s->node_id, peer, why);
+}
+
+void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
+                           const uint8_t *body, size_t len)
+{
+    CollHeader h = {
+        .seq = fabric_ld32(body), .dir = body[4], .kind = body[5],
+        .fn = body[6], .variant = body[7], .lanes = fabric_ld16(body + 8),
+        .error = fabric_ld16(body + 10), .count = fabric_ld32(body + 12),
+    };
+    const uint8_t *entries = body + FABRIC_COLL_HDR;
+    size_t esz = FABRIC_COLL_ENTRY(h.lanes);
+    TempestCollRound *r;
+
+    trace_tempest_nc_coll_rx(s->node_id, peer, h.dir, h.seq, h.count);
+    switch (h.dir) {
+    case FABRIC_COLL_UP:
+        if (!coll_is_child(s, peer)) {
+            coll_drop(s, peer, "UP from a node that is not a child");
+            return;
+        }
+        /* A child is at most one collective ahead of us. */
+        r = h.seq - s->coll_seq_done > 1 ? NULL : coll_round(s, h.seq);
+        if (!r) {
+            coll_drop(s, peer, "UP for a collective out of range");
+            return;
+        }
+        for (uint32_t i = 0; i < h.count; i++) {
+            if (!coll_in_subtree(s, peer, fabric_ld32(entries + i * esz))) {
+                coll_drop(s, peer, "UP for nodes outside its subtree");
+                return;
+            }
+        }
+        coll_take_header(r, &h);
+        g_byte_array_append(r->entries, entries, h.count * esz);
+        r->count += h.count;
+        r->children_in++;
+        coll_try_complete(s, r);
+        return;
+    case FABRIC_COLL_DOWN:
+        if (s->node_id == 0 || peer != coll_parent(s, s->node_id) ||
+            s->coll_status != TEMPEST_COLL_ST_PENDING ||
+            h.seq != s->coll_seq_done) {
+            coll_drop(s, peer, "DOWN not for our pending collective");
+            return;
+        }
+        coll_down(s, &h, entries);
+        return;
+    case FABRIC_BCAST_UP:
+        if (s->node_id != 0 || h.count != 1 || h.lanes != 1 ||
+            fabric_ld32(entries) != peer) {
+            coll_drop(s, peer, "bad broadcast");
+            return;
+        }
+        bcast_root(s, peer, fabric_ld64(entries + 8));
+        return;
+    case FABRIC_BCAST_DOWN:
+        if (s->node_id == 0 || peer != coll_parent(s, s->node_id) ||
+            h.count != 1 || h.lanes != 1 ||
+            fabric_ld32(entries) >= s->num_nodes) {
+            coll_drop(s, peer, "bad broadcast");
+            return;
+        }
+        bcast_down(s, fabric_ld32(entries), fabric_ld64(entries + 8));
+        return;
+    case FABRIC_BCAST_ACK:
+        if (peer != 0 || !s->bcast_pending) {
+            coll_drop(s, peer, "unexpected broadcast acknowledgement");
+            return;
+        }
+        bcast_sent(s);
+        return;
+    case FABRIC_AOR_UP:
+        if (s->node_id != 0 || h.count != 1 || h.lanes ||
+            fabric_ld32(entries) != peer) {
+            coll_drop(s, peer, "bad async OR");
+            return;
+        }
+        aor_root(s, peer, fabric_ld32(entries + 4) & 1);
+        return;
+    case FABRIC_AOR_DOWN:
+        if (peer != 0 || h.count != 1 || h.lanes) {
+            coll_drop(s, peer, "bad async OR");
+            return;
+        }
+        aor_set_global(s, fabric_ld32(entries + 4) & 1);
+        return;
+    }
+}
+
+/* A node is gone: the tree is broken; a pending collective fails. */
+void tempest_nc_coll_peer_down(TempestNCState *s)
+{
+    for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
+        coll_round_free(&s->coll_round[i]);
+    }
+    if (s->coll_status == TEMPEST_COLL_ST_PENDING) {
+        coll_finish(s, TEMPEST_COLL_E_PEER_DOWN);
+    }
+    if (s->bcast_pending) {
+        s->bcast_pending = false;
+        tempest_nc_raise(s, TEMPEST_NC_IRQ_BCAST);
+    }
+}
+
+void tempest_nc_coll_reset(TempestNCState *s)
+{
+    TempestBcast *w;
+
+    for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
+        coll_round_free(&s->coll_round[i]);
+    }
+    while ((w = QSIMPLEQ_FIRST(&s->bcastq))) {
+        QSIMPLEQ_REMOVE_HEAD(&s->bcastq, next);
+        g_free(w);
+    }
+    s->bcast_len = 0;
+    s->coll_status = TEMPEST_COLL_ST_IDLE;
+    s->coll_error = 0;
+    s->coll_seq_done = 0;
+    s->coll_result = 0;
+    s->bcast_pending = false;
+    s->bcast_sent = 0;
+    s->bcast_lost = 0;
+    s->bcast_src = 0;
+    s->bcast_value = 0;
+    s->aor_set = 0;
+    s->aor_global = 0;
+    s->aor_count = 0;
+    if (s->aor_bits) {
+        memset(s->aor_bits, 0, s->num_nodes * sizeof(bool));
+    }
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest of the control network (Strata sections 4.1 to 4.4) done by the
+ * node controllers on the real fabric: barriers, reductions, segmented
+ * scans through a combining tree with internal nodes, vectors, all-gather,
+ * broadcast, the asynchronous global OR, and the failure cases
+ * (docs/node-controller.rst, "Control network").
+ */
+
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "standard-headers/tempest/tempest-hw.h"
+
+#define NC(off)     (TEMPEST_NC_BASE + (off))
+#define RAM(off)    (TEMPEST_RAM_BASE + (off))
+#define SRC_BUF     RAM(0x100000)
+#define DST_BUF     RAM(0x200000)
+#define CQ_BASE     RAM(0x300000)
+#define MAX_N       16
+#define WAIT_US     (20 * G_USEC_PER_SEC)
+
+typedef struct Cluster {
+    char *dir;
+    unsigned n;
+    QTestState *node[MAX_N];
+} Cluster;
+
+static void start_cluster(Cluster *c, unsigned n, unsigned fanout)
+{
+    c->dir = g_dir_make_tmp("tempest-coll-XXXXXX", NULL);
+    c->n = n;
+    for (unsigned i = 0; i < n; i++) {
+        c->node[i] = qtest_initf("-M tempest,node-id=%u,num-nodes=%u,"
+                                 "fabric=unix:%s,cluster-id=0x77 "
+                                 "-global tempest-nc.coll-fanout=%u -m 64M",
+                                 i, n, c->dir, fanout);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        gint64 end = g_get_monotonic_time() + WAIT_US;
+
+        while (qtest_readl(c->node[i], NC(TEMPEST_NC_FABRIC_STATE)) !=
+               TEMPEST_FABRIC_READY && g_get_monotonic_time() < end) {
+            g_usleep(1000);
+        }
+        g_assert_cmpuint(qtest_readl(c->node[i], NC(TEMPEST_NC_FABRIC_STATE)),
+                         ==, TEMPEST_FABRIC_READY);
+        g_assert_cmpuint(qtest_readl(c->node[i], NC(TEMPEST_NC_COLL_FANOUT)),
+                         ==, fanout);
+    }
+}
+
+static void stop_cluster(Cluster *c)
+{
+    for (unsigned i = 0; i < c->n; i++) {
+        if (c->node[i]) {
+            qtest_quit(c->node[i]);
+        }
+    }
+    rmdir(c->dir);
+    g_free(c->dir);
+}
+
+static uint32_t coll_start(QTestState *s, unsigned kind, unsigned fn,
+                           unsigned variant, uint64_t value, unsigned lanes,
+                           uint64_t dest, unsigned seg)
+{
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), kind);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(1)), fn | variant << 8);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(2)), value);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(3)), lanes);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(4)), dest);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(5)), seg);
+    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), TEMPEST_CMD_COLL_START);
+    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
+}
+
+static uint32_t coll_wait(QTestState *s)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+    uint32_t st;
+
+    while ((st = qtest_readl(s, NC(TEMPEST_NC_COLL_STATUS))) ==
+           TEMPEST_COLL_ST_PENDING && g_get_monotonic_time() < end) {
+        g_usleep(200);
+    }
+    return st;
+}
+
+/* Every node contributes value[i]; returns nothing, checks the results. */
+static void scalar_round(Cluster *c, unsigned fn, unsigned variant,
+                         const uint64_t *value, const uint8_t *seg,
+                         const uint64_t *want)
+{
+    for (unsigned i = 0; i < c->n; i++) {
+        g_assert_cmpuint(coll_start(c->node[i], TEMPEST_COLL_COMBINE, fn,
+                                    variant, value[i], 0, 0,
+                                    seg ? seg[i] : 0), ==,
+                         TEMPEST_CMD_SUCCESS);
+    }
+    for (unsigned i = 0; i < c->n; i++) {
+        g_assert_cmpuint(coll_wait(c->node[i]), ==, TEMPEST_COLL_ST_DONE);
+        g_assert_cmphex(qtest_readq(c->node[i], NC(TEMPEST_NC_COLL_RESULT)),
+                        ==, want[i]);
+    }
+}
+
+/*
+ * 4.1 and 4.3: a barrier (an OR reduction of 0), then reductions and the
+ * manual's 16-node segmented scans, through a tree of fan-out 3 (nodes 1
+ * to 3 are internal: the contributions of 12 nodes pass through them).
+ */
+static void test_sixteen_nodes(void)
+{
+    static const uint64_t case1[16] = { 0, 1, 2, 3, 0, 2, 4, 6,
+                                        0, 3, 6, 9, 0, 4, 8, 12 };
+    static const uint64_t case2[16] = { 0, 1, 2, 3, 4, 2, 4, 6,
+                                        8, 3, 6, 9, 12, 4, 8, 12 };
+    uint64_t v[16], want[16];
+    uint8_t seg[16] = { 0 };
+    Cluster c;
+
+    start_cluster(&c, 16, 3);
+    memset(v, 0, sizeof(v));
+    memset(want, 0, sizeof(want));
+    scalar_round(&c, TEMPEST_COLL_OR, TEMPEST_COLL_REDUCE, v, NULL, want);
+
+    for (int i = 0; i < 16; i++) {
+        v[i] = i / 4 + 1;
+        want[i] = 40;
+    }
+    scalar_round(&c, TEMPEST_COLL_ADD, TEMPEST_COLL_REDUCE, v, NULL, want);
+    for (int i = 0; i < 16; i += 4) {
+        seg[i] = TEMPEST_SEG_ELEMENT;
+    }
+    scalar_round(&c, TEMPEST_COLL_ADD, TEMPEST_COLL_SCAN, v, seg, case1);
+    for (int i = 0; i < 16; i += 4) {
+        seg[i] = TEMPEST_SEG_ARRAY;
+    }
+    scalar_round(&c, TEMPEST_COLL_ADD, TEMPEST_COLL_SCAN, v, seg, case2);
+    for (unsigned i = 0; i < 16; i++) {
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_COLL_SEQ)), ==,
+                         4);
+    }
+    stop_cluster(&c);
+}
+
+/*
+ * 4.3.2 on an odd size: a backward max scan, a vector combine (results
+ * written to guest memory), and an all-gather, on 5 nodes, fan-out 2.
+ */
+static void test_five_nodes(void)
+{
+    uint64_t v[5] = { 7, (uint64_t)-3, 9, 2, 9 }, want[5];
+    Cluster c;
+
+    start_cluster(&c, 5, 2);
+    want[4] = INT64_MIN;
+    want[3] = 9;
+    want[2] = 9;
+    want[1] = 9;
+    want[0] = 9;
+    scalar_round(&c, TEMPEST_COLL_MAX, TEMPEST_COLL_BACKSCAN, v, NULL, want);
+
+    for (unsigned i = 0; i < 5; i++) {
+        uint64_t lanes[3] = { i, 100 * i, 1ULL << i };
+
+        qtest_memwrite(c.node[i], SRC_BUF, lanes, sizeof(lanes));
+        g_assert_cmpuint(coll_start(c.node[i], TEMPEST_COLL_COMBINE,
+                                    TEMPEST_COLL_ADD, TEMPEST_COLL_SCAN,
+                                    SRC_BUF, 3, DST_BUF, 0), ==,
+                         TEMPEST_CMD_SUCCESS);
+    }
+    for (unsigned i = 0; i < 5; i++) {
+        uint64_t got[3];
+        uint64_t before = i * (i - 1) / 2;
+
+        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_DONE);
+        qtest_memread(c.node[i], DST_BUF, got, sizeof(got));
+        g_assert_cmpuint(got[0], ==, before);
+        g_assert_cmpuint(got[1], ==, 100 * before);
+        g_assert_cmpuint(got[2], ==, (1ULL << i) - 1);
+    }
+
+    for (unsigned i = 0; i < 5; i++) {
+        g_assert_cmpuint(coll_start(c.node[i], TEMPEST_COLL_ALLGATHER, 0, 0,
+                                    0x1000 + i * i, 0, DST_BUF, 0), ==,
+                         TEMPEST_CMD_SUCCESS);
+    }
+    for (unsigned i = 0; i < 5; i++) {
+        uint64_t got[5];
+
+        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_DONE);
+        qtest_memread(c.node[i], DST_BUF, got, sizeof(got));
+        for (unsigned j = 0; j < 5; j++) {
+            g_assert_cmphex(got[j], ==, 0x1000 + j * j);
+        }
+    }
+    stop_cluster(&c);
+}
+
+static uint32_t bcast(QTestState *s, uint64_t value)
+{
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), value);
+    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), TEMPEST_CMD_BCAST);
+    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
+}
+
+static void wait_nonzero(QTestState *s, uint64_t off)
+{
+    gint64 end = g_get_monotonic_time() + WAIT_US;
+
+    while (!qtest_readl(s, NC(off)) && g_get_monotonic_time() < end) {
+        g_usleep(200);
+    }
+}
+
+/*
+ * 4.4 and 4.2: broadcasts reach every other node, in the root's order;
+ * the asynchronous global OR follows the nodes' bits.
+ */
+static void test_broadcast_and_async_or(void)
+{
+    Cluster c;
+
+    start_cluster(&c, 4, 2);
+    g_assert_cmpuint(bcast(c.node[3], 0xdead0003), ==, TEMPEST_CMD_SUCCESS);
+    wait_nonzero(c.node[3], TEMPEST_NC_BCAST_SENT);
+    g_assert_cmpuint(bcast(c.node[0], 0xbeef0000), ==, TEMPEST_CMD_SUCCESS);
+    for (unsigned i = 0; i < 4; i++) {
+        uint64_t want[2] = { 0xdead0003, 0xbeef0000 };
+        unsigned want_src[2] = { 3, 0 };
+        unsigned k = 0;
+
+        for (unsigned j = 0; j < 2; j++) {
+            if (want_src[j] == i) {
+                continue;
+            }
+            wait_nonzero(c.node[i], TEMPEST_NC_BCAST_AVAIL);
+            g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_BCAST_POP)),
+                             ==, 1);
+            g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_BCAST_SRC)),
+                             ==, want_src[j]);
+            g_assert_cmphex(qtest_readq(c.node[i],
+                                        NC(TEMPEST_NC_BCAST_VALUE)), ==,
+                            want[j]);
+            k++;
+        }
+        g_assert_cmpuint(k, ==, i == 0 || i == 3 ? 1 : 2);
+        /* Nothing more: a pop of an empty queue says so. */
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_BCAST_POP)),
+                         ==, 0);
+    }
+
+    qtest_writel(c.node[2], NC(TEMPEST_NC_AOR_SET), 1);
+    for (unsigned i = 0; i < 4; i++) {
+        wait_nonzero(c.node[i], TEMPEST_NC_AOR_GLOBAL);
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_AOR_GLOBAL)),
+                         ==, 1);
+    }
+    qtest_writel(c.node[1], NC(TEMPEST_NC_AOR_SET), 1);
+    qtest_writel(c.node[2], NC(TEMPEST_NC_AOR_SET), 0);
+    g_usleep(50 * 1000);
+    g_assert_cmpuint(qtest_readl(c.node[3], NC(TEMPEST_NC_AOR_GLOBAL)), ==, 1);
+    qtest_writel(c.node[1], NC(TEMPEST_NC_AOR_SET), 0);
+    for (unsigned i = 0; i < 4; i++) {
+        gint64 end = g_get_monotonic_time() + WAIT_US;
+
+        while (qtest_readl(c.node[i], NC(TEMPEST_NC_AOR_GLOBAL)) &&
+               g_get_monotonic_time() < end) {
+            g_usleep(200);
+        }
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_AOR_GLOBAL)),
+                         ==, 0);
+    }
+    stop_cluster(&c);
+}
+
+/*
+ * Misuse is reported, not hung: nodes that start different collectives
+ * all see a mismatch; a second start while one is pending fails; bad
+ * descriptions fail before anything happens; a node that dies fails the
+ * pending collective of the others.
+ */
+static void test_failures(void)
+{
+    Cluster c;
+    QTestState *s;
+
+    start_cluster(&c, 3, 2);
+    s = c.node[0];
+    g_assert_cmpuint(coll_start(s, 7, 0, 0, 0, 0, 0, 0), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_COLL);
+    g_assert_cmpuint(coll_start(s, TEMPEST_COLL_COMBINE, 9, 0, 0, 0, 0, 0),
+                     ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(coll_start(s, TEMPEST_COLL_COMBINE, 0, 0, 0x10, 4,
+                                DST_BUF, 0), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_ADDR);
+    g_assert_cmpuint(coll_start(s, TEMPEST_COLL_ALLGATHER, 0, 0, 1, 0,
+                                RAM(64 * 1024 * 1024 - 8), 0), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_ADDR);
+
+    /* Node 0 reduces, the others scan: everyone is told. */
+    g_assert_cmpuint(coll_start(c.node[0], TEMPEST_COLL_COMBINE,
+                                TEMPEST_COLL_ADD, TEMPEST_COLL_REDUCE, 1, 0,
+                                0, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(coll_start(c.node[0], TEMPEST_COLL_COMBINE,
+                                TEMPEST_COLL_ADD, TEMPEST_COLL_REDUCE, 1, 0,
+                                0, 0), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BUSY);
+    for (unsigned i = 1; i < 3; i++) {
+        g_assert_cmpuint(coll_start(c.node[i], TEMPEST_COLL_COMBINE,
+                                    TEMPEST_COLL_ADD, TEMPEST_COLL_SCAN, 1, 0,
+                                    0, 0), ==, TEMPEST_CMD_SUCCESS);
+    }
+    for (unsigned i = 0; i < 3; i++) {
+        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_ERROR);
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_COLL_ERROR)),
+                         ==, TEMPEST_COLL_E_MISMATCH);
+    }
+
+    /* Node 2 dies while the others wait in a barrier. */
+    for (unsigned i = 0; i < 2; i++) {
+        g_assert_cmpuint(coll_start(c.node[i], TEMPEST_COLL_COMBINE,
+                                    TEMPEST_COLL_OR, TEMPEST_COLL_REDUCE, 0, 0,
+                                    0, 0), ==, TEMPEST_CMD_SUCCESS);
+    }
+    qtest_quit(c.node[2]);
+    c.node[2] = NULL;
+    for (unsigned i = 0; i < 2; i++) {
+        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_ERROR);
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_COLL_ERROR)),
+                         ==, TEMPEST_COLL_E_PEER_DOWN);
+    }
+    g_assert_cmpuint(coll_start(c.node[0], TEMPEST_COLL_COMBINE, 0, 0, 0, 0,
+                                0, 0), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_NO_FABRIC);
+    stop_cluster(&c);
+}
+
+/* One node: every collective completes at once, with itself. */
+static void test_one_node(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+
+    g_assert_cmpuint(coll_start(s, TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD,
+                                TEMPEST_COLL_SCAN, 42, 0, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_STATUS)), ==,
+                     TEMPEST_COLL_ST_DONE);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_COLL_RESULT)), ==, 0);
+    g_assert_cmpuint(coll_start(s, TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD,
+                                TEMPEST_COLL_REDUCE, 42, 0, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_COLL_RESULT)), ==, 42);
+    qtest_quit(s);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    qtest_add_func("/tempest/coll/one-node", test_one_node);
+    qtest_add_func("/tempest/coll/sixteen-nodes", test_sixteen_nodes);
+    qtest_add_func("/tempest/coll/five-nodes", test_five_nodes);
+    qtest_add_func("/tempest/coll/broadcast-and-async-or",
+                   test_broadcast_and_async_or);
+    qtest_add_func("/tempest/coll/failures", test_failures);
+
+    return g_test_run();
+}
