@@ -4,7 +4,10 @@
  *
  * Output is buffered per CPU up to the end of a line (or LINE_LEN bytes,
  * or fflush) and then written whole under the UART output lock, so lines
- * of different CPUs never mix.  '\n' is written as it is.
+ * of different CPUs never mix.  '\n' is written as it is.  Interrupt
+ * handlers have a line buffer of their own on each CPU, and the lock masks
+ * IRQs while it is held, so a handler's line never lands inside the line
+ * of the code it interrupted.
  */
 #include <stdio.h>
 
@@ -34,11 +37,18 @@ struct cpu_line {
     unsigned len;
 } __attribute__((aligned(64)));
 
-static struct cpu_line lines[RT_MAX_CPUS];
+/* [cpu][0]: the CPU's code, [cpu][1]: its interrupt handlers. */
+static struct cpu_line lines[RT_MAX_CPUS][2];
 
 /* The UART output lock: 0 or the owning CPU's index + 1; recursive. */
 static uint32_t console_owner;
 static unsigned console_depth;
+static uint64_t console_irq_flags;
+
+static struct cpu_line *my_line(void)
+{
+    return &lines[rt_cpu_index()][rt_irq_depth_self() ? 1 : 0];
+}
 
 static uint32_t uart_reg(unsigned off)
 {
@@ -77,6 +87,7 @@ bool rt_console_lock(unsigned timeout_ms)
     uint32_t me = rt_cpu_index() + 1;
     uint64_t deadline = 0;
     uint32_t expected;
+    uint64_t flags;
 
     if (__atomic_load_n(&console_owner, __ATOMIC_RELAXED) == me) {
         console_depth++;
@@ -87,11 +98,14 @@ bool rt_console_lock(unsigned timeout_ms)
     }
     for (;;) {
         expected = 0;
+        flags = rt_irq_save();
         if (__atomic_compare_exchange_n(&console_owner, &expected, me, false,
                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
             console_depth = 1;
+            console_irq_flags = flags;
             return true;
         }
+        rt_irq_restore(flags);
         if (timeout_ms && rt_ticks() > deadline) {
             return false;
         }
@@ -101,14 +115,18 @@ bool rt_console_lock(unsigned timeout_ms)
 
 void rt_console_unlock(void)
 {
+    uint64_t flags;
+
     if (--console_depth == 0) {
+        flags = console_irq_flags;
         __atomic_store_n(&console_owner, 0, __ATOMIC_RELEASE);
+        rt_irq_restore(flags);
     }
 }
 
 void rt_console_flush_self(bool locked)
 {
-    struct cpu_line *l = &lines[rt_cpu_index()];
+    struct cpu_line *l = my_line();
 
     if (l->len == 0) {
         return;
@@ -144,7 +162,7 @@ void rt_puts_raw(const char *s)
 
 static int uart_put(char c, FILE *f)
 {
-    struct cpu_line *l = &lines[rt_cpu_index()];
+    struct cpu_line *l = my_line();
 
     (void)f;
     l->buf[l->len++] = c;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Boot CPU start-up after start.S (MMU on, BSS zeroed, TLS set): console,
- * heap, GIC, secondary CPUs, constructors, argv, main(), exit.  Also the
+ * heap, GIC, secondary CPUs, fabric readiness, constructors, argv,
+ * main(), exit.  Also the
  * node information calls and the way out (_exit).
  */
 #include <errno.h>
@@ -65,6 +66,13 @@ unsigned rt_node_id(void)
 unsigned rt_num_nodes(void)
 {
     return rt_info.num_nodes;
+}
+
+bool rt_text_contains(const void *pc)
+{
+    uintptr_t a = (uintptr_t)pc;
+
+    return a >= (uintptr_t)__image_start && a < (uintptr_t)__text_end;
 }
 
 unsigned rt_num_cpus(void)
@@ -147,6 +155,7 @@ void rt_boot_main(void)
     rt_gic_init();
     rt_gic_cpu_init(0);
     rt_smp_start();
+    rt_fabric_wait();
     __libc_init_array();
 
     read_cmdline();

@@ -6,8 +6,10 @@
  * object's symbols are defined here, so it is never pulled in.
  *
  * A lock is owned by a CPU (owner = index + 1); the recursive variants
- * count nested acquisitions by the owner.  Interrupts are never taken by
- * the runtime, so spinning is all there is to it.
+ * count nested acquisitions by the owner.  IRQs are masked on the owning
+ * CPU while it holds a lock, so an interrupt handler can call malloc() or
+ * printf() without finding the lock taken by the code it interrupted
+ * (which, the lock being recursive, would corrupt what it protects).
  */
 #include <stdlib.h>
 #include <sys/lock.h>
@@ -17,6 +19,7 @@
 struct __lock {
     uint32_t owner;
     uint32_t depth;
+    uint64_t irq_flags;     /* the owner's IRQ mask before it took it */
 };
 
 struct __lock __lock___libc_recursive_mutex;
@@ -25,6 +28,7 @@ static bool try_take(struct __lock *l, bool recursive)
 {
     uint32_t me = rt_cpu_index() + 1;
     uint32_t expected = 0;
+    uint64_t flags = rt_irq_save();
 
     if (recursive && __atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me) {
         l->depth++;
@@ -33,8 +37,10 @@ static bool try_take(struct __lock *l, bool recursive)
     if (__atomic_compare_exchange_n(&l->owner, &expected, me, false,
                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         l->depth = 1;
+        l->irq_flags = flags;
         return true;
     }
+    rt_irq_restore(flags);
     return false;
 }
 
@@ -50,11 +56,15 @@ static void take(struct __lock *l, bool recursive)
 
 static void drop(struct __lock *l)
 {
+    uint64_t flags;
+
     if (l == NULL || l->depth == 0) {
         return;
     }
     if (--l->depth == 0) {
+        flags = l->irq_flags;
         __atomic_store_n(&l->owner, 0, __ATOMIC_RELEASE);
+        rt_irq_restore(flags);
     }
 }
 

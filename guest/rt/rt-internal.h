@@ -51,6 +51,7 @@ extern char __pt_pool_start[];
 extern char __pt_pool_end[];
 extern char __heap_start[];
 extern char __image_start[];
+extern char __text_end[];
 
 /* ---- device registers -------------------------------------------- */
 static inline uint32_t rt_mmio_read32(uint64_t addr)
@@ -93,6 +94,8 @@ static inline uint64_t rt_ticks_per_ms(void)
 
 /* ---- console (console.c) ----------------------------------------- */
 void rt_console_init(void);
+/* Interrupt nesting depth of the calling CPU (0 or 1), for the console. */
+unsigned rt_irq_depth_self(void);
 /* Writes @len bytes to the UART, no lock taken. */
 void rt_uart_write_raw(const char *s, size_t len);
 /*
@@ -125,6 +128,9 @@ void rt_wake_others(void);
  */
 void rt_wait_event(void);
 
+/* Called by the IRQ vector (vectors.S): dispatches what is pending. */
+void rt_irq_handle(void);
+
 /* ---- CPUs (smp.c) ------------------------------------------------ */
 void rt_smp_start(void);
 void rt_secondary_main(unsigned cpu) __attribute__((noreturn));
@@ -141,6 +147,10 @@ struct rt_frame {
 _Static_assert(sizeof(struct rt_frame) == RT_FRAME_SIZE,
                "struct rt_frame does not match RT_FRAME_SIZE");
 void rt_crash(unsigned vector, struct rt_frame *f) __attribute__((noreturn));
+
+/* ---- fabric (fabric.c) -------------------------------------------- */
+/* Waits until the fabric is READY; ends the node if it cannot be. */
+void rt_fabric_wait(void);
 
 /* ---- boot (init.c), called by start.S ---------------------------- */
 void rt_boot_main(void) __attribute__((noreturn));

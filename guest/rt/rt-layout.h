@@ -48,4 +48,19 @@
 #define RT_FRAME_FAR            (35 * 8)
 #define RT_FRAME_SIZE           (36 * 8)
 
+/*
+ * The frame an interrupt saves on the interrupted program's stack
+ * (vectors.S, struct rt_irq_frame): the caller-saved registers x0..x18,
+ * x29, x30, then ELR_EL1, SPSR_EL1, FPSR, FPCR, a pad, and all of q0..q31
+ * (the callee may clobber the upper halves of v8..v15).
+ */
+#define RT_IRQ_X(n)             ((n) * 8)       /* x0..x18, 19: x29 */
+#define RT_IRQ_X30              (20 * 8)
+#define RT_IRQ_ELR              (21 * 8)
+#define RT_IRQ_SPSR             (22 * 8)
+#define RT_IRQ_FPSR             (23 * 8)
+#define RT_IRQ_FPCR             (24 * 8)
+#define RT_IRQ_Q                (26 * 8)        /* q0..q31, 16 bytes each */
+#define RT_IRQ_FRAME_SIZE       (RT_IRQ_Q + 32 * 16)
+
 #endif /* TEMPEST_RT_LAYOUT_H */

@@ -46,7 +46,7 @@ class Run:
 
     def __init__(self, name, program, nodes=1, smp=1, args=(), status=0,
                  nodes_expect=None, stdout_expect=(), summary=None,
-                 timeout=60, mem=None, absent=()):
+                 timeout=60, mem=None, absent=(), files=None):
         self.name = name
         self.program = program
         self.nodes = nodes
@@ -59,6 +59,7 @@ class Run:
         self.timeout = timeout
         self.mem = mem
         self.absent = list(absent)
+        self.files = files or {}      # run-dir file -> regexes it must match
 
     def command(self, run_dir):
         cmd = [sys.executable, TEMPEST, "run", "-n", str(self.nodes),
@@ -89,6 +90,11 @@ class Run:
         for rx in self.absent:
             if re.search(rx, out, re.M):
                 problems.append(f"console has /{rx}/")
+        for name, rxs in self.files.items():
+            text = _read(os.path.join(run_dir, name))
+            for rx in rxs:
+                if not re.search(rx, text, re.M):
+                    problems.append(f"{name} lacks /{rx}/")
         for node in range(self.nodes):
             log = _read(os.path.join(run_dir, f"node{node}.log"))
             for key in ("*", node):
@@ -135,6 +141,9 @@ def _qemus_running(marker):
 class Interrupt(Run):
     """Ctrl-C on a running cluster stops every node and leaves nothing."""
 
+    def interrupt(self, p, elf):
+        os.killpg(p.pid, signal.SIGINT)
+
     def run(self, runs):
         run_dir = os.path.join(runs, self.name)
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -157,7 +166,7 @@ class Interrupt(Run):
                 started = True
                 break
             time.sleep(0.05)
-        os.killpg(p.pid, signal.SIGINT)
+        self.interrupt(p, elf)
         out, _ = p.communicate(timeout=30)
         left = _qemus_running(elf)
         for pid in left:
@@ -204,6 +213,21 @@ int main(int argc, char **argv)
             return False, f"cc exit {r.returncode}", r.stdout + r.stderr
         self.program = elf
         return super().run(runs)
+
+
+class KillNode(Interrupt):
+    """SIGKILL one node's QEMU mid-run; the rest must report it."""
+
+    def __init__(self, *args, victim=0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.victim = victim
+
+    def interrupt(self, p, elf):
+        marker = f"node-id={self.victim},"
+        for pid in _qemus_running(elf):
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    os.kill(pid, signal.SIGKILL)
 
 
 def node_lines(fmt, nodes):
@@ -267,6 +291,16 @@ CASES = [
     CcRun("cc-user-program", "user.elf", nodes=2, args=["x"],
           nodes_expect={"*": [r"^hi there: node {node} says 42$"]},
           summary=r"2 nodes exited 0"),
+    # Strata 9.3 and 10 through the launcher: console records become
+    # strata.log, states.svg and trace.json, and stay out of the consoles.
+    Run("console-records", "records", nodes=3,
+        nodes_expect={"*": [r"^records from node {node}$",
+                            r"^done {node}$"]},
+        absent=[r"\x1e", r"STATE-NAME", r"logged this"],
+        files={"strata.log": [r"^\[node 2\] node 2 logged this$"],
+               "states.svg": [r"<svg", r"communicate", r"node 2"],
+               "trace.json": [r'"traceEvents"', r'"name": "compute"']},
+        summary=r"wrote strata.log, states.svg, trace.json"),
     # The launcher's timeout stops a cluster that does not finish.
     Run("timeout", "crash_unmapped", nodes=2, args=["99"], status=124,
         timeout=3, summary=r"timeout after 3 s"),
@@ -280,4 +314,88 @@ CASES = [
          r"(?i)maximum cpus|max.*8"),
     Qemu("machine-too-much-ram", ["-M", "tempest", "-m", "17G"],
          r"at most 16384 MiB"),
+]
+
+# ---------------------------------------------------------------------------
+# Messaging (issue 3): the runtime's interrupts, the node controller's
+# rings through the device access layer, and libtempest's active messages
+# and timers, on clusters joined by the fabric.  Every clean run must print
+# no libtempest report ("*** tempest") and no crash.
+# ---------------------------------------------------------------------------
+CLEAN = [r"\*\*\* tempest", r"\*\*\* CRASH"]
+
+
+def am(name, program, nodes, smp, args=(), ok=None, timeout=60, **kw):
+    """A messaging test: exit 0, '<program> ok' on every node, clean."""
+    return Run(name, program, nodes=nodes, smp=smp, args=args,
+               nodes_expect={"*": [rf"^{ok or program} ok"]},
+               summary=rf"{nodes} nodes? exited 0", timeout=timeout,
+               absent=kw.pop("absent", CLEAN), **kw)
+
+
+CASES += [
+    # docs/runtime.rst, Interrupts: an SPI's handler runs from the IRQ
+    # vector with every general and FP/SIMD register preserved, from a
+    # masked rt_cpu_sleep(), and on CPU 1 when routed there.
+    am("irq-smp1", "irq", 1, 1),
+    am("irq-smp2", "irq", 1, 2),
+    # docs/node-controller.rst 1.1 through tempest/nc.h alone: ring
+    # set-up and its refusals, loopback on both networks, send errors,
+    # device timers in deadline order.
+    am("nc-msg", "nc_msg", 1, 1),
+    # Tempest 3.3.2-3.3.4: W, R and F items, the builder, every body size
+    # from 0 to TPPI_MAX_AM_BYTES (multi-packet reassembly), echoed and
+    # checked byte for byte; on one node (loopback), and on two with the
+    # protocol thread interrupt-driven (--smp 1) and on CPU 1 (--smp 2).
+    am("am-pingpong-1node", "am_pingpong", 1, 1),
+    am("am-pingpong-smp1", "am_pingpong", 2, 1),
+    am("am-pingpong-smp2", "am_pingpong", 2, 2),
+    # Tempest 3.3.2-3.3.3: handlers sending from handlers (reply network),
+    # a token per node around the ring, per-hop checks.
+    am("am-ring-4", "am_ring", 4, 2, args=["200"]),
+    am("am-ring-8", "am_ring", 8, 1, args=["100"]),
+    # Tempest 3.3.2 F items: bodies of every size forwarded hop by hop.
+    am("am-forward-4", "am_forward", 4, 2),
+    am("am-forward-3-smp1", "am_forward", 3, 1),
+    # Tempest 2 and 3.3: 100,000 messages per node, every one counted and
+    # checked, in order per sender, nothing lost or duplicated; flow
+    # control many-to-one; both protocol-thread modes all-to-all; replies
+    # from every handler (the two networks and the backlog: no deadlock).
+    am("am-storm-many-4", "am_storm", 4, 2, args=["many", "100000"]),
+    am("am-storm-all-4-smp2", "am_storm", 4, 2, args=["all", "100000"]),
+    am("am-storm-all-4-smp1", "am_storm", 4, 1, args=["all", "100000"]),
+    am("am-storm-reply-4", "am_storm", 4, 2, args=["reply", "100000"]),
+    am("am-storm-all-8", "am_storm", 8, 1, args=["all", "100000"]),
+    # Tempest 3.5 and 2 (priorities): deadline order beyond the device's
+    # 256 timers, equal delays in scheduling order, chained timers, and a
+    # timer during a message storm running before the waiting messages.
+    am("am-timers-1node", "am_timers", 1, 1),
+    am("am-timers-2", "am_timers", 2, 2),
+    # Tempest 3.3.3 (the handler must consume the body): unread bytes, a
+    # read past the end, a handler outside the code and refused sends are
+    # reported and counted, never misparsed.
+    am("am-unread", "am_unread", 2, 1, absent=[r"\*\*\* CRASH"],
+       stdout_expect=[r"left 12 of the 16 bytes of the message from node "
+                      r"\d unread", r"past its end",
+                      r"names handler 0x0*10, outside the program's code",
+                      r"R item .* not word-aligned: not sent",
+                      r"F item outside a message handler: not sent",
+                      r"body over TPPI_MAX_AM_BYTES",
+                      r"send to node 5, not in the 2-node cluster"]),
+    # Issue 3, a node that exits: its peers get the callback (a normal exit
+    # is counted, not printed), and see their later send to it rejected.
+    am("am-peerdown", "am_peerdown", 3, 2,
+       absent=[r"\*\*\* CRASH", r"lost node"],
+       stdout_expect=[r"peer-down callback: node 2",
+                      r"\*\*\* node \d: send error: to node 2"]),
+    # Issue 3, a node killed under the cluster: its peers report it, the
+    # launcher names it and its signal, and stops the rest.
+    KillNode("am-killed", "am_killed", nodes=3, args=[], status=137,
+             victim=2, timeout=60,
+             stdout_expect=[r"\*\*\* node 0: lost node 2 \(connection "
+                            r"lost\)",
+                            r"\*\*\* node 1: lost node 2 \(connection "
+                            r"lost\)"],
+             summary=r"node 2 failed with status 137 \(killed by signal "
+                     r"9\)"),
 ]

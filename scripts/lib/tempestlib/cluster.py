@@ -24,6 +24,7 @@ import threading
 import time
 
 from .common import QEMU_BIN, RUNS, StepError, rel, say
+from .stategraph import RECORD, Records
 
 PR_SET_PDEATHSIG = 1
 STATUS_TIMEOUT = 124
@@ -114,12 +115,14 @@ class Node:
 
 
 class RunResult:
-    def __init__(self, status, statuses, run_dir, summary, elapsed):
+    def __init__(self, status, statuses, run_dir, summary, elapsed,
+                 outputs=()):
         self.status = status          # the launcher's exit status
         self.statuses = statuses      # per node: exit status or None
         self.run_dir = run_dir
         self.summary = summary
         self.elapsed = elapsed
+        self.outputs = list(outputs)  # strata.log, states.svg, trace.json
 
     def log(self, node):
         with open(os.path.join(self.run_dir, f"node{node}.log"),
@@ -208,11 +211,20 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     os.makedirs(run_dir, exist_ok=True)
     print_lock = threading.Lock()
     width = len(str(nodes - 1))
+    records = Records()
 
     def pump(node):
         prefix = f"[node {node.index:>{width}}] "
         with open(node.log_path, "wb") as log:
             for raw in iter(node.proc.stdout.readline, b""):
+                # A record for the launcher (stategraph.py), not output.
+                at = raw.find(RECORD)
+                if at >= 0:
+                    with print_lock:
+                        records.take(node.index, raw[at + 1:])
+                    raw = raw[:at] + (b"\n" if at else b"")
+                    if not raw:
+                        continue
                 log.write(raw)
                 log.flush()
                 if echo:
@@ -305,6 +317,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
 
     elapsed = time.monotonic() - t0
     statuses = [None if n.killed else n.status for n in ns]
+    outputs = records.write(run_dir, nodes)
     logs = rel(run_dir)
     if first_fail is not None:
         status = first_fail.status
@@ -326,9 +339,14 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
         status = 0
         summary = (f"{nodes} node{'s' if nodes > 1 else ''} exited 0 in "
                    f"{elapsed:.2f} s (logs: {logs})")
+    if outputs:
+        summary += "; wrote " + ", ".join(os.path.basename(p)
+                                          for p in outputs)
+    if records.bad:
+        summary += f"; {records.bad} malformed records ignored"
     with open(os.path.join(run_dir, "summary.txt"), "w") as f:
         f.write(summary + "\n")
-    return RunResult(status, statuses, run_dir, summary, elapsed)
+    return RunResult(status, statuses, run_dir, summary, elapsed, outputs)
 
 
 def _stop(ns, grace=2.0):

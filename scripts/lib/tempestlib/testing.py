@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+import unittest
 
 from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
 from .setup import qemu_source_dir
@@ -79,7 +80,41 @@ def _tap(results, suite, cmd, env=None, cwd=None, timeout=600):
                        f"exit {rc}, {seen} results", out)
 
 
+class _UnitResult(unittest.TestResult):
+    """Report each Python unit test as it ends."""
+
+    def __init__(self, results, module):
+        super().__init__()
+        self.results = results
+        self.module = module
+
+    def _name(self, test):
+        return f"unit/{self.module}/{test.id().rsplit('.', 1)[-1]}"
+
+    def addSuccess(self, test):
+        self.results.record(self._name(test), True)
+
+    def addFailure(self, test, err):
+        self.results.record(self._name(test), False,
+                            output=self._exc_info_to_string(err, test))
+
+    addError = addFailure
+
+
+def suite_unit_python(results, k):
+    """Host unit tests of the launcher's own logic (tests/unit/test_*.py)."""
+    here = os.path.join(ROOT, "tests", "unit")
+    sys.path.insert(0, here)
+    for path in sorted(glob.glob(os.path.join(here, "test_*.py"))):
+        module = os.path.basename(path)[:-3]
+        if k and k not in module:
+            continue
+        suite = unittest.defaultTestLoader.loadTestsFromName(module)
+        suite.run(_UnitResult(results, module))
+
+
 def suite_unit(results, k):
+    suite_unit_python(results, k)
     tests = sorted(glob.glob(os.path.join(GUEST_BUILD, "tests/unit/test-*")))
     tests = [t for t in tests if os.access(t, os.X_OK) and
              not t.endswith(".p")]

@@ -33,6 +33,7 @@
 #ifndef TEMPEST_RT_H
 #define TEMPEST_RT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tempest/tempest-hw.h"
@@ -123,5 +124,121 @@ uint64_t rt_ram_size(void);
  * nothing if @s is NULL.
  */
 void rt_puts_raw(const char *s);
+
+/*
+ * rt_time_ns: returns the time in nanoseconds since the node started,
+ * from the generic timer (CNTPCT_EL0 / CNTFRQ_EL0); monotonic, the same
+ * clock on every CPU of the node.
+ */
+uint64_t rt_time_ns(void);
+
+/*
+ * rt_text_contains: returns true if @pc is inside the program's code (the
+ * text section of the ELF, which is at the same address on every node),
+ * false otherwise (NULL included).
+ */
+bool rt_text_contains(const void *pc);
+
+/* ---- interrupts ------------------------------------------------------ */
+/*
+ * The runtime drives the GICv3: every interrupt is group 1, one priority,
+ * acknowledged through ICC_IAR1_EL1 and ended through ICC_EOIR1_EL1 by the
+ * runtime around the handler.  IRQs are masked on every CPU at boot; a
+ * handler runs
+ *   - from the IRQ exception when the program has unmasked IRQs on that
+ *     CPU (rt_irq_unmask), on the interrupted code's stack, with all of
+ *     its registers saved (FP/SIMD included), or
+ *   - from rt_cpu_sleep() or rt_cpu_wait() on that CPU, with IRQs masked,
+ * never nested, with rt_in_irq() true.  A handler of a level-triggered
+ * interrupt must clear the cause at the device, or it runs again at once.
+ * An interrupt that arrives with no handler is disabled and reported on
+ * the console.  SGI 0 and PPI 30 (the EL1 physical timer) belong to the
+ * runtime.
+ */
+
+/* INTIDs the runtime has room for: 16 SGIs, 16 PPIs and the 64 SPIs. */
+#define RT_NUM_INTIDS           96
+
+/* An interrupt handler: @intid is the interrupt, @arg as registered. */
+typedef void (*rt_irq_fn)(unsigned intid, void *arg);
+
+/*
+ * rt_irq_register: makes fn(intid, arg) the handler of interrupt @intid
+ * (any CPU it is delivered to); @fn NULL removes the handler.  Returns 0,
+ * or -1 and changes nothing if @intid is not below RT_NUM_INTIDS, is one
+ * of the runtime's own (SGI 0, PPI 30), or the GIC is not a GICv3.  It
+ * does not enable the interrupt: see rt_irq_enable_spi().
+ */
+int rt_irq_register(unsigned intid, rt_irq_fn fn, void *arg);
+
+/*
+ * rt_irq_enable_spi: configures the shared peripheral interrupt @intid
+ * (GIC INTID 32 + SPI number) as group 1, the runtime's priority,
+ * level-sensitive (or rising-edge if @edge), routes it to CPU @cpu
+ * (GICD_IROUTER affinity = cpu index) and enables it.  Calling it again
+ * re-routes the interrupt.  Returns 0, or -1 and changes nothing if
+ * @intid is not an SPI below RT_NUM_INTIDS, @cpu is not one of this
+ * node's CPUs, or the GIC is not a GICv3.
+ */
+int rt_irq_enable_spi(unsigned intid, unsigned cpu, bool edge);
+
+/*
+ * rt_irq_disable_spi: disables the SPI @intid (it is no longer delivered;
+ * its handler stays registered).  Returns 0, or -1 if @intid is not an
+ * SPI below RT_NUM_INTIDS.
+ */
+int rt_irq_disable_spi(unsigned intid);
+
+/*
+ * rt_irq_save: masks IRQs on the calling CPU and returns the previous
+ * mask state, for rt_irq_restore().  Use the pair around a critical
+ * section that an interrupt handler on the same CPU must not enter.
+ */
+uint64_t rt_irq_save(void);
+
+/*
+ * rt_irq_restore: unmasks IRQs on the calling CPU if they were unmasked
+ * when rt_irq_save() returned @flags; otherwise does nothing.
+ */
+void rt_irq_restore(uint64_t flags);
+
+/*
+ * rt_irq_unmask: lets interrupts be taken on the calling CPU from now on
+ * (they are masked at boot); pending ones are taken at once.
+ */
+void rt_irq_unmask(void);
+
+/* rt_irq_masked: returns true if IRQs are masked on the calling CPU. */
+bool rt_irq_masked(void);
+
+/*
+ * rt_in_irq: returns true if the calling CPU is running an interrupt
+ * handler.
+ */
+bool rt_in_irq(void);
+
+/* ---- sleeping -------------------------------------------------------- */
+
+/*
+ * rt_cpu_sleep: sleeps the calling CPU (WFI: the host thread really
+ * sleeps) until an interrupt arrives for it, rt_cpu_wake() is called for
+ * it, or @max_us microseconds have passed (0: no time limit).  Interrupts
+ * that arrive are handled (their handlers run) before it returns.  It may
+ * return early, so call it in a loop that re-checks its condition.
+ * Inside an interrupt handler, where nothing could wake it, it spins for
+ * @max_us (10 us if 0) instead.
+ */
+void rt_cpu_sleep(uint64_t max_us);
+
+/*
+ * rt_cpu_wake: makes CPU @cpu return from rt_cpu_sleep() (or from the
+ * wait of a secondary CPU for work).  If @cpu is not sleeping, its next
+ * sleep returns at once when it runs with IRQs masked; with IRQs unmasked
+ * the wake-up is consumed as an interrupt, so a sleeper must publish that
+ * it sleeps before re-checking its condition (or sleep with a time
+ * limit).  Does nothing if @cpu is the caller or not one of this node's
+ * CPUs.
+ */
+void rt_cpu_wake(unsigned cpu);
 
 #endif /* TEMPEST_RT_H */

@@ -95,7 +95,7 @@
 /* Control */
 #define TEMPEST_NC_EXIT             0x080   /* write: end QEMU, status&0xff */
 #define TEMPEST_NC_SQ_DOORBELL      0x084   /* write n: send ring n has work */
-#define TEMPEST_NC_RQ_DOORBELL      0x088   /* write: RQ/CQ slots were freed */
+#define TEMPEST_NC_RQ_DOORBELL      0x088   /* write any value: slots freed */
 #define TEMPEST_NC_SQ0_HEAD         0x090   /* next slot the device reads */
 #define TEMPEST_NC_SQ1_HEAD         0x094
 #define TEMPEST_NC_RQ_TAIL          0x098   /* next slot the device writes */
@@ -314,7 +314,8 @@
 #define TEMPEST_EV_VALID            (1U << 31)
 #define TEMPEST_EV_TYPE_MASK        0xFFU
 #define TEMPEST_EV_TIMER            1   /* A, B: ARG1, ARG2 of the arm; C: id */
-#define TEMPEST_EV_PEER_DOWN        2   /* NODE: the node that is gone */
+/* PEER_DOWN: NODE is gone; A 0: it exited with status B; A 1: lost */
+#define TEMPEST_EV_PEER_DOWN        2
 /* SEND_ERROR: NODE the destination, A the slot, B the ERR code, C ring */
 #define TEMPEST_EV_SEND_ERROR       3
 

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libtempest-nc: the device access layer of the tempest node controller's
+ * messaging interface (tempest/tempest-hw.h, version 1.1): the command
+ * bank, the four rings in guest RAM, the doorbells, the interrupt
+ * registers and the virtual clock.
+ *
+ * It is the one layer that touches those registers and rings; libtempest
+ * (and later Strata and the bulk-transfer library) build on it.  It does
+ * no locking of its own: one consumer drains the RQ and the CQ (the
+ * protocol thread), and the sender of each send ring keeps the ring to
+ * itself for as long as it needs (libtempest holds a lock per ring).
+ *
+ * Rings (allocated by nc_init() in guest RAM, each aligned to its slot
+ * size):
+ *   SQ0, SQ1  NC_SQ_SLOTS packet slots each (256 bytes): 16 KiB each
+ *   RQ        NC_RQ_SLOTS packet slots: 64 KiB, enough to absorb a burst
+ *             from every peer without holding back their credit
+ *   CQ        NC_CQ_SLOTS event slots (32 bytes): 2 KiB
+ * RQ and CQ slots are freed lazily: nc_rq_pop()/nc_cq_pop() clear the
+ * slot's CTL word at once but ring RQ_DOORBELL only every NC_FREE_BATCH
+ * slots, or when the caller asks (nc_rx_doorbell()), e.g. before it
+ * sleeps.
+ */
+#ifndef TEMPEST_NC_H
+#define TEMPEST_NC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tempest/tempest-hw.h"
+
+#define NC_SQ_SLOTS         64
+#define NC_RQ_SLOTS         256
+#define NC_CQ_SLOTS         64
+#define NC_FREE_BATCH       32
+
+/* The node controller's interrupt, as a GIC INTID. */
+#define NC_INTID            (32 + TEMPEST_NC_SPI)
+
+/* A packet slot (SQ, RQ), laid out as TEMPEST_PKT_* say. */
+struct nc_pkt {
+    uint32_t ctl;           /* VALID | payload length, written last */
+    uint16_t node;          /* SQ: destination; RQ: source */
+    uint8_t net;            /* RQ: the network it came on */
+    uint8_t kind;           /* the library's, passed on */
+    uint32_t seq;           /* RQ: per (source, network) */
+    uint32_t word0;         /* the library's, passed on */
+    uint64_t word1;         /* the library's, passed on */
+    uint64_t word2;         /* the library's, passed on */
+    uint8_t data[TEMPEST_PKT_PAYLOAD];
+};
+
+/* A control event slot (CQ), laid out as TEMPEST_EV_* say. */
+struct nc_event {
+    uint32_t ctl;           /* VALID | type */
+    uint32_t node;
+    uint64_t a;
+    uint64_t b;
+    uint64_t c;
+};
+
+_Static_assert(sizeof(struct nc_pkt) == TEMPEST_PKT_SIZE, "packet slot");
+_Static_assert(offsetof(struct nc_pkt, node) == TEMPEST_PKT_NODE, "NODE");
+_Static_assert(offsetof(struct nc_pkt, net) == TEMPEST_PKT_NET, "NET");
+_Static_assert(offsetof(struct nc_pkt, kind) == TEMPEST_PKT_KIND, "KIND");
+_Static_assert(offsetof(struct nc_pkt, seq) == TEMPEST_PKT_SEQ, "SEQ");
+_Static_assert(offsetof(struct nc_pkt, word0) == TEMPEST_PKT_WORD0, "WORD0");
+_Static_assert(offsetof(struct nc_pkt, word1) == TEMPEST_PKT_WORD1, "WORD1");
+_Static_assert(offsetof(struct nc_pkt, word2) == TEMPEST_PKT_WORD2, "WORD2");
+_Static_assert(offsetof(struct nc_pkt, data) == TEMPEST_PKT_DATA, "DATA");
+_Static_assert(sizeof(struct nc_event) == TEMPEST_EV_SIZE, "event slot");
+_Static_assert(offsetof(struct nc_event, a) == TEMPEST_EV_A, "EV_A");
+_Static_assert(offsetof(struct nc_event, c) == TEMPEST_EV_C, "EV_C");
+
+/* One ring as the guest sees it (private to the layer; read-only above). */
+struct nc_ring {
+    uint8_t *base;
+    uint32_t slots;         /* a power of 2 */
+    uint32_t slot_size;
+    uint32_t next;          /* SQ: next slot to fill; RQ, CQ: to read */
+    uint32_t freed;         /* RQ, CQ: freed since the last doorbell */
+};
+
+extern struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
+
+/* ---- registers ----------------------------------------------------- */
+
+static inline uint32_t nc_reg(unsigned off)
+{
+    return *(volatile uint32_t *)(uintptr_t)(TEMPEST_NC_BASE + off); /* MMIO */
+}
+
+static inline void nc_reg_write(unsigned off, uint32_t v)
+{
+    *(volatile uint32_t *)(uintptr_t)(TEMPEST_NC_BASE + off) = v; /* MMIO */
+}
+
+static inline uint64_t nc_reg64(unsigned off)
+{
+    return *(volatile uint64_t *)(uintptr_t)(TEMPEST_NC_BASE + off); /* MMIO */
+}
+
+/*
+ * nc_ticks: returns the node controller's virtual time in ticks
+ * (TEMPEST_TICK_NS each: 1 us), the clock of its timers.
+ */
+static inline uint64_t nc_ticks(void)
+{
+    return nc_reg64(TEMPEST_NC_TICKS_LO);
+}
+
+/*
+ * nc_init: checks that the node controller has the messaging interface
+ * (FEATURES MSG, CMD and TIMER), allocates the four rings and sets them
+ * up with TEMPEST_CMD_RING_SETUP.  Returns 0, or -1 after printing on the
+ * console what is missing or which command failed and why (the rings are
+ * then unusable).  Calling it again after success does nothing and
+ * returns 0.
+ */
+int nc_init(void);
+
+/* nc_ready: returns true once nc_init() has succeeded. */
+bool nc_ready(void);
+
+/*
+ * nc_cmd: runs one command of the calling CPU's command bank: writes
+ * @nargs (at most TEMPEST_NC_CMD_NUM_ARGS) arguments from @args and the
+ * operation @op, then reads CMD_COMMIT, again while it answers RETRY, at
+ * most @tries times (0: forever).  IRQs are masked meanwhile, so an
+ * interrupt handler on the same CPU can use the bank too.  Returns
+ * TEMPEST_CMD_SUCCESS (and the 64-bit result in *@result if @result is not
+ * NULL), TEMPEST_CMD_FAIL (the reason in *@reason if not NULL) or
+ * TEMPEST_CMD_RETRY when the tries ran out.  Returns TEMPEST_CMD_FAIL
+ * with reason TEMPEST_CMD_E_BAD_OP, touching nothing, if @nargs is too
+ * large.
+ */
+uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
+                unsigned tries, uint64_t *result, uint32_t *reason);
+
+/*
+ * nc_cmd_reason_name, nc_err_name: return a short description of a
+ * TEMPEST_CMD_E_* reason or a TEMPEST_NC_ERR_* code ("unknown" for any
+ * other value).  Never NULL.
+ */
+const char *nc_cmd_reason_name(uint32_t reason);
+const char *nc_err_name(uint32_t err);
+
+/*
+ * nc_timer_arm: arms one device timer (TEMPEST_CMD_TIMER_ARM) to post a
+ * TEMPEST_EV_TIMER event carrying @a and @b to the CQ after @ticks ticks.
+ * Tries once.  Returns TEMPEST_CMD_SUCCESS, TEMPEST_CMD_RETRY (every
+ * timer is armed: try later) or TEMPEST_CMD_FAIL (@ticks out of range).
+ */
+uint32_t nc_timer_arm(uint64_t ticks, uint64_t a, uint64_t b);
+
+/* ---- send rings ---------------------------------------------------- */
+
+/*
+ * nc_sq_claim: returns the free slot at the tail of send ring @net
+ * (TEMPEST_NET_REQUEST or _REPLY), or NULL if the ring is full (the device
+ * has not taken that slot yet: ring the doorbell and try again later).
+ * The slot stays the caller's until nc_sq_post().  @net must be 0 or 1.
+ */
+static inline struct nc_pkt *nc_sq_claim(unsigned net)
+{
+    struct nc_ring *r = &nc_rings[net];
+    struct nc_pkt *p = (struct nc_pkt *)(r->base +
+                       (size_t)(r->next & (r->slots - 1)) * TEMPEST_PKT_SIZE);
+
+    if (__atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) != 0) {
+        return NULL;
+    }
+    return p;
+}
+
+/*
+ * nc_sq_post: hands the slot @p (from nc_sq_claim(@net)) to the device
+ * with @len payload bytes: writes CTL = VALID | len last, with release
+ * ordering, and moves the tail on.  The device sees it at the next
+ * doorbell (nc_sq_doorbell).  @len above TEMPEST_PKT_PAYLOAD is the
+ * device's to reject (SEND_ERROR event).
+ */
+static inline void nc_sq_post(unsigned net, struct nc_pkt *p, uint32_t len)
+{
+    __atomic_store_n(&p->ctl, TEMPEST_PKT_VALID | len, __ATOMIC_RELEASE);
+    nc_rings[net].next++;
+}
+
+/*
+ * nc_sq_drained: returns true if the device has taken every slot posted
+ * on send ring @net (the slot before the tail is free again).
+ */
+static inline bool nc_sq_drained(unsigned net)
+{
+    struct nc_ring *r = &nc_rings[net];
+    struct nc_pkt *p = (struct nc_pkt *)(r->base +
+                       (size_t)((r->next - 1) & (r->slots - 1)) *
+                       TEMPEST_PKT_SIZE);
+
+    return __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* nc_sq_doorbell: tells the device that send ring @net has work. */
+static inline void nc_sq_doorbell(unsigned net)
+{
+    __asm__ volatile("dmb oshst" : : : "memory");
+    nc_reg_write(TEMPEST_NC_SQ_DOORBELL, net);
+}
+
+/* ---- receive and event rings -------------------------------------- */
+
+/*
+ * nc_rq_peek: returns the packet at the head of the RQ if the device has
+ * written it (VALID, read with acquire ordering), else NULL.  The slot
+ * stays valid until nc_rq_pop().
+ */
+static inline struct nc_pkt *nc_rq_peek(void)
+{
+    struct nc_ring *r = &nc_rings[TEMPEST_RING_RQ];
+    struct nc_pkt *p = (struct nc_pkt *)(r->base +
+                       (size_t)(r->next & (r->slots - 1)) * TEMPEST_PKT_SIZE);
+
+    if (!(__atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) & TEMPEST_PKT_VALID)) {
+        return NULL;
+    }
+    return p;
+}
+
+/*
+ * nc_rq_fill_at_least: returns true if the RQ holds at least @n packets
+ * not yet popped (1 <= @n <= NC_RQ_SLOTS): the device writes in order, so
+ * that is whether the @n-th slot from the head is valid.
+ */
+static inline bool nc_rq_fill_at_least(uint32_t n)
+{
+    struct nc_ring *r = &nc_rings[TEMPEST_RING_RQ];
+    struct nc_pkt *p = (struct nc_pkt *)(r->base +
+                       (size_t)((r->next + n - 1) & (r->slots - 1)) *
+                       TEMPEST_PKT_SIZE);
+
+    return __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) & TEMPEST_PKT_VALID;
+}
+
+/*
+ * nc_rx_doorbell: rings RQ_DOORBELL if any RQ or CQ slot was freed since
+ * the last time, so the device can use them.
+ */
+static inline void nc_rx_doorbell(void)
+{
+    if (nc_rings[TEMPEST_RING_RQ].freed || nc_rings[TEMPEST_RING_CQ].freed) {
+        nc_rings[TEMPEST_RING_RQ].freed = 0;
+        nc_rings[TEMPEST_RING_CQ].freed = 0;
+        __asm__ volatile("dmb oshst" : : : "memory");
+        nc_reg_write(TEMPEST_NC_RQ_DOORBELL, 1);
+    }
+}
+
+static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
+{
+    struct nc_ring *r = &nc_rings[ring];
+
+    __atomic_store_n(ctl, 0, __ATOMIC_RELEASE);
+    r->next++;
+    if (++r->freed >= NC_FREE_BATCH) {
+        nc_rx_doorbell();
+    }
+}
+
+/*
+ * nc_rq_pop: frees the slot at the head of the RQ (which nc_rq_peek()
+ * returned; the caller is done reading it) and moves the head on.  The
+ * doorbell is rung every NC_FREE_BATCH slots.
+ */
+static inline void nc_rq_pop(struct nc_pkt *p)
+{
+    nc_ring_pop(TEMPEST_RING_RQ, &p->ctl);
+}
+
+/* nc_cq_peek: as nc_rq_peek(), for the CQ. */
+static inline struct nc_event *nc_cq_peek(void)
+{
+    struct nc_ring *r = &nc_rings[TEMPEST_RING_CQ];
+    struct nc_event *e = (struct nc_event *)(r->base +
+                         (size_t)(r->next & (r->slots - 1)) * TEMPEST_EV_SIZE);
+
+    if (!(__atomic_load_n(&e->ctl, __ATOMIC_ACQUIRE) & TEMPEST_EV_VALID)) {
+        return NULL;
+    }
+    return e;
+}
+
+/* nc_cq_pop: as nc_rq_pop(), for the CQ. */
+static inline void nc_cq_pop(struct nc_event *e)
+{
+    nc_ring_pop(TEMPEST_RING_CQ, &e->ctl);
+}
+
+/* ---- interrupt ----------------------------------------------------- */
+
+/* nc_irq_enable: sets IRQ_ENABLE to @bits (TEMPEST_NC_IRQ_*). */
+static inline void nc_irq_enable(uint32_t bits)
+{
+    nc_reg_write(TEMPEST_NC_IRQ_ENABLE, bits);
+}
+
+/* nc_irq_ack: clears the IRQ_STATUS bits @bits. */
+static inline void nc_irq_ack(uint32_t bits)
+{
+    nc_reg_write(TEMPEST_NC_IRQ_ACK, bits);
+}
+
+#endif /* TEMPEST_NC_H */

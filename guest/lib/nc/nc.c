@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libtempest-nc: ring allocation and set-up, the command bank, names of
+ * codes.  The ring fast paths are inline in tempest/nc.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tempest/nc.h"
+#include "tempest/rt.h"
+
+#define NEED_FEATURES   (TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | \
+                         TEMPEST_NC_FEAT_CMD)
+/* The rings, timers and command bank came with version 1.1. */
+#define NEED_VERSION    ((1U << 16) | 1U)
+
+struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
+
+static bool ready;
+
+static const char *const ring_names[TEMPEST_NUM_RINGS] = {
+    "SQ0", "SQ1", "RQ", "CQ",
+};
+
+const char *nc_cmd_reason_name(uint32_t reason)
+{
+    switch (reason) {
+    case TEMPEST_CMD_E_NONE:
+        return "no reason";
+    case TEMPEST_CMD_E_BAD_OP:
+        return "no such operation";
+    case TEMPEST_CMD_E_BAD_RING:
+        return "no such ring";
+    case TEMPEST_CMD_E_BAD_ADDR:
+        return "address not inside the node's RAM";
+    case TEMPEST_CMD_E_BAD_ALIGN:
+        return "base not aligned to a slot";
+    case TEMPEST_CMD_E_BAD_SIZE:
+        return "slot count not a power of 2 in range";
+    case TEMPEST_CMD_E_OVERLAP:
+        return "overlaps another ring";
+    case TEMPEST_CMD_E_BAD_TICKS:
+        return "delay out of range";
+    default:
+        return "unknown";
+    }
+}
+
+const char *nc_err_name(uint32_t err)
+{
+    switch (err) {
+    case TEMPEST_NC_ERR_NONE:
+        return "no error";
+    case TEMPEST_NC_ERR_BAD_OFFSET:
+        return "no register at that offset";
+    case TEMPEST_NC_ERR_BAD_SIZE:
+        return "bad access size or alignment";
+    case TEMPEST_NC_ERR_READ_ONLY:
+        return "write to a read-only register";
+    case TEMPEST_NC_ERR_WRITE_ONLY:
+        return "read of a write-only register";
+    case TEMPEST_NC_ERR_BAD_DEST:
+        return "destination not in the cluster";
+    case TEMPEST_NC_ERR_BAD_LEN:
+        return "length larger than a packet payload";
+    case TEMPEST_NC_ERR_PEER_DOWN:
+        return "destination node is gone";
+    case TEMPEST_NC_ERR_NO_RING:
+        return "ring not set up";
+    case TEMPEST_NC_ERR_BAD_VALUE:
+        return "doorbell value out of range";
+    case TEMPEST_NC_ERR_DMA:
+        return "ring memory not accessible";
+    default:
+        return "unknown";
+    }
+}
+
+uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
+                unsigned tries, uint64_t *result, uint32_t *reason)
+{
+    uint32_t status;
+    uint64_t flags;
+    unsigned i, n = 0;
+
+    if (nargs > TEMPEST_NC_CMD_NUM_ARGS) {
+        if (reason) {
+            *reason = TEMPEST_CMD_E_BAD_OP;
+        }
+        return TEMPEST_CMD_FAIL;
+    }
+    flags = rt_irq_save();
+    for (;;) {
+        for (i = 0; i < nargs; i++) {
+            nc_reg_write(TEMPEST_NC_CMD_ARG(i), (uint32_t)args[i]);
+            nc_reg_write(TEMPEST_NC_CMD_ARG(i) + 4,
+                         (uint32_t)(args[i] >> 32));
+        }
+        nc_reg_write(TEMPEST_NC_CMD_OP, op);
+        status = nc_reg(TEMPEST_NC_CMD_COMMIT);
+        if (status != TEMPEST_CMD_RETRY || (tries && ++n >= tries)) {
+            break;
+        }
+        rt_irq_restore(flags);
+        __asm__ volatile("yield");
+        flags = rt_irq_save();
+    }
+    if (status == TEMPEST_CMD_SUCCESS && result) {
+        *result = nc_reg64(TEMPEST_NC_CMD_RESULT);
+    }
+    if (status == TEMPEST_CMD_FAIL && reason) {
+        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
+    }
+    rt_irq_restore(flags);
+    return status;
+}
+
+uint32_t nc_timer_arm(uint64_t ticks, uint64_t a, uint64_t b)
+{
+    uint64_t args[3] = { ticks, a, b };
+
+    return nc_cmd(TEMPEST_CMD_TIMER_ARM, args, 3, 1, NULL, NULL);
+}
+
+static int setup_ring(unsigned ring, uint32_t slots, uint32_t slot_size)
+{
+    struct nc_ring *r = &nc_rings[ring];
+    size_t bytes = (size_t)slots * slot_size;
+    uint64_t args[3];
+    uint32_t status, reason = 0;
+
+    r->base = aligned_alloc(slot_size, bytes);
+    if (r->base == NULL) {
+        printf("tempest-nc: node %u: no memory for the %s ring "
+               "(%zu bytes)\n", rt_node_id(), ring_names[ring], bytes);
+        return -1;
+    }
+    memset(r->base, 0, bytes);
+    r->slots = slots;
+    r->slot_size = slot_size;
+    r->next = 0;
+    r->freed = 0;
+    args[0] = ring;
+    args[1] = (uintptr_t)r->base;
+    args[2] = slots;
+    status = nc_cmd(TEMPEST_CMD_RING_SETUP, args, 3, 0, NULL, &reason);
+    if (status != TEMPEST_CMD_SUCCESS) {
+        printf("tempest-nc: node %u: setting up the %s ring (%u slots at "
+               "%p) failed: %s (reason %u)\n", rt_node_id(),
+               ring_names[ring], (unsigned)slots, (void *)r->base,
+               nc_cmd_reason_name(reason), (unsigned)reason);
+        return -1;
+    }
+    return 0;
+}
+
+int nc_init(void)
+{
+    uint32_t features = nc_reg(TEMPEST_NC_FEATURES);
+
+    if (ready) {
+        return 0;
+    }
+    if ((features & NEED_FEATURES) != NEED_FEATURES ||
+        nc_reg(TEMPEST_NC_VERSION) < NEED_VERSION ||
+        (nc_reg(TEMPEST_NC_VERSION) >> 16) != TEMPEST_NC_VERSION_MAJOR) {
+        printf("tempest-nc: node %u: the node controller (version "
+               "0x%08lx, features 0x%08lx) has no messaging interface: "
+               "version 1.1 or later with features MSG, TIMER and CMD is "
+               "needed\n",
+               rt_node_id(), (unsigned long)nc_reg(TEMPEST_NC_VERSION),
+               (unsigned long)features);
+        return -1;
+    }
+    if (setup_ring(TEMPEST_RING_SQ0, NC_SQ_SLOTS, TEMPEST_PKT_SIZE) ||
+        setup_ring(TEMPEST_RING_SQ1, NC_SQ_SLOTS, TEMPEST_PKT_SIZE) ||
+        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE) ||
+        setup_ring(TEMPEST_RING_CQ, NC_CQ_SLOTS, TEMPEST_EV_SIZE)) {
+        return -1;
+    }
+    ready = true;
+    return 0;
+}
+
+bool nc_ready(void)
+{
+    return ready;
+}

@@ -1,0 +1,671 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libtempest core: start-up, the protocol thread, event priorities,
+ * message reassembly, the receive side (TPPI_recv_*), control events.
+ *
+ * The protocol thread is one loop, pt_step(), run
+ *   - by pt_main() on CPU 1 when the node has two or more vCPUs: it polls
+ *     for spin_us after the last event, then sleeps in WFI with the node
+ *     controller's RQ and CQ interrupts routed to CPU 1;
+ *   - by nc_irq() on CPU 0, from the node controller's interrupt, when
+ *     the node has one vCPU.
+ * Each pt_step() runs at most one handler, choosing by priority: control
+ * events (CQ) and due timers, then the backlog, then the RQ.
+ *
+ * A message that fits one packet is handled straight from its RQ slot
+ * (freed after the handler); a longer one is reassembled per (source,
+ * network) in a buffer of TPPI_MAX_AM_BYTES first.  When a handler's send
+ * finds the reply ring full, tppi_drain_to_backlog() copies the current
+ * message out of its slot and moves every arriving packet to the
+ * backlog, a FIFO in the heap that pt_step() empties before it looks at
+ * the RQ again.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tempest-internal.h"
+
+#define NC_IRQ_BITS         (TEMPEST_NC_IRQ_RQ | TEMPEST_NC_IRQ_CQ | \
+                             TEMPEST_NC_IRQ_SQ)
+#define PT_CPU_DEDICATED    1
+#define WAKE_EVERY          64      /* handlers between wake-ups of waiters */
+#define WAIT_SLEEP_US       1000
+#define DRAIN_MARGIN        (NC_RQ_SLOTS / 8)   /* see tppi_drain_to_backlog */
+
+TPPI_NodeId TPPI_self_address;
+unsigned TPPI_num_nodes;
+
+struct tempest_stats tppi_stats;
+
+/* The message being handled: TPPI_recv_* and F items read from it. */
+struct cur_msg {
+    const uint8_t *data;
+    struct nc_pkt *slot;    /* the RQ slot data points into, or NULL */
+    uint32_t size;
+    uint32_t pos;
+    TPPI_NodeId src;
+    uintptr_t handler;
+    bool active;
+};
+
+/* A message being reassembled from several packets. */
+struct reasm {
+    uint8_t *buf;
+    uintptr_t handler;
+    uint32_t total;
+    uint32_t len;
+    bool active;
+};
+
+/* The backlog: copies of packets taken off the RQ early, in order. */
+struct backlog {
+    struct nc_pkt *pkts;
+    uint32_t cap;           /* a power of 2, or 0 */
+    uint32_t head;
+    uint32_t count;
+};
+
+static struct cur_msg cur;
+static uint8_t cur_copy[TEMPEST_PKT_PAYLOAD];
+static struct reasm *reasm;     /* [node * 2 + net] */
+static struct backlog backlog;
+static unsigned pt_cpu;
+static bool dedicated;
+static bool started;
+static unsigned spin_us = TEMPEST_SPIN_US_DEFAULT;
+static unsigned handlers_since_wake;
+static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
+uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
+static tempest_peer_down_fn peer_down_fn;
+
+/* ---- reports -------------------------------------------------------- */
+
+void tppi_report(uint64_t *counter, const char *fmt, ...)
+{
+    char line[200];
+    va_list ap;
+
+    if (counter) {
+        __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+    }
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    printf("*** tempest: node %u: %s\n", TPPI_self_address, line);
+}
+
+void tempest_get_stats(struct tempest_stats *s)
+{
+    if (s) {
+        *s = tppi_stats;
+    }
+}
+
+unsigned tempest_protocol_cpu(void)
+{
+    return pt_cpu;
+}
+
+void tempest_set_spin_us(unsigned us)
+{
+    spin_us = us;
+}
+
+tempest_peer_down_fn tempest_on_peer_down(tempest_peer_down_fn fn)
+{
+    return __atomic_exchange_n(&peer_down_fn, fn, __ATOMIC_ACQ_REL);
+}
+
+void TPPI_resume_va(void *blk_va, int blk_len)
+{
+    tppi_report(NULL, "TPPI_resume_va(%p, %d) called: not yet available "
+                "(it comes with block access faults)", blk_va, blk_len);
+}
+
+/* ---- where are we ---------------------------------------------------- */
+
+bool tppi_on_protocol_thread(void)
+{
+    unsigned cpu = rt_cpu_id();
+
+    if (cpu != pt_cpu || !started) {
+        return false;
+    }
+    return dedicated || rt_in_irq();
+}
+
+bool tppi_in_message_handler(void)
+{
+    return cur.active && tppi_on_protocol_thread();
+}
+
+/* ---- receiving --------------------------------------------------------- */
+
+int tppi_take(void *dst, int len)
+{
+    uint32_t left = cur.size - cur.pos;
+    uint32_t n = (uint32_t)len <= left ? (uint32_t)len : left;
+
+    if (dst && n) {
+        memcpy(dst, cur.data + cur.pos, n);
+    }
+    cur.pos += n;
+    return (int)n;
+}
+
+int tppi_recv_left(void)
+{
+    return cur.active ? (int)(cur.size - cur.pos) : 0;
+}
+
+static void report_overrun(int want)
+{
+    tppi_report(&tppi_stats.overruns, "handler 0x%lx read %d bytes at offset "
+                "%u of the %u-byte message from node %u: past its end",
+                (unsigned long)cur.handler, want, (unsigned)cur.pos,
+                (unsigned)cur.size, cur.src);
+}
+
+int TPPI_recv_W(void)
+{
+    uint32_t w = 0;
+
+    if (!tppi_in_message_handler()) {
+        tppi_report(&tppi_stats.overruns, "TPPI_recv_W called outside a "
+                    "message handler");
+        return 0;
+    }
+    if (cur.size - cur.pos < 4) {
+        report_overrun(4);
+        cur.pos = cur.size;
+        return 0;
+    }
+    memcpy(&w, cur.data + cur.pos, 4);
+    cur.pos += 4;
+    return (int)w;
+}
+
+void TPPI_recv_R(void *va, int len)
+{
+    int got;
+
+    if (!tppi_in_message_handler()) {
+        tppi_report(&tppi_stats.overruns, "TPPI_recv_R called outside a "
+                    "message handler");
+        return;
+    }
+    if (va == NULL || ((uintptr_t)va & 3) || len < 0 || (len & 3)) {
+        tppi_report(&tppi_stats.overruns, "TPPI_recv_R(%p, %d) in handler "
+                    "0x%lx: region not word-aligned or length not a "
+                    "multiple of 4; nothing read", va, len,
+                    (unsigned long)cur.handler);
+        return;
+    }
+    if ((uint32_t)len > cur.size - cur.pos) {
+        report_overrun(len);
+    }
+    got = tppi_take(va, len);
+    if (got < len) {
+        memset((uint8_t *)va + got, 0, (size_t)(len - got));
+    }
+}
+
+/* ---- the backlog ------------------------------------------------------- */
+
+/* Bytes of a packet slot worth copying: header and payload. */
+static size_t pkt_bytes(const struct nc_pkt *p)
+{
+    uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
+
+    return TEMPEST_PKT_DATA +
+           (len < TEMPEST_PKT_PAYLOAD ? len : TEMPEST_PKT_PAYLOAD);
+}
+
+static bool backlog_push(const struct nc_pkt *p)
+{
+    struct nc_pkt *n;
+    uint32_t i, cap;
+
+    if (backlog.count == backlog.cap) {
+        cap = backlog.cap ? backlog.cap * 2 : 64;
+        n = malloc((size_t)cap * sizeof(*n));
+        if (n == NULL) {
+            return false;
+        }
+        for (i = 0; i < backlog.count; i++) {
+            n[i] = backlog.pkts[(backlog.head + i) & (backlog.cap - 1)];
+        }
+        free(backlog.pkts);
+        backlog.pkts = n;
+        backlog.cap = cap;
+        backlog.head = 0;
+    }
+    n = &backlog.pkts[(backlog.head + backlog.count) & (backlog.cap - 1)];
+    memcpy(n, p, pkt_bytes(p));
+    backlog.count++;
+    tppi_stats.backlog_pkts++;
+    if (backlog.count > tppi_stats.backlog_max) {
+        tppi_stats.backlog_max = backlog.count;
+    }
+    return true;
+}
+
+void tppi_drain_to_backlog(void)
+{
+    struct nc_pkt *p;
+
+    /*
+     * While the RQ has room the device can still take packets in (and
+     * return their credit): only a nearly full RQ needs emptying.
+     */
+    if (!nc_rq_fill_at_least(NC_RQ_SLOTS - DRAIN_MARGIN)) {
+        return;
+    }
+
+    if (cur.active && cur.slot) {
+        /* The message being handled leaves its RQ slot first. */
+        memcpy(cur_copy, cur.data, cur.size);
+        cur.data = cur_copy;
+        nc_rq_pop(cur.slot);
+        cur.slot = NULL;
+    }
+    while ((p = nc_rq_peek()) != NULL) {
+        if (!backlog_push(p)) {
+            break;      /* no memory: leave the rest in the RQ */
+        }
+        nc_rq_pop(p);
+    }
+    nc_rx_doorbell();
+}
+
+/* ---- handling a message ----------------------------------------------- */
+
+static void wake_waiters(void)
+{
+    uint32_t w;
+    unsigned cpu;
+
+    handlers_since_wake = 0;
+    if (!__atomic_load_n(&waiters, __ATOMIC_RELAXED)) {
+        return;
+    }
+    w = __atomic_exchange_n(&waiters, 0, __ATOMIC_ACQ_REL);
+    for (cpu = 0; w; cpu++, w >>= 1) {
+        if (w & 1) {
+            rt_cpu_wake(cpu);
+        }
+    }
+}
+
+/* Wakes the computation CPUs waiting for SQ0 once it has room. */
+static void wake_sq_waiters(void)
+{
+    uint32_t w;
+    unsigned cpu;
+
+    if (!__atomic_load_n(&tppi_sq_waiters, __ATOMIC_RELAXED) ||
+        !nc_sq_claim(TEMPEST_NET_REQUEST)) {
+        return;
+    }
+    w = __atomic_exchange_n(&tppi_sq_waiters, 0, __ATOMIC_ACQ_REL);
+    for (cpu = 0; w; cpu++, w >>= 1) {
+        if (w & 1) {
+            rt_cpu_wake(cpu);
+        }
+    }
+}
+
+static void run_handler(TPPI_NodeId src, uintptr_t pc, const uint8_t *data,
+                        uint32_t size, struct nc_pkt *slot)
+{
+    if (!rt_text_contains((const void *)pc) || (pc & 3)) {
+        tppi_report(&tppi_stats.bad_handlers, "the %u-byte message from "
+                    "node %u names handler 0x%lx, outside the program's "
+                    "code: dropped", (unsigned)size, src, (unsigned long)pc);
+        if (slot) {
+            nc_rq_pop(slot);
+        }
+        return;
+    }
+    cur.data = data;
+    cur.slot = slot;
+    cur.size = size;
+    cur.pos = 0;
+    cur.src = src;
+    cur.handler = pc;
+    cur.active = true;
+    ((TPPI_MessageHandlerPtr)pc)(src, (int)size);
+    cur.active = false;
+    if (cur.pos < cur.size) {
+        tppi_report(&tppi_stats.unread, "handler 0x%lx left %u of the %u "
+                    "bytes of the message from node %u unread",
+                    (unsigned long)pc, (unsigned)(cur.size - cur.pos),
+                    (unsigned)cur.size, src);
+    }
+    if (cur.slot) {
+        nc_rq_pop(cur.slot);
+        cur.slot = NULL;
+    }
+    tppi_stats.msgs_handled++;
+    if (++handlers_since_wake >= WAKE_EVERY) {
+        wake_waiters();
+    }
+    wake_sq_waiters();
+}
+
+static void bad_packet(const struct nc_pkt *p, const char *why)
+{
+    tppi_report(&tppi_stats.bad_packets, "packet from node %u (network %u, "
+                "kind 0x%x, %u bytes, seq %u) dropped: %s", p->node, p->net,
+                p->kind, (unsigned)(p->ctl & TEMPEST_PKT_LEN_MASK),
+                (unsigned)p->seq, why);
+}
+
+/*
+ * Handles one packet.  @slot: the RQ slot @p is (freed here, or after
+ * the handler), or NULL when @p is a copy from the backlog.
+ */
+static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
+{
+    uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
+    uint8_t kind = p->kind;
+    TPPI_NodeId src = p->node;
+    struct reasm *r;
+
+    if ((kind & TPPI_KIND_PROTO_MASK) != TPPI_KIND_AM ||
+        len > TEMPEST_PKT_PAYLOAD || src >= TPPI_num_nodes || p->net > 1) {
+        bad_packet(p, "not an active-message packet");
+        goto done;
+    }
+    if ((kind & (TPPI_KIND_FIRST | TPPI_KIND_LAST)) ==
+        (TPPI_KIND_FIRST | TPPI_KIND_LAST)) {
+        if (len != p->word0) {
+            bad_packet(p, "length differs from the message size");
+            goto done;
+        }
+        run_handler(src, (uintptr_t)p->word1, p->data, len, slot);
+        return;
+    }
+
+    r = &reasm[src * 2 + p->net];
+    if (kind & TPPI_KIND_FIRST) {
+        if (r->active) {
+            tppi_report(&tppi_stats.bad_packets, "message from node %u "
+                        "ended after %u of its %u bytes: dropped", src,
+                        (unsigned)r->len, (unsigned)r->total);
+        }
+        if (p->word0 > TPPI_MAX_AM_BYTES) {
+            r->active = false;
+            bad_packet(p, "message larger than TPPI_MAX_AM_BYTES");
+            goto done;
+        }
+        if (r->buf == NULL) {
+            r->buf = malloc(TPPI_MAX_AM_BYTES);
+            if (r->buf == NULL) {
+                bad_packet(p, "no memory to reassemble the message");
+                goto done;
+            }
+        }
+        r->active = true;
+        r->handler = (uintptr_t)p->word1;
+        r->total = p->word0;
+        r->len = 0;
+    } else if (!r->active) {
+        bad_packet(p, "continues no message");
+        goto done;
+    }
+    if (p->word0 != r->total || r->len + len > r->total) {
+        r->active = false;
+        bad_packet(p, "does not fit the message it continues");
+        goto done;
+    }
+    memcpy(r->buf + r->len, p->data, len);
+    r->len += len;
+    if (slot) {
+        nc_rq_pop(slot);
+    }
+    if (kind & TPPI_KIND_LAST) {
+        r->active = false;
+        if (r->len != r->total) {
+            tppi_report(&tppi_stats.bad_packets, "message from node %u "
+                        "ended after %u of its %u bytes: dropped", src,
+                        (unsigned)r->len, (unsigned)r->total);
+            return;
+        }
+        run_handler(src, r->handler, r->buf, r->total, NULL);
+    }
+    return;
+
+done:
+    if (slot) {
+        nc_rq_pop(slot);
+    }
+}
+
+/* ---- control events --------------------------------------------------- */
+
+static void handle_event(struct nc_event *e)
+{
+    uint32_t type = e->ctl & TEMPEST_EV_TYPE_MASK;
+    struct nc_event ev = *e;
+    tempest_peer_down_fn fn;
+
+    nc_cq_pop(e);
+    switch (type) {
+    case TEMPEST_EV_TIMER:
+        tppi_timer_event(ev.a, ev.b);
+        break;
+    case TEMPEST_EV_PEER_DOWN:
+        __atomic_fetch_add(&tppi_stats.peers_lost, 1, __ATOMIC_RELAXED);
+        if (ev.a == 0 && ev.b != 0) {
+            printf("*** node %u: lost node %u (it exited with status "
+                   "%llu)\n", TPPI_self_address, (unsigned)ev.node,
+                   (unsigned long long)ev.b);
+        } else if (ev.a != 0) {
+            printf("*** node %u: lost node %u (connection lost)\n",
+                   TPPI_self_address, (unsigned)ev.node);
+        }
+        /* A peer that finished with status 0 is counted, not reported. */
+        fn = __atomic_load_n(&peer_down_fn, __ATOMIC_ACQUIRE);
+        if (fn) {
+            fn(ev.node);
+        }
+        break;
+    case TEMPEST_EV_SEND_ERROR:
+        __atomic_fetch_add(&tppi_stats.send_errors, 1, __ATOMIC_RELAXED);
+        printf("*** node %u: send error: to node %u, ring %llu slot %llu: "
+               "%s (error %llu)\n", TPPI_self_address, (unsigned)ev.node,
+               (unsigned long long)ev.c, (unsigned long long)ev.a,
+               nc_err_name((uint32_t)ev.b), (unsigned long long)ev.b);
+        break;
+    default:
+        tppi_report(&tppi_stats.bad_packets, "unknown control event type "
+                    "%u (node %u): ignored", (unsigned)type,
+                    (unsigned)ev.node);
+        break;
+    }
+}
+
+/* ---- the protocol thread ---------------------------------------------- */
+
+/* True if pt_step() has something to do. */
+static bool pt_pending(void)
+{
+    return nc_cq_peek() || tppi_timer_pending() || backlog.count ||
+           nc_rq_peek();
+}
+
+/* Runs at most one event's handler; returns false if there was nothing. */
+static bool pt_step(void)
+{
+    struct nc_event *e;
+    struct nc_pkt *p;
+    struct nc_pkt copy;
+
+    /* Block access and page faults will come first, here. */
+    e = nc_cq_peek();
+    if (e) {
+        handle_event(e);
+        return true;
+    }
+    if (tppi_timer_pending() && tppi_timer_run_one()) {
+        return true;
+    }
+    if (backlog.count) {
+        p = &backlog.pkts[backlog.head];
+        memcpy(&copy, p, pkt_bytes(p));
+        backlog.head = (backlog.head + 1) & (backlog.cap - 1);
+        backlog.count--;
+        handle_packet(&copy, NULL);
+        return true;
+    }
+    p = nc_rq_peek();
+    if (p) {
+        handle_packet(p, p);
+        return true;
+    }
+    return false;
+}
+
+/* The node controller's interrupt. */
+static void nc_irq(unsigned intid, void *arg)
+{
+    (void)intid;
+    (void)arg;
+    nc_irq_ack(NC_IRQ_BITS);
+    wake_sq_waiters();
+    if (dedicated) {
+        return;         /* pt_main() does the work after its sleep */
+    }
+    while (pt_step()) {
+        /* one handler at a time, priorities re-checked after each */
+    }
+    nc_rx_doorbell();
+    wake_waiters();
+}
+
+static void pt_main(void *arg)
+{
+    uint64_t idle_since = 0;
+    uint64_t spin_ns;
+    bool worked = false;
+
+    (void)arg;
+    nc_irq_enable(NC_IRQ_BITS);
+    for (;;) {
+        if (pt_step()) {
+            idle_since = 0;
+            worked = true;
+            continue;
+        }
+        if (worked) {
+            /* Idle after work: computation code may be waiting for it. */
+            wake_waiters();
+            worked = false;
+        }
+        wake_sq_waiters();
+        spin_ns = (uint64_t)spin_us * 1000;
+        if (spin_ns) {
+            if (idle_since == 0) {
+                idle_since = rt_time_ns();
+                continue;
+            }
+            if (rt_time_ns() - idle_since < spin_ns) {
+                __asm__ volatile("yield");
+                continue;
+            }
+        }
+        idle_since = 0;
+        nc_rx_doorbell();
+        nc_irq_ack(NC_IRQ_BITS);
+        if (pt_pending()) {
+            continue;
+        }
+        tppi_stats.sleeps++;
+        rt_cpu_sleep(0);
+    }
+}
+
+void tempest_wait(int (*cond)(void *arg), void *arg)
+{
+    unsigned cpu = rt_cpu_id();
+    uint64_t flags;
+
+    if (cond == NULL || tppi_on_protocol_thread()) {
+        return;
+    }
+    for (;;) {
+        flags = rt_irq_save();
+        __atomic_fetch_or(&waiters, 1U << cpu, __ATOMIC_SEQ_CST);
+        if (cond(arg)) {
+            __atomic_fetch_and(&waiters, ~(1U << cpu), __ATOMIC_RELAXED);
+            rt_irq_restore(flags);
+            return;
+        }
+        rt_cpu_sleep(WAIT_SLEEP_US);
+        rt_irq_restore(flags);
+    }
+}
+
+int tempest_flush(unsigned max_ms)
+{
+    uint64_t t0 = rt_time_ns();
+
+    while (!nc_sq_drained(TEMPEST_NET_REQUEST) ||
+           !nc_sq_drained(TEMPEST_NET_REPLY)) {
+        if (max_ms && rt_time_ns() - t0 > (uint64_t)max_ms * 1000000) {
+            return -1;
+        }
+        nc_sq_doorbell(TEMPEST_NET_REQUEST);
+        nc_sq_doorbell(TEMPEST_NET_REPLY);
+        rt_cpu_sleep(50);
+    }
+    return 0;
+}
+
+static void flush_at_exit(void)
+{
+    tempest_flush(1000);
+}
+
+/* ---- start-up ---------------------------------------------------------- */
+
+__attribute__((constructor))
+static void tempest_init(void)
+{
+    TPPI_self_address = rt_node_id();
+    TPPI_num_nodes = rt_num_nodes();
+    if (nc_init() != 0) {
+        printf("*** tempest: node %u: no messaging: stopping\n",
+               TPPI_self_address);
+        rt_exit(1);
+    }
+    reasm = calloc((size_t)TPPI_num_nodes * 2, sizeof(*reasm));
+    if (reasm == NULL) {
+        printf("*** tempest: node %u: out of memory at start-up\n",
+               TPPI_self_address);
+        rt_exit(1);
+    }
+    rt_irq_register(NC_INTID, nc_irq, NULL);
+    dedicated = rt_cpus_online() >= 2;
+    pt_cpu = dedicated ? PT_CPU_DEDICATED : 0;
+    if (rt_irq_enable_spi(NC_INTID, pt_cpu, false) != 0) {
+        printf("*** tempest: node %u: cannot route the node controller's "
+               "interrupt to CPU %u: stopping\n", TPPI_self_address, pt_cpu);
+        rt_exit(1);
+    }
+    started = true;
+    atexit(flush_at_exit);
+    if (dedicated) {
+        if (rt_cpu_call(PT_CPU_DEDICATED, pt_main, NULL) != 0) {
+            printf("*** tempest: node %u: CPU 1 cannot run the protocol "
+                   "thread: stopping\n", TPPI_self_address);
+            rt_exit(1);
+        }
+    } else {
+        nc_irq_enable(NC_IRQ_BITS);
+        rt_irq_unmask();
+    }
+}

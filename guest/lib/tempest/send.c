@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libtempest send side: tppi_send_segs(), behind every TPPI_send_
+ * function, and the message builder.
+ *
+ * Computation code sends on the request network (SQ0), the protocol
+ * thread on the reply network (SQ1); each ring has a lock held across all
+ * the packets of one message, so the fragments of a message are
+ * contiguous in the sender's stream to each destination on that network,
+ * which is what the receiver's reassembly per (source, network) needs.
+ * One doorbell per message.
+ *
+ * A full ring: the sender rings the doorbell and waits.  Computation code
+ * sleeps (at most SQ_WAIT_US at a time), published in tppi_sq_waiters,
+ * until the protocol thread sees room and wakes it.  On the protocol
+ * thread the sender moves what arrives to the backlog when the RQ is
+ * nearly full (tppi_drain_to_backlog), so that the device keeps returning
+ * credits while the handler waits for its own, and sleeps until the node
+ * controller's IRQ_SQ (a stalled ring moved) on a dedicated CPU.
+ */
+#include <string.h>
+
+#include "tempest-internal.h"
+
+#define SQ_SPINS        64
+#define SQ_WAIT_US      1000    /* computation code: the PT wakes it */
+#define SQ_PT_WAIT_US   100     /* the PT: IRQ_SQ wakes it */
+
+static uint32_t sq_lock[2];
+
+static void lock(uint32_t *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            __asm__ volatile("yield");
+        }
+    }
+}
+
+static void unlock(uint32_t *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static struct nc_pkt *claim_wait(unsigned net, bool on_pt)
+{
+    unsigned spins = 0, cpu = rt_cpu_id();
+    struct nc_pkt *p;
+    uint64_t flags;
+
+    p = nc_sq_claim(net);
+    if (p) {
+        return p;
+    }
+    __atomic_fetch_add(&tppi_stats.sq_full, 1, __ATOMIC_RELAXED);
+    nc_sq_doorbell(net);
+    while ((p = nc_sq_claim(net)) == NULL) {
+        if (on_pt) {
+            tppi_drain_to_backlog();
+        }
+        if (++spins < SQ_SPINS) {
+            __asm__ volatile("yield");
+            continue;
+        }
+        if (on_pt) {
+            /* Woken by IRQ_SQ on a dedicated CPU; spins in an IRQ. */
+            rt_cpu_sleep(SQ_PT_WAIT_US);
+        } else {
+            flags = rt_irq_save();
+            __atomic_fetch_or(&tppi_sq_waiters, 1U << cpu, __ATOMIC_SEQ_CST);
+            if (nc_sq_claim(net) == NULL) {
+                rt_cpu_sleep(SQ_WAIT_US);
+            }
+            __atomic_fetch_and(&tppi_sq_waiters, ~(1U << cpu),
+                               __ATOMIC_RELAXED);
+            rt_irq_restore(flags);
+        }
+        nc_sq_doorbell(net);
+    }
+    return p;
+}
+
+/* Copies @n bytes of the items, from item *@si at offset *@soff, to @dst. */
+static void fill(uint8_t *dst, uint32_t n, const struct tppi_seg *segs,
+                 unsigned *si, uint32_t *soff)
+{
+    const struct tppi_seg *s;
+    uint32_t k;
+
+    while (n) {
+        s = &segs[*si];
+        k = (uint32_t)s->len - *soff;
+        if (k > n) {
+            k = n;
+        }
+        if (s->kind == TPPI_SEG_FORWARD) {
+            tppi_take(dst, (int)k);
+        } else {
+            memcpy(dst, (const uint8_t *)s->ptr + *soff, k);
+        }
+        dst += k;
+        n -= k;
+        *soff += k;
+        if (*soff == (uint32_t)s->len) {
+            (*si)++;
+            *soff = 0;
+        }
+    }
+}
+
+/* Checks the items; returns the body size, or -1 (reported). */
+static int check_segs(const struct tppi_seg *segs, unsigned nsegs,
+                      uintptr_t pc)
+{
+    uint32_t total = 0, fwd = 0, left;
+    unsigned i;
+
+    for (i = 0; i < nsegs; i++) {
+        const struct tppi_seg *s = &segs[i];
+
+        if (s->len < 0 || (s->len & 3)) {
+            tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: item "
+                        "%u has length %d, not a multiple of 4: not sent",
+                        (unsigned long)pc, i + 1, s->len);
+            return -1;
+        }
+        if (s->kind == TPPI_SEG_REGION && s->len &&
+            (s->ptr == NULL || ((uintptr_t)s->ptr & 3))) {
+            tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: R "
+                        "item at %p is not word-aligned: not sent",
+                        (unsigned long)pc, s->ptr);
+            return -1;
+        }
+        if (s->kind == TPPI_SEG_FORWARD) {
+            if (!tppi_in_message_handler()) {
+                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
+                            "F item outside a message handler: not sent",
+                            (unsigned long)pc);
+                return -1;
+            }
+            fwd += (uint32_t)s->len;
+        }
+        total += (uint32_t)s->len;
+        if (total > TPPI_MAX_AM_BYTES) {
+            tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: body "
+                        "over TPPI_MAX_AM_BYTES (%d): not sent",
+                        (unsigned long)pc, TPPI_MAX_AM_BYTES);
+            return -1;
+        }
+    }
+    if (fwd) {
+        left = (uint32_t)tppi_recv_left();
+        if (fwd > left) {
+            tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: F "
+                        "items forward %u bytes, only %u are left: not sent",
+                        (unsigned long)pc, (unsigned)fwd, (unsigned)left);
+            return -1;
+        }
+    }
+    return (int)total;
+}
+
+int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
+                   const struct tppi_seg *segs, unsigned nsegs)
+{
+    bool on_pt = tppi_on_protocol_thread();
+    unsigned net = on_pt ? TEMPEST_NET_REPLY : TEMPEST_NET_REQUEST;
+    uintptr_t handler = (uintptr_t)pc;
+    uint32_t off = 0, chunk, soff = 0, pkts = 0;
+    unsigned si = 0;
+    struct nc_pkt *p;
+    int total;
+
+    if (dest >= TPPI_num_nodes) {
+        tppi_report(&tppi_stats.bad_sends, "send to node %u, not in the "
+                    "%u-node cluster: not sent", dest, TPPI_num_nodes);
+        return -1;
+    }
+    if (!rt_text_contains(pc) || (handler & 3)) {
+        tppi_report(&tppi_stats.bad_sends, "send to node %u names handler "
+                    "0x%lx, outside the program's code: not sent", dest,
+                    (unsigned long)handler);
+        return -1;
+    }
+    total = check_segs(segs, nsegs, handler);
+    if (total < 0) {
+        return -1;
+    }
+
+    lock(&sq_lock[net]);
+    do {
+        chunk = (uint32_t)total - off;
+        if (chunk > TEMPEST_PKT_PAYLOAD) {
+            chunk = TEMPEST_PKT_PAYLOAD;
+        }
+        p = claim_wait(net, on_pt);
+        p->node = (uint16_t)dest;
+        p->net = 0;
+        p->kind = TPPI_KIND_AM | (off == 0 ? TPPI_KIND_FIRST : 0) |
+                  (off + chunk == (uint32_t)total ? TPPI_KIND_LAST : 0);
+        p->seq = 0;
+        p->word0 = (uint32_t)total;
+        p->word1 = handler;
+        p->word2 = 0;
+        fill(p->data, chunk, segs, &si, &soff);
+        nc_sq_post(net, p, chunk);
+        off += chunk;
+        pkts++;
+    } while (off < (uint32_t)total);
+    nc_sq_doorbell(net);
+    unlock(&sq_lock[net]);
+
+    __atomic_fetch_add(&tppi_stats.msgs_sent, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tppi_stats.pkts_sent, pkts, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* ---- the builder -------------------------------------------------------- */
+
+static int builder_error(tempest_msg *m, const char *what)
+{
+    if (!m->error) {
+        tppi_report(&tppi_stats.bad_sends, "message builder for handler "
+                    "0x%lx: %s", (unsigned long)m->pc, what);
+    }
+    m->error = 1;
+    return -1;
+}
+
+void tempest_msg_begin(tempest_msg *m, TPPI_NodeId dest,
+                       TPPI_MessageHandlerPtr pc)
+{
+    m->dest = dest;
+    m->pc = pc;
+    m->error = 0;
+    m->nitems = 0;
+    m->nwords = 0;
+}
+
+static int add_item(tempest_msg *m, int kind, const void *ptr, int len)
+{
+    if (m->error) {
+        return -1;
+    }
+    if (m->nitems >= TEMPEST_MSG_ITEMS) {
+        return builder_error(m, "more than TEMPEST_MSG_ITEMS items");
+    }
+    m->item[m->nitems].kind = kind;
+    m->item[m->nitems].ptr = ptr;
+    m->item[m->nitems].len = len;
+    m->nitems++;
+    return 0;
+}
+
+int tempest_msg_W(tempest_msg *m, int w)
+{
+    unsigned n = m->nitems;
+
+    if (m->error) {
+        return -1;
+    }
+    if (m->nwords >= TEMPEST_MSG_WORDS) {
+        return builder_error(m, "more than TEMPEST_MSG_WORDS words");
+    }
+    /* A W item right after W items extends them (ptr: first word index). */
+    if (!(n && m->item[n - 1].kind == TPPI_SEG_WORDS)) {
+        if (add_item(m, TPPI_SEG_WORDS, (const void *)(uintptr_t)m->nwords,
+                     0)) {
+            return -1;
+        }
+        n = m->nitems;
+    }
+    m->item[n - 1].len += 4;
+    m->words[m->nwords++] = (uint32_t)w;
+    return 0;
+}
+
+int tempest_msg_R(tempest_msg *m, const void *va, int len)
+{
+    if (len < 0 || (len & 3) || (len && (va == NULL || ((uintptr_t)va & 3)))) {
+        return builder_error(m, "R item not word-aligned or length not a "
+                             "multiple of 4");
+    }
+    return add_item(m, TPPI_SEG_REGION, va, len);
+}
+
+int tempest_msg_F(tempest_msg *m, int len)
+{
+    if (len < 0 || (len & 3)) {
+        return builder_error(m, "F item length not a multiple of 4");
+    }
+    if (!tppi_in_message_handler()) {
+        return builder_error(m, "F item outside a message handler");
+    }
+    return add_item(m, TPPI_SEG_FORWARD, NULL, len);
+}
+
+int tempest_msg_send(tempest_msg *m)
+{
+    struct tppi_seg segs[TEMPEST_MSG_ITEMS];
+    unsigned i;
+
+    if (m->error) {
+        tppi_report(&tppi_stats.bad_sends, "message to node %u for handler "
+                    "0x%lx has a bad item: not sent", m->dest,
+                    (unsigned long)m->pc);
+        return -1;
+    }
+    for (i = 0; i < m->nitems; i++) {
+        segs[i].kind = m->item[i].kind;
+        segs[i].len = m->item[i].len;
+        segs[i].ptr = m->item[i].kind == TPPI_SEG_WORDS ?
+                      &m->words[(uintptr_t)m->item[i].ptr] : m->item[i].ptr;
+    }
+    return tppi_send_segs(m->dest, m->pc, segs, m->nitems);
+}

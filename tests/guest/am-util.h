@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Helpers of the messaging tests (am_*.c): a barrier over active
+ * messages, waiting for counters, and the common way to end a test.
+ */
+#ifndef AM_UTIL_H
+#define AM_UTIL_H
+
+#include <stdint.h>
+
+#include "tempest.h"
+
+/* Every node waits until every node has called it (node 0 gathers). */
+void am_barrier(void);
+
+/* Waits (sleeping) until *@counter >= @want. */
+void am_wait_count(const volatile uint64_t *counter, uint64_t want);
+
+/* Microseconds of the node controller's clock. */
+uint64_t am_ticks(void);
+
+/* Counts and prints one failure: "FAIL: ..." */
+void am_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Failures so far. */
+unsigned am_failures(void);
+
+/*
+ * Ends the test: a last barrier, then prints "<name> ok" (or
+ * "<name> FAILED: N failures") and returns the exit status for main.
+ */
+int am_finish(const char *name);
+
+#endif /* AM_UTIL_H */

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The node controller's messaging interface through the device access
+ * layer alone (tempest/nc.h; docs/node-controller.rst version 1.1), on
+ * one node, no libtempest:
+ *  - nc_init() sets up the four rings with TEMPEST_CMD_RING_SETUP;
+ *  - RING_SETUP refuses a bad ring, a misaligned base, a slot count that
+ *    is not a power of 2 and memory outside RAM, each with its reason;
+ *  - a packet sent to this node on SQ0 and on SQ1 comes back in the RQ
+ *    with source, network, KIND, WORD0-2 and payload intact, in order;
+ *  - a slot to a node not in the cluster and one longer than a payload
+ *    are rejected with SEND_ERROR events in the CQ;
+ *  - TEMPEST_CMD_TIMER_ARM posts TIMER events carrying its arguments,
+ *    in deadline order, not before the delay (TICKS register).
+ * Prints "nc_msg ok".
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tempest/nc.h"
+#include "tempest/rt.h"
+
+static unsigned failures;
+
+#define CHECK(cond, ...) do {                                   \
+    if (!(cond)) {                                              \
+        failures++;                                             \
+        printf("FAIL: " __VA_ARGS__);                           \
+        printf("\n");                                           \
+    }                                                           \
+} while (0)
+
+static struct nc_pkt *wait_rq(void)
+{
+    uint64_t t0 = rt_time_ns();
+    struct nc_pkt *p;
+
+    while ((p = nc_rq_peek()) == NULL) {
+        if (rt_time_ns() - t0 > 2000000000ULL) {
+            return NULL;
+        }
+    }
+    return p;
+}
+
+static struct nc_event *wait_cq(void)
+{
+    uint64_t t0 = rt_time_ns();
+    struct nc_event *e;
+
+    while ((e = nc_cq_peek()) == NULL) {
+        if (rt_time_ns() - t0 > 2000000000ULL) {
+            return NULL;
+        }
+    }
+    return e;
+}
+
+static void bad_setup(uint64_t ring, uint64_t base, uint64_t slots,
+                      uint32_t want)
+{
+    uint64_t args[3] = { ring, base, slots };
+    uint32_t reason = 0;
+    uint32_t st = nc_cmd(TEMPEST_CMD_RING_SETUP, args, 3, 0, NULL, &reason);
+
+    CHECK(st == TEMPEST_CMD_FAIL && reason == want,
+          "RING_SETUP(%llu, 0x%llx, %llu): status %u reason %u (%s), "
+          "expected reason %u", (unsigned long long)ring,
+          (unsigned long long)base, (unsigned long long)slots,
+          (unsigned)st, (unsigned)reason, nc_cmd_reason_name(reason),
+          (unsigned)want);
+}
+
+static void send_self(unsigned net, uint32_t len, uint8_t seed)
+{
+    struct nc_pkt *p = nc_sq_claim(net);
+    uint32_t i;
+
+    CHECK(p != NULL, "SQ%u full", net);
+    if (!p) {
+        return;
+    }
+    p->node = (uint16_t)rt_node_id();
+    p->kind = (uint8_t)(0x40 | net);
+    p->word0 = 0x11110000u + seed;
+    p->word1 = 0x2222222200000000ULL + seed;
+    p->word2 = 0x3333333300000000ULL + seed;
+    for (i = 0; i < len; i++) {
+        p->data[i] = (uint8_t)(seed + i);
+    }
+    nc_sq_post(net, p, len);
+    nc_sq_doorbell(net);
+}
+
+static void recv_self(unsigned net, uint32_t len, uint8_t seed)
+{
+    struct nc_pkt *p = wait_rq();
+    uint32_t i;
+
+    CHECK(p != NULL, "packet %u did not come back", seed);
+    if (!p) {
+        return;
+    }
+    CHECK((p->ctl & TEMPEST_PKT_LEN_MASK) == len && p->node == rt_node_id()
+          && p->net == net && p->kind == (0x40 | net) &&
+          p->word0 == 0x11110000u + seed &&
+          p->word1 == 0x2222222200000000ULL + seed &&
+          p->word2 == 0x3333333300000000ULL + seed,
+          "packet %u: ctl 0x%x node %u net %u kind 0x%x words 0x%x", seed,
+          (unsigned)p->ctl, p->node, p->net, p->kind, (unsigned)p->word0);
+    for (i = 0; i < len; i++) {
+        if (p->data[i] != (uint8_t)(seed + i)) {
+            CHECK(0, "packet %u: payload byte %u differs", seed, i);
+            break;
+        }
+    }
+    nc_rq_pop(p);
+}
+
+int main(void)
+{
+    uint64_t ram_end = TEMPEST_RAM_BASE + rt_ram_size();
+    static uint8_t spare[8192] __attribute__((aligned(4096)));
+    struct nc_event *e;
+    struct nc_pkt *p;
+    uint64_t t0;
+    unsigned i;
+
+    if (nc_init() != 0) {
+        printf("nc_msg FAILED: nc_init\n");
+        return 1;
+    }
+    bad_setup(TEMPEST_NUM_RINGS, (uintptr_t)spare, 4,
+              TEMPEST_CMD_E_BAD_RING);
+    bad_setup(TEMPEST_RING_SQ0, (uintptr_t)spare + 8, 4,
+              TEMPEST_CMD_E_BAD_ALIGN);
+    bad_setup(TEMPEST_RING_SQ0, (uintptr_t)spare, 3,
+              TEMPEST_CMD_E_BAD_SIZE);
+    bad_setup(TEMPEST_RING_SQ0, ram_end, 4, TEMPEST_CMD_E_BAD_ADDR);
+
+    /* Loopback, both networks, payloads from 0 to the maximum. */
+    for (i = 0; i < 6; i++) {
+        send_self(i & 1, i * 44, (uint8_t)i);
+    }
+    for (i = 0; i < 6; i++) {
+        recv_self(i & 1, i * 44, (uint8_t)i);
+    }
+    send_self(0, TEMPEST_PKT_PAYLOAD, 99);
+    recv_self(0, TEMPEST_PKT_PAYLOAD, 99);
+    nc_rx_doorbell();
+
+    /* Rejected slots: bad destination, bad length. */
+    p = nc_sq_claim(0);
+    p->node = (uint16_t)(rt_num_nodes() + 7);
+    nc_sq_post(0, p, 4);
+    p = nc_sq_claim(0);
+    p->node = (uint16_t)rt_node_id();
+    nc_sq_post(0, p, TEMPEST_PKT_PAYLOAD + 1);
+    nc_sq_doorbell(0);
+    for (i = 0; i < 2; i++) {
+        uint32_t want = i ? TEMPEST_NC_ERR_BAD_LEN : TEMPEST_NC_ERR_BAD_DEST;
+
+        e = wait_cq();
+        CHECK(e && (e->ctl & TEMPEST_EV_TYPE_MASK) == TEMPEST_EV_SEND_ERROR &&
+              e->b == want && e->c == 0,
+              "send error event %u: ctl 0x%x b %llu", i,
+              e ? (unsigned)e->ctl : 0u,
+              e ? (unsigned long long)e->b : 0ULL);
+        if (e) {
+            nc_cq_pop(e);
+        }
+    }
+
+    /* Timers: armed out of order, they fire in deadline order. */
+    t0 = nc_ticks();
+    CHECK(nc_timer_arm(3000, 3, 33) == TEMPEST_CMD_SUCCESS, "arm 3");
+    CHECK(nc_timer_arm(1000, 1, 11) == TEMPEST_CMD_SUCCESS, "arm 1");
+    CHECK(nc_timer_arm(2000, 2, 22) == TEMPEST_CMD_SUCCESS, "arm 2");
+    for (i = 1; i <= 3; i++) {
+        e = wait_cq();
+        CHECK(e && (e->ctl & TEMPEST_EV_TYPE_MASK) == TEMPEST_EV_TIMER &&
+              e->a == i && e->b == 11 * i && nc_ticks() >= t0 + 1000 * i,
+              "timer event %u: ctl 0x%x a %llu b %llu", i,
+              e ? (unsigned)e->ctl : 0u,
+              e ? (unsigned long long)e->a : 0ULL,
+              e ? (unsigned long long)e->b : 0ULL);
+        if (e) {
+            nc_cq_pop(e);
+        }
+    }
+    nc_rx_doorbell();
+    printf("nc_msg %s\n", failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}
