@@ -16,6 +16,7 @@
  *  + cluster-id: the cluster's identity (the same on every node)
  *  + credits: packets in flight per peer and logical network (32)
  *  + fabric-timeout: ms to wait for the whole cluster to connect (30000)
+ *  + tagmem: bytes of tagged memory for Tempest pages (64 MiB; 0 none)
  *
  * -kernel loads a bare-metal ELF (entered at EL1, MMU off, x0 = 0); the
  * device tree, built for a future Linux guest, is placed at the base of
@@ -93,6 +94,7 @@ struct TempestMachineState {
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout;
+    uint64_t tagmem;
 };
 
 static void create_fdt(TempestMachineState *tms)
@@ -318,9 +320,14 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_uint64(dev, "cluster-id", tms->cluster_id);
     qdev_prop_set_uint32(dev, "credits", tms->credits);
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
+    qdev_prop_set_uint64(dev, "tagmem-size", tms->tagmem);
     sysbus_realize(s, &error_fatal);
     sysbus_mmio_map(s, 0, base);
     sysbus_connect_irq(s, 0, qdev_get_gpio_in(tms->gic, irq));
+    if (tms->tagmem) {
+        sysbus_mmio_map(s, 1, TEMPEST_TAGMEM_BASE);
+        sysbus_mmio_map(s, 2, TEMPEST_TAGMEM_ALIAS);
+    }
 
     name = g_strdup_printf("/node-controller@%" PRIx64, base);
     qemu_fdt_add_subnode(tms->fdt, name);
@@ -418,6 +425,22 @@ static void tempest_set_u64(Object *obj, Visitor *v, const char *name,
     visit_type_uint64(v, name, field, errp);
 }
 
+static void tempest_get_size(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    uint64_t *field = opaque;
+
+    visit_type_size(v, name, field, errp);
+}
+
+static void tempest_set_size(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    uint64_t *field = opaque;
+
+    visit_type_size(v, name, field, errp);
+}
+
 static char *tempest_get_fabric(Object *obj, Error **errp)
 {
     return g_strdup(TEMPEST_MACHINE(obj)->fabric);
@@ -440,6 +463,12 @@ static void tempest_instance_init(Object *obj)
     tms->fabric = g_strdup("");
     tms->credits = 32;
     tms->fabric_timeout = 30000;
+    tms->tagmem = 64 * MiB;
+    object_property_add(obj, "tagmem", "size", tempest_get_size,
+                        tempest_set_size, NULL, &tms->tagmem);
+    object_property_set_description(obj, "tagmem", "Bytes of tagged memory "
+                                    "for Tempest user-managed pages "
+                                    "(0: none)");
     object_property_add_str(obj, "fabric", tempest_get_fabric,
                             tempest_set_fabric);
     object_property_set_description(obj, "fabric", "How the nodes reach "

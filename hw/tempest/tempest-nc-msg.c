@@ -556,6 +556,12 @@ uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b)
     case TEMPEST_CMD_BCAST:
         status = tempest_nc_bcast(s, b);
         break;
+    case TEMPEST_CMD_TAG_SET:
+        status = tempest_nc_tag_set(s, b);
+        break;
+    case TEMPEST_CMD_TAG_GET:
+        status = tempest_nc_tag_get(s, b);
+        break;
     default:
         status = nc_fail(b, TEMPEST_CMD_E_BAD_OP);
         break;

@@ -82,11 +82,15 @@ REG32(BCAST_VALUE_HI, TEMPEST_NC_BCAST_VALUE + 4)
 REG32(AOR_SET, TEMPEST_NC_AOR_SET)
 REG32(AOR_GLOBAL, TEMPEST_NC_AOR_GLOBAL)
 REG32(BCAST_LOST, TEMPEST_NC_BCAST_LOST)
+REG32(TAGMEM_SIZE_LO, TEMPEST_NC_TAGMEM_SIZE_LO)
+REG32(TAGMEM_SIZE_HI, TEMPEST_NC_TAGMEM_SIZE_HI)
+REG32(TAG_FAULTS, TEMPEST_NC_TAG_FAULTS)
+REG32(TAG_FLUSHES, TEMPEST_NC_TAG_FLUSHES)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
      TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
-     TEMPEST_NC_FEAT_COLL)
+     TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 static const char *const tempest_nc_err_names[] = {
@@ -285,6 +289,17 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_BCAST_LOST:
         *value = s->bcast_lost;
         return true;
+    case A_TAGMEM_SIZE_LO:
+    case A_TAGMEM_SIZE_HI:
+        *value = extract64(s->tagmem_size,
+                           offset == A_TAGMEM_SIZE_LO ? 0 : 32, 32);
+        return true;
+    case A_TAG_FAULTS:
+        *value = qatomic_read(&s->tag_faults);
+        return true;
+    case A_TAG_FLUSHES:
+        *value = s->tag_flushes;
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -406,6 +421,10 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_BCAST_VALUE_HI:
     case A_AOR_GLOBAL:
     case A_BCAST_LOST:
+    case A_TAGMEM_SIZE_LO:
+    case A_TAGMEM_SIZE_HI:
+    case A_TAG_FAULTS:
+    case A_TAG_FLUSHES:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     }
@@ -492,6 +511,7 @@ static void tempest_nc_reset_hold(Object *obj, ResetType type)
     s->peers_down = 0;
     s->dropped = 0;
     tempest_nc_msg_reset(s);
+    tempest_nc_tags_reset(s);
 }
 
 static void tempest_nc_init(Object *obj)
@@ -541,6 +561,10 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
         return;
     }
     s->cmdline_len = len;
+    tempest_nc_tags_realize(s, errp);
+    if (*errp) {
+        return;
+    }
     tempest_nc_msg_realize(s, errp);
 }
 
@@ -660,6 +684,7 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,
                        30000),
     DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),
+    DEFINE_PROP_UINT64("tagmem-size", TempestNCState, tagmem_size, 0),
 };
 
 static void tempest_nc_class_init(ObjectClass *klass, void *data)

@@ -120,11 +120,15 @@ def prepare_tree():
             say("build: target-patches changed; resetting the QEMU tree to "
                 "Debian's and re-applying")
         git(src, "reset", "-q", "--hard", BASE_TAG)
+        # Files a patch created are untracked: remove them too.  (The
+        # overlay's links go as well; they are made again below.)
+        git(src, "clean", "-fdq")
         for p in files:
             r = git(src, "apply", "--index", "--whitespace=nowarn", p,
                     check=False)
             if r.returncode != 0:
                 git(src, "reset", "-q", "--hard", BASE_TAG)
+                git(src, "clean", "-fdq")
                 raise StepError(f"build: patch {os.path.relpath(p, ROOT)} "
                                 f"does not apply:\n{r.stderr.strip()}")
             say(f"build: applied {os.path.relpath(p, ROOT)}")

@@ -57,6 +57,9 @@ def run_parser(add_help=True):
                    help="vCPUs per node, 1 to 8 (default 1)")
     p.add_argument("--mem", type=parse_mem, default="128M",
                    help="RAM per node (default 128M)")
+    p.add_argument("--tagmem", type=parse_mem, default=None,
+                   help="tagged memory for Tempest user-managed pages "
+                        "(machine default 64M; 0 for none)")
     p.add_argument("--cpu", default=None,
                    help="CPU model (default: the machine's, cortex-a76)")
     p.add_argument("--timeout", type=float, default=120,
@@ -162,8 +165,11 @@ def fabric_spec(nodes, tcp, sock_dir):
 
 
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
-                 extra=(), fabric=None, cluster=0, credits=None):
+                 extra=(), fabric=None, cluster=0, credits=None,
+                 tagmem=None):
     machine = f"tempest,node-id={index},num-nodes={nodes}"
+    if tagmem:
+        machine += f",tagmem={tagmem}"
     if fabric:
         machine += f",fabric={fabric},cluster-id={cluster:#x}"
     if credits:
@@ -200,7 +206,7 @@ def new_run_dir(program):
 
 def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
-                tcp=False, credits=None):
+                tcp=False, credits=None, tagmem=None):
     """Boot the cluster and wait for it; returns a RunResult."""
     if not os.path.exists(QEMU_BIN):
         raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
@@ -241,7 +247,8 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     ns = []
     for i in range(nodes):
         ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
-                                       cpu, extra, fabric, cluster, credits),
+                                       cpu, extra, fabric, cluster, credits,
+                                       tagmem),
                        os.path.join(run_dir, f"node{i}.log")))
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:
@@ -374,6 +381,6 @@ def run_cli(args):
                       mem=args.mem, cpu=args.cpu, timeout=args.timeout,
                       run_dir=args.run_dir, echo=not args.quiet,
                       extra=args.qemu_arg, tcp=args.tcp,
-                      credits=args.credits)
+                      credits=args.credits, tagmem=args.tagmem)
     say(f"run: {res.summary}")
     return res.status

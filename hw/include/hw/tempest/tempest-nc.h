@@ -20,6 +20,10 @@
  *  + QOM property "fabric-timeout": ms to wait for the other nodes
  *  + QOM property "coll-fanout": children per node of the control
  *    network's combining tree
+ *  + QOM property "tagmem-size": bytes of tagged memory (0: none); then
+ *    sysbus MMIO region 1 is the tagged memory (map it at
+ *    TEMPEST_TAGMEM_BASE) and region 2 its unchecked alias
+ *    (TEMPEST_TAGMEM_ALIAS)
  */
 #ifndef HW_TEMPEST_TEMPEST_NC_H
 #define HW_TEMPEST_TEMPEST_NC_H
@@ -47,6 +51,7 @@ typedef struct TempestCmdBank {
     uint32_t op;
     uint32_t reason;
     uint64_t result;
+    bool tag_busy;          /* an exclusive tag change is pending */
 } TempestCmdBank;
 
 typedef struct TempestTimer {
@@ -117,6 +122,7 @@ struct TempestNCState {
     uint32_t credits;
     uint32_t fabric_timeout_ms;
     uint32_t coll_fanout;
+    uint64_t tagmem_size;
 
     /* Guest-visible state */
     uint32_t err_status;
@@ -165,6 +171,16 @@ struct TempestNCState {
     int aor_count;          /* root: nodes whose bit is set */
     bool *aor_bits;         /* root: every node's bit */
 
+    /* Tagged memory (tempest-nc-tags.c) */
+    MemoryRegion tagmem;
+    MemoryRegion tagmem_alias;
+    void *tagmem_host;
+    uint8_t *tags;              /* one TEMPEST_TAG_* per block */
+    uint16_t *tag_restricted;   /* per page: blocks not Writable */
+    uint32_t tag_faults;
+    uint32_t tag_flushes;
+    Error *tags_blocker;
+
     /* Derived at realize */
     uint32_t cmdline_len;
     TempestFabric *fabric;
@@ -197,5 +213,11 @@ void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
                            const uint8_t *body, size_t len);
 void tempest_nc_coll_peer_down(TempestNCState *s);
 void tempest_nc_coll_reset(TempestNCState *s);
+
+/* tempest-nc-tags.c: tagged memory */
+void tempest_nc_tags_realize(TempestNCState *s, Error **errp);
+void tempest_nc_tags_reset(TempestNCState *s);
+uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b);
+uint32_t tempest_nc_tag_get(TempestNCState *s, TempestCmdBank *b);
 
 #endif /* HW_TEMPEST_TEMPEST_NC_H */

@@ -26,6 +26,19 @@
 #define TEMPEST_RAM_BASE            0x40000000ULL
 #define TEMPEST_RAM_MAX             (16ULL << 30)   /* 16 GiB */
 
+/*
+ * Tagged memory (version 1.3): the page frames of the Tempest user-managed
+ * segment.  Every TEMPEST_TAG_BLK_SIZE block carries an access tag that
+ * the CPUs' loads and stores are checked against (Tempest Table 1); a
+ * conflicting access is a synchronous external abort (DFSC 0x10) with FAR
+ * inside the conflicting block.  The same frames appear a second time at
+ * TEMPEST_TAGMEM_ALIAS, never checked: for the library and for DMA.
+ * Size: machine property tagmem (TAGMEM_SIZE register; 0 = none).
+ */
+#define TEMPEST_TAGMEM_BASE         0x1000000000ULL  /* 64 GiB */
+#define TEMPEST_TAGMEM_ALIAS        0x2000000000ULL  /* 128 GiB */
+#define TEMPEST_TAGMEM_MAX          (4ULL << 30)
+
 /* Shared peripheral interrupts (GIC INTID = 32 + SPI number) */
 #define TEMPEST_UART_SPI            1
 #define TEMPEST_NC_SPI              2
@@ -123,6 +136,12 @@
 #define TEMPEST_NC_AOR_GLOBAL       0x0E4   /* RO: OR of every node's bit */
 #define TEMPEST_NC_BCAST_LOST       0x0E8   /* words dropped: FIFO full */
 
+/* Tagged memory (version 1.3) */
+#define TEMPEST_NC_TAGMEM_SIZE_LO   0x0F0   /* bytes of tagged memory */
+#define TEMPEST_NC_TAGMEM_SIZE_HI   0x0F4
+#define TEMPEST_NC_TAG_FAULTS       0x0F8   /* accesses refused by a tag */
+#define TEMPEST_NC_TAG_FLUSHES      0x0FC   /* exclusive downgrades done */
+
 /*
  * Command bank (version 1.1), after FLASH's initiation protocol: write the
  * arguments and the operation, then READ CMD_COMMIT, which executes the
@@ -145,7 +164,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    2
+#define TEMPEST_NC_VERSION_MINOR    3
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -157,6 +176,7 @@
 #define TEMPEST_NC_FEAT_TIMER       (1U << 4)   /* TEMPEST_CMD_TIMER_ARM */
 #define TEMPEST_NC_FEAT_CMD         (1U << 5)   /* the command bank */
 #define TEMPEST_NC_FEAT_COLL        (1U << 6)   /* the control network */
+#define TEMPEST_NC_FEAT_TAGS        (1U << 7)   /* tagged memory */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -216,6 +236,19 @@
  */
 #define TEMPEST_CMD_BCAST           4
 
+/*
+ * ARG0 an address in tagged memory (TEMPEST_TAGMEM_BASE + offset), ARG1 a
+ * length in bytes (a multiple of the block size, > 0), ARG2 the new tag
+ * (TEMPEST_TAG_*) for every block of [ARG0 & ~(block - 1), + ARG1).  A
+ * change that reduces access to any block takes effect on every vCPU
+ * before the command succeeds: the first COMMIT of such a change answers
+ * RETRY while the controller stops the vCPUs; read COMMIT again until it
+ * answers SUCCESS (the library spins on it).  RESULT: blocks changed.
+ */
+#define TEMPEST_CMD_TAG_SET         5
+/* ARG0 an address in tagged memory; RESULT: its block's tag. */
+#define TEMPEST_CMD_TAG_GET         6
+
 /* TEMPEST_NC_CMD_REASON values */
 #define TEMPEST_CMD_E_NONE          0
 #define TEMPEST_CMD_E_BAD_OP        1   /* no such operation */
@@ -229,6 +262,14 @@
 /* TEMPEST_CMD_E_BAD_COLL: kind, fn, variant, lanes or segment wrong */
 #define TEMPEST_CMD_E_BAD_COLL      9
 #define TEMPEST_CMD_E_NO_FABRIC     10  /* the cluster is not formed */
+#define TEMPEST_CMD_E_BAD_TAG       11  /* no such tag */
+#define TEMPEST_CMD_E_BAD_LEN       12  /* length 0 or not whole blocks */
+
+/* Access tags (the Tempest spec's TPPI_BlkAccTag order) */
+#define TEMPEST_TAG_BUSY            0   /* loads and stores fault */
+#define TEMPEST_TAG_INVALID         1   /* loads and stores fault */
+#define TEMPEST_TAG_READONLY        2   /* stores fault */
+#define TEMPEST_TAG_WRITABLE        3   /* nothing faults */
 
 /* Collectives */
 #define TEMPEST_COLL_COMBINE        1
