@@ -16,6 +16,8 @@
  *   CREDIT  body: u32 count: the sender may send count more DATA frames
  *                 on network net
  *   BYE     body: u32 status: the node is exiting with this status
+ *   XFER    body: the transfer engine (tempest-nc-xfer.c): u8 kind,
+ *                 3 bytes 0, u32 message id, then what the kind carries
  *   COLL    body: the control network (tempest-nc-coll.c):
  *                 u32 seq, u8 dir, u8 kind, u8 fn, u8 variant,
  *                 u16 lanes, u16 error, u32 count,
@@ -48,7 +50,10 @@ enum {
     FABRIC_CREDIT = 3,
     FABRIC_BYE = 4,
     FABRIC_COLL = 5,
+    FABRIC_XFER = 6,
 };
+
+#define FABRIC_XFER_HDR         8       /* kind, 3 bytes 0, message id */
 
 /* COLL directions */
 enum {
@@ -213,6 +218,10 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
                            count * FABRIC_COLL_ENTRY(lanes) ?
                FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     }
+    case FABRIC_XFER:
+        /* The kinds and their sizes are checked by the transfer engine. */
+        return hdr->len >= FABRIC_XFER_HDR && hdr->net == 0 ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     default:
         return FABRIC_PARSE_BAD;
     }

@@ -160,16 +160,22 @@ static bool fabric_conn_flush(FabricConn *c)
     return true;
 }
 
-/* Queue a frame (head, then body) and write as much as the socket takes. */
-static void fabric_conn_queue2(FabricConn *c, const uint8_t *head,
-                               size_t head_len, const uint8_t *body,
-                               size_t body_len)
+/*
+ * Queue a frame given in up to three parts (frame header, body head, body)
+ * and write as much as the socket takes.
+ */
+static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
+                               const uint8_t *b, size_t blen,
+                               const uint8_t *d, size_t dlen)
 {
     bool was_empty = c->tx->len == 0;
 
-    g_byte_array_append(c->tx, head, head_len);
-    if (body_len) {
-        g_byte_array_append(c->tx, body, body_len);
+    g_byte_array_append(c->tx, a, alen);
+    if (blen) {
+        g_byte_array_append(c->tx, b, blen);
+    }
+    if (dlen) {
+        g_byte_array_append(c->tx, d, dlen);
     }
     if (!fabric_conn_flush(c)) {
         fabric_conn_close(c, "write failed");
@@ -182,7 +188,7 @@ static void fabric_conn_queue2(FabricConn *c, const uint8_t *head,
 
 static void fabric_conn_queue(FabricConn *c, const uint8_t *data, size_t len)
 {
-    fabric_conn_queue2(c, data, len, NULL, 0);
+    fabric_conn_queue3(c, data, len, NULL, 0, NULL, 0);
 }
 
 static void fabric_conn_writable(void *opaque)
@@ -195,6 +201,9 @@ static void fabric_conn_writable(void *opaque)
     }
     if (!c->tx->len) {
         fabric_conn_update_handlers(c);
+        if (c->peer >= 0) {
+            c->fab->ops->tx_drained(c->fab->opaque, c->peer);
+        }
     }
 }
 
@@ -387,6 +396,9 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
         return true;
     case FABRIC_COLL:
         f->ops->coll(f->opaque, c->peer, body, hdr->len);
+        return true;
+    case FABRIC_XFER:
+        f->ops->xfer(f->opaque, c->peer, body, hdr->len);
         return true;
     case FABRIC_BYE:
         p->exited = true;
@@ -705,7 +717,30 @@ void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
     }
     trace_tempest_fabric_coll_tx(f->node, peer, body[4], len);
     fabric_put_header(hdr, FABRIC_COLL, 0, len);
-    fabric_conn_queue2(c, hdr, sizeof(hdr), body, len);
+    fabric_conn_queue3(c, hdr, sizeof(hdr), body, len, NULL, 0);
+}
+
+void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
+                              const uint8_t *head, size_t head_len,
+                              const uint8_t *body, size_t body_len)
+{
+    FabricConn *c = f->peers[peer].conn;
+    uint8_t hdr[FABRIC_HDR_SIZE];
+    size_t len = head_len + body_len;
+
+    assert(peer != f->node && len <= FABRIC_MAX_BODY);
+    if (!c) {
+        return;     /* gone: the engine learns it through peer_down */
+    }
+    fabric_put_header(hdr, FABRIC_XFER, 0, len);
+    fabric_conn_queue3(c, hdr, sizeof(hdr), head, head_len, body, body_len);
+}
+
+size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
+{
+    FabricConn *c = f->peers[peer].conn;
+
+    return c ? c->tx->len : 0;
 }
 
 void tempest_fabric_bye(TempestFabric *f, uint32_t status)

@@ -144,8 +144,8 @@ static void nc_cq_deliver(TempestNCState *s)
     }
 }
 
-static void nc_post_event(TempestNCState *s, uint32_t type, uint32_t node,
-                          uint64_t a, uint64_t b, uint64_t c)
+void tempest_nc_post_event(TempestNCState *s, uint32_t type, uint32_t node,
+                           uint64_t a, uint64_t b, uint64_t c)
 {
     TempestEvent *e;
 
@@ -262,7 +262,7 @@ static void nc_send_error(TempestNCState *s, unsigned ring, uint32_t slot,
 {
     s->send_errors++;
     tempest_nc_guest_error(s, code, slot, 0);
-    nc_post_event(s, TEMPEST_EV_SEND_ERROR, dest, slot, code, ring);
+    tempest_nc_post_event(s, TEMPEST_EV_SEND_ERROR, dest, slot, code, ring);
 }
 
 /* Send what the guest put in send ring 'ring' (= its network). */
@@ -372,8 +372,10 @@ static void nc_fabric_peer_down(void *opaque, unsigned peer, bool exited,
     TempestNCState *s = opaque;
 
     s->peers_down++;
-    nc_post_event(s, TEMPEST_EV_PEER_DOWN, peer, exited ? 0 : 1, status, 0);
+    tempest_nc_post_event(s, TEMPEST_EV_PEER_DOWN, peer, exited ? 0 : 1,
+                          status, 0);
     tempest_nc_coll_peer_down(s);
+    tempest_nc_xfer_peer_down(s, peer);
     /* A send ring waiting for this peer's credit fails those slots now. */
     if (s->sq_wait[0] == (int)peer || s->sq_wait[1] == (int)peer) {
         qemu_bh_schedule(s->sq_bh);
@@ -393,6 +395,17 @@ static void nc_fabric_coll(void *opaque, unsigned peer, const uint8_t *body,
     tempest_nc_coll_frame(opaque, peer, body, len);
 }
 
+static void nc_fabric_xfer(void *opaque, unsigned peer, const uint8_t *body,
+                           size_t len)
+{
+    tempest_nc_xfer_frame(opaque, peer, body, len);
+}
+
+static void nc_fabric_tx_drained(void *opaque, unsigned peer)
+{
+    tempest_nc_xfer_drained(opaque, peer);
+}
+
 static void nc_fabric_dropped(void *opaque, int peer, const char *why)
 {
     TempestNCState *s = opaque;
@@ -406,6 +419,8 @@ static const TempestFabricOps nc_fabric_ops = {
     .peer_down = nc_fabric_peer_down,
     .state = nc_fabric_state,
     .coll = nc_fabric_coll,
+    .xfer = nc_fabric_xfer,
+    .tx_drained = nc_fabric_tx_drained,
     .dropped = nc_fabric_dropped,
 };
 
@@ -452,7 +467,8 @@ static void nc_timer_fire(void *opaque)
         }
         t->armed = 0;
         trace_tempest_nc_timer_fire(s->node_id, t->id);
-        nc_post_event(s, TEMPEST_EV_TIMER, s->node_id, t->a, t->b, t->id);
+        tempest_nc_post_event(s, TEMPEST_EV_TIMER, s->node_id, t->a, t->b,
+                              t->id);
     }
     nc_timer_schedule(s);
 }
@@ -562,6 +578,15 @@ uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b)
     case TEMPEST_CMD_TAG_GET:
         status = tempest_nc_tag_get(s, b);
         break;
+    case TEMPEST_CMD_XFER:
+        status = tempest_nc_xfer_start(s, b);
+        break;
+    case TEMPEST_CMD_BUF_POST:
+        status = tempest_nc_buf_post(s, b);
+        break;
+    case TEMPEST_CMD_FOP:
+        status = tempest_nc_fop(s, b);
+        break;
     default:
         status = nc_fail(b, TEMPEST_CMD_E_BAD_OP);
         break;
@@ -591,6 +616,7 @@ void tempest_nc_msg_realize(TempestNCState *s, Error **errp)
     s->tick_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, nc_timer_fire, s);
     s->retry_timer = timer_new_ms(QEMU_CLOCK_REALTIME, nc_retry, s);
     s->sq_bh = qemu_bh_new(nc_sq_bh, s);
+    tempest_nc_xfer_init(s);
 
     s->fabric = tempest_fabric_new(s->fabric_spec, s->cluster_id, s->node_id,
                                    s->num_nodes, s->credits,
@@ -636,6 +662,7 @@ void tempest_nc_msg_unrealize(TempestNCState *s)
     timer_free(s->retry_timer);
     qemu_bh_delete(s->sq_bh);
     tempest_nc_coll_reset(s);
+    tempest_nc_xfer_free(s);
     g_free(s->aor_bits);
     s->aor_bits = NULL;
 }
@@ -656,6 +683,7 @@ void tempest_nc_msg_reset(TempestNCState *s)
     s->irq_status = s->irq_enable = 0;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
     tempest_nc_coll_reset(s);
+    tempest_nc_xfer_reset(s);
     if (s->tick_timer) {
         timer_del(s->tick_timer);
     }

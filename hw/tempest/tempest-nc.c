@@ -86,11 +86,17 @@ REG32(TAGMEM_SIZE_LO, TEMPEST_NC_TAGMEM_SIZE_LO)
 REG32(TAGMEM_SIZE_HI, TEMPEST_NC_TAGMEM_SIZE_HI)
 REG32(TAG_FAULTS, TEMPEST_NC_TAG_FAULTS)
 REG32(TAG_FLUSHES, TEMPEST_NC_TAG_FLUSHES)
+REG32(XFER_ACTIVE, TEMPEST_NC_XFER_ACTIVE)
+REG32(XFER_SENT_LO, TEMPEST_NC_XFER_SENT_LO)
+REG32(XFER_SENT_HI, TEMPEST_NC_XFER_SENT_HI)
+REG32(XFER_RECV_LO, TEMPEST_NC_XFER_RECV_LO)
+REG32(XFER_RECV_HI, TEMPEST_NC_XFER_RECV_HI)
+REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
      TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
-     TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS)
+     TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 static const char *const tempest_nc_err_names[] = {
@@ -300,6 +306,22 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_TAG_FLUSHES:
         *value = s->tag_flushes;
         return true;
+    case A_XFER_ACTIVE:
+        *value = s->xfer_active;
+        return true;
+    case A_XFER_SENT_LO:
+    case A_XFER_SENT_HI:
+        *value = extract64(s->xfer_sent_bytes,
+                           offset == A_XFER_SENT_LO ? 0 : 32, 32);
+        return true;
+    case A_XFER_RECV_LO:
+    case A_XFER_RECV_HI:
+        *value = extract64(s->xfer_recv_bytes,
+                           offset == A_XFER_RECV_LO ? 0 : 32, 32);
+        return true;
+    case A_XFER_WAITING:
+        *value = s->xfer_waiting;
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -425,6 +447,12 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:
     case A_TAG_FLUSHES:
+    case A_XFER_ACTIVE:
+    case A_XFER_SENT_LO:
+    case A_XFER_SENT_HI:
+    case A_XFER_RECV_LO:
+    case A_XFER_RECV_HI:
+    case A_XFER_WAITING:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     }

@@ -35,6 +35,11 @@ typedef struct TempestFabricOps {
     /* A control-network frame from peer (layout in fabric-proto.h). */
     void (*coll)(void *opaque, unsigned peer, const uint8_t *body,
                  size_t len);
+    /* A transfer-engine frame from peer (layout in fabric-proto.h). */
+    void (*xfer)(void *opaque, unsigned peer, const uint8_t *body,
+                 size_t len);
+    /* The queue of frames waiting for peer's socket became empty. */
+    void (*tx_drained)(void *opaque, unsigned peer);
     /* A frame from peer (or -1: before its HELLO) was dropped. */
     void (*dropped)(void *opaque, int peer, const char *why);
 } TempestFabricOps;
@@ -71,6 +76,16 @@ void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
  */
 void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
                               const uint8_t *body, size_t len);
+/*
+ * Send a transfer-engine frame to peer (not this node): head then body,
+ * one frame.  Not under credit: the engine bounds what it queues with
+ * tempest_fabric_tx_queued() and waits for ops->tx_drained.
+ */
+void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
+                              const uint8_t *head, size_t head_len,
+                              const uint8_t *body, size_t body_len);
+/* Bytes queued for peer's socket and not yet written. */
+size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer);
 /* Tell every peer this node exits with status, as far as can be sent. */
 void tempest_fabric_bye(TempestFabric *f, uint32_t status);
 

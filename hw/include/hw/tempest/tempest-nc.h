@@ -45,6 +45,17 @@ typedef struct TempestRing {
     uint32_t idx;       /* SQ: next slot to read; RQ, CQ: next to write */
 } TempestRing;
 
+enum {
+    FOP_IDLE,
+    FOP_PENDING,        /* request sent, reply awaited */
+    FOP_DONE,
+    FOP_FAILED,
+};
+
+typedef struct TempestXferOut TempestXferOut;
+typedef struct TempestXferIn TempestXferIn;
+typedef struct TempestXferBuf TempestXferBuf;
+
 /* One vCPU's command bank (FLASH's initiation protocol). */
 typedef struct TempestCmdBank {
     uint64_t arg[TEMPEST_NC_CMD_NUM_ARGS];
@@ -52,6 +63,11 @@ typedef struct TempestCmdBank {
     uint32_t reason;
     uint64_t result;
     bool tag_busy;          /* an exclusive tag change is pending */
+    uint32_t fop_state;     /* FOP_* */
+    uint32_t fop_id;
+    uint32_t fop_home;
+    uint32_t fop_reason;
+    uint64_t fop_value;
 } TempestCmdBank;
 
 typedef struct TempestTimer {
@@ -181,6 +197,19 @@ struct TempestNCState {
     uint32_t tag_flushes;
     Error *tags_blocker;
 
+    /* Transfer engine (tempest-nc-xfer.c) */
+    QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */
+    QSIMPLEQ_HEAD(, TempestXferBuf) xfer_bufs;  /* posted receive buffers */
+    GHashTable *xfer_in;                        /* (src, mid) -> XferIn */
+    QEMUBH *xfer_bh;
+    uint32_t xfer_active;
+    uint32_t xfer_nbufs;
+    uint32_t xfer_waiting;
+    uint32_t xfer_next_mid;
+    uint32_t xfer_next_fop;
+    uint64_t xfer_sent_bytes;
+    uint64_t xfer_recv_bytes;
+
     /* Derived at realize */
     uint32_t cmdline_len;
     TempestFabric *fabric;
@@ -213,6 +242,20 @@ void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
                            const uint8_t *body, size_t len);
 void tempest_nc_coll_peer_down(TempestNCState *s);
 void tempest_nc_coll_reset(TempestNCState *s);
+
+/* tempest-nc-xfer.c: the transfer engine and fetch-and-op */
+void tempest_nc_xfer_init(TempestNCState *s);
+void tempest_nc_xfer_reset(TempestNCState *s);
+void tempest_nc_xfer_free(TempestNCState *s);
+uint32_t tempest_nc_xfer_start(TempestNCState *s, TempestCmdBank *b);
+uint32_t tempest_nc_buf_post(TempestNCState *s, TempestCmdBank *b);
+uint32_t tempest_nc_fop(TempestNCState *s, TempestCmdBank *b);
+void tempest_nc_xfer_frame(TempestNCState *s, unsigned peer,
+                           const uint8_t *body, size_t len);
+void tempest_nc_xfer_drained(TempestNCState *s, unsigned peer);
+void tempest_nc_xfer_peer_down(TempestNCState *s, unsigned peer);
+void tempest_nc_post_event(TempestNCState *s, uint32_t type, uint32_t node,
+                           uint64_t a, uint64_t b, uint64_t c);
 
 /* tempest-nc-tags.c: tagged memory */
 void tempest_nc_tags_realize(TempestNCState *s, Error **errp);

@@ -158,13 +158,21 @@
 #define TEMPEST_NC_CMD_REASON       0x138   /* TEMPEST_CMD_E_* after FAIL */
 #define TEMPEST_NC_CMD_RESULT       0x140   /* 64-bit result */
 
+/* Transfer engine (version 1.4), statistics since reset */
+#define TEMPEST_NC_XFER_ACTIVE      0x180   /* transfers this node sends */
+#define TEMPEST_NC_XFER_SENT_LO     0x188   /* bytes sent by transfers */
+#define TEMPEST_NC_XFER_SENT_HI     0x18C
+#define TEMPEST_NC_XFER_RECV_LO     0x190   /* bytes stored by transfers */
+#define TEMPEST_NC_XFER_RECV_HI     0x194
+#define TEMPEST_NC_XFER_WAITING     0x198   /* typed messages with no buffer */
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    3
+#define TEMPEST_NC_VERSION_MINOR    4
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -177,6 +185,7 @@
 #define TEMPEST_NC_FEAT_CMD         (1U << 5)   /* the command bank */
 #define TEMPEST_NC_FEAT_COLL        (1U << 6)   /* the control network */
 #define TEMPEST_NC_FEAT_TAGS        (1U << 7)   /* tagged memory */
+#define TEMPEST_NC_FEAT_XFER        (1U << 8)   /* transfers, fetch-and-op */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -249,6 +258,46 @@
 /* ARG0 an address in tagged memory; RESULT: its block's tag. */
 #define TEMPEST_CMD_TAG_GET         6
 
+/*
+ * The transfer engine, after FLASH's MAGIC (section 3): memory to memory
+ * between nodes, cut into cache-line components carrying the message id
+ * and an offset, interleaved round-robin with every other transfer and
+ * with active messages.  ARG0 the destination node (may be this node);
+ * ARG1 the source address (here); ARG2 the length (1..TEMPEST_XFER_MAX,
+ * any alignment); ARG3 the destination address there (memory copy), or,
+ * with TEMPEST_XFER_TYPED in ARG5, the message type: the receiver's
+ * controller puts it in a buffer posted in advance for that type; ARG4 a
+ * cookie returned in both completion events.  RESULT: the message id.
+ * RETRY while TEMPEST_XFER_MAX_OUT transfers of this node are under way.
+ * Completion: XFER_SENT here (the source may be reused and the data is
+ * stored there), XFER_RECV there.
+ */
+#define TEMPEST_CMD_XFER            7
+/*
+ * ARG0 type, ARG1 address, ARG2 length: a receive buffer for typed
+ * transfers of that type (FLASH's bufalloc).  RETRY when the controller
+ * holds TEMPEST_XFER_MAX_BUFS posted buffers.
+ */
+#define TEMPEST_CMD_BUF_POST        8
+/*
+ * Fetch-and-op at the home node, done by the home node's controller with
+ * no guest handler (FLASH 3.6): ARG0 the home node, ARG1 the address there
+ * of a 64-bit word (8-byte aligned), ARG2 TEMPEST_FOP_*, ARG3 the operand,
+ * ARG4 the value compared (CAS).  The first COMMIT sends the request and
+ * answers RETRY; reading COMMIT again answers RETRY until the reply is in,
+ * then SUCCESS with the word's old value in RESULT (the waiting read).
+ */
+#define TEMPEST_CMD_FOP             9
+
+#define TEMPEST_XFER_TYPED          (1U << 0)   /* ARG5: ARG3 is a type */
+#define TEMPEST_XFER_MAX            (1ULL << 30)
+#define TEMPEST_XFER_MAX_OUT        64
+#define TEMPEST_XFER_MAX_BUFS       1024
+#define TEMPEST_XFER_COMPONENT      64          /* bytes, a cache line */
+#define TEMPEST_FOP_ADD             0
+#define TEMPEST_FOP_SWAP            1
+#define TEMPEST_FOP_CAS             2           /* swap if equal */
+
 /* TEMPEST_NC_CMD_REASON values */
 #define TEMPEST_CMD_E_NONE          0
 #define TEMPEST_CMD_E_BAD_OP        1   /* no such operation */
@@ -264,6 +313,10 @@
 #define TEMPEST_CMD_E_NO_FABRIC     10  /* the cluster is not formed */
 #define TEMPEST_CMD_E_BAD_TAG       11  /* no such tag */
 #define TEMPEST_CMD_E_BAD_LEN       12  /* length 0 or not whole blocks */
+#define TEMPEST_CMD_E_BAD_NODE      13  /* no such node in the cluster */
+#define TEMPEST_CMD_E_PEER_DOWN     14  /* that node is gone */
+#define TEMPEST_CMD_E_BAD_FOP       15  /* no such fetch-and-op */
+#define TEMPEST_CMD_E_REMOTE        16  /* the other node refused it */
 
 /* Access tags (the Tempest spec's TPPI_BlkAccTag order) */
 #define TEMPEST_TAG_BUSY            0   /* loads and stores fault */
@@ -344,6 +397,16 @@
 #define TEMPEST_PKT_DATA            32  /* payload */
 #define TEMPEST_PKT_VALID           (1U << 31)
 #define TEMPEST_PKT_LEN_MASK        0xFFFFU
+
+/*
+ * XFER_SENT: A the message id, B the cookie, C 0 or why it failed
+ *   (TEMPEST_CMD_E_REMOTE: the destination range is not the receiver's
+ *   RAM or no buffer of its type is big enough; TEMPEST_CMD_E_PEER_DOWN).
+ * XFER_RECV: NODE the sender, A where the data is, B its length (low 32
+ *   bits) and type (high 32 bits, typed transfers), C the cookie.
+ */
+#define TEMPEST_EV_XFER_SENT        4
+#define TEMPEST_EV_XFER_RECV        5
 
 /* Control event slot (CQ). */
 #define TEMPEST_EV_SIZE             32

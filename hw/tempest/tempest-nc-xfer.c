@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tempest node controller: the transfer engine and fetch-and-op, after
+ * Stanford FLASH's MAGIC (Heinlein et al. 1994, sections 3 and 3.6).
+ *
+ * A transfer is described through the command bank and validated before
+ * anything moves.  The sending controller sends a header, then the data
+ * as components of TEMPEST_XFER_COMPONENT bytes, each frame carrying the
+ * message id and the offset of its first component (3.3.1).  Like MAGIC's
+ * software queue (3.3.2) a scheduler takes one frame of each active
+ * transfer in turn, and stops while XFER_TX_HIGH bytes already wait for a
+ * peer's socket: an active message queued meanwhile waits behind at most
+ * that much, whatever the size of the transfers.  The receiving controller
+ * checks the destination, stores every frame straight into it (no staging
+ * copy) and acknowledges the whole transfer; typed transfers take a
+ * buffer the receiver posted in advance (FLASH's bufalloc, 3.4.1) and
+ * wait, holding their sender, until one is posted.
+ *
+ * Fetch-and-op is done by the home node's controller with host atomics on
+ * the guest's RAM, so it is atomic against the guest's own atomics; the
+ * result comes back to the requester's waiting COMMIT read.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/atomic.h"
+#include "qemu/main-loop.h"
+#include "qemu/units.h"
+#include "exec/address-spaces.h"
+#include "hw/tempest/tempest-nc.h"
+#include "fabric-proto.h"
+#include "trace.h"
+
+#define XFER_FRAME_DATA     (64 * KiB)      /* 1024 components */
+#define XFER_TX_HIGH        (256 * KiB)     /* queued per peer, at most */
+
+enum {
+    XFER_HDR = 1,       /* u64 len, u64 where, u32 flags, 0, u64 cookie */
+    XFER_DATA,          /* u64 offset, then the data */
+    XFER_GO,            /* typed: a buffer is ready, send the data */
+    XFER_ACK,           /* u32 status: all stored (0), or refused */
+    XFER_ABORT,         /* the sender stops: forget the message */
+    XFER_FOP_REQ,       /* u32 op, u32 0, u64 addr, u64 operand, u64 cmp */
+    XFER_FOP_REP,       /* u32 status, u32 0, u64 old value */
+};
+
+#define HDR_BODY    (8 + 8 + 4 + 4 + 8)
+#define FOP_BODY    (4 + 4 + 8 + 8 + 8)
+#define REP_BODY    (4 + 4 + 8)
+
+typedef enum {
+    OUT_SENDING,
+    OUT_WAIT_GO,
+    OUT_WAIT_ACK,
+} OutState;
+
+struct TempestXferOut {
+    QTAILQ_ENTRY(TempestXferOut) next;
+    uint32_t mid;
+    uint32_t dest;
+    uint64_t src, len, sent;
+    uint64_t where;         /* destination address, or type */
+    uint32_t flags;
+    uint64_t cookie;
+    OutState state;
+};
+
+struct TempestXferIn {
+    uint32_t src, mid;
+    uint64_t len, got;
+    uint64_t addr;          /* where the data goes; valid unless waiting */
+    uint32_t type;
+    bool typed, waiting, refused;
+    uint64_t cookie;
+};
+
+struct TempestXferBuf {
+    QSIMPLEQ_ENTRY(TempestXferBuf) next;
+    uint32_t type;
+    uint64_t addr, len;
+};
+
+static bool in_ram(TempestNCState *s, uint64_t addr, uint64_t len)
+{
+    uint64_t end = s->ram_base + s->ram_size;
+
+    return len && addr >= s->ram_base && addr < end && len <= end - addr;
+}
+
+static uint64_t in_key(uint32_t src, uint32_t mid)
+{
+    return (uint64_t)src << 32 | mid;
+}
+
+static void xfer_frame(TempestNCState *s, unsigned peer, uint8_t kind,
+                       uint32_t mid, const uint8_t *extra, size_t extra_len,
+                       const uint8_t *data, size_t data_len)
+{
+    uint8_t head[FABRIC_XFER_HDR + HDR_BODY] = { kind };
+
+    assert(extra_len <= HDR_BODY);
+    fabric_st32(head + 4, mid);
+    memcpy(head + FABRIC_XFER_HDR, extra, extra_len);
+    tempest_fabric_send_xfer(s->fabric, peer, head,
+                             FABRIC_XFER_HDR + extra_len, data, data_len);
+}
+
+static void xfer_send_u32(TempestNCState *s, unsigned peer, uint8_t kind,
+                          uint32_t mid, uint32_t value)
+{
+    uint8_t v[4];
+
+    fabric_st32(v, value);
+    xfer_frame(s, peer, kind, mid, v, sizeof(v), NULL, 0);
+}
+
+static void xfer_event_sent(TempestNCState *s, TempestXferOut *o,
+                            uint32_t status)
+{
+    trace_tempest_nc_xfer_done(s->node_id, o->mid, o->dest, o->len, status);
+    tempest_nc_post_event(s, TEMPEST_EV_XFER_SENT, o->dest, o->mid,
+                          o->cookie, status);
+    QTAILQ_REMOVE(&s->xfer_out, o, next);
+    s->xfer_active--;
+    g_free(o);
+}
+
+static TempestXferOut *xfer_find_out(TempestNCState *s, uint32_t dest,
+                                     uint32_t mid)
+{
+    TempestXferOut *o;
+
+    QTAILQ_FOREACH(o, &s->xfer_out, next) {
+        if (o->mid == mid && o->dest == dest) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Receiving                                                           */
+/* ------------------------------------------------------------------ */
+
+/* The whole message is stored: tell the guest and the sender. */
+static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
+{
+    tempest_nc_post_event(s, TEMPEST_EV_XFER_RECV, in->src, in->addr,
+                          in->len | (uint64_t)in->type << 32, in->cookie);
+    if (in->src == s->node_id) {
+        TempestXferOut *o = xfer_find_out(s, in->src, in->mid);
+
+        if (o) {
+            xfer_event_sent(s, o, 0);
+        }
+    } else {
+        xfer_send_u32(s, in->src, XFER_ACK, in->mid, 0);
+    }
+    /* Frees in. */
+    g_hash_table_remove(s->xfer_in, &(uint64_t){ in_key(in->src, in->mid) });
+}
+
+/* Give a waiting typed message a posted buffer, if one fits. */
+static bool xfer_take_buffer(TempestNCState *s, TempestXferIn *in,
+                             bool *refuse)
+{
+    TempestXferBuf *b, *fit = NULL;
+    bool any = false;
+
+    QSIMPLEQ_FOREACH(b, &s->xfer_bufs, next) {
+        if (b->type == in->type) {
+            any = true;
+            if (b->len >= in->len) {
+                fit = b;
+                break;
+            }
+        }
+    }
+    *refuse = any && !fit;
+    if (!fit) {
+        return false;
+    }
+    QSIMPLEQ_REMOVE(&s->xfer_bufs, fit, TempestXferBuf, next);
+    s->xfer_nbufs--;
+    in->addr = fit->addr;
+    g_free(fit);
+    return true;
+}
+
+static void xfer_in_refuse(TempestNCState *s, TempestXferIn *in)
+{
+    in->refused = true;
+    if (in->src == s->node_id) {
+        TempestXferOut *o = xfer_find_out(s, in->src, in->mid);
+
+        if (o) {
+            xfer_event_sent(s, o, TEMPEST_CMD_E_REMOTE);
+        }
+        g_hash_table_remove(s->xfer_in,
+                            &(uint64_t){ in_key(in->src, in->mid) });
+    } else {
+        xfer_send_u32(s, in->src, XFER_ACK, in->mid, TEMPEST_CMD_E_REMOTE);
+    }
+}
+
+/* A typed message may go ahead: its buffer is chosen. */
+static void xfer_in_go(TempestNCState *s, TempestXferIn *in)
+{
+    in->waiting = false;
+    if (in->src == s->node_id) {
+        TempestXferOut *o = xfer_find_out(s, in->src, in->mid);
+
+        if (o) {
+            o->state = OUT_SENDING;
+            qemu_bh_schedule(s->xfer_bh);
+        }
+    } else {
+        xfer_frame(s, in->src, XFER_GO, in->mid, NULL, 0, NULL, 0);
+    }
+}
+
+static void xfer_in_header(TempestNCState *s, unsigned src, uint32_t mid,
+                           uint64_t len, uint64_t where, uint32_t flags,
+                           uint64_t cookie)
+{
+    TempestXferIn *in = g_new0(TempestXferIn, 1);
+    uint64_t *key = g_new(uint64_t, 1);
+    bool refuse = false;
+
+    *key = in_key(src, mid);
+    in->src = src;
+    in->mid = mid;
+    in->len = len;
+    in->cookie = cookie;
+    in->typed = flags & TEMPEST_XFER_TYPED;
+    g_hash_table_replace(s->xfer_in, key, in);
+    if (!in->typed) {
+        in->addr = where;
+        if (!in_ram(s, where, len)) {
+            xfer_in_refuse(s, in);
+        }
+        return;
+    }
+    in->type = where;
+    if (xfer_take_buffer(s, in, &refuse)) {
+        xfer_in_go(s, in);
+    } else if (refuse) {
+        xfer_in_refuse(s, in);
+    } else {
+        in->waiting = true;
+        s->xfer_waiting++;
+    }
+}
+
+static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
+                         uint64_t offset, const uint8_t *data, size_t n)
+{
+    if (in->refused) {
+        return;     /* its sender is told; drop what was already sent */
+    }
+    if (address_space_write(&address_space_memory, in->addr + offset,
+                            MEMTXATTRS_UNSPECIFIED, data, n) != MEMTX_OK) {
+        in->refused = true;
+        xfer_send_u32(s, in->src, XFER_ACK, in->mid, TEMPEST_CMD_E_REMOTE);
+        return;
+    }
+    in->got += n;
+    s->xfer_recv_bytes += n;
+    if (in->got == in->len) {
+        xfer_in_done(s, in);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending: MAGIC's software queue                                     */
+/* ------------------------------------------------------------------ */
+
+typedef enum {
+    STEP_BLOCKED,       /* its peer's queue is full */
+    STEP_MORE,          /* a frame went, more to come */
+    STEP_LAST,          /* the last frame went (o may be gone) */
+} StepResult;
+
+/* Send one frame of o. */
+static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
+{
+    uint64_t n = MIN(o->len - o->sent, XFER_FRAME_DATA), at = o->sent;
+    g_autofree uint8_t *buf = NULL;
+    uint32_t dest = o->dest, mid = o->mid;
+    uint8_t off[8];
+    bool last;
+
+    if (dest != s->node_id &&
+        tempest_fabric_tx_queued(s->fabric, dest) >= XFER_TX_HIGH) {
+        return STEP_BLOCKED;
+    }
+    buf = g_malloc(n);
+    if (address_space_read(&address_space_memory, o->src + at,
+                           MEMTXATTRS_UNSPECIFIED, buf, n) != MEMTX_OK) {
+        memset(buf, 0, n);      /* checked at the command: cannot happen */
+    }
+    o->sent += n;
+    s->xfer_sent_bytes += n;
+    last = o->sent == o->len;
+    if (last) {
+        o->state = OUT_WAIT_ACK;
+    }
+    if (dest == s->node_id) {
+        TempestXferIn *in = g_hash_table_lookup(s->xfer_in,
+                              &(uint64_t){ in_key(dest, mid) });
+
+        if (in) {
+            xfer_in_data(s, in, at, buf, n);    /* the last one frees o */
+        }
+    } else {
+        fabric_st64(off, at);
+        xfer_frame(s, dest, XFER_DATA, mid, off, sizeof(off), buf, n);
+    }
+    return last ? STEP_LAST : STEP_MORE;
+}
+
+/* One round: a frame of every transfer that may send, in turn. */
+static void xfer_pump(void *opaque)
+{
+    TempestNCState *s = opaque;
+    TempestXferOut *o, *next;
+    bool more = false;
+
+    QTAILQ_FOREACH_SAFE(o, &s->xfer_out, next, next) {
+        if (o->state == OUT_SENDING) {
+            more |= xfer_out_step(s, o) == STEP_MORE;
+        }
+    }
+    /* Round-robin: the first transfer goes to the end of the queue. */
+    o = QTAILQ_FIRST(&s->xfer_out);
+    if (o && QTAILQ_NEXT(o, next)) {
+        QTAILQ_REMOVE(&s->xfer_out, o, next);
+        QTAILQ_INSERT_TAIL(&s->xfer_out, o, next);
+    }
+    /*
+     * Yield to the main loop between rounds; full queues wait for
+     * tempest_nc_xfer_drained().
+     */
+    if (more) {
+        qemu_bh_schedule(s->xfer_bh);
+    }
+}
+
+void tempest_nc_xfer_drained(TempestNCState *s, unsigned peer)
+{
+    if (!QTAILQ_EMPTY(&s->xfer_out)) {
+        qemu_bh_schedule(s->xfer_bh);
+    }
+}
+
+uint32_t tempest_nc_xfer_start(TempestNCState *s, TempestCmdBank *b)
+{
+    uint64_t dest = b->arg[0], src = b->arg[1], len = b->arg[2];
+    uint64_t where = b->arg[3], cookie = b->arg[4], flags = b->arg[5];
+    uint8_t hdr[HDR_BODY];
+    TempestXferOut *o;
+    uint32_t mid;
+
+    if (dest >= s->num_nodes) {
+        b->reason = TEMPEST_CMD_E_BAD_NODE;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (!len || len > TEMPEST_XFER_MAX || flags & ~TEMPEST_XFER_TYPED) {
+        b->reason = TEMPEST_CMD_E_BAD_LEN;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (!in_ram(s, src, len) || (dest == s->node_id &&
+        !(flags & TEMPEST_XFER_TYPED) && !in_ram(s, where, len))) {
+        b->reason = TEMPEST_CMD_E_BAD_ADDR;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (!tempest_fabric_peer_up(s->fabric, dest)) {
+        b->reason = TEMPEST_CMD_E_PEER_DOWN;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (s->xfer_active >= TEMPEST_XFER_MAX_OUT) {
+        return TEMPEST_CMD_RETRY;
+    }
+
+    o = g_new0(TempestXferOut, 1);
+    mid = o->mid = s->xfer_next_mid++;
+    o->dest = dest;
+    o->src = src;
+    o->len = len;
+    o->where = where;
+    o->flags = flags;
+    o->cookie = cookie;
+    o->state = flags & TEMPEST_XFER_TYPED ? OUT_WAIT_GO : OUT_SENDING;
+    QTAILQ_INSERT_TAIL(&s->xfer_out, o, next);
+    s->xfer_active++;
+    b->result = o->mid;
+    trace_tempest_nc_xfer_start(s->node_id, o->mid, dest, src, len, where,
+                                flags);
+
+    if (dest == s->node_id) {
+        /* May refuse a typed message at once, which frees o. */
+        xfer_in_header(s, dest, mid, len, where, flags, cookie);
+        o = xfer_find_out(s, dest, mid);
+    } else {
+        fabric_st64(hdr, len);
+        fabric_st64(hdr + 8, where);
+        fabric_st32(hdr + 16, flags);
+        fabric_st32(hdr + 20, 0);
+        fabric_st64(hdr + 24, cookie);
+        xfer_frame(s, dest, XFER_HDR, mid, hdr, sizeof(hdr), NULL, 0);
+    }
+    if (o && o->state == OUT_SENDING) {
+        qemu_bh_schedule(s->xfer_bh);
+    }
+    return TEMPEST_CMD_SUCCESS;
+}
+
+uint32_t tempest_nc_buf_post(TempestNCState *s, TempestCmdBank *b)
+{
+    uint64_t type = b->arg[0], addr = b->arg[1], len = b->arg[2];
+    TempestXferBuf *buf;
+    GHashTableIter it;
+    gpointer key, value;
+
+    if (type > UINT32_MAX || !in_ram(s, addr, len) ||
+        len > TEMPEST_XFER_MAX) {
+        b->reason = !in_ram(s, addr, len) ? TEMPEST_CMD_E_BAD_ADDR :
+                    TEMPEST_CMD_E_BAD_LEN;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (s->xfer_nbufs >= TEMPEST_XFER_MAX_BUFS) {
+        return TEMPEST_CMD_RETRY;
+    }
+    buf = g_new(TempestXferBuf, 1);
+    buf->type = type;
+    buf->addr = addr;
+    buf->len = len;
+    QSIMPLEQ_INSERT_TAIL(&s->xfer_bufs, buf, next);
+    s->xfer_nbufs++;
+
+    /* A message may have been waiting for just this. */
+    g_hash_table_iter_init(&it, s->xfer_in);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        TempestXferIn *in = value;
+        bool refuse;
+
+        if (in->waiting && in->type == type) {
+            if (xfer_take_buffer(s, in, &refuse)) {
+                s->xfer_waiting--;
+                xfer_in_go(s, in);
+                break;
+            }
+        }
+    }
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Fetch-and-op                                                        */
+/* ------------------------------------------------------------------ */
+
+/* At the home node: do it on the guest's word, atomically. */
+static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
+                           uint64_t operand, uint64_t cmp, uint64_t *old)
+{
+    hwaddr plen = 8;
+    uint64_t *p;
+
+    if ((addr & 7) || !in_ram(s, addr, 8) || op > TEMPEST_FOP_CAS) {
+        return false;
+    }
+    p = address_space_map(&address_space_memory, addr, &plen, true,
+                          MEMTXATTRS_UNSPECIFIED);
+    if (!p || plen < 8) {
+        if (p) {
+            address_space_unmap(&address_space_memory, p, plen, true, 0);
+        }
+        return false;
+    }
+    /* The guest is little-endian, like the hosts this runs on. */
+    switch (op) {
+    case TEMPEST_FOP_ADD:
+        *old = qatomic_fetch_add(p, operand);
+        break;
+    case TEMPEST_FOP_SWAP:
+        *old = qatomic_xchg(p, operand);
+        break;
+    default:
+        *old = qatomic_cmpxchg(p, cmp, operand);
+        break;
+    }
+    address_space_unmap(&address_space_memory, p, plen, true, 8);
+    return true;
+}
+
+uint32_t tempest_nc_fop(TempestNCState *s, TempestCmdBank *b)
+{
+    uint64_t home = b->arg[0], addr = b->arg[1], op = b->arg[2];
+    uint8_t req[FOP_BODY];
+
+    switch (b->fop_state) {
+    case FOP_PENDING:
+        return TEMPEST_CMD_RETRY;
+    case FOP_DONE:
+        b->fop_state = FOP_IDLE;
+        b->result = b->fop_value;
+        return TEMPEST_CMD_SUCCESS;
+    case FOP_FAILED:
+        b->fop_state = FOP_IDLE;
+        b->reason = b->fop_reason;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (home >= s->num_nodes) {
+        b->reason = TEMPEST_CMD_E_BAD_NODE;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (op > TEMPEST_FOP_CAS) {
+        b->reason = TEMPEST_CMD_E_BAD_FOP;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (addr & 7) {
+        b->reason = TEMPEST_CMD_E_BAD_ADDR;
+        return TEMPEST_CMD_FAIL;
+    }
+    if (home == s->node_id) {
+        if (!xfer_fop_local(s, op, addr, b->arg[3], b->arg[4], &b->result)) {
+            b->reason = TEMPEST_CMD_E_BAD_ADDR;
+            return TEMPEST_CMD_FAIL;
+        }
+        return TEMPEST_CMD_SUCCESS;
+    }
+    if (!tempest_fabric_peer_up(s->fabric, home)) {
+        b->reason = TEMPEST_CMD_E_PEER_DOWN;
+        return TEMPEST_CMD_FAIL;
+    }
+    b->fop_state = FOP_PENDING;
+    b->fop_id = s->xfer_next_fop++;
+    b->fop_home = home;
+    fabric_st32(req, op);
+    fabric_st32(req + 4, 0);
+    fabric_st64(req + 8, addr);
+    fabric_st64(req + 16, b->arg[3]);
+    fabric_st64(req + 24, b->arg[4]);
+    xfer_frame(s, home, XFER_FOP_REQ, b->fop_id, req, sizeof(req), NULL, 0);
+    return TEMPEST_CMD_RETRY;
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames from the fabric                                              */
+/* ------------------------------------------------------------------ */
+
+static void xfer_drop(TempestNCState *s, unsigned peer, const char *why)
+{
+    s->dropped++;
+    trace_tempest_nc_xfer_drop(s->node_id, peer, why);
+}
+
+void tempest_nc_xfer_frame(TempestNCState *s, unsigned peer,
+                           const uint8_t *body, size_t len)
+{
+    uint8_t kind = body[0];
+    uint32_t mid = fabric_ld32(body + 4);
+    const uint8_t *p = body + FABRIC_XFER_HDR;
+    size_t n = len - FABRIC_XFER_HDR;
+    TempestXferIn *in;
+    TempestXferOut *o;
+    uint64_t old = 0;
+    uint8_t rep[REP_BODY];
+
+    in = g_hash_table_lookup(s->xfer_in, &(uint64_t){ in_key(peer, mid) });
+    o = xfer_find_out(s, peer, mid);
+    switch (kind) {
+    case XFER_HDR:
+        if (n != HDR_BODY || in || !fabric_ld64(p) ||
+            fabric_ld64(p) > TEMPEST_XFER_MAX) {
+            xfer_drop(s, peer, "bad transfer header");
+            return;
+        }
+        xfer_in_header(s, peer, mid, fabric_ld64(p), fabric_ld64(p + 8),
+                       fabric_ld32(p + 16), fabric_ld64(p + 24));
+        return;
+    case XFER_DATA:
+        if (n < 8 || !in || in->waiting ||
+            fabric_ld64(p) != in->got || n - 8 > in->len - in->got) {
+            xfer_drop(s, peer, "data for no transfer, or out of place");
+            return;
+        }
+        xfer_in_data(s, in, fabric_ld64(p), p + 8, n - 8);
+        return;
+    case XFER_ABORT:
+        if (in) {
+            g_hash_table_remove(s->xfer_in,
+                                &(uint64_t){ in_key(peer, mid) });
+        }
+        return;
+    case XFER_GO:
+        if (!o || o->state != OUT_WAIT_GO) {
+            xfer_drop(s, peer, "GO for no waiting transfer");
+            return;
+        }
+        o->state = OUT_SENDING;
+        qemu_bh_schedule(s->xfer_bh);
+        return;
+    case XFER_ACK:
+        if (!o || n != 4) {
+            xfer_drop(s, peer, "ACK for no transfer");
+            return;
+        }
+        if (fabric_ld32(p)) {
+            xfer_frame(s, peer, XFER_ABORT, mid, NULL, 0, NULL, 0);
+        } else if (o->sent != o->len) {
+            xfer_drop(s, peer, "ACK before all data was sent");
+            return;
+        }
+        xfer_event_sent(s, o, fabric_ld32(p));
+        return;
+    case XFER_FOP_REQ:
+        if (n != FOP_BODY) {
+            xfer_drop(s, peer, "bad fetch-and-op request");
+            return;
+        }
+        fabric_st32(rep, xfer_fop_local(s, fabric_ld32(p), fabric_ld64(p + 8),
+                                        fabric_ld64(p + 16),
+                                        fabric_ld64(p + 24), &old) ?
+                         0 : TEMPEST_CMD_E_REMOTE);
+        fabric_st32(rep + 4, 0);
+        fabric_st64(rep + 8, old);
+        xfer_frame(s, peer, XFER_FOP_REP, mid, rep, sizeof(rep), NULL, 0);
+        return;
+    case XFER_FOP_REP:
+        for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
+            TempestCmdBank *b = &s->bank[i];
+
+            if (n == REP_BODY && b->fop_state == FOP_PENDING &&
+                b->fop_id == mid && b->fop_home == peer) {
+                b->fop_reason = fabric_ld32(p);
+                b->fop_value = fabric_ld64(p + 8);
+                b->fop_state = b->fop_reason ? FOP_FAILED : FOP_DONE;
+                return;
+            }
+        }
+        xfer_drop(s, peer, "fetch-and-op reply for no request");
+        return;
+    }
+    xfer_drop(s, peer, "unknown transfer frame");
+}
+
+/* A node is gone: its transfers and requests fail, its messages go. */
+void tempest_nc_xfer_peer_down(TempestNCState *s, unsigned peer)
+{
+    TempestXferOut *o, *next;
+    GHashTableIter it;
+    gpointer key, value;
+
+    QTAILQ_FOREACH_SAFE(o, &s->xfer_out, next, next) {
+        if (o->dest == peer) {
+            xfer_event_sent(s, o, TEMPEST_CMD_E_PEER_DOWN);
+        }
+    }
+    g_hash_table_iter_init(&it, s->xfer_in);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        TempestXferIn *in = value;
+
+        if (in->src == peer) {
+            s->xfer_waiting -= in->waiting;
+            g_hash_table_iter_remove(&it);
+        }
+    }
+    for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
+        if (s->bank[i].fop_state == FOP_PENDING &&
+            s->bank[i].fop_home == peer) {
+            s->bank[i].fop_state = FOP_FAILED;
+            s->bank[i].fop_reason = TEMPEST_CMD_E_PEER_DOWN;
+        }
+    }
+}
+
+void tempest_nc_xfer_init(TempestNCState *s)
+{
+    QTAILQ_INIT(&s->xfer_out);
+    QSIMPLEQ_INIT(&s->xfer_bufs);
+    s->xfer_in = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                       g_free);
+    s->xfer_bh = qemu_bh_new(xfer_pump, s);
+}
+
+void tempest_nc_xfer_reset(TempestNCState *s)
+{
+    TempestXferOut *o;
+    TempestXferBuf *b;
+
+    while ((o = QTAILQ_FIRST(&s->xfer_out))) {
+        QTAILQ_REMOVE(&s->xfer_out, o, next);
+        g_free(o);
+    }
+    while ((b = QSIMPLEQ_FIRST(&s->xfer_bufs))) {
+        QSIMPLEQ_REMOVE_HEAD(&s->xfer_bufs, next);
+        g_free(b);
+    }
+    if (s->xfer_in) {
+        g_hash_table_remove_all(s->xfer_in);
+    }
+    s->xfer_active = 0;
+    s->xfer_nbufs = 0;
+    s->xfer_waiting = 0;
+    s->xfer_sent_bytes = 0;
+    s->xfer_recv_bytes = 0;
+}
+
+void tempest_nc_xfer_free(TempestNCState *s)
+{
+    tempest_nc_xfer_reset(s);
+    g_hash_table_destroy(s->xfer_in);
+    qemu_bh_delete(s->xfer_bh);
+}
