@@ -179,8 +179,11 @@ static bool in_window(uint64_t a, uint64_t base, uint64_t size)
     return a >= base && a - base < size;
 }
 
-/* Says what is at a faulting address, if the runtime knows. */
-static void put_where(struct line *l, uint64_t far)
+/*
+ * Says what is at a faulting address, if the runtime knows; @fsc: the
+ * abort's fault status code, or -1.
+ */
+static void put_where(struct line *l, uint64_t far, int fsc)
 {
     uint64_t stacks = (uintptr_t)__stacks_start;
     uint64_t off;
@@ -189,7 +192,14 @@ static void put_where(struct line *l, uint64_t far)
         put_str(l, "  (NULL pointer dereference)");
     } else if (far >= TEMPEST_SEGMENT_BASE &&
                far - TEMPEST_SEGMENT_BASE < TEMPEST_SEGMENT_SIZE) {
-        put_str(l, "  (Tempest user-managed segment)");
+        if (fsc == 0x10) {
+            put_str(l, "  (Tempest user-managed segment: block access "
+                    "fault)");
+        } else if ((fsc & 0x3c) == 0x04) {
+            put_str(l, "  (Tempest user-managed segment: page fault)");
+        } else {
+            put_str(l, "  (Tempest user-managed segment)");
+        }
     } else if (far >= stacks && far < (uintptr_t)__stacks_end) {
         off = far - stacks;
         if (off % RT_STACK_SLOT < RT_GUARD_SIZE) {
@@ -205,6 +215,10 @@ static void put_where(struct line *l, uint64_t far)
         put_str(l, "  (UART)");
     } else if (in_window(far, TEMPEST_NC_BASE, TEMPEST_NC_SIZE)) {
         put_str(l, "  (node controller)");
+    } else if (in_window(far, TEMPEST_TAGMEM_BASE, rt_info.tagmem_size)) {
+        put_str(l, "  (tagged memory)");
+    } else if (in_window(far, TEMPEST_TAGMEM_ALIAS, rt_info.tagmem_size)) {
+        put_str(l, "  (tagged memory alias)");
     } else if (far < TEMPEST_RAM_BASE) {
         put_str(l, "  (no device there: unmapped)");
     } else if (far - TEMPEST_RAM_BASE >= rt_info.ram_size) {
@@ -311,7 +325,7 @@ void rt_crash(unsigned vector, struct rt_frame *f)
         if (abort && (iss & ISS_FNV)) {
             put_str(&l, "  (not valid)");
         } else {
-            put_where(&l, f->far);
+            put_where(&l, f->far, abort ? (int)(iss & 0x3f) : -1);
         }
         line_end(&l);
     }

@@ -26,6 +26,7 @@
 #define GICD_IGROUPR(n)     (0x0080 + 4 * (n))
 #define GICD_ISENABLER(n)   (0x0100 + 4 * (n))
 #define GICD_ICENABLER(n)   (0x0180 + 4 * (n))
+#define GICD_ISPENDR(n)     (0x0200 + 4 * (n))
 #define GICD_IPRIORITYR(n)  (0x0400 + 4 * (n))
 #define GICD_ICFGR(n)       (0x0C00 + 4 * (n))
 #define GICD_IROUTER(n)     (0x6000 + 8 * (n))
@@ -251,6 +252,18 @@ int rt_irq_disable_spi(unsigned intid)
     }
     rt_mmio_write32(d + GICD_ICENABLER(intid / 32), 1U << (intid % 32));
     wait_clear(d + GICD_CTLR, GICD_CTLR_RWP);
+    return 0;
+}
+
+int rt_irq_raise(unsigned intid)
+{
+    if (!gic_ok || intid < FIRST_SPI || intid >= RT_NUM_INTIDS) {
+        return -1;
+    }
+    /* The caller's stores are visible to the handler. */
+    __asm__ volatile("dsb ish" : : : "memory");
+    rt_mmio_write32(TEMPEST_GIC_DIST_BASE + GICD_ISPENDR(intid / 32),
+                    1U << (intid % 32));
     return 0;
 }
 

@@ -10,6 +10,8 @@
  */
 #pragma GCC target("strict-align")
 
+#include <stdlib.h>
+
 #include "rt-internal.h"
 #include "mmu.h"
 
@@ -78,11 +80,18 @@ static uint64_t *table_alloc(void)
     if (pool_next == NULL) {
         pool_next = __pt_pool_start;
     }
-    if (pool_next + MMU_PAGE_SIZE > __pt_pool_end) {
+    if (pool_next + MMU_PAGE_SIZE <= __pt_pool_end) {
+        t = (uint64_t *)pool_next;
+        pool_next += MMU_PAGE_SIZE;
+    } else if (mmu_on) {
+        /* After boot (segment pages): from the heap, identity-mapped. */
+        t = aligned_alloc(MMU_PAGE_SIZE, MMU_PAGE_SIZE);
+        if (t == NULL) {
+            return NULL;
+        }
+    } else {
         return NULL;
     }
-    t = (uint64_t *)pool_next;
-    pool_next += MMU_PAGE_SIZE;
     for (i = 0; i < ENTRIES; i++) {
         __atomic_store_n(&t[i], 0, __ATOMIC_RELAXED);
     }
@@ -148,17 +157,23 @@ static uint64_t *next_table(uint64_t *e, bool create, int *err)
     return t;
 }
 
-static void mmu_lock_take(void)
+/* IRQs masked: a handler on this CPU may map pages too. */
+static uint64_t mmu_lock_take(void)
 {
+    uint64_t flags = 0;
+
     if (mmu_on) {
+        flags = rt_irq_save();
         rt_spin_lock(&mmu_lock);
     }
+    return flags;
 }
 
-static void mmu_lock_drop(void)
+static void mmu_lock_drop(uint64_t flags)
 {
     if (mmu_on) {
         rt_spin_unlock(&mmu_lock);
+        rt_irq_restore(flags);
     }
 }
 
@@ -175,13 +190,14 @@ static unsigned idx(uint64_t va, unsigned level)
 int mmu_map_page(uint64_t va, uint64_t pa, unsigned attr)
 {
     uint64_t *l2, *l3, *e;
+    uint64_t flags;
     int err = 0;
 
     if (!va_ok(va, MMU_PAGE_SIZE) || (pa & (MMU_PAGE_SIZE - 1)) ||
         (pa & ~PTE_ADDR_MASK)) {
         return MMU_ERR_ARG;
     }
-    mmu_lock_take();
+    flags = mmu_lock_take();
     l2 = next_table(&l1_table[idx(va, 1)], true, &err);
     l3 = l2 ? next_table(&l2[idx(va, 2)], true, &err) : NULL;
     if (l3) {
@@ -193,20 +209,21 @@ int mmu_map_page(uint64_t va, uint64_t pa, unsigned attr)
             sync_new_entry();
         }
     }
-    mmu_lock_drop();
+    mmu_lock_drop(flags);
     return err;
 }
 
 int mmu_map_block(uint64_t va, uint64_t pa, unsigned attr)
 {
     uint64_t *l2, *e;
+    uint64_t flags;
     int err = 0;
 
     if (!va_ok(va, MMU_BLOCK_SIZE) || (pa & (MMU_BLOCK_SIZE - 1)) ||
         (pa & ~PTE_ADDR_MASK)) {
         return MMU_ERR_ARG;
     }
-    mmu_lock_take();
+    flags = mmu_lock_take();
     l2 = next_table(&l1_table[idx(va, 1)], true, &err);
     if (l2) {
         e = &l2[idx(va, 2)];
@@ -217,19 +234,20 @@ int mmu_map_block(uint64_t va, uint64_t pa, unsigned attr)
             sync_new_entry();
         }
     }
-    mmu_lock_drop();
+    mmu_lock_drop(flags);
     return err;
 }
 
 int mmu_unmap_page(uint64_t va)
 {
     uint64_t *l2, *l3 = NULL, *e;
+    uint64_t flags;
     int err = 0;
 
     if (!va_ok(va, MMU_PAGE_SIZE)) {
         return MMU_ERR_ARG;
     }
-    mmu_lock_take();
+    flags = mmu_lock_take();
     l2 = next_table(&l1_table[idx(va, 1)], false, &err);
     if (l2) {
         l3 = next_table(&l2[idx(va, 2)], false, &err);
@@ -249,7 +267,7 @@ int mmu_unmap_page(uint64_t va)
     } else {
         err = MMU_ERR_ARG;
     }
-    mmu_lock_drop();
+    mmu_lock_drop(flags);
     return err;
 }
 
@@ -307,6 +325,33 @@ static void map_ram(uint64_t size)
     }
 }
 
+/*
+ * Tagged memory (TEMPEST_NC_FEAT_TAGS): its unchecked alias is
+ * identity-mapped in 2 MiB blocks; the frames themselves are mapped into
+ * the user-managed segment page by page (segment.c).
+ */
+static uint64_t map_tagmem_alias(void)
+{
+    uint64_t size, a;
+
+    if (!(rt_nc_reg(TEMPEST_NC_FEATURES) & TEMPEST_NC_FEAT_TAGS)) {
+        return 0;
+    }
+    size = rt_nc_reg(TEMPEST_NC_TAGMEM_SIZE_LO) |
+           ((uint64_t)rt_nc_reg(TEMPEST_NC_TAGMEM_SIZE_HI) << 32);
+    if (size > TEMPEST_TAGMEM_MAX) {
+        size = TEMPEST_TAGMEM_MAX;
+    }
+    size &= ~(MMU_PAGE_SIZE - 1);
+    for (a = 0; a < size; a += MMU_BLOCK_SIZE) {
+        if (mmu_map_block(TEMPEST_TAGMEM_ALIAS + a, TEMPEST_TAGMEM_ALIAS + a,
+                          MMU_NORMAL | MMU_XN) != 0) {
+            boot_fail("cannot map the tagged memory alias");
+        }
+    }
+    return size;
+}
+
 static uint64_t read_ram_size(void)
 {
     uint64_t size = rt_nc_reg(TEMPEST_NC_RAM_SIZE_LO) |
@@ -351,6 +396,7 @@ void mmu_boot_init(void)
     map_device_window(TEMPEST_UART_BASE, TEMPEST_UART_SIZE);
     map_device_window(TEMPEST_NC_BASE, TEMPEST_NC_SIZE);
     map_ram((size + MMU_BLOCK_SIZE - 1) & ~(MMU_BLOCK_SIZE - 1));
+    rt_info.tagmem_size = map_tagmem_alias();
     invalidate_tables();
 
     if (ips > 5) {

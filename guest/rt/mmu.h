@@ -6,7 +6,8 @@
  * addresses starting at level 1 (TTBR0_EL1 only, T0SZ=25, EPD1=1).
  * MAIR_EL1 attribute 0 is Device-nGnRE, attribute 1 Normal write-back
  * read/write-allocate, inner shareable.  Tables come from a static pool
- * of RT_PT_POOL_PAGES pages (tempest.ld.S) and are never freed.
+ * of RT_PT_POOL_PAGES pages (tempest.ld.S) and, once the pool is used up
+ * after boot, from the heap; they are never freed.
  *
  * The boot CPU builds the identity map in mmu_boot_init(); the secondary
  * CPUs load the same registers from rt_mmu_cfg in start.S.  Afterwards
@@ -51,8 +52,9 @@ extern struct rt_mmu_cfg rt_mmu_cfg;
  * mmu_boot_init: on the boot CPU, with the MMU off and BSS zeroed: reads
  * the RAM size from the node controller into rt_info.ram_size, builds the
  * identity map (device windows, RAM in 2 MiB blocks except the 4 KiB
- * pages around the stacks so that each stack's guard page is unmapped),
- * and turns on the MMU and caches.  Stops the node with
+ * pages around the stacks so that each stack's guard page is unmapped,
+ * and the unchecked alias of tagged memory, whose size goes to
+ * rt_info.tagmem_size), and turns on the MMU and caches.  Stops the node with
  * TEMPEST_EXIT_CRASH if the pool is too small.
  */
 void mmu_boot_init(void);
@@ -63,7 +65,8 @@ void mmu_boot_init(void);
  * Returns 0, or MMU_ERR_ARG if @va or @pa is not page aligned or @va is
  * beyond the 39-bit range, MMU_ERR_NOMEM if no table is left, MMU_ERR_BUSY
  * if @va is already mapped (by a page or a 2 MiB block).  Safe to call
- * from any CPU after boot.
+ * from any CPU after boot, interrupt handlers included (the tables' lock
+ * masks IRQs).
  */
 int mmu_map_page(uint64_t va, uint64_t pa, unsigned attr);
 

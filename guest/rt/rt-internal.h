@@ -38,6 +38,7 @@ struct rt_boot_info {
     unsigned num_nodes;
     unsigned num_cpus;
     uint64_t ram_size;
+    uint64_t tagmem_size;   /* 0: no tagged memory */
 };
 extern struct rt_boot_info rt_info;
 
@@ -147,6 +148,24 @@ struct rt_frame {
 _Static_assert(sizeof(struct rt_frame) == RT_FRAME_SIZE,
                "struct rt_frame does not match RT_FRAME_SIZE");
 void rt_crash(unsigned vector, struct rt_frame *f) __attribute__((noreturn));
+
+/* ---- Tempest faults (fault.c), called by vectors.S --------------- */
+struct rt_sync_frame {
+    struct rt_frame base;
+    uint64_t fpsr;
+    uint64_t fpcr;
+    uint64_t q[32][2];
+};
+_Static_assert(sizeof(struct rt_sync_frame) == RT_SYNC_FRAME_SIZE,
+               "struct rt_sync_frame does not match RT_SYNC_FRAME_SIZE");
+/*
+ * A synchronous exception from the program: returns if it was a Tempest
+ * fault that has been dealt with (the instruction is retried), otherwise
+ * reports the crash and ends the node.
+ */
+void rt_sync_exception(struct rt_sync_frame *f);
+/* Calls fn(arg) on the stack @sp (vectors.S). */
+uint64_t rt_call_on_stack(uint64_t (*fn)(void *), void *arg, uintptr_t sp);
 
 /* ---- fabric (fabric.c) -------------------------------------------- */
 /* Waits until the fabric is READY; ends the node if it cannot be. */

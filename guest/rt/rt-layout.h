@@ -49,6 +49,16 @@
 #define RT_FRAME_SIZE           (36 * 8)
 
 /*
+ * The frame of a synchronous exception from the program (vector 0,
+ * struct rt_sync_frame): a struct rt_frame, then FPSR, FPCR and all of
+ * q0..q31, so that the fault path can return to the program (fault.c).
+ */
+#define RT_SYNC_FPSR            (36 * 8)
+#define RT_SYNC_FPCR            (37 * 8)
+#define RT_SYNC_Q               (38 * 8)        /* q0..q31, 16 bytes each */
+#define RT_SYNC_FRAME_SIZE      (RT_SYNC_Q + 32 * 16)
+
+/*
  * The frame an interrupt saves on the interrupted program's stack
  * (vectors.S, struct rt_irq_frame): the caller-saved registers x0..x18,
  * x29, x30, then ELR_EL1, SPSR_EL1, FPSR, FPCR, a pad, and all of q0..q31

@@ -43,6 +43,7 @@ struct FabricConn {
     int fd;
     int peer;                   /* -1 until its HELLO */
     int called;                 /* outgoing: the node we called, else -1 */
+    bool broken;                /* a write failed: closed from close_bh */
     uint8_t *rx;
     size_t rx_len;
     size_t rx_size;
@@ -67,6 +68,7 @@ struct TempestFabric {
     FabricPeer *peers;
     QEMUTimer *connect_timer;
     int64_t deadline_ms;
+    QEMUBH *close_bh;           /* closes broken links from the main loop */
 };
 
 static void fabric_conn_close(FabricConn *c, const char *why);
@@ -170,6 +172,9 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
 {
     bool was_empty = c->tx->len == 0;
 
+    if (c->broken) {
+        return;     /* closing: the peer will be reported down */
+    }
     g_byte_array_append(c->tx, a, alen);
     if (blen) {
         g_byte_array_append(c->tx, b, blen);
@@ -178,11 +183,41 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
         g_byte_array_append(c->tx, d, dlen);
     }
     if (!fabric_conn_flush(c)) {
-        fabric_conn_close(c, "write failed");
+        /*
+         * Not closed here: our caller may be sending on behalf of a
+         * transfer or collective that closing (peer_down) would free.
+         */
+        c->broken = true;
+        qemu_bh_schedule(c->fab->close_bh);
         return;
     }
     if (was_empty != (c->tx->len == 0)) {
         fabric_conn_update_handlers(c);
+    }
+    /* Emptied here rather than in fabric_conn_writable(): say so too. */
+    if (!was_empty && !c->tx->len && c->peer >= 0) {
+        c->fab->ops->tx_drained(c->fab->opaque, c->peer);
+    }
+}
+
+static void fabric_close_broken(void *opaque)
+{
+    TempestFabric *f = opaque;
+
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (c && c->broken) {
+            fabric_conn_close(c, "write failed");
+        }
+    }
+    for (GList *l = f->pending, *next; l; l = next) {
+        FabricConn *c = l->data;
+
+        next = l->next;
+        if (c->broken) {
+            fabric_conn_close(c, "write failed");
+        }
     }
 }
 
@@ -599,6 +634,7 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
     qemu_set_fd_handler(f->listener->fd, fabric_accept, NULL, f);
     trace_tempest_fabric_listen(node, f->addrs[node]);
 
+    f->close_bh = qemu_bh_new(fabric_close_broken, f);
     f->deadline_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout_ms;
     f->connect_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fabric_connect_tick,
                                     f);
@@ -617,6 +653,9 @@ void tempest_fabric_free(TempestFabric *f)
     }
     if (f->connect_timer) {
         timer_free(f->connect_timer);
+    }
+    if (f->close_bh) {
+        qemu_bh_delete(f->close_bh);
     }
     for (unsigned i = 0; i < f->nodes; i++) {
         if (f->peers[i].conn) {

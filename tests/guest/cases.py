@@ -399,3 +399,355 @@ CASES += [
              summary=r"node 2 failed with status 137 \(killed by signal "
                      r"9\)"),
 ]
+
+# ---------------------------------------------------------------------------
+# Strata (issue 4): libstrata on clusters of 1, 2, 5 and 16 nodes (16 at
+# --smp 1 and 64 MiB), through the launcher, which also collects the Strata
+# log and the state graphs.  Every clean run prints no library report
+# ("*** strata", "StrataFail") and no crash.
+# ---------------------------------------------------------------------------
+STRATA_CLEAN = [r"\*\*\* strata", r"StrataFail", r"\*\*\* CRASH", r"FAIL"]
+
+
+class StrataRun(Run):
+    """A Run that also checks files of the run directory: files maps a
+    file name to regexes it must match, files_absent to regexes it must
+    not."""
+
+    def __init__(self, *args, files=None, files_absent=None, **kw):
+        super().__init__(*args, **kw)
+        self.files = files or {}
+        self.files_absent = files_absent or {}
+
+    def check(self, rc, out, run_dir):
+        ok, detail, text = super().check(rc, out, run_dir)
+        problems = [detail] if detail else []
+        for name, rxs in self.files.items():
+            content = _read(os.path.join(run_dir, name))
+            if not content:
+                problems.append(f"no {name}")
+                continue
+            for rx in rxs:
+                if not re.search(rx, content, re.M):
+                    problems.append(f"{name} lacks /{rx}/")
+        for name, rxs in self.files_absent.items():
+            content = _read(os.path.join(run_dir, name))
+            for rx in rxs:
+                if re.search(rx, content, re.M):
+                    problems.append(f"{name} has /{rx}/")
+        return (not problems, "; ".join(problems[:3]),
+                out if problems else text)
+
+
+def strata(name, program, nodes, args=(), ok=None, absent=None, **kw):
+    """A Strata test: exit 0, '<program> ok' on every node, clean."""
+    return StrataRun(name, program, nodes=nodes, smp=1, mem="64M",
+                     args=args, timeout=kw.pop("timeout", 60),
+                     nodes_expect=kw.pop("nodes_expect",
+                                         {"*": [rf"^{ok or program} ok"]}),
+                     summary=rf"{nodes} nodes? exited 0",
+                     absent=STRATA_CLEAN if absent is None else absent, **kw)
+
+
+def strata_sizes(name, program, sizes=(1, 2, 5, 16), **kw):
+    return [strata(f"{name}-{n}", program, n, **kw) for n in sizes]
+
+
+RADIX = "examples/radix-sort/radix.elf"
+EXIT_GONE = [r"\*\*\* CRASH"]
+
+CASES += (
+    # Strata 3 and 9.4: globals and macros, StrataInit twice, ClearMemory,
+    # Park-Miller Random (the published 10,000th value) and SetRandomSeed
+    # with TIME_BASED_SEED, the calibrated cycle counter, CurrentCycle and
+    # ResetCurrentCycle.
+    strata_sizes("strata-basics", "strata_basics")
+    # Strata 4.1 and 4.2: barriers (a split-phase one cannot finish before
+    # the last node starts it), global OR, the asynchronous OR bit, a
+    # Start while another operation is pending.
+    + strata_sizes("strata-control", "strata_control")
+    # Strata 4.3: the fifteen CombineOps, scalar and vector (to 200
+    # elements, in place, split-phase), wrap-around, the Max identity,
+    # segmented scans on random patterns against the manual's semantics.
+    + strata_sizes("strata-combine", "strata_combine")
+    # Strata 4.3.1: the manual's two 16-node segmented-scan examples.
+    + [strata("strata-segscan-16", "strata_segscan", 16,
+              nodes_expect={"*": [r"^strata_segscan ok"],
+                                0: [r"^case 1 \(E N N N\): done",
+                                    r"^case 2 \(A N N N\): done"]})]
+    # Strata 4.4: words, doubles and vectors (to 10,000 words, paced past
+    # the device's queue) from every node, in order; QueryBroadcast.
+    + strata_sizes("strata-bcast", "strata_bcast")
+    # Strata 5: CompositeInt/Uint/Float with Min, Max, Average, Variance
+    # and Median (the smaller middle value).
+    + strata_sizes("strata-composite", "strata_composite")
+    # Strata 6: every Send* with four word arguments, every Poll* against
+    # the messages waiting on each network, a request/reply storm; a
+    # handler outside the program is reported and dropped.
+    + [strata(f"strata-am-{n}", "strata_am", n,
+              absent=[r"StrataFail", r"\*\*\* CRASH", r"FAIL"],
+              stdout_expect=[r"\*\*\* strata: node \d+: packet from node 0 "
+                             r"\(network 0, kind 0x53, 32 bytes\) dropped: "
+                             r"its handler is outside the program's code"])
+       for n in (1, 2, 5, 16)]
+    # Strata 7: block transfers into ports, the header before and after
+    # the data (count negative), PortAndOffset*, single-packet Xfers and
+    # the Put handlers.
+    + strata_sizes("strata-xfer", "strata_xfer")
+    # Strata 8: asynchronous multi-block transfers, interleaved, with
+    # their accessors and completion callbacks.
+    + strata_sizes("strata-abx", "strata_abx")
+    # Strata 9.1-9.3: the print queue (handlers included) and its order,
+    # StrataLog into the run's strata.log; the debugging library's Log*
+    # switches.
+    + [strata(f"strata-debug-{n}", "strata_debug", n,
+              nodes_expect={"*": [r"^strata_debug ok", r"^StrataLogging=0$",
+                                  r"^direct line {node}$[\s\S]*"
+                                  r"^queued line {node}$",
+                                  r"^queued in a handler on node {node} ",
+                                  r"^queued for stderr {node}$",
+                                  r"^queued for NULL {node}$",
+                                  r"^flood {node} 2999$"]},
+              files={"strata.log": [r"^\[node 0\] hello from node 0$",
+                                    rf"^\[node {n - 1}\] hello from node "
+                                    rf"{n - 1}$",
+                                    r"^\[node 0\] a line with a newline$"]},
+              files_absent={"strata.log": [r"barrier"]})
+       for n in (1, 2, 5, 16)]
+    + [strata(f"strata-debugD-{n}", "strata_debugD", n,
+              nodes_expect={"*": [r"^strata_debugD ok",
+                                  r"^StrataLogging=1$"]},
+              files={"strata.log": [r"^\[node 0\] barrier done$",
+                                    r"^\[node 0\] combine ReduceAdd start",
+                                    r"^\[node 0\] Qprintf: queued line 0",
+                                    r"^\[node 0\] hello from node 0$"]
+                     + ([r"^\[node 0\] broadcast 0x00000007$",
+                         r"^\[node 1\] received broadcast 0x00000007$"]
+                        if n > 1 else [])})
+       for n in (1, 2, 5)]
+    # Strata 10: state graphs: states.svg and trace.json with the named
+    # states, nothing recorded while RecordStates is off.
+    + [strata(f"strata-states-{n}", "strata_states", n,
+              files={"states.svg": [r"<svg", r"compute", r"exchange",
+                                    rf"node {n - 1}"],
+                     "trace.json": [r'"compute"', r'"exchange"',
+                                    r'"traceEvents"'],
+                     "strata.log": [r"InitTrace: file states\.sim, title "
+                                    r"state test"]},
+              files_absent={"trace.json": [r'"state 9"']})
+       for n in (1, 5, 16)]
+    # Strata 3.5 and 9.2: StrataExit(0) idles handling messages until all
+    # nodes are there; a non-zero code, StrataFail, a failed assert and
+    # exit() end the whole cluster with that status; returning from main
+    # is StrataExit(0); bad calls fail with a message.
+    + [strata(f"strata-exit-idle-{n}", "strata_exit", n, args=["idle"],
+              nodes_expect={0: [rf"^node 0: {n - 1} replies$"]},
+              stdout_expect=[r"node \d+: request from node 0 while "
+                             r"exiting"] if n > 1 else [])
+       for n in (1, 5)]
+    + [strata("strata-exit-return-5", "strata_exit", 5, args=["return"],
+              nodes_expect={"*": [r"^node {node} returns$"]})]
+    + [StrataRun(f"strata-exit-{mode}-{n}", "strata_exit", nodes=n, smp=1,
+                 mem="64M", args=[mode], status=status, timeout=30,
+                 summary=rf"node {node} failed with status {status}",
+                 stdout_expect=expect, absent=EXIT_GONE)
+       for mode, n, node, status, expect in (
+           ("code", 5, 1, 3, []),
+           ("code", 16, 1, 3, []),
+           ("code", 1, 0, 3, []),
+           ("fail", 5, 4, 255, [r"\[node 4\] StrataFail: broken 42$"]),
+           ("assert", 2, 0, 255, [r"StrataFail: assertion failed on node "
+                                  r"0: Self == 99, file .*strata_exit\.c, "
+                                  r"line \d+"]),
+           ("exit", 2, 0, 5, []),
+           ("return7", 3, 0, 7, [r"\[node 0\] node 0 returns"]),
+           ("badproc", 1, 0, 255, [r"StrataFail: SendLeftPollBoth: node 1 "
+                                   r"is not in the partition of 1"]),
+           ("early", 1, 0, 255, [r"StrataFail: Barrier called before "
+                                 r"StrataInit"]))]
+    # Strata 1: the radix sort example, sorted and a permutation of its
+    # input, with its state graph.
+    + [strata(f"strata-radix-{n}", RADIX, n, timeout=90,
+              nodes_expect={0: [rf"^radix-sort: {n} nodes x 4096 keys, "
+                                r"8-bit digits, 4 passes: sorted in .* "
+                                r"match$"]},
+              files={"states.svg": [r"scan", r"send", r"wait"],
+                     "trace.json": [r'"count"', r'"scan"']})
+       for n in (2, 5, 16)]
+)
+
+# ---------------------------------------------------------------------------
+# Bulk transfer (issue 6): Tempest channels (spec 3.4) in libtempest, and
+# FLASH-style message passing, memory copy and fetch-and-op (<magic.h>,
+# FLASH sections 3 and 3.6) on the node controller's transfer engine.
+# A clean run prints no library report and nothing stuck.
+# ---------------------------------------------------------------------------
+XFER_CLEAN = [r"\*\*\* tempest", r"\*\*\* magic", r"\*\*\* CRASH",
+              r"STUCK"]
+
+
+def xfer(name, program, nodes, smp, args=(), mem="128M", timeout=60,
+         absent=None, nodes_expect=None, **kw):
+    """A bulk transfer test: exit 0, '<program> ok' on every node."""
+    expect = {"*": [rf"^{program} ok"]}
+    for key, rxs in (nodes_expect or {}).items():
+        expect[key] = expect.get(key, []) + rxs
+    return Run(name, program, nodes=nodes, smp=smp, args=args, mem=mem,
+               nodes_expect=expect, summary=rf"{nodes} nodes? exited 0",
+               timeout=timeout,
+               absent=XFER_CLEAN if absent is None else absent, **kw)
+
+
+CASES += [
+    # Tempest 3.4: the channel life cycle on 2 nodes and on 4 (with
+    # interrupt-driven protocol threads), sizes 4 bytes to
+    # TPPI_MAX_CHANNEL_BYTES (64 MiB) at odd, different alignments; data
+    # and the bytes around it checked; callbacks, polls, user pointers.
+    xfer("xfer-chan-ring-2", "xfer_chan", 2, 2, args=["ring"], mem="320M",
+         nodes_expect={0: [r"^size 4: 2 sends", r"^size 67108864: 2 sends"]}),
+    xfer("xfer-chan-ring-4-smp1", "xfer_chan", 4, 1, args=["ring"],
+         mem="320M",
+         nodes_expect={0: [r"^size 4: 2 sends", r"^size 67108864: 2 sends"]}),
+    # Tempest 3.4: 24 channels from every node to every other, all open
+    # and sending at once (more than the controller's 64 transfers).
+    xfer("xfer-chan-many-4", "xfer_chan", 4, 2, args=["many", "24"],
+         nodes_expect={0: [r"^many: 72 channels out of each node"]}),
+    # Tempest 3.4.2 and 3.4.1/3.4.3: misuse is refused and reported,
+    # never corrupts data; a destination outside the receiver's RAM is
+    # refused by its controller.
+    xfer("xfer-chanerr", "xfer_chanerr", 2, 2, absent=[r"\*\*\* CRASH"],
+         stdout_expect=[
+             r"channel 12345 to node 1: send of 1000 bytes .* refused: no "
+             r"such channel",
+             r"channel 0 to node 1: .* refused: the destination has not "
+             r"established the channel",
+             r"refused: the destination's buffer is 1000 bytes",
+             r"refused: the destination has not reset the channel since "
+             r"the previous send",
+             r"TPPI_reset_channel: channel 0 from node 0: reset before the "
+             r"data arrived: ignored",
+             r"already has a destination here: not set",
+             r"channel 1 to node 1: node 1 refused the data: the other "
+             r"node refused it",
+             r"TPPI_destroy_channel_src: no channel 0 to node 1",
+             r"TPPI_destroy_channel_dst: no channel 999 from node 0"]),
+    # FLASH 3.1-3.4: 16 types, buffers posted in advance and given back,
+    # in order per (sender, type); the completion order of 3.4.2; a
+    # message waiting at its receiver for a buffer.
+    xfer("xfer-msg-2", "xfer_msg", 2, 2, mem="256M",
+         nodes_expect={0: [r"^phase A1: 150 messages of 16 types"],
+                       1: [r"^phase B: [1-9]\d* messages held back",
+                           r"^phase C: the message waited for its buffer"]}),
+    xfer("xfer-msg-4-smp1", "xfer_msg", 4, 1, args=["all", "60"],
+         mem="256M"),
+    # FLASH 3.4: a message longer than every posted buffer of its type is
+    # refused, reported at both ends, and skipped in the order.
+    xfer("xfer-msg-refuse", "xfer_msg", 2, 2, args=["refuse"],
+         absent=[r"\*\*\* CRASH", r"\*\*\* tempest"],
+         stdout_expect=[r"\*\*\* magic: node 0: message \d+ \(type 700, "
+                        r"200 bytes\) to node 1 was refused there",
+                        r"\*\*\* magic: node 1: a 200-byte message of type "
+                        r"700 from node 0 was refused here",
+                        r"phase D: the refused message was skipped"]),
+    # FLASH 3.5: memory copies between every pair of nodes and to itself.
+    xfer("xfer-memcpy-4", "xfer_memcpy", 4, 2, mem="128M"),
+    xfer("xfer-memcpy-1node", "xfer_memcpy", 1, 1),
+    # FLASH 3.6: fetch-and-op from every node on one counter (exact),
+    # compare-and-swap and swap; with the protocol thread on its own vCPU
+    # and interrupt-driven.
+    xfer("xfer-fop-4", "xfer_fop", 4, 2),
+    xfer("xfer-fop-3-smp1", "xfer_fop", 3, 1, args=["500"]),
+    # FLASH 3.2 and 4.3: every fail case of the initiation protocol, with
+    # its reason named; RETRY retried by the library.
+    xfer("xfer-fail", "xfer_fail", 2, 2, absent=[r"\*\*\* CRASH", r"STUCK"],
+         stdout_expect=[
+             r"xfer: node not in the cluster +no such node in the cluster",
+             r"xfer: source below RAM +address not inside the node's RAM",
+             r"xfer: length 0 +length zero",
+             r"xfer: \.\.\. then XFER_SENT from node 1 +the other node "
+             r"refused it",
+             r"fop: unknown op 7 +no such fetch-and-op",
+             r"\*\*\* magic: node 0: magic_send\(type 1, node 2, .*\): no "
+             r"such node in the cluster",
+             r"retry: 200 transfers of 64 KiB started back to back, all "
+             r"sent"]),
+    # FLASH 3.3.2 / issue 6: an active message's round trip while a
+    # 64 MiB transfer runs is not held behind it (both printed).
+    xfer("xfer-latency", "xfer_latency", 2, 2, mem="256M",
+         nodes_expect={0: [r"^idle: active-message round trip",
+                           r"^busy: 64 MiB transfer in"]}),
+]
+
+# ---------------------------------------------------------------------------
+# Migratable channels: libchan (<chan.h>, docs/chan.rst), "Hardware
+# Migratable Channels" (May, Muller, Sen) in software over libtempest's
+# active messages.  A clean run prints no library report ("*** chan",
+# "*** tempest"), no failure and no crash.
+# ---------------------------------------------------------------------------
+CHAN_CLEAN = [r"\*\*\* chan", r"\*\*\* tempest", r"\*\*\* CRASH", r"FAIL"]
+
+CASES += [
+    # Sections 2 and 3.1: input before output and output before input
+    # (pre-sent: BUFFERFULL there, OUTPUTTING here until the input), both
+    # directions, every length to CHAN_MAX_DATA, input naming where the
+    # next data goes (2.1), a channel on one node.
+    am("chan-data-smp2", "chan_data", 2, 2, timeout=30, absent=CHAN_CLEAN),
+    am("chan-data-smp1", "chan_data", 2, 1, timeout=30, absent=CHAN_CLEAN),
+    # Sections 2.2 and 3.1: many messages in order, pre-sent both ways.
+    am("chan-stream-2", "chan_stream", 2, 2, args=["2000"], timeout=30,
+       absent=CHAN_CLEAN,
+       stdout_expect=[r"\[node 1\] 2000 messages each way in \d+ ms"]),
+    am("chan-stream-4-smp1", "chan_stream", 4, 1, args=["1000"],
+       timeout=30, absent=CHAN_CLEAN),
+    # Section 3.2, stages 1-4: a port moved to a third node, its companion
+    # then talking to it directly; data BUFFERFULL at the moving port and
+    # data sent while it is MIGRATING, both sent again at stage 3; the
+    # output end moved while its companion is INPUTTING; 20 more moves.
+    am("chan-migrate-3", "chan_migrate", 3, 2, timeout=30,
+       absent=CHAN_CLEAN),
+    am("chan-migrate-3-smp1", "chan_migrate", 3, 1, timeout=30,
+       absent=CHAN_CLEAN),
+    # Section 3.2.5, stage 5: both ends of a channel migrating at once, in
+    # three orders of input, there and back; wire-ups forwarded.
+    am("chan-both-4", "chan_both", 4, 2, args=["12"], timeout=30,
+       absent=CHAN_CLEAN,
+       stdout_expect=[r"\[node 0\] 24 moves of both ends, \d+ wire-ups "
+                      r"forwarded"]),
+    am("chan-both-4-smp1", "chan_both", 4, 1, args=["30"], timeout=30,
+       absent=CHAN_CLEAN),
+    # Section 3.2: a chain of migrations: a port hopping around 4 nodes,
+    # data chasing it (BUFFERFULL or in flight at each hop).
+    am("chan-chain-4", "chan_chain", 4, 2, args=["10"], timeout=30,
+       absent=CHAN_CLEAN,
+       stdout_expect=[r"\[node 0\] 40 hops in \d+ ms; \d+ resends"]),
+    am("chan-chain-3-smp1", "chan_chain", 3, 1, args=["10"], timeout=30,
+       absent=CHAN_CLEAN),
+    # Section 3's invariants and chan.h: every refusal reported, nothing
+    # changed by it; freed companions; an abandoned move.
+    am("chan-errors", "chan_errors", 2, 2, timeout=30,
+       absent=[r"\*\*\* chan: node \d: protocol", r"\*\*\* tempest",
+               r"\*\*\* CRASH", r"FAIL"],
+       stdout_expect=[
+           r"chan_output\(port 0:0/0\): not a port of this node",
+           r"chan_input\(port 1:0/1\): not a port of this node",
+           r"chan_state\(port 0:\d+/1\): not a port of this node",
+           r"chan_output\(port 0:0/1\): bad argument",
+           r"chan_alloc_to\(node 5, key 1\): bad argument",
+           r"chan_output_port\(port 0:\d+/1, port 0:\d+/1\): bad argument",
+           r"chan_input\(port 0:\d+/1\): the port is busy or in the wrong "
+           r"state",
+           r"chan_free\(port 0:\d+/1\): the port is busy",
+           r"chan_input_next\(port 0:\d+/1\): the port names no buffer",
+           r"chan_input\(port 0:\d+/1\): the data is longer than the "
+           r"buffer",
+           r"chan_alloc: no free port",
+           r"chan_input\(port 0:0/1\): called from a handler",
+           r"chan_output\(port 0:\d+/\d+\): the port is migrating",
+           r"chan_free\(port 0:\d+/\d+\): the port is migrating",
+           r"chan_output_port\(port 0:\d+/\d+, port 0:\d+/\d+\): the port "
+           r"is migrating",
+           r"node 1: chan_free\(port 1:1/1\): the port is busy",
+           r"node 1: chan_input\(port 1:1/1\): data and port mixed up",
+           r"node 1: chan_input_port\(port 1:1/1\): data and port mixed "
+           r"up"]),
+]

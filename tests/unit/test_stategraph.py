@@ -69,6 +69,19 @@ class RecordsTest(unittest.TestCase):
                 [(0, "compute", 0.0, 2000.0), (0, "idle <&>", 2000.0, 1000.0),
                  (1, "idle <&>", 500.0, 2500.0)])
 
+    def test_negative_state_is_a_gap(self):
+        r = Records()
+        r.take(0, b"STATE 0 1\n")
+        r.take(0, b"STATE 1000 -1\n")
+        r.take(0, b"STATE 5000 1\n")
+        r.take(0, b"STATE 6000 0\n")
+        with tempfile.TemporaryDirectory() as d:
+            r.write(d, 1)
+            with open(os.path.join(d, "trace.json")) as f:
+                spans = [(e["ts"], e["dur"]) for e in json.load(f)
+                         ["traceEvents"] if e["ph"] == "X"]
+        self.assertEqual(spans, [(0.0, 1.0), (5.0, 1.0)])
+
     def test_nothing_recorded_writes_nothing(self):
         with tempfile.TemporaryDirectory() as d:
             self.assertEqual(Records().write(d, 4), [])

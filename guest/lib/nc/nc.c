@@ -35,13 +35,27 @@ const char *nc_cmd_reason_name(uint32_t reason)
     case TEMPEST_CMD_E_BAD_ADDR:
         return "address not inside the node's RAM";
     case TEMPEST_CMD_E_BAD_ALIGN:
-        return "base not aligned to a slot";
+        return "not aligned (a ring to its slot size, a fetch-and-op "
+               "word to 8 bytes)";
     case TEMPEST_CMD_E_BAD_SIZE:
         return "slot count not a power of 2 in range";
     case TEMPEST_CMD_E_OVERLAP:
         return "overlaps another ring";
     case TEMPEST_CMD_E_BAD_TICKS:
         return "delay out of range";
+    case TEMPEST_CMD_E_BAD_TAG:
+        return "no such access tag";
+    case TEMPEST_CMD_E_BAD_LEN:
+        return "length zero, too long, or not whole blocks";
+    case TEMPEST_CMD_E_BAD_NODE:
+        return "no such node in the cluster";
+    case TEMPEST_CMD_E_PEER_DOWN:
+        return "that node is gone";
+    case TEMPEST_CMD_E_BAD_FOP:
+        return "no such fetch-and-op";
+    case TEMPEST_CMD_E_REMOTE:
+        return "the other node refused it (outside its RAM, or no "
+               "posted buffer large enough)";
     default:
         return "unknown";
     }

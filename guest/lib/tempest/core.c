@@ -9,8 +9,9 @@
  *     controller's RQ and CQ interrupts routed to CPU 1;
  *   - by nc_irq() on CPU 0, from the node controller's interrupt, when
  *     the node has one vCPU.
- * Each pt_step() runs at most one handler, choosing by priority: control
- * events (CQ) and due timers, then the backlog, then the RQ.
+ * Each pt_step() runs at most one handler, choosing by priority: block
+ * access and page faults (vm.c), control events (CQ) and due timers, then
+ * the backlog, then the RQ.
  *
  * A message that fits one packet is handled straight from its RQ slot
  * (freed after the handler); a longer one is reassembled per (source,
@@ -31,6 +32,7 @@
                              TEMPEST_NC_IRQ_SQ)
 #define PT_CPU_DEDICATED    1
 #define WAKE_EVERY          64      /* handlers between wake-ups of waiters */
+#define CLOCK_EVERY         64      /* idle polls between clock reads */
 #define WAIT_SLEEP_US       1000
 #define DRAIN_MARGIN        (NC_RQ_SLOTS / 8)   /* see tppi_drain_to_backlog */
 
@@ -118,12 +120,6 @@ tempest_peer_down_fn tempest_on_peer_down(tempest_peer_down_fn fn)
     return __atomic_exchange_n(&peer_down_fn, fn, __ATOMIC_ACQ_REL);
 }
 
-void TPPI_resume_va(void *blk_va, int blk_len)
-{
-    tppi_report(NULL, "TPPI_resume_va(%p, %d) called: not yet available "
-                "(it comes with block access faults)", blk_va, blk_len);
-}
-
 /* ---- where are we ---------------------------------------------------- */
 
 bool tppi_on_protocol_thread(void)
@@ -139,6 +135,25 @@ bool tppi_on_protocol_thread(void)
 bool tppi_in_message_handler(void)
 {
     return cur.active && tppi_on_protocol_thread();
+}
+
+bool tppi_started(void)
+{
+    return started;
+}
+
+bool tppi_protocol_dedicated(void)
+{
+    return dedicated;
+}
+
+void tppi_wake_protocol_thread(void)
+{
+    if (dedicated) {
+        rt_cpu_wake(pt_cpu);
+    } else {
+        rt_irq_raise(NC_INTID);
+    }
 }
 
 /* ---- receiving --------------------------------------------------------- */
@@ -185,6 +200,14 @@ int TPPI_recv_W(void)
     memcpy(&w, cur.data + cur.pos, 4);
     cur.pos += 4;
     return (int)w;
+}
+
+int tppi_recv_into(void *dst, int len)
+{
+    if ((uint32_t)len > cur.size - cur.pos) {
+        report_overrun(len);
+    }
+    return tppi_take(dst, len);
 }
 
 void TPPI_recv_R(void *va, int len)
@@ -480,6 +503,10 @@ static void handle_event(struct nc_event *e)
                (unsigned long long)ev.c, (unsigned long long)ev.a,
                nc_err_name((uint32_t)ev.b), (unsigned long long)ev.b);
         break;
+    case TEMPEST_EV_XFER_SENT:
+    case TEMPEST_EV_XFER_RECV:
+        tppi_xfer_event(&ev);           /* xfer.c */
+        break;
     default:
         tppi_report(&tppi_stats.bad_packets, "unknown control event type "
                     "%u (node %u): ignored", (unsigned)type,
@@ -493,8 +520,8 @@ static void handle_event(struct nc_event *e)
 /* True if pt_step() has something to do. */
 static bool pt_pending(void)
 {
-    return nc_cq_peek() || tppi_timer_pending() || backlog.count ||
-           nc_rq_peek();
+    return tppi_fault_pending() || nc_cq_peek() || tppi_timer_pending() ||
+           backlog.count || nc_rq_peek();
 }
 
 /* Runs at most one event's handler; returns false if there was nothing. */
@@ -504,7 +531,10 @@ static bool pt_step(void)
     struct nc_pkt *p;
     struct nc_pkt copy;
 
-    /* Block access and page faults will come first, here. */
+    /* Block access and page faults first (spec section 2). */
+    if (tppi_fault_step()) {
+        return true;
+    }
     e = nc_cq_peek();
     if (e) {
         handle_event(e);
@@ -550,6 +580,7 @@ static void pt_main(void *arg)
 {
     uint64_t idle_since = 0;
     uint64_t spin_ns;
+    unsigned polls = 0;
     bool worked = false;
 
     (void)arg;
@@ -570,9 +601,16 @@ static void pt_main(void *arg)
         if (spin_ns) {
             if (idle_since == 0) {
                 idle_since = rt_time_ns();
+                polls = 0;
                 continue;
             }
-            if (rt_time_ns() - idle_since < spin_ns) {
+            /*
+             * The clock only every CLOCK_EVERY polls: under TCG reading
+             * it takes QEMU's global lock, which the other vCPUs' device
+             * accesses (sends, tag changes) wait for.
+             */
+            if (++polls % CLOCK_EVERY ||
+                rt_time_ns() - idle_since < spin_ns) {
                 __asm__ volatile("yield");
                 continue;
             }
@@ -648,6 +686,7 @@ static void tempest_init(void)
                TPPI_self_address);
         rt_exit(1);
     }
+    tppi_vm_init();
     rt_irq_register(NC_INTID, nc_irq, NULL);
     dedicated = rt_cpus_online() >= 2;
     pt_cpu = dedicated ? PT_CPU_DEDICATED : 0;

@@ -113,7 +113,7 @@ static int check_segs(const struct tppi_seg *segs, unsigned nsegs,
                       uintptr_t pc)
 {
     uint32_t total = 0, fwd = 0, left;
-    unsigned i;
+    unsigned i, blocks = 0;
 
     for (i = 0; i < nsegs; i++) {
         const struct tppi_seg *s = &segs[i];
@@ -123,6 +123,19 @@ static int check_segs(const struct tppi_seg *segs, unsigned nsegs,
                         "%u has length %d, not a multiple of 4: not sent",
                         (unsigned long)pc, i + 1, s->len);
             return -1;
+        }
+        if (s->kind == TPPI_SEG_BLOCK) {
+            if (!tppi_ba_check((void *)s->ptr, s->len, s->chg)) {
+                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
+                            "bad Ba item: not sent", (unsigned long)pc);
+                return -1;
+            }
+            if (++blocks > 1) {
+                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
+                            "more than one Ba item: not sent",
+                            (unsigned long)pc);
+                return -1;
+            }
         }
         if (s->kind == TPPI_SEG_REGION && s->len &&
             (s->ptr == NULL || ((uintptr_t)s->ptr & 3))) {
@@ -160,32 +173,15 @@ static int check_segs(const struct tppi_seg *segs, unsigned nsegs,
     return (int)total;
 }
 
-int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
-                   const struct tppi_seg *segs, unsigned nsegs)
+/* Puts the checked message of @total bytes into the send ring. */
+static void post_segs(TPPI_NodeId dest, uintptr_t handler,
+                      const struct tppi_seg *segs, int total)
 {
     bool on_pt = tppi_on_protocol_thread();
     unsigned net = on_pt ? TEMPEST_NET_REPLY : TEMPEST_NET_REQUEST;
-    uintptr_t handler = (uintptr_t)pc;
     uint32_t off = 0, chunk, soff = 0, pkts = 0;
     unsigned si = 0;
     struct nc_pkt *p;
-    int total;
-
-    if (dest >= TPPI_num_nodes) {
-        tppi_report(&tppi_stats.bad_sends, "send to node %u, not in the "
-                    "%u-node cluster: not sent", dest, TPPI_num_nodes);
-        return -1;
-    }
-    if (!rt_text_contains(pc) || (handler & 3)) {
-        tppi_report(&tppi_stats.bad_sends, "send to node %u names handler "
-                    "0x%lx, outside the program's code: not sent", dest,
-                    (unsigned long)handler);
-        return -1;
-    }
-    total = check_segs(segs, nsegs, handler);
-    if (total < 0) {
-        return -1;
-    }
 
     lock(&sq_lock[net]);
     do {
@@ -212,6 +208,74 @@ int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
 
     __atomic_fetch_add(&tppi_stats.msgs_sent, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&tppi_stats.pkts_sent, pkts, __ATOMIC_RELAXED);
+}
+
+/*
+ * A message with a Ba item: the block's tag changes and its data is
+ * taken in 3.2.6's order (vm.c), then it is sent as a region.
+ */
+static int post_with_block(TPPI_NodeId dest, uintptr_t handler,
+                           const struct tppi_seg *segs, unsigned nsegs,
+                           int total)
+{
+    struct tppi_seg copy[TEMPEST_MSG_ITEMS + 1];
+    uint8_t buf[TPPI_MAX_AM_BYTES];
+    const void *data;
+    unsigned i;
+
+    for (i = 0; i < nsegs; i++) {
+        copy[i] = segs[i];
+        if (segs[i].kind == TPPI_SEG_BLOCK) {
+            data = tppi_ba_send_data((void *)segs[i].ptr, segs[i].len,
+                                     segs[i].chg, buf);
+            if (data == NULL) {
+                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
+                            "the page of its Ba item went away: not sent",
+                            (unsigned long)handler);
+                return -1;
+            }
+            copy[i].kind = TPPI_SEG_REGION;
+            copy[i].ptr = data;
+        }
+    }
+    post_segs(dest, handler, copy, total);
+    return 0;
+}
+
+int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
+                   const struct tppi_seg *segs, unsigned nsegs)
+{
+    uintptr_t handler = (uintptr_t)pc;
+    unsigned i;
+    int total;
+
+    if (dest >= TPPI_num_nodes) {
+        tppi_report(&tppi_stats.bad_sends, "send to node %u, not in the "
+                    "%u-node cluster: not sent", dest, TPPI_num_nodes);
+        return -1;
+    }
+    if (!rt_text_contains(pc) || (handler & 3)) {
+        tppi_report(&tppi_stats.bad_sends, "send to node %u names handler "
+                    "0x%lx, outside the program's code: not sent", dest,
+                    (unsigned long)handler);
+        return -1;
+    }
+    total = check_segs(segs, nsegs, handler);
+    if (total < 0) {
+        return -1;
+    }
+    for (i = 0; i < nsegs; i++) {
+        if (segs[i].kind == TPPI_SEG_BLOCK) {
+            if (nsegs > TEMPEST_MSG_ITEMS + 1) {
+                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
+                            "too many items with a Ba item: not sent",
+                            (unsigned long)handler);
+                return -1;
+            }
+            return post_with_block(dest, handler, segs, nsegs, total);
+        }
+    }
+    post_segs(dest, handler, segs, total);
     return 0;
 }
 
@@ -309,6 +373,7 @@ int tempest_msg_send(tempest_msg *m)
     for (i = 0; i < m->nitems; i++) {
         segs[i].kind = m->item[i].kind;
         segs[i].len = m->item[i].len;
+        segs[i].chg = 0;
         segs[i].ptr = m->item[i].kind == TPPI_SEG_WORDS ?
                       &m->words[(uintptr_t)m->item[i].ptr] : m->item[i].ptr;
     }

@@ -34,12 +34,14 @@ enum {
     TPPI_SEG_WORDS,         /* ptr: words of the caller's, len bytes */
     TPPI_SEG_REGION,        /* an R item */
     TPPI_SEG_FORWARD,       /* an F item: ptr unused */
+    TPPI_SEG_BLOCK,         /* a Ba item: ptr the block's va, chg */
 };
 
 struct tppi_seg {
     int kind;
     const void *ptr;
     int len;
+    int chg;                /* TPPI_SEG_BLOCK: the TPPI_BlkTagChange */
 };
 
 /*
@@ -54,6 +56,25 @@ int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
 
 /* True if the caller is running on the protocol thread. */
 bool tppi_on_protocol_thread(void);
+
+/* True once the protocol thread has been started (before main). */
+bool tppi_started(void);
+
+/* True if the protocol thread has a CPU of its own (two or more vCPUs). */
+bool tppi_protocol_dedicated(void);
+
+/*
+ * Makes the protocol thread look for work: wakes its CPU, or on a
+ * one-vCPU node makes the node controller's interrupt (whose handler runs
+ * it) pending.
+ */
+void tppi_wake_protocol_thread(void);
+
+/*
+ * Consumes @len bytes of the message being handled into @dst, reporting
+ * a read past its end as TPPI_recv_R does; returns the bytes copied.
+ */
+int tppi_recv_into(void *dst, int len);
 
 /* True if a message handler is running (F items and receives allowed). */
 bool tppi_in_message_handler(void);
@@ -87,6 +108,35 @@ extern struct tempest_stats tppi_stats;
  */
 extern uint32_t tppi_sq_waiters;
 
+/* ---- memory and faults (vm.c) --------------------------------------- */
+
+/* Registers the runtime's fault hook (at start-up). */
+void tppi_vm_init(void);
+
+/* True if a fault waits for the protocol thread. */
+bool tppi_fault_pending(void);
+
+/*
+ * Runs the handler of the earliest fault waiting, if there is one; returns
+ * true if there was one.  First thing in every step of the protocol
+ * thread (faults come before timers and messages).
+ */
+bool tppi_fault_step(void);
+
+/*
+ * A Ba item of a send: tppi_ba_check() checks the block specifier, the
+ * change and that the block's page is mapped (false: reported).
+ * tppi_ba_send_data() then changes the block's tag and returns its data,
+ * in 3.2.6's order: for a change that takes access away, the tag first
+ * and then a pointer to the block's frame (read when the message is
+ * built, after the change); otherwise the data is copied to @buf
+ * (blk_len bytes) first and then the tag changed.  NULL if the page went
+ * away meanwhile.
+ */
+bool tppi_ba_check(void *blk_va, int blk_len, TPPI_BlkTagChange chg);
+const void *tppi_ba_send_data(void *blk_va, int blk_len,
+                              TPPI_BlkTagChange chg, void *buf);
+
 /* ---- timers (timer.c) ---------------------------------------------- */
 
 /* A TEMPEST_EV_TIMER event arrived: timers may be due. */
@@ -100,5 +150,13 @@ bool tppi_timer_run_one(void);
 
 /* True while a timer event has not been fully dealt with. */
 bool tppi_timer_pending(void);
+
+/* ---- bulk transfer (xfer.c, channel.c) ----------------------------- */
+
+/* A TEMPEST_EV_XFER_SENT or _XFER_RECV event: to its cookie's owner. */
+void tppi_xfer_event(const struct nc_event *e);
+
+/* The channels' share of those events (cookie client 0). */
+void tppi_chan_xfer_event(const struct tempest_xfer_event *ev);
 
 #endif /* TEMPEST_INTERNAL_H */

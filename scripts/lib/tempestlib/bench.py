@@ -12,6 +12,23 @@ never asserted).
          is the same measured between two host processes over a
          Unix-domain socket pair (guest/bench/uds_bench.c), in the same
          run.
+  strata Strata's control network on 2, 4, 8 and 16 nodes (--smp 1,
+         guest/bench/strata_bench.c): Barrier, CombineInt and one Broadcast,
+         each against the active-message round trip (SendLeftPollBoth and
+         a reply from the handler, both nodes polling) of the same run.
+  bulk   the transfer engine between two nodes (--smp 2, --mem 320M,
+         guest/bench/bulk_bench.c): time per transfer (and MB/s) of 4 KiB
+         to 64 MiB against a host memcpy and a host Unix-domain socket
+         stream of the same sizes measured in the same run
+         (guest/bench/bulk_host.c); the initiation latency (one XFER
+         command) and the fetch-and-op round trip against the
+         active-message round trip.
+  tags   tagged memory (guest/bench/tags_bench.c): a memory-bound loop
+         over untagged RAM (the reference), tagged all-Writable pages and
+         pages with one restricted block; a local fault-handler-resume
+         round trip, tag upgrades and downgrades against one device
+         command; the Jacobi of guest/examples/dsm on 4 nodes, shared
+         memory against explicit messages.
 """
 
 import json
@@ -119,7 +136,190 @@ def bench_am(repeat):
     return rows
 
 
-BENCHES = {"boot": bench_boot, "am": bench_am}
+# ---- strata ------------------------------------------------------------
+STRATA_ROUNDS = 300
+STRATA_NODES = (2, 4, 8, 16)
+STRATA_METRICS = [("barrier_ns", "Barrier"),
+                  ("combine_ns", "CombineInt (ReduceAdd)"),
+                  ("bcast_ns", "Broadcast, one word")]
+
+
+def bench_strata(repeat):
+    elf = build.guest_program("bench/strata_bench.elf")
+    runs = os.path.join(ROOT, "build", "bench-runs")
+
+    def once(n):
+        res = cluster.run_cluster(elf, n, [str(STRATA_ROUNDS)], smp=1,
+                                  mem="64M", echo=False,
+                                  run_dir=os.path.join(runs, f"strata-{n}"))
+        if res.status != 0:
+            raise StepError(f"bench: {res.summary}")
+        return _parse_bench(res.log(0), "strata_bench")
+
+    def med(samples, key):
+        vals = [s[key] / 1e9 for s in samples]
+        return statistics.median(vals), min(vals), max(vals)
+
+    rows = []
+    for n in STRATA_NODES:
+        samples = [once(n) for _ in range(repeat)]
+        ref = med(samples, "am_rtt_ns")
+        rows.append((f"{n} nodes: AM round trip (reference)", ref, 1.0))
+        for key, what in STRATA_METRICS:
+            m = med(samples, key)
+            rows.append((f"{n} nodes: {what}", m, m[0] / ref[0]))
+    return rows
+
+
+BULK_MAX_MB = 64
+BULK_ROUNDS = 1000
+BULK_LATENCY = [("am_ns", "AM round trip, main waits for the reply"),
+                ("fop_ns", "fetch-and-op round trip to node 1"),
+                ("fop_self_ns", "fetch-and-op on this node's own word"),
+                ("init_ns", "XFER initiation (one command, to itself)")]
+
+
+def _bulk_lines(text, prefix):
+    """{size: {key: int}} of the 'prefix: size=N ...' lines, and the rest."""
+    sizes, other = {}, {}
+    for m in re.finditer(prefix + r": (.*)$", text, re.M):
+        kv = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+        if "size" in kv:
+            sizes[kv["size"]] = kv
+        else:
+            other.update(kv)
+    if not sizes:
+        raise StepError(f"bench: no '{prefix}:' lines in:\n{text[-2000:]}")
+    return sizes, other
+
+
+def _size_name(size):
+    return f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+
+
+def bench_bulk(repeat):
+    elf = build.guest_program("bench/bulk_bench.elf")
+    host = os.path.join(os.path.dirname(elf), "bulk_host")
+    runs = os.path.join(ROOT, "build", "bench-runs")
+    if not os.path.exists(host):
+        raise StepError(f"bench: {host} is not built")
+
+    def host_once():
+        r = subprocess.run([host, str(BULK_MAX_MB)], capture_output=True,
+                           text=True, timeout=300)
+        if r.returncode != 0:
+            raise StepError(f"bench: bulk_host exited {r.returncode}")
+        return _bulk_lines(r.stdout, "bulk_host")[0]
+
+    def guest_once():
+        res = cluster.run_cluster(elf, 2, [str(BULK_MAX_MB),
+                                           str(BULK_ROUNDS)],
+                                  smp=2, mem="320M", echo=False,
+                                  run_dir=os.path.join(runs, "bulk"))
+        if res.status != 0:
+            raise StepError(f"bench: {res.summary}")
+        return _bulk_lines(res.log(0), "bulk_bench")
+
+    def med(vals):
+        return statistics.median(vals), min(vals), max(vals)
+
+    hosts = [host_once() for _ in range(repeat)]
+    guests = [guest_once() for _ in range(repeat)]
+    rows = []
+    for size in sorted(hosts[0]):
+        reps = hosts[0][size]["reps"]
+        uds = med([h[size]["uds_ns"] / reps / 1e9 for h in hosts])
+        mc = med([h[size]["memcpy_ns"] / reps / 1e9 for h in hosts])
+        xf = med([g[0][size]["ns"] / g[0][size]["reps"] / 1e9
+                  for g in guests])
+        name = _size_name(size)
+        rows.append((f"{name}: host UDS stream {size / uds[0] / 1e6:.0f} "
+                     "MB/s (reference)", uds, 1.0))
+        rows.append((f"{name}: host memcpy {size / mc[0] / 1e6:.0f} MB/s",
+                     mc, mc[0] / uds[0]))
+        rows.append((f"{name}: XFER {size / xf[0] / 1e6:.0f} MB/s, "
+                     f"{100 * uds[0] / xf[0]:.0f}% of the stream", xf,
+                     xf[0] / uds[0]))
+    ref = med([g[1]["am_hh_ns"] / 1e9 for g in guests])
+    rows.append(("AM round trip, handler to handler (reference)", ref, 1.0))
+    for key, what in BULK_LATENCY:
+        m = med([g[1][key] / 1e9 for g in guests])
+        rows.append((what, m, m[0] / ref[0]))
+    return rows
+
+
+BENCHES = {"boot": bench_boot, "am": bench_am, "strata": bench_strata,
+           "bulk": bench_bulk}
+
+
+# ---- tags: tagged memory, block access faults, shared memory -------------
+TAGS_PASSES = 20
+TAGS_FAULTS = 2000
+TAGS_JACOBI_NODES = 4
+
+
+def bench_tags(repeat):
+    """Tagged memory (guest/bench/tags_bench.c, one node, --smp 1): the same
+    memory-bound loop over untagged RAM (the reference), tagged pages all
+    Writable (goal: within 5%) and tagged pages each holding one ReadOnly
+    block the loop does not touch (the slow path); a local fault-handler-
+    resume round trip, a tag upgrade and a downgrade against one TAG_SET
+    that changes nothing (one device command), with the protocol thread
+    interrupt-driven (--smp 1) and on its own vCPU (--smp 2); the Jacobi
+    relaxation of guest/examples/dsm on 4 nodes over shared memory against
+    the same sweeps with explicit messages (the reference)."""
+    elf = build.guest_program("bench/tags_bench.elf")
+    jacobi = build.guest_program("examples/dsm/jacobi.elf")
+    runs = os.path.join(ROOT, "build", "bench-runs")
+
+    def guest(args, smp):
+        res = cluster.run_cluster(elf, 1, args, smp=smp, echo=False,
+                                  run_dir=os.path.join(runs, "tags"))
+        if res.status != 0:
+            raise StepError(f"bench: {res.summary}")
+        return _parse_bench(res.log(0), "tags_bench")
+
+    def sweeps(mode):
+        res = cluster.run_cluster(jacobi, TAGS_JACOBI_NODES, [mode], smp=1,
+                                  echo=False,
+                                  run_dir=os.path.join(runs, "tags-jacobi"))
+        m = re.search(r"jacobi \w+ ok: .* in (\d+) us", res.log(0))
+        if res.status != 0 or not m:
+            raise StepError(f"bench: jacobi {mode}: {res.summary}")
+        return int(m.group(1)) / 1e6
+
+    def med(vals):
+        return statistics.median(vals), min(vals), max(vals)
+
+    rows = []
+    mem = [guest(["mem", str(TAGS_PASSES)], 1) for _ in range(repeat)]
+    ref = med([s["untagged_ns"] / 1e9 for s in mem])
+    rows.append(("loop over untagged RAM (reference)", ref, 1.0))
+    for key, what in (("writable_ns", "same loop, tagged pages all Writable"),
+                      ("restricted_ns", "same, one ReadOnly block a page")):
+        m = med([s[key] / 1e9 for s in mem])
+        rows.append((what, m, m[0] / ref[0]))
+    for smp in (1, 2):
+        flt = [guest(["fault", str(TAGS_FAULTS)], smp)
+               for _ in range(repeat)]
+        ref = med([s["noop_ns"] / 1e9 for s in flt])
+        rows.append((f"--smp {smp}: TAG_SET changing nothing (reference)",
+                     ref, 1.0))
+        for key, what in (("upgrade_ns", "tag upgrade"),
+                          ("downgrade_ns", "tag downgrade (all vCPUs)"),
+                          ("fault_ns", "fault, handler, upgrade, resume")):
+            m = med([s[key] / 1e9 for s in flt])
+            rows.append((f"--smp {smp}: {what}", m, m[0] / ref[0]))
+    ref = med([sweeps("msg") for _ in range(repeat)])
+    rows.append((f"Jacobi on {TAGS_JACOBI_NODES} nodes, messages "
+                 "(reference)", ref, 1.0))
+    m = med([sweeps("dsm") for _ in range(repeat)])
+    rows.append((f"Jacobi on {TAGS_JACOBI_NODES} nodes, shared memory", m,
+                 m[0] / ref[0]))
+    return rows
+
+
+BENCHES["tags"] = bench_tags
 
 
 def _fmt(seconds):

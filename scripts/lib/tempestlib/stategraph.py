@@ -6,7 +6,8 @@ the launcher, not output for a person:
 
   \\x1eLOG <text>                       StrataLog: a line of strata.log
   \\x1eSTATE-NAME <index> <#rrggbb> <name>   declares a state
-  \\x1eSTATE <time_ns> <index>          the node entered a state
+  \\x1eSTATE <time_ns> <index>          the node entered a state (a
+                                       negative index: recording stopped)
 
 At the end of a run the launcher writes, in the run directory, strata.log
 (one line per entry, prefixed with the node), and when states were
@@ -88,14 +89,16 @@ def _colour(names, index):
 
 def _spans(states):
     """Per node: (start_ns, end_ns, index), each state until the next; the
-    last one ends when the node's last record does (zero length: dropped)."""
+    last one ends when the node's last record does (zero length: dropped).
+    A negative index marks a gap (RecordStates(False)): nothing is drawn
+    until the next state."""
     out = {}
     for node, recs in states.items():
         recs = sorted(recs)
         spans = []
         for (t, idx), nxt in zip(recs, recs[1:] + [None]):
             end = nxt[0] if nxt else t
-            if end > t:
+            if end > t and idx >= 0:
                 spans.append((t, end, idx))
         out[node] = spans
     return out

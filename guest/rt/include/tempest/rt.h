@@ -5,9 +5,10 @@
  *
  * What the runtime does before main():
  *  - runs every CPU at EL1 with the MMU and caches on: devices (GIC, UART,
- *    node controller) and RAM are identity-mapped, nothing else is (a NULL
- *    dereference faults, and so does any access to the Tempest
- *    user-managed segment until something maps it);
+ *    node controller), RAM and the unchecked alias of tagged memory are
+ *    identity-mapped, nothing else is (a NULL dereference faults, and so
+ *    does any access to the Tempest user-managed segment until something
+ *    maps it: see rt_segment_map());
  *  - gives each CPU a 64 KiB stack with an unmapped guard page below it,
  *    a separate exception stack, and its own thread-local storage (errno);
  *  - starts every configured secondary CPU with PSCI; each waits for work
@@ -139,6 +140,87 @@ uint64_t rt_time_ns(void);
  */
 bool rt_text_contains(const void *pc);
 
+/* ---- the Tempest user-managed segment -------------------------------- */
+/*
+ * The user-managed segment (TEMPEST_SEGMENT_BASE, TEMPEST_SEGMENT_SIZE) is
+ * not mapped at boot: a library maps its 4 KiB pages one at a time to page
+ * frames of the node's tagged memory (TEMPEST_TAGMEM_BASE), whose 64-byte
+ * blocks carry access tags the node controller checks on every load and
+ * store.  The runtime identity-maps the same frames a second time at
+ * TEMPEST_TAGMEM_ALIAS, where nothing is checked (normal memory, not
+ * executable), for the library to move data regardless of tags.
+ *
+ * An access to the segment that is refused (a block access fault: the
+ * data abort's status is a synchronous external abort) or finds no
+ * mapping (a page fault: a translation fault) is passed to the hook
+ * registered with rt_fault_register() instead of ending the node.
+ */
+
+/* Error returns of rt_segment_map() and rt_segment_unmap(). */
+#define RT_SEG_ERR_ARG          (-1)    /* bad address, or not mapped */
+#define RT_SEG_ERR_NOMEM        (-2)    /* no memory for a table */
+#define RT_SEG_ERR_BUSY         (-3)    /* already mapped */
+
+/*
+ * rt_tagmem_size: returns the size in bytes of this node's tagged memory
+ * (the node controller's TAGMEM_SIZE, read at boot), 0 if it has none
+ * (no TEMPEST_NC_FEAT_TAGS).
+ */
+uint64_t rt_tagmem_size(void);
+
+/*
+ * rt_segment_map: maps the page at virtual address @va of the user-managed
+ * segment to the tagged-memory page frame at physical address @pa
+ * (normal write-back memory, read/write, not executable), visible to
+ * every CPU of the node when it returns (TLB maintenance included).
+ * Returns 0; RT_SEG_ERR_ARG if @va is not a page-aligned address of the
+ * segment or @pa not a page-aligned frame inside tagged memory;
+ * RT_SEG_ERR_BUSY if @va is already mapped; RT_SEG_ERR_NOMEM if no memory
+ * is left for a translation table.  Safe from any CPU, in interrupt
+ * handlers too.
+ */
+int rt_segment_map(uint64_t va, uint64_t pa);
+
+/*
+ * rt_segment_unmap: removes the mapping of the segment page at @va and
+ * invalidates it in every CPU's TLB (TLBI VALE1IS, DSB ISH, ISB) before it
+ * returns.  Returns 0, or RT_SEG_ERR_ARG if @va is not a page-aligned
+ * address of the segment or is not mapped.
+ */
+int rt_segment_unmap(uint64_t va);
+
+/* What faulted (struct rt_fault kind). */
+#define RT_FAULT_BLOCK          1       /* refused by a block's access tag */
+#define RT_FAULT_PAGE           2       /* no page mapped there */
+
+/* A fault in the user-managed segment, as the runtime saw it. */
+struct rt_fault {
+    uint64_t va;            /* the faulting address (FAR) */
+    uint64_t pc;            /* the faulting instruction (ELR) */
+    unsigned cpu;           /* the CPU it happened on */
+    int kind;               /* RT_FAULT_BLOCK or RT_FAULT_PAGE */
+    bool is_write;          /* a store (or read-modify-write), not a load */
+};
+
+/*
+ * A fault hook: called on the faulting CPU, with IRQs masked, on the
+ * faulting code's own stack below its stack pointer.  It returns true when
+ * the instruction may be retried (every register, FP/SIMD included, is
+ * then restored as it was: the access is simply re-executed), false to
+ * let the runtime print its crash report and end the node.  It may sleep
+ * (rt_cpu_sleep, which dispatches interrupts that arrive meanwhile) and
+ * run interrupt handlers, but a fault inside it is a crash.
+ */
+typedef bool (*rt_fault_fn)(const struct rt_fault *f);
+
+/*
+ * rt_fault_register: makes @fn the hook for faults in the user-managed
+ * segment on every CPU (NULL: none, every such fault is a crash report)
+ * and returns the previous hook.  Only data aborts at EL1 of the
+ * program's code (SP_EL0) with a valid FAR in the segment reach it.
+ */
+rt_fault_fn rt_fault_register(rt_fault_fn fn);
+
 /* ---- interrupts ------------------------------------------------------ */
 /*
  * The runtime drives the GICv3: every interrupt is group 1, one priority,
@@ -207,6 +289,14 @@ void rt_irq_restore(uint64_t flags);
  * (they are masked at boot); pending ones are taken at once.
  */
 void rt_irq_unmask(void);
+
+/*
+ * rt_irq_raise: makes the shared peripheral interrupt @intid pending (GICD
+ * ISPENDR) as if its device had signalled it: its handler runs once on the
+ * CPU it is routed to, even if the device is quiet.  Returns 0, or -1 if
+ * @intid is not an SPI below RT_NUM_INTIDS or the GIC is not a GICv3.
+ */
+int rt_irq_raise(unsigned intid);
 
 /* rt_irq_masked: returns true if IRQs are masked on the calling CPU. */
 bool rt_irq_masked(void);

@@ -155,6 +155,33 @@ const char *nc_err_name(uint32_t err);
  */
 uint32_t nc_timer_arm(uint64_t ticks, uint64_t a, uint64_t b);
 
+/* ---- tagged memory (version 1.3, tags.c) --------------------------- */
+
+/*
+ * nc_tags_present: returns true if the node controller has tagged memory
+ * (TEMPEST_NC_FEAT_TAGS and a TAGMEM_SIZE above 0).
+ */
+bool nc_tags_present(void);
+
+/*
+ * nc_tag_set: gives every block of tagged memory in [@pa & ~(block - 1),
+ * + @len) the access tag @tag (TEMPEST_TAG_*), with TEMPEST_CMD_TAG_SET.
+ * @pa is a physical address in tagged memory (TEMPEST_TAGMEM_BASE +
+ * offset), @len a multiple of TEMPEST_TAG_BLK_SIZE.  A change that takes
+ * access away is complete on every vCPU when it returns (it reads
+ * CMD_COMMIT until SUCCESS); IRQs are masked meanwhile.  Returns 0, or
+ * -1 and the device's reason (TEMPEST_CMD_E_*) in *@reason (if not NULL)
+ * when the device refuses: bad tag, length or address.
+ */
+int nc_tag_set(uint64_t pa, uint64_t len, unsigned tag, uint32_t *reason);
+
+/*
+ * nc_tag_get: returns the access tag (TEMPEST_TAG_*) of the block of
+ * tagged memory holding physical address @pa, or -1 if @pa is not in
+ * tagged memory.
+ */
+int nc_tag_get(uint64_t pa);
+
 /* ---- send rings ---------------------------------------------------- */
 
 /*

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Jacobi relaxation of a square plate, a real parallel program in two
+ * versions:
+ *
+ *   jacobi.elf dsm [N] [ITERS]   on shared memory (dsm.h): the grids live
+ *                                in the user-managed segment, every node
+ *                                updates its band of rows, reads its
+ *                                neighbours' edge rows through the
+ *                                coherence protocol, dsm_barrier() between
+ *                                sweeps;
+ *   jacobi.elf msg [N] [ITERS]   the same computation with explicit
+ *                                messages: private bands with halo rows
+ *                                exchanged by TPPI_send_R each sweep.
+ *
+ * The plate has N x N interior points (N + 2 a multiple of 8, so that a
+ * row is whole tag blocks), its top edge held at 1.0 and the others at 0.
+ * Node 0 then computes the same sweeps alone in private memory, with the
+ * same arithmetic in the same order, and compares every point bit for
+ * bit: "jacobi <mode> ok: ..." if they agree, with the time of the
+ * parallel sweeps.
+ *
+ * The DSM version places each page's home on the node that updates its
+ * rows (dsm_init with a home function), so a node's own rows are local
+ * and only the edge rows move.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsm.h"
+#include "tempest/rt.h"
+
+static unsigned n = 126;            /* interior points per side */
+static unsigned iters = 40;
+static unsigned stride;             /* doubles per row: n + 2 */
+
+static double *grid[2];             /* DSM: the two grids, shared */
+static volatile unsigned progress, seen, dumped;
+void dsm_dump(void);
+void tppi_debug_slots(void);
+static void watchdog(void *arg)
+{
+    (void)arg;
+    if (progress == seen && !dumped) {
+        struct tempest_stats st;
+        tempest_get_stats(&st);
+        printf("WATCHDOG node %u stuck at %u: faults %llu resumes %llu blk %llu pf %llu msgs %llu sent %llu\n",
+               TPPI_self_address, progress, (unsigned long long)st.faults, (unsigned long long)st.resumes,
+               (unsigned long long)st.blk_faults, (unsigned long long)st.page_faults,
+               (unsigned long long)st.msgs_handled, (unsigned long long)st.msgs_sent);
+        tppi_debug_slots();
+        dsm_dump();
+        dumped = 1;
+    }
+    seen = progress;
+    TPPI_schedule_timer(3000000, watchdog, NULL);
+}
+
+/* The rows [lo, hi) node @k updates (interior rows are 1 .. n). */
+static unsigned band_lo(unsigned k)
+{
+    return 1 + k * n / TPPI_num_nodes;
+}
+
+static unsigned band_hi(unsigned k)
+{
+    return 1 + (k + 1) * n / TPPI_num_nodes;
+}
+
+/* The node that updates row @r (edge rows go with their neighbours). */
+static TPPI_NodeId row_node(unsigned r)
+{
+    TPPI_NodeId k;
+
+    for (k = 0; k + 1 < TPPI_num_nodes; k++) {
+        if (r < band_hi(k)) {
+            break;
+        }
+    }
+    return k;
+}
+
+/* DSM home of a page: the node that updates its first row. */
+static TPPI_NodeId page_home(uint64_t page, void *arg)
+{
+    uint64_t per_grid = (uint64_t)stride * stride * sizeof(double);
+    uint64_t off = (page << TPPI_PAGE_SHIFT) % per_grid;
+
+    (void)arg;
+    return row_node((unsigned)(off / (stride * sizeof(double))));
+}
+
+/* One sweep over rows [lo, hi) of @from into @to. */
+static void sweep(const double *from, double *to, unsigned lo, unsigned hi)
+{
+    unsigned i, j;
+
+    for (i = lo; i < hi; i++) {
+        const double *up = from + (i - 1) * stride;
+        const double *row = from + i * stride;
+        const double *down = from + (i + 1) * stride;
+        double *out = to + i * stride;
+
+        for (j = 1; j <= n; j++) {
+            out[j] = 0.25 * (up[j] + down[j] + row[j - 1] + row[j + 1]);
+        }
+    }
+}
+
+/* The plate's edges: top 1.0, the rest (interior included) 0. */
+static void plate(double *g)
+{
+    unsigned j;
+
+    for (j = 0; j < stride; j++) {
+        g[j] = 1.0;
+    }
+}
+
+/* Node 0: the whole computation alone, for comparison. */
+static double *sequential(void)
+{
+    size_t bytes = (size_t)stride * stride * sizeof(double);
+    double *g[2] = { calloc(1, bytes), calloc(1, bytes) };
+    unsigned it;
+
+    if (g[0] == NULL || g[1] == NULL) {
+        printf("jacobi: no memory for the sequential run\n");
+        exit(1);
+    }
+    plate(g[0]);
+    plate(g[1]);
+    for (it = 0; it < iters; it++) {
+        sweep(g[it & 1], g[(it + 1) & 1], 1, n + 1);
+    }
+    free(g[(iters + 1) & 1]);
+    return g[iters & 1];
+}
+
+/* Compares the parallel result with the sequential one; node 0. */
+static int verify(const char *mode, const double *par, uint64_t ns)
+{
+    const double *seq = sequential();
+    unsigned i, j, bad = 0;
+    double sum = 0;
+
+    for (i = 0; i < stride; i++) {
+        for (j = 0; j < stride; j++) {
+            double a = par[i * stride + j], b = seq[i * stride + j];
+
+            if (memcmp(&a, &b, sizeof(a)) != 0) {
+                if (bad++ < 5) {
+                    printf("jacobi: (%u, %u): %.17g, sequential %.17g\n",
+                           i, j, a, b);
+                }
+            }
+            sum += b;
+        }
+    }
+    if (bad) {
+        printf("jacobi %s FAILED: %u points differ\n", mode, bad);
+        return 1;
+    }
+    printf("jacobi %s ok: %ux%u, %u sweeps on %u nodes in %llu us, "
+           "sum %.12f\n", mode, n, n, iters, TPPI_num_nodes,
+           (unsigned long long)(ns / 1000), sum);
+    return 0;
+}
+
+/* ---- shared memory ------------------------------------------------------ */
+
+/* The largest power of 2 (up to DSM_MAX_BLOCK) dividing a row's bytes. */
+static int block_size(void)
+{
+    int b = TPPI_TAG_BLK_SIZE;
+
+    while (b < DSM_MAX_BLOCK && (stride * sizeof(double)) % (2 * b) == 0) {
+        b *= 2;
+    }
+    return b;
+}
+
+static int run_dsm(void)
+{
+    unsigned lo = band_lo(TPPI_self_address), hi = band_hi(TPPI_self_address);
+    struct dsm_stats st;
+    uint64_t t0, ns;
+    unsigned it;
+
+    /* A row is the coherence block: neighbours share whole rows. */
+    if (dsm_init(block_size(), page_home, NULL) != 0) {
+        return 1;
+    }
+    grid[0] = (double *)TPPI_SEGMENT_BASE;
+    grid[1] = grid[0] + (size_t)stride * stride;
+    if (TPPI_self_address == 0) {
+        plate(grid[0]);
+        plate(grid[1]);
+    }
+    dsm_barrier();
+    t0 = rt_time_ns();
+    TPPI_schedule_timer(3000000, watchdog, NULL);
+    for (it = 0; it < iters; it++) {
+        sweep(grid[it & 1], grid[(it + 1) & 1], lo, hi);
+        progress++;
+        dsm_barrier();
+        progress++;
+    }
+    ns = rt_time_ns() - t0;
+    dsm_get_stats(&st);
+    printf("node %u: rows %u..%u, %llu pages, %llu read and %llu write "
+           "misses, %llu invalidations, %llu fetches, %llu requests "
+           "served\n", TPPI_self_address, lo, hi - 1,
+           (unsigned long long)st.pages, (unsigned long long)st.read_misses,
+           (unsigned long long)st.write_misses,
+           (unsigned long long)st.invalidations,
+           (unsigned long long)st.fetches, (unsigned long long)st.requests);
+    if (TPPI_self_address == 0) {
+        /* Reading the whole grid fetches every row from its owner. */
+        int ret = verify("dsm", grid[iters & 1], ns);
+
+        dsm_barrier();
+        return ret;
+    }
+    dsm_barrier();
+    return 0;
+}
+
+/* ---- explicit messages ------------------------------------------------- */
+
+static double *band;                /* rows lo - 1 .. hi, twice */
+static unsigned band_rows;
+static volatile unsigned *halos;    /* [sweep]: halo rows received */
+static volatile unsigned rows_in;   /* node 0: result rows received */
+static double *result;              /* node 0: the whole grid */
+
+/* A halo row: its sweep and row number, then the row. */
+static void halo_h(TPPI_NodeId src, int size)
+{
+    unsigned it = (unsigned)TPPI_recv_W();
+    unsigned r = (unsigned)TPPI_recv_W();
+    unsigned lo = band_lo(TPPI_self_address);
+    double *g = band + (size_t)(it & 1) * band_rows * stride;
+
+    (void)src;
+    (void)size;
+    TPPI_recv_R(g + (size_t)(r - (lo - 1)) * stride,
+                stride * sizeof(double));
+    halos[it]++;
+}
+
+/* Node 0: a row of the result. */
+static void row_h(TPPI_NodeId src, int size)
+{
+    unsigned r = (unsigned)TPPI_recv_W();
+
+    (void)src;
+    (void)size;
+    TPPI_recv_R(result + (size_t)r * stride, stride * sizeof(double));
+    rows_in++;
+}
+
+/* Both halo rows of sweep *arg are here (a neighbour may be ahead). */
+static int halos_in(void *arg)
+{
+    unsigned it = *(unsigned *)arg;
+
+    unsigned want = (TPPI_self_address > 0 ? 1 : 0) +
+                    (TPPI_self_address + 1 < TPPI_num_nodes ? 1 : 0);
+
+    return halos[it] >= want;
+}
+
+static int all_rows(void *arg)
+{
+    (void)arg;
+    return rows_in >= n;
+}
+
+static int run_msg(void)
+{
+    TPPI_NodeId me = TPPI_self_address;
+    unsigned lo = band_lo(me), hi = band_hi(me), it, next, r;
+    uint64_t t0, ns;
+    double *g;
+
+    band_rows = hi - lo + 2;
+    band = calloc((size_t)2 * band_rows * stride, sizeof(double));
+    halos = calloc(iters + 2, sizeof(*halos));
+    result = me == 0 ? calloc((size_t)stride * stride, sizeof(double)) :
+                       NULL;
+    if (band == NULL || halos == NULL || (me == 0 && result == NULL)) {
+        printf("jacobi: no memory\n");
+        return 1;
+    }
+    if (me == 0) {
+        plate(band);
+        plate(band + (size_t)band_rows * stride);
+        plate(result);
+    }
+    dsm_barrier();
+    t0 = rt_time_ns();
+    for (it = 0; it < iters; it++) {
+        g = band + (size_t)(it & 1) * band_rows * stride;
+        /* Shifted so that row lo - 1 of the plate is row 0 of g. */
+        sweep(g - (size_t)(lo - 1) * stride,
+              band + (size_t)((it + 1) & 1) * band_rows * stride -
+              (size_t)(lo - 1) * stride, lo, hi);
+        /* Our edge rows of the new grid go to our neighbours. */
+        g = band + (size_t)((it + 1) & 1) * band_rows * stride;
+        if (me > 0) {
+            TPPI_send_WWR(me - 1, halo_h, (int)it + 1, (int)lo,
+                          g + stride, stride * sizeof(double));
+        }
+        if (me + 1 < TPPI_num_nodes) {
+            TPPI_send_WWR(me + 1, halo_h, (int)it + 1, (int)(hi - 1),
+                          g + (size_t)(hi - lo) * stride,
+                          stride * sizeof(double));
+        }
+        next = it + 1;
+        tempest_wait(halos_in, &next);
+    }
+    ns = rt_time_ns() - t0;
+    g = band + (size_t)(iters & 1) * band_rows * stride;
+    for (r = lo; r < hi; r++) {
+        TPPI_send_WR(0, row_h, (int)r, g + (size_t)(r - lo + 1) * stride,
+                     stride * sizeof(double));
+    }
+    if (me == 0) {
+        int ret;
+
+        tempest_wait(all_rows, NULL);
+        ret = verify("msg", result, ns);
+        dsm_barrier();
+        return ret;
+    }
+    dsm_barrier();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "dsm";
+
+    if (argc > 2) {
+        n = (unsigned)atoi(argv[2]);
+    }
+    if (argc > 3) {
+        iters = (unsigned)atoi(argv[3]);
+    }
+    stride = n + 2;
+    if (n < TPPI_num_nodes || stride % (TPPI_TAG_BLK_SIZE / sizeof(double)) ||
+        (uint64_t)2 * stride * stride * sizeof(double) > TPPI_SEGMENT_SIZE) {
+        printf("jacobi: N + 2 must be a multiple of %u, N at least the node "
+               "count\n", (unsigned)(TPPI_TAG_BLK_SIZE / sizeof(double)));
+        return 2;
+    }
+    if (!strcmp(mode, "dsm")) {
+        return run_dsm();
+    }
+    if (!strcmp(mode, "msg")) {
+        return run_msg();
+    }
+    printf("usage: jacobi.elf dsm|msg [N] [ITERS]\n");
+    return 2;
+}

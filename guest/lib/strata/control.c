@@ -1,0 +1,840 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libstrata: the control network (section 4) and composite reductions
+ * (section 5), on the node controller's collectives (TEMPEST_CMD_COLL_START,
+ * COLL_* registers), broadcasts (TEMPEST_CMD_BCAST, BCAST_*) and
+ * asynchronous global OR (AOR_*).
+ *
+ * The device runs one collective at a time per node.  Every split-phase
+ * operation goes through one "pending" record; starting another first
+ * completes the pending one and keeps its result for its Complete* call.
+ * Combines pass 32-bit values as 64-bit lanes: sign-extended (Add, Max,
+ * Or, Xor) or zero-extended (Uadd), results truncated back; the device's
+ * Max identity (INT64_MIN) becomes INT_MIN.  Composite reductions gather
+ * every node's value (TEMPEST_COLL_ALLGATHER) and compute on each node,
+ * in node order, so every node gets the same result.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "strata-internal.h"
+
+#define LANES               TEMPEST_COLL_MAX_LANES
+/* BroadcastVector: device words between pacing barriers. */
+#define BVEC_CHUNK          (TEMPEST_NC_BCAST_FIFO / 2)
+
+enum coll_user {
+    CU_NONE,
+    CU_BARRIER,
+    CU_GOR,
+    CU_INT,
+    CU_VECTOR,
+    CU_RAW,
+};
+
+struct pending {
+    enum coll_user user;
+    CombineOp kind;
+    /* CU_VECTOR */
+    int *to;
+    const int *from;
+    int n;
+    int next;               /* first element of the chunk in progress */
+    int lanes;              /* elements in the chunk in progress */
+    SegmentType seg;
+};
+
+static struct pending pend;
+static SegmentType segment = NoBoundary;
+static int combine_result;
+static Bool gor_result;
+static uint64_t lanes_in[LANES] __attribute__((aligned(64)));
+static uint64_t lanes_out[LANES] __attribute__((aligned(64)));
+static uint64_t *gathered;          /* PartitionSize values */
+static uint32_t bcast_issued;       /* broadcasts this node started */
+/* The last BroadcastVector of this node, for its ReceiveBroadcastVector. */
+static Word *bvec_to;
+static int bvec_n = -1;
+
+/* The command bank as we last left it: rewrite only what changed. */
+static uint64_t bank_arg[TEMPEST_NC_CMD_NUM_ARGS];
+static uint32_t bank_op;
+static bool bank_known;
+
+static const uint8_t op_fn[] = {
+    [ScanAdd] = TEMPEST_COLL_ADD, [BackScanAdd] = TEMPEST_COLL_ADD,
+    [ReduceAdd] = TEMPEST_COLL_ADD,
+    [ScanOr] = TEMPEST_COLL_OR, [BackScanOr] = TEMPEST_COLL_OR,
+    [ReduceOr] = TEMPEST_COLL_OR,
+    [ScanXor] = TEMPEST_COLL_XOR, [BackScanXor] = TEMPEST_COLL_XOR,
+    [ReduceXor] = TEMPEST_COLL_XOR,
+    [ScanUadd] = TEMPEST_COLL_UADD, [BackScanUadd] = TEMPEST_COLL_UADD,
+    [ReduceUadd] = TEMPEST_COLL_UADD,
+    [ScanMax] = TEMPEST_COLL_MAX, [BackScanMax] = TEMPEST_COLL_MAX,
+    [ReduceMax] = TEMPEST_COLL_MAX,
+};
+
+static const char *const op_names[] __attribute__((unused)) = {
+    "ScanAdd", "BackScanAdd", "ReduceAdd", "ScanOr", "BackScanOr",
+    "ReduceOr", "ScanXor", "BackScanXor", "ReduceXor", "ScanUadd",
+    "BackScanUadd", "ReduceUadd", "ScanMax", "BackScanMax", "ReduceMax",
+};
+
+/* CombineOp order: Scan, BackScan, Reduce for each function. */
+static unsigned op_variant(CombineOp op)
+{
+    static const uint8_t v[3] = {
+        TEMPEST_COLL_SCAN, TEMPEST_COLL_BACKSCAN, TEMPEST_COLL_REDUCE,
+    };
+
+    return v[op % 3];
+}
+
+static void check_op(CombineOp op, const char *call)
+{
+    if ((unsigned)op > ReduceMax) {
+        StrataFail("%s: %d is not a CombineOp", call, (int)op);
+    }
+}
+
+void strata_control_init(void)
+{
+    gathered = calloc((size_t)PartitionSize, sizeof(*gathered));
+    if (gathered == NULL) {
+        fprintf(stderr, "StrataFail: node %d: out of memory\n", Self);
+        rt_exit(1);
+    }
+}
+
+/* ---- the device ------------------------------------------------------- */
+
+static inline void nc_write64(unsigned off, uint64_t v)
+{
+    *(volatile uint64_t *)(uintptr_t)(TEMPEST_NC_BASE + off) = v; /* MMIO */
+}
+
+/*
+ * Runs one command on this CPU's bank; returns its status (RETRY at most
+ * once: the caller loops) and the reason of a failure in *reason.
+ */
+static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
+                         uint32_t *reason)
+{
+    uint32_t st;
+    unsigned i;
+
+    __asm__ volatile("dmb osh" : : : "memory");
+    for (i = 0; i < nargs; i++) {
+        if (!bank_known || bank_arg[i] != args[i]) {
+            nc_write64(TEMPEST_NC_CMD_ARG(i), args[i]);
+            bank_arg[i] = args[i];
+        }
+    }
+    if (!bank_known || bank_op != op) {
+        nc_reg_write(TEMPEST_NC_CMD_OP, op);
+        bank_op = op;
+    }
+    bank_known = true;
+    st = nc_reg(TEMPEST_NC_CMD_COMMIT);
+    if (st == TEMPEST_CMD_FAIL) {
+        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
+    }
+    return st;
+}
+
+static const char *coll_error_name(uint32_t e)
+{
+    switch (e) {
+    case TEMPEST_COLL_E_MISMATCH:
+        return "the nodes started different control-network operations";
+    case TEMPEST_COLL_E_PEER_DOWN:
+        return "a node of the partition is gone";
+    case TEMPEST_COLL_E_DMA:
+        return "the result memory is not writable";
+    default:
+        return "unknown error";
+    }
+}
+
+static const char *cmd_reason_name(uint32_t r)
+{
+    switch (r) {
+    case TEMPEST_CMD_E_BUSY:
+        return "a collective is still pending";
+    case TEMPEST_CMD_E_BAD_COLL:
+        return "bad collective";
+    case TEMPEST_CMD_E_NO_FABRIC:
+        return "a node of the partition is gone";
+    case TEMPEST_CMD_E_BAD_ADDR:
+        return "buffer outside RAM";
+    default:
+        return nc_cmd_reason_name(r);
+    }
+}
+
+/*
+ * A node is gone.  In StrataExit, nodes that exited with status 0 ended
+ * StrataExit themselves, so the last round's outcome (done) holds for
+ * this node too: it exits with 0.  Otherwise: say so, give the launcher a
+ * moment to record the node that failed first, and end this one.
+ */
+static NORETURN node_gone(const char *what, const char *why)
+{
+    uint64_t hz, end;
+
+    strata_take_events();
+    if (strata_exiting && strata_peers_failed == 0 &&
+        strata_peers_exited > 0) {
+        fflush(stdout);
+        rt_exit(0);
+    }
+    fprintf(stderr, "StrataFail: node %d: %s: %s\n", Self, what, why);
+    fflush(stderr);
+    __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(hz));
+    end = strata_ticks() + hz / 2;
+    while (strata_ticks() < end) {
+        rt_cpu_sleep(100000);
+    }
+    StrataExit(1);
+}
+
+static void coll_start(unsigned kind, unsigned fn, unsigned variant,
+                       uint64_t value, unsigned lanes, void *dest,
+                       unsigned seg, enum coll_user user)
+{
+    uint64_t args[6] = {
+        kind, fn | variant << 8, value, lanes, (uintptr_t)dest, seg,
+    };
+    uint32_t st, reason = 0;
+
+    st = bank_cmd(TEMPEST_CMD_COLL_START, args, 6, &reason);
+    if (st != TEMPEST_CMD_SUCCESS) {
+        if (reason == TEMPEST_CMD_E_NO_FABRIC) {
+            node_gone("control network", cmd_reason_name(reason));
+        }
+        StrataFail("the node controller refused a collective: %s "
+                   "(status %u, reason %u)", cmd_reason_name(reason),
+                   (unsigned)st, (unsigned)reason);
+    }
+    pend.user = user;
+}
+
+/* True (and the outcome checked) if the device's collective is over. */
+static bool coll_over(void)
+{
+    uint32_t st = nc_reg(TEMPEST_NC_COLL_STATUS);
+
+    if (st == TEMPEST_COLL_ST_PENDING) {
+        return false;
+    }
+    if (st == TEMPEST_COLL_ST_ERROR) {
+        uint32_t e = nc_reg(TEMPEST_NC_COLL_ERROR);
+
+        if (e == TEMPEST_COLL_E_PEER_DOWN) {
+            node_gone("control network", coll_error_name(e));
+        }
+        StrataFail("control network: %s (error %u)", coll_error_name(e),
+                   (unsigned)e);
+    }
+    return true;
+}
+
+static bool coll_over_cb(void *arg)
+{
+    (void)arg;
+    return coll_over();
+}
+
+static int lane_to_int(uint64_t v, CombineOp op)
+{
+    if (op_fn[op] == TEMPEST_COLL_MAX && v == (uint64_t)INT64_MIN) {
+        return INT_MIN;
+    }
+    return (int)(uint32_t)v;
+}
+
+static uint64_t int_to_lane(int v, CombineOp op)
+{
+    if (op_fn[op] == TEMPEST_COLL_UADD) {
+        return (uint32_t)v;
+    }
+    return (uint64_t)(int64_t)v;
+}
+
+/* Starts the next chunk of the pending vector combine. */
+static void vector_chunk_start(void)
+{
+    int i, n = pend.n - pend.next;
+
+    pend.lanes = n < LANES ? n : LANES;
+    for (i = 0; i < pend.lanes; i++) {
+        lanes_in[i] = int_to_lane(pend.from[pend.next + i], pend.kind);
+    }
+    coll_start(TEMPEST_COLL_COMBINE, op_fn[pend.kind],
+               op_variant(pend.kind), (uintptr_t)lanes_in,
+               (unsigned)pend.lanes, lanes_out, pend.seg, CU_VECTOR);
+}
+
+/*
+ * The pending collective is over on the device: take its result.  For a
+ * vector, starts the next chunk and returns false until the last is in.
+ */
+static bool pending_take(void)
+{
+    int i;
+
+    switch (pend.user) {
+    case CU_GOR:
+        gor_result = nc_reg64(TEMPEST_NC_COLL_RESULT) != 0;
+        break;
+    case CU_INT:
+        combine_result = lane_to_int(nc_reg64(TEMPEST_NC_COLL_RESULT),
+                                     pend.kind);
+        break;
+    case CU_VECTOR:
+        for (i = 0; i < pend.lanes; i++) {
+            pend.to[pend.next + i] = lane_to_int(lanes_out[i], pend.kind);
+        }
+        pend.next += pend.lanes;
+        if (pend.next < pend.n) {
+            vector_chunk_start();
+            return false;
+        }
+        break;
+    default:
+        break;
+    }
+    pend.user = CU_NONE;
+    return true;
+}
+
+/* Waits (polling if @poll) until no collective is pending. */
+static void pending_finish(unsigned poll)
+{
+    while (pend.user != CU_NONE) {
+        strata_wait(coll_over_cb, NULL, poll, false);
+        pending_take();
+    }
+}
+
+/* Start*: one operation at a time (the debugging library says so). */
+static void start_after_pending(const char *call)
+{
+#if STRATA_DEBUG_BUILD
+    if (pend.user != CU_NONE) {
+        StrataLog("%s while another control-network operation is "
+                  "pending: completing that one first", call);
+    }
+#else
+    (void)call;
+#endif
+    pending_finish(POLL_NONE);
+}
+
+void strata_coll_finish_pending(void)
+{
+    pending_finish(POLL_BOTH);
+}
+
+/* Query*: true if @user's operation is not pending (taking it if over). */
+static Bool pending_query(enum coll_user user)
+{
+    if (pend.user != user) {
+        return True;
+    }
+    if (!coll_over()) {
+        return False;
+    }
+    return pending_take() ? True : False;
+}
+
+/* Complete*: waits, polling, for @user's operation if it is pending. */
+static void pending_complete(enum coll_user user)
+{
+    if (pend.user == user) {
+        pending_finish(POLL_BOTH);
+    }
+}
+
+void strata_coll_u64(unsigned fn, unsigned variant, const uint64_t *in,
+                     uint64_t *out, unsigned lanes)
+{
+    pending_finish(POLL_BOTH);
+    memcpy(lanes_in, in, lanes * sizeof(uint64_t));
+    coll_start(TEMPEST_COLL_COMBINE, fn, variant, (uintptr_t)lanes_in,
+               lanes, lanes_out, TEMPEST_SEG_NONE, CU_RAW);
+    pending_finish(POLL_BOTH);
+    memcpy(out, lanes_out, lanes * sizeof(uint64_t));
+}
+
+/* ---- 4.1 Barriers ----------------------------------------------------- */
+
+void StartBarrier(void)
+{
+    strata_require("StartBarrier");
+    start_after_pending("StartBarrier");
+    STRATA_DBG_LOG(LogBarrier, "barrier start");
+    coll_start(TEMPEST_COLL_COMBINE, TEMPEST_COLL_OR, TEMPEST_COLL_REDUCE, 0,
+               0, NULL, TEMPEST_SEG_NONE, CU_BARRIER);
+}
+
+Bool QueryBarrier(void)
+{
+    return pending_query(CU_BARRIER);
+}
+
+void CompleteBarrier(void)
+{
+    STRATA_DBG_ENTER(STATE_BARRIER);
+    pending_complete(CU_BARRIER);
+    STRATA_DBG_LOG(LogBarrier, "barrier done");
+    STRATA_DBG_LEAVE();
+}
+
+void Barrier(void)
+{
+    strata_require("Barrier");
+    STRATA_DBG_ENTER(STATE_BARRIER);
+    StartBarrier();
+    pending_complete(CU_BARRIER);
+    STRATA_DBG_LOG(LogBarrier, "barrier done");
+    STRATA_DBG_LEAVE();
+}
+
+/* ---- 4.2 Global OR ---------------------------------------------------- */
+
+void StartGlobalOR(Bool not_done)
+{
+    strata_require("StartGlobalOR");
+    start_after_pending("StartGlobalOR");
+    STRATA_DBG_LOG(LogBarrier, "global OR start (%d)", not_done != 0);
+    coll_start(TEMPEST_COLL_COMBINE, TEMPEST_COLL_OR, TEMPEST_COLL_REDUCE,
+               not_done != 0, 0, NULL, TEMPEST_SEG_NONE, CU_GOR);
+}
+
+Bool QueryGlobalOR(void)
+{
+    return pending_query(CU_GOR);
+}
+
+Bool CompleteGlobalOR(void)
+{
+    pending_complete(CU_GOR);
+    STRATA_DBG_LOG(LogBarrier, "global OR done: %d", gor_result);
+    return gor_result;
+}
+
+Bool GlobalOR(Bool not_done)
+{
+    Bool r;
+
+    strata_require("GlobalOR");
+    STRATA_DBG_ENTER(STATE_BARRIER);
+    StartGlobalOR(not_done);
+    r = CompleteGlobalOR();
+    STRATA_DBG_LEAVE();
+    return r;
+}
+
+void SetAsyncGlobalOR(Bool not_done)
+{
+    nc_reg_write(TEMPEST_NC_AOR_SET, not_done != 0);
+}
+
+Bool GetAsyncGlobalOR(void)
+{
+    return nc_reg(TEMPEST_NC_AOR_GLOBAL) != 0;
+}
+
+/* ---- 4.3 Combine operations --------------------------------------------- */
+
+void SetSegment(SegmentType boundary)
+{
+    if ((unsigned)boundary > ArrayBoundary) {
+        StrataFail("SetSegment: %d is not a SegmentType", (int)boundary);
+    }
+    segment = boundary;
+}
+
+SegmentType CurrentSegment(void)
+{
+    return segment;
+}
+
+void StartCombineInt(int value, CombineOp kind)
+{
+    strata_require("StartCombineInt");
+    check_op(kind, "StartCombineInt");
+    start_after_pending("StartCombineInt");
+    STRATA_DBG_LOG(LogCombine, "combine %s start (%d, segment %d)",
+                   op_names[kind], value, (int)segment);
+    pend.kind = kind;
+    coll_start(TEMPEST_COLL_COMBINE, op_fn[kind], op_variant(kind),
+               int_to_lane(value, kind), 0, NULL, segment, CU_INT);
+}
+
+Bool QueryCombineInt(void)
+{
+    return pending_query(CU_INT);
+}
+
+int CompleteCombineInt(void)
+{
+    STRATA_DBG_ENTER(STATE_COMBINE);
+    pending_complete(CU_INT);
+    STRATA_DBG_LOG(LogCombine, "combine done: %d", combine_result);
+    STRATA_DBG_LEAVE();
+    return combine_result;
+}
+
+int CombineInt(int value, CombineOp kind)
+{
+    strata_require("CombineInt");
+    StartCombineInt(value, kind);
+    return CompleteCombineInt();
+}
+
+void StartCombineVector(int to[], int from[], CombineOp kind,
+                        int num_elements)
+{
+    strata_require("StartCombineVector");
+    check_op(kind, "StartCombineVector");
+    if (num_elements <= 0) {
+        return;
+    }
+    if (to == NULL || from == NULL) {
+        StrataFail("StartCombineVector: NULL vector");
+    }
+    pending_finish(POLL_BOTH);
+    STRATA_DBG_LOG(LogCombine, "vector combine %s start (%d elements, "
+                   "segment %d)", op_names[kind], num_elements,
+                   (int)segment);
+    pend.kind = kind;
+    pend.to = to;
+    pend.from = from;
+    pend.n = num_elements;
+    pend.next = 0;
+    pend.seg = segment;
+    vector_chunk_start();
+}
+
+void CompleteCombineVector(void)
+{
+    STRATA_DBG_ENTER(STATE_COMBINE);
+    pending_complete(CU_VECTOR);
+    STRATA_DBG_LOG(LogCombine, "vector combine done");
+    STRATA_DBG_LEAVE();
+}
+
+void CombineVector(int to[], int from[], CombineOp kind, int num_elements)
+{
+    strata_require("CombineVector");
+    StartCombineVector(to, from, kind, num_elements);
+    CompleteCombineVector();
+}
+
+/* ---- 4.4 Broadcast operations ------------------------------------------- */
+
+static bool bcast_delivered(void *arg)
+{
+    (void)arg;
+    return nc_reg(TEMPEST_NC_BCAST_SENT) == bcast_issued;
+}
+
+static void bcast_word(uint64_t w)
+{
+    uint64_t args[1] = { w };
+    uint32_t st, reason = 0;
+
+    strata_require("Broadcast");
+    for (;;) {
+        st = bank_cmd(TEMPEST_CMD_BCAST, args, 1, &reason);
+        if (st == TEMPEST_CMD_SUCCESS) {
+            bcast_issued++;
+            return;
+        }
+        if (st == TEMPEST_CMD_FAIL) {
+            if (reason == TEMPEST_CMD_E_NO_FABRIC) {
+                node_gone("broadcast", cmd_reason_name(reason));
+            }
+            StrataFail("broadcast refused: %s", cmd_reason_name(reason));
+        }
+        /* The previous one is not delivered yet. */
+        strata_wait(bcast_delivered, NULL, POLL_NONE, false);
+    }
+}
+
+static bool bcast_waiting(void *arg)
+{
+    (void)arg;
+    return nc_reg(TEMPEST_NC_BCAST_AVAIL) != 0;
+}
+
+static uint64_t receive_word(void)
+{
+    strata_require("ReceiveBroadcast");
+    while (!nc_reg(TEMPEST_NC_BCAST_POP)) {
+        if (nc_reg(TEMPEST_NC_BCAST_LOST)) {
+            StrataFail("broadcast words were lost: more than %d were "
+                       "waiting", TEMPEST_NC_BCAST_FIFO);
+        }
+        strata_wait(bcast_waiting, NULL, POLL_BOTH, false);
+    }
+    return nc_reg64(TEMPEST_NC_BCAST_VALUE);
+}
+
+void Broadcast(Word value)
+{
+    STRATA_DBG_ENTER(STATE_BROADCAST);
+    STRATA_DBG_LOG(LogBroadcast, "broadcast 0x%08x", (unsigned)value);
+    bcast_word(value);
+    STRATA_DBG_LEAVE();
+}
+
+Bool QueryBroadcast(void)
+{
+    return bcast_delivered(NULL) ? True : False;
+}
+
+Word ReceiveBroadcast(void)
+{
+    Word w;
+
+    STRATA_DBG_ENTER(STATE_BROADCAST);
+    w = (Word)receive_word();
+    STRATA_DBG_LOG(LogBroadcast, "received broadcast 0x%08x", (unsigned)w);
+    STRATA_DBG_LEAVE();
+    return w;
+}
+
+void BroadcastDouble(double value)
+{
+    uint64_t w;
+
+    STRATA_DBG_ENTER(STATE_BROADCAST);
+    memcpy(&w, &value, sizeof(w));
+    STRATA_DBG_LOG(LogBroadcast, "broadcast double %g", value);
+    bcast_word(w);
+    STRATA_DBG_LEAVE();
+}
+
+double ReceiveBroadcastDouble(void)
+{
+    uint64_t w;
+    double d;
+
+    STRATA_DBG_ENTER(STATE_BROADCAST);
+    w = receive_word();
+    memcpy(&d, &w, sizeof(d));
+    STRATA_DBG_LOG(LogBroadcast, "received broadcast double %g", d);
+    STRATA_DBG_LEAVE();
+    return d;
+}
+
+/*
+ * Vectors travel two words per device word; past BVEC_CHUNK device words
+ * every node takes a barrier after each chunk, so no node's broadcast
+ * queue overflows.
+ */
+void BroadcastVector(Word to[], Word from[], int num_elements)
+{
+    int i, words = 0;
+
+    strata_require("BroadcastVector");
+    if (num_elements <= 0) {
+        return;
+    }
+    if (to == NULL || from == NULL) {
+        StrataFail("BroadcastVector: NULL vector");
+    }
+    STRATA_DBG_ENTER(STATE_BROADCAST);
+    STRATA_DBG_LOG(LogBroadcast, "broadcast vector of %d words",
+                   num_elements);
+    for (i = 0; i < num_elements; i += 2) {
+        uint64_t w = from[i];
+
+        if (i + 1 < num_elements) {
+            w |= (uint64_t)from[i + 1] << 32;
+        }
+        bcast_word(w);
+        to[i] = from[i];
+        if (i + 1 < num_elements) {
+            to[i + 1] = from[i + 1];
+        }
+        if (++words == BVEC_CHUNK && i + 2 < num_elements) {
+            words = 0;
+            Barrier();
+        }
+    }
+    bvec_to = to;
+    bvec_n = num_elements;
+    STRATA_DBG_LEAVE();
+}
+
+void ReceiveBroadcastVector(Word to[], int num_elements)
+{
+    int i, words = 0;
+
+    strata_require("ReceiveBroadcastVector");
+    if (num_elements <= 0) {
+        return;
+    }
+    if (to == NULL) {
+        StrataFail("ReceiveBroadcastVector: NULL vector");
+    }
+    if (to == bvec_to && num_elements == bvec_n) {
+        /* This node broadcast it: to is filled in already. */
+        bvec_to = NULL;
+        bvec_n = -1;
+        return;
+    }
+    STRATA_DBG_ENTER(STATE_BROADCAST);
+    for (i = 0; i < num_elements; i += 2) {
+        uint64_t w = receive_word();
+
+        to[i] = (Word)w;
+        if (i + 1 < num_elements) {
+            to[i + 1] = (Word)(w >> 32);
+        }
+        if (++words == BVEC_CHUNK && i + 2 < num_elements) {
+            words = 0;
+            Barrier();
+        }
+    }
+    STRATA_DBG_LOG(LogBroadcast, "received vector of %d words",
+                   num_elements);
+    STRATA_DBG_LEAVE();
+}
+
+/* ---- 5 Composite reductions --------------------------------------------- */
+
+/* Every node's value into gathered[], in node order. */
+static void gather(uint64_t value)
+{
+    strata_require("Composite");
+    pending_finish(POLL_BOTH);
+    coll_start(TEMPEST_COLL_ALLGATHER, 0, 0, value, 0, gathered,
+               TEMPEST_SEG_NONE, CU_RAW);
+    pending_finish(POLL_BOTH);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static void check_composite(CompositeOp op, const char *call)
+{
+    if ((unsigned)op > Median) {
+        StrataFail("%s: %d is not a CompositeOp", call, (int)op);
+    }
+}
+
+/* Sample variance, (sum x^2 - (sum x)^2 / n) / (n - 1). */
+static double variance(const double *x, int n)
+{
+    double s = 0, s2 = 0;
+    int i;
+
+    if (n < 2) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        s += x[i];
+        s2 += x[i] * x[i];
+    }
+    return (s2 - s * s / n) / (n - 1);
+}
+
+/*
+ * Integers as int64_t in gathered[] (signed or unsigned 32-bit values);
+ * the sum wraps at 32 bits as the device's would.
+ */
+static int64_t composite_integer(CompositeOp op, bool is_signed)
+{
+    int64_t *v = (int64_t *)gathered;
+    int i, n = PartitionSize;
+    uint32_t sum = 0;
+    double *d;
+    double var;
+
+    switch (op) {
+    case Min:
+    case Max:
+    case Median:
+        qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+        return op == Min ? v[0] : op == Max ? v[n - 1] : v[(n - 1) / 2];
+    case Average:
+        for (i = 0; i < n; i++) {
+            sum += (uint32_t)v[i];
+        }
+        if (is_signed) {
+            return (int32_t)sum / n;
+        }
+        return sum / (uint32_t)n;
+    default:
+        d = (double *)gathered;
+        for (i = 0; i < n; i++) {
+            d[i] = (double)v[i];
+        }
+        var = variance(d, n);
+        return (int64_t)var;
+    }
+}
+
+int CompositeInt(int value, CompositeOp op)
+{
+    check_composite(op, "CompositeInt");
+    gather((uint64_t)(int64_t)value);
+    return (int)composite_integer(op, true);
+}
+
+unsigned CompositeUint(unsigned value, CompositeOp op)
+{
+    check_composite(op, "CompositeUint");
+    gather(value);
+    return (unsigned)composite_integer(op, false);
+}
+
+float CompositeFloat(float value, CompositeOp op)
+{
+    double *d = (double *)gathered;
+    double s = 0;
+    uint32_t bits;
+    float f;
+    int i, n;
+
+    check_composite(op, "CompositeFloat");
+    memcpy(&bits, &value, sizeof(bits));
+    gather(bits);
+    n = PartitionSize;
+    for (i = 0; i < n; i++) {
+        bits = (uint32_t)gathered[i];
+        memcpy(&f, &bits, sizeof(f));
+        d[i] = f;
+    }
+    switch (op) {
+    case Min:
+    case Max:
+    case Median:
+        qsort(d, (size_t)n, sizeof(*d), cmp_double);
+        return (float)(op == Min ? d[0] : op == Max ? d[n - 1] :
+                       d[(n - 1) / 2]);
+    case Average:
+        for (i = 0; i < n; i++) {
+            s += d[i];
+        }
+        return (float)(s / n);
+    default:
+        return (float)variance(d, n);
+    }
+}

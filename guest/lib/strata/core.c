@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libstrata core (sections 3 and 9.4): the globals, StrataInit,
+ * StrataExit, StrataFail, ClearMemory, the random-number generator, the
+ * timing functions, and the one way the library waits (strata_wait).
+ *
+ * Waiting: interrupts stay masked on the CPU (Strata's model), but the
+ * node controller's interrupt is enabled at the device and the GIC, so a
+ * pending event shows in ISR_EL1 without any device access and wakes WFI.
+ * A waiter spins on ISR_EL1 and the receive ring (RAM) for the spin time
+ * (none by default), then sleeps in rt_cpu_sleep(); the runtime runs our interrupt handler,
+ * which only acknowledges.  Device registers are read only after an
+ * interrupt, so spinning costs the device nothing.  Nor does the spin read
+ * a clock: under TCG every counter register (CNTPCT, PMCCNTR) takes QEMU's
+ * big lock, and a vCPU doing so in a loop starves the main loop that runs
+ * the node controller; the spin counts turns instead, calibrated by
+ * StrataInit.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strata-internal.h"
+
+#define SLEEP_US            1000
+/*
+ * Measured on the 2-core development host (scripts/tempest bench strata):
+ * spinning 20 us made a 2-node barrier twice as slow as sleeping at once
+ * (the spinning vCPU takes the host time the QEMU threads that move the
+ * messages need), and did not help on 4 or 16 nodes.
+ */
+#define DEFAULT_SPIN_US     0
+#define CALIBRATE_SAMPLES   2048
+#define PARK_MILLER_M       2147483647U     /* 2^31 - 1 */
+#define PARK_MILLER_A       16807U
+
+int Self;
+int PartitionSize = 1;
+int logPartitionSize;
+int PartitionMask;
+char *StrataVersion = "Strata 2.0 beta (tempest) " __DATE__;
+float StrataVersionNumber = 2.0f;
+unsigned StrataTimingOverhead;
+
+bool strata_ready;
+bool strata_exiting;
+unsigned strata_spin_turns = 64;
+uint64_t strata_origin_ticks;
+
+static unsigned random_seed = 1;
+static unsigned spin_us = DEFAULT_SPIN_US;
+static unsigned spins_per_us = 1;
+static uint64_t timer_hz;
+static uint64_t cycle_base;         /* cycles at the time origin */
+static uint64_t cycle_reset;        /* CurrentCycle's origin */
+
+/* ---- time ------------------------------------------------------------- */
+
+uint64_t strata_ticks_to_ns(uint64_t t)
+{
+    if (timer_hz == 0) {
+        __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(timer_hz));
+        if (timer_hz == 0) {
+            return 0;
+        }
+    }
+    return (t / timer_hz) * 1000000000ULL +
+           (t % timer_hz) * 1000000000ULL / timer_hz;
+}
+
+static bool pmu_start(void)
+{
+    uint64_t dfr;
+
+    __asm__ volatile("mrs %0, id_aa64dfr0_el1" : "=r"(dfr));
+    if (((dfr >> 8) & 0xf) == 0 || ((dfr >> 8) & 0xf) == 0xf) {
+        return false;
+    }
+    /* PMCR_EL0: E (enable), LC (64-bit cycle counter); PMCNTENSET: C. */
+    __asm__ volatile("msr pmcr_el0, %0\n\t"
+                     "msr pmcntenset_el0, %1\n\t"
+                     "isb"
+                     : : "r"((1ULL << 0) | (1ULL << 6)), "r"(1ULL << 31)
+                     : "memory");
+    return true;
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * The overhead of an adjacent pair: the 99.5th percentile of many (after
+ * a warm-up), and at least twice their median, so that nearly every
+ * adjacent pair gives 0.  QEMU reads the counter through a helper that
+ * takes its big lock, so the cost varies with what the node controller is
+ * doing; this keeps adjacent pairs at 0 when it doubles.
+ */
+static void calibrate(void)
+{
+    static unsigned d[CALIBRATE_SAMPLES];
+    unsigned i, start;
+
+    StrataTimingOverhead = 0;
+    for (i = 0; i < 64; i++) {
+        start = CycleCount();
+        d[0] = ElapsedCycles(start);
+    }
+    for (i = 0; i < CALIBRATE_SAMPLES; i++) {
+        start = CycleCount();
+        d[i] = ElapsedCycles(start);
+    }
+    qsort(d, CALIBRATE_SAMPLES, sizeof(d[0]), cmp_unsigned);
+    StrataTimingOverhead = d[CALIBRATE_SAMPLES * 995 / 1000];
+    if (StrataTimingOverhead < 2 * d[CALIBRATE_SAMPLES / 2]) {
+        StrataTimingOverhead = 2 * d[CALIBRATE_SAMPLES / 2];
+    }
+}
+
+DoubleWord CurrentCycle64(void)
+{
+    return strata_cycles64() - cycle_base;
+}
+
+unsigned CurrentCycle(void)
+{
+    return (unsigned)(strata_cycles64() - cycle_reset);
+}
+
+void ResetCurrentCycle(void)
+{
+    strata_require("ResetCurrentCycle");
+    Barrier();
+    cycle_reset = strata_cycles64();
+    strata_origin_ticks = strata_ticks();
+    calibrate();
+    strata_trace_origin();
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+unsigned StrataSetSpin(unsigned us)
+{
+    unsigned old = spin_us;
+
+    spin_us = us;
+    strata_spin_turns = spin_us * spins_per_us;
+    return old;
+}
+
+static inline bool irq_pending(void)
+{
+    uint64_t isr;
+
+    __asm__ volatile("mrs %0, isr_el1" : "=r"(isr));
+    return isr & (1U << 7);
+}
+
+/* Turns of an idle strata_wait() loop per microsecond, roughly. */
+static void calibrate_spin(void)
+{
+    uint64_t t0, t1;
+    unsigned i, hits = 0;
+
+    strata_ticks_to_ns(0);
+    t0 = strata_ticks();
+    for (i = 0; i < 4096; i++) {
+        hits += strata_msgs_waiting(POLL_BOTH) + irq_pending();
+        __asm__ volatile("" : : : "memory");
+    }
+    t1 = strata_ticks();
+    t1 = strata_ticks_to_ns(t1 - t0);
+    spins_per_us = t1 ? (unsigned)(4096ULL * 1000 / t1) : 1;
+    spins_per_us = spins_per_us ? spins_per_us : 1;
+    strata_spin_turns = spin_us * spins_per_us;
+    (void)hits;
+}
+
+static void nc_irq(unsigned intid, void *arg)
+{
+    (void)intid;
+    (void)arg;
+    nc_irq_ack(STRATA_IRQ_BITS);
+}
+
+void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
+{
+    unsigned spins = 0, max_spins = strata_spin_turns;
+
+    nc_irq_ack(STRATA_IRQ_BITS);
+    if (done(arg)) {
+        return;
+    }
+    for (;;) {
+        if (poll && strata_poll(poll)) {
+            spins = 0;
+            if (done(arg)) {
+                return;
+            }
+            continue;
+        }
+        if (irq_pending()) {
+            nc_irq_ack(STRATA_IRQ_BITS);
+            if (done(arg)) {
+                return;
+            }
+        } else if (cheap && done(arg)) {
+            return;
+        }
+        if (++spins < max_spins) {
+            continue;
+        }
+        spins = 0;
+        /* Sleep: acknowledge first, so anything later wakes the WFI. */
+        nc_irq_ack(STRATA_IRQ_BITS);
+        if (done(arg)) {
+            return;
+        }
+        if (poll && strata_msgs_waiting(poll)) {
+            continue;
+        }
+        nc_rx_doorbell();
+        rt_cpu_sleep(SLEEP_US);
+        if (done(arg)) {
+            return;
+        }
+    }
+}
+
+void strata_require(const char *call)
+{
+    if (!strata_ready) {
+        fprintf(stderr, "StrataFail: %s called before StrataInit\n", call);
+        fflush(stderr);
+        rt_exit(255);
+    }
+}
+
+/* ---- 3.5 Procedures ----------------------------------------------------- */
+
+static bool exit_drained(void *arg)
+{
+    (void)arg;
+    return strata_sends_drained();
+}
+
+/*
+ * The end of StrataExit(0): write out what is queued, then idle, handling
+ * messages, until every node is here and no message is in flight: rounds
+ * of (sent, received) sums until two rounds agree and the sums are equal.
+ */
+static void exit_protocol(void)
+{
+    uint64_t in[2], out[2], prev[2] = { ~0ULL, ~0ULL };
+
+    strata_exiting = true;
+    EmptyPrintQ();
+    strata_trace_flush();
+    strata_coll_finish_pending();
+    strata_wait(exit_drained, NULL, POLL_BOTH, true);
+    for (;;) {
+        PollBothTilEmpty();
+        in[0] = strata_pkts_sent;
+        in[1] = strata_pkts_received;
+        strata_coll_u64(TEMPEST_COLL_UADD, TEMPEST_COLL_REDUCE, in, out, 2);
+        if (out[0] == out[1] && out[0] == prev[0] && out[1] == prev[1]) {
+            break;
+        }
+        prev[0] = out[0];
+        prev[1] = out[1];
+    }
+    fflush(stdout);
+}
+
+static void at_exit(void)
+{
+    /*
+     * main() returned, or exit() was called outside strata.h's macro:
+     * StrataExit(0)'s protocol, keeping the status exit() was given.
+     */
+    if (!strata_exiting && strata_ready) {
+        exit_protocol();
+    }
+}
+
+void StrataInit(void)
+{
+    uint32_t need = TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_CMD |
+                    TEMPEST_NC_FEAT_COLL;
+    unsigned n;
+
+    if (strata_ready) {
+        return;
+    }
+    Self = (int)rt_node_id();
+    PartitionSize = (int)rt_num_nodes();
+    for (n = 0; (1U << n) < (unsigned)PartitionSize; n++) {
+        /* ceil(log2(PartitionSize)) */
+    }
+    logPartitionSize = (int)n;
+    PartitionMask = (int)((1U << n) - 1);
+    if ((nc_reg(TEMPEST_NC_FEATURES) & need) != need ||
+        nc_reg(TEMPEST_NC_VERSION) < ((1U << 16) | 2U)) {
+        fprintf(stderr, "StrataFail: node %d: the node controller (version "
+                "0x%08lx, features 0x%08lx) has no control network: version "
+                "1.2 with features MSG, CMD and COLL is needed\n", Self,
+                (unsigned long)nc_reg(TEMPEST_NC_VERSION),
+                (unsigned long)nc_reg(TEMPEST_NC_FEATURES));
+        rt_exit(1);
+    }
+    if (nc_init() != 0) {
+        fprintf(stderr, "StrataFail: node %d: no messaging\n", Self);
+        rt_exit(1);
+    }
+    if (!pmu_start()) {
+        fprintf(stderr, "StrataFail: node %d: this CPU has no cycle counter "
+                "(PMU); use --cpu cortex-a76 or max\n", Self);
+        rt_exit(1);
+    }
+    random_seed = (unsigned)Self + 1;
+    strata_data_init();
+    strata_control_init();
+    if (rt_irq_register(NC_INTID, nc_irq, NULL) != 0 ||
+        rt_irq_enable_spi(NC_INTID, rt_cpu_id(), false) != 0) {
+        fprintf(stderr, "StrataFail: node %d: cannot take the node "
+                "controller's interrupt\n", Self);
+        rt_exit(1);
+    }
+    nc_irq_enable(STRATA_IRQ_BITS);
+    calibrate_spin();
+    strata_ready = true;
+    SetAsyncGlobalOR(True);
+    atexit(at_exit);
+    Barrier();
+    cycle_base = strata_cycles64();
+    cycle_reset = cycle_base;
+    strata_origin_ticks = strata_ticks();
+    /* With every node running: the conditions timings will see. */
+    calibrate();
+    strata_trace_origin();
+}
+
+NORETURN StrataExit(int code)
+{
+    if (strata_exiting || !strata_ready) {
+        fflush(stdout);
+        rt_exit(code);
+    }
+    if (code != 0) {
+        strata_exiting = true;
+        EmptyPrintQ();
+        fflush(stdout);
+        rt_exit(code);
+    }
+    exit_protocol();
+    exit(0);
+}
+
+NORETURN StrataFail(const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    EmptyPrintQ();
+    fflush(stdout);
+    fprintf(stderr, "StrataFail: %s\n", msg);
+    fflush(stderr);
+    StrataLog("StrataFail: %s", msg);
+    StrataExit(-1);
+}
+
+void ClearMemory(void *region, unsigned length_in_bytes)
+{
+    uint8_t *p = region;
+    uint8_t *end = p + length_in_bytes;
+    uint64_t *q;
+
+#if STRATA_DEBUG_BUILD
+    if (region == NULL && length_in_bytes) {
+        StrataFail("ClearMemory(NULL, %u)", length_in_bytes);
+    }
+#endif
+    while (p < end && ((uintptr_t)p & 7)) {
+        *p++ = 0;
+    }
+    q = (uint64_t *)p;
+    while ((uint8_t *)(q + 4) <= end) {
+        q[0] = 0;
+        q[1] = 0;
+        q[2] = 0;
+        q[3] = 0;
+        q += 4;
+    }
+    while ((uint8_t *)(q + 1) <= end) {
+        *q++ = 0;
+    }
+    p = (uint8_t *)q;
+    while (p < end) {
+        *p++ = 0;
+    }
+}
+
+/* ---- 3.6 Random-number generator ---------------------------------------- */
+
+unsigned Random(void)
+{
+    /* Park and Miller's minimal standard, in 64-bit arithmetic. */
+    random_seed = (unsigned)(((uint64_t)random_seed * PARK_MILLER_A) %
+                             PARK_MILLER_M);
+    return random_seed;
+}
+
+unsigned SetRandomSeed(unsigned seed)
+{
+    if (seed == TIME_BASED_SEED) {
+        seed = (unsigned)(strata_ticks() ^ strata_cycles64() ^
+                          ((uint64_t)Self * 2654435761U));
+    }
+    seed %= PARK_MILLER_M;
+    if (seed == 0) {
+        seed = 1;
+    }
+    random_seed = seed;
+    return seed;
+}

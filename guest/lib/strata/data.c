@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libstrata: the data network (section 6), block transfers (section 7)
+ * and multi-block transfers (section 8), on the device access layer's
+ * rings (tempest/nc.h): SQ0 is the left network, SQ1 the right one.
+ *
+ * Packets (the 32-byte slot header, then the payload):
+ *   active message  KIND_AM: WORD1 the handler, payload 4 x 64-bit args
+ *   Xfer data       KIND_XFER: WORD0 port_and_offset, payload 1 to 56
+ *                   32-bit words
+ * The device has one receive ring for both networks.  Polling one
+ * network moves the other network's packets it meets at the head of the
+ * ring into a bounded software queue of that network (copies of the
+ * slots), which that network's polls empty first; when that queue is full
+ * the poll stops, and the ring (and so the senders) wait.
+ */
+#include <string.h>
+
+#include "strata-internal.h"
+
+#define KIND_AM             0x53    /* 'S' */
+#define KIND_XFER           0x54
+#define AM_BYTES            32
+#define XFER_WORDS          (TEMPEST_PKT_PAYLOAD / 4)
+#define SOFTQ_SLOTS         256     /* a power of 2 */
+#define MAX_ABX             4096    /* a power of 2 */
+#define ABX_SLOT_MASK       (MAX_ABX - 1)
+#define ABX_GEN_SHIFT       12
+/* Handlers deeper than this do not run from a send's polls. */
+#define MAX_NEST            16
+/* Empty polls in a row before one short sleep, at least; and its length. */
+#define IDLE_POLLS_MIN      64
+#define IDLE_SLEEP_US       50
+
+typedef void (*am_handler)(uint64_t, uint64_t, uint64_t, uint64_t);
+typedef void (*port_handler)(int);
+
+StrataPort StrataPortTable[STRATA_NUM_PORTS];
+uint64_t strata_pkts_sent;
+uint64_t strata_pkts_received;
+unsigned strata_peers_exited;
+unsigned strata_peers_failed;
+
+struct softq {
+    struct nc_pkt *pkts;
+    uint32_t head;
+    uint32_t count;
+};
+
+static struct softq softq[2];
+static unsigned handler_depth;   /* handlers running, nested */
+static unsigned idle_polls;      /* empty polls in a row */
+
+/* The networks a send tries, in order, and what it polls after each. */
+struct send_mode {
+    int8_t net[2];          /* -1: none */
+    uint8_t poll[2];        /* POLL_* after trying net[i] */
+};
+
+static const struct send_mode mode_rl_both = {
+    { NET_RIGHT, NET_LEFT }, { POLL_RIGHT, POLL_LEFT },
+};
+static const struct send_mode mode_lr_both = {
+    { NET_LEFT, NET_RIGHT }, { POLL_LEFT, POLL_RIGHT },
+};
+static const struct send_mode mode_rl_right = {
+    { NET_RIGHT, NET_LEFT }, { POLL_RIGHT, POLL_NONE },
+};
+static const struct send_mode mode_lr_right = {
+    { NET_LEFT, NET_RIGHT }, { POLL_NONE, POLL_RIGHT },
+};
+static const struct send_mode mode_left_both = {
+    { NET_LEFT, -1 }, { POLL_LEFT, POLL_RIGHT },
+};
+
+/* A pending asynchronous block transfer (section 8). */
+struct abx {
+    int proc;
+    unsigned port;
+    int offset;
+    Word *buffer;
+    int size;
+    int sent;               /* words sent so far */
+    void (*complete)(ABXid id, Word *buffer);
+    uint32_t gen;
+    bool used;
+    bool busy;              /* being sent by an outer call */
+    int next;               /* next pending slot in order, or -1 */
+    int prev;
+};
+
+static struct abx *abx;
+static int abx_head = -1;
+static int abx_tail = -1;
+static int abx_free_hint;
+static int abx_pending;
+static uint32_t abx_gen;
+static uint32_t abx_version;    /* changes with every link and unlink */
+
+void strata_data_init(void)
+{
+    unsigned i;
+
+    for (i = 0; i < 2; i++) {
+        softq[i].pkts = malloc(SOFTQ_SLOTS * sizeof(struct nc_pkt));
+        if (softq[i].pkts == NULL) {
+            break;
+        }
+    }
+    abx = calloc(MAX_ABX, sizeof(*abx));
+    if (i < 2 || abx == NULL) {
+        fprintf(stderr, "StrataFail: node %d: out of memory\n", Self);
+        rt_exit(1);
+    }
+}
+
+static void check_proc(int proc, const char *call)
+{
+    if (proc < 0 || proc >= PartitionSize) {
+        StrataFail("%s: node %d is not in the partition of %d", call, proc,
+                   PartitionSize);
+    }
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static void report(const struct nc_pkt *p, const char *why)
+{
+    fprintf(stderr, "*** strata: node %d: packet from node %u (network "
+            "%u, kind 0x%x, %u bytes) dropped: %s\n", Self, p->node, p->net,
+            p->kind, (unsigned)(p->ctl & TEMPEST_PKT_LEN_MASK), why);
+}
+
+/* Subtracts words from a port's count; runs its handler at 0. */
+static void port_arrived(unsigned port, int words)
+{
+    StrataPort *pt = &StrataPortTable[port];
+
+#if STRATA_DEBUG_BUILD
+    if (pt->count > 0 && pt->count < words) {
+        StrataLog("port %u: %d words arrived, only %d expected", port,
+                  words, pt->count);
+    }
+#endif
+    pt->count -= words;
+    if (pt->count == 0 && pt->handler) {
+        ((port_handler)pt->handler)((int)port);
+    }
+}
+
+/* Stores words at a port; false (and a report) if it cannot. */
+static bool port_store(unsigned pao, const Word *data, int words,
+                       const char *what)
+{
+    unsigned port = PortAndOffsetPort(pao);
+    StrataPort *pt = &StrataPortTable[port];
+
+    if (pt->base == NULL) {
+        fprintf(stderr, "*** strata: node %d: %s of %d words for port %u, "
+                "which has no base: dropped\n", Self, what, words, port);
+        return false;
+    }
+    memcpy(pt->base + PortAndOffsetOffset(pao), data,
+           (size_t)words * sizeof(Word));
+    return true;
+}
+
+/*
+ * Handles packet @p: @slot is the receive-ring slot it is in (freed here
+ * before any handler runs) or NULL for a copy.
+ */
+static void dispatch(struct nc_pkt *p, struct nc_pkt *slot)
+{
+    uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
+    uint64_t a[4];
+    uintptr_t h;
+    unsigned pao;
+    bool ok = false;
+
+    strata_pkts_received++;
+    if (p->kind == KIND_AM && len == AM_BYTES) {
+        h = (uintptr_t)p->word1;
+        memcpy(a, p->data, sizeof(a));
+        if (!rt_text_contains((const void *)h) || (h & 3)) {
+            report(p, "its handler is outside the program's code");
+            h = 0;
+        }
+        if (slot) {
+            nc_rq_pop(slot);
+        }
+        if (h) {
+            handler_depth++;
+            ((am_handler)h)(a[0], a[1], a[2], a[3]);
+            handler_depth--;
+        }
+        return;
+    }
+    if (p->kind == KIND_XFER && len && !(len & 3) && len <= 4 * XFER_WORDS) {
+        pao = p->word0;
+        ok = port_store(pao, (const Word *)p->data, (int)(len / 4),
+                        "Xfer data");
+        if (slot) {
+            nc_rq_pop(slot);
+        }
+        if (ok) {
+            handler_depth++;
+            port_arrived(PortAndOffsetPort(pao), (int)(len / 4));
+            handler_depth--;
+        }
+        return;
+    }
+    report(p, "not a Strata packet");
+    if (slot) {
+        nc_rq_pop(slot);
+    }
+}
+
+void strata_take_events(void)
+{
+    struct nc_event *e;
+    struct nc_event ev;
+
+    while ((e = nc_cq_peek()) != NULL) {
+        ev = *e;
+        nc_cq_pop(e);
+        switch (ev.ctl & TEMPEST_EV_TYPE_MASK) {
+        case TEMPEST_EV_PEER_DOWN:
+            if (ev.a == 0 && ev.b == 0) {
+                strata_peers_exited++;
+            } else {
+                strata_peers_failed++;
+            }
+            if (!strata_exiting || ev.a != 0 || ev.b != 0) {
+                fprintf(stderr, "*** strata: node %d: node %u is gone (%s "
+                        "%llu)\n", Self, (unsigned)ev.node,
+                        ev.a ? "connection lost" : "exit status",
+                        (unsigned long long)(ev.a ? 1 : ev.b));
+            }
+            break;
+        case TEMPEST_EV_SEND_ERROR:
+            fprintf(stderr, "*** strata: node %d: send to node %u failed: "
+                    "%s\n", Self, (unsigned)ev.node,
+                    nc_err_name((uint32_t)ev.b));
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/*
+ * A program that idles in a polling loop would keep its vCPU's host thread
+ * busy, and on a host with fewer cores than the cluster has threads that
+ * delays the QEMU main loops that move its messages.  So after the spin
+ * time's worth of empty polls in a row, one poll sleeps until the node
+ * controller interrupts (a message, a control-network event) or
+ * IDLE_SLEEP_US pass.  No handler runs meanwhile.
+ */
+static void idle_poll(void)
+{
+    unsigned limit = strata_spin_turns > IDLE_POLLS_MIN ? strata_spin_turns :
+                     IDLE_POLLS_MIN;
+
+    if (++idle_polls < limit) {
+        return;
+    }
+    idle_polls = 0;
+    nc_irq_ack(STRATA_IRQ_BITS);
+    if (nc_rq_peek() == NULL && nc_cq_peek() == NULL) {
+        nc_rx_doorbell();
+        rt_cpu_sleep(IDLE_SLEEP_US);
+    }
+}
+
+/* Handles one message of network @net if there is one. */
+static bool poll_net(unsigned net)
+{
+    struct softq *q = &softq[net], *o;
+    struct nc_pkt *p;
+    struct nc_pkt copy;
+    size_t bytes;
+
+    if (q->count) {
+        p = &q->pkts[q->head];
+        bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
+        memcpy(&copy, p, bytes <= sizeof(copy) ? bytes : sizeof(copy));
+        q->head = (q->head + 1) & (SOFTQ_SLOTS - 1);
+        q->count--;
+        idle_polls = 0;
+        dispatch(&copy, NULL);
+        return true;
+    }
+    for (;;) {
+        p = nc_rq_peek();
+        if (p == NULL) {
+            nc_rx_doorbell();
+            if (nc_cq_peek()) {
+                strata_take_events();
+            }
+            idle_poll();
+            return false;
+        }
+        if ((p->net & 1) == net) {
+            idle_polls = 0;
+            dispatch(p, p);
+            return true;
+        }
+        /* The other network's: set it aside, if there is room. */
+        o = &softq[p->net & 1];
+        if (o->count == SOFTQ_SLOTS) {
+            return false;
+        }
+        bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
+        memcpy(&o->pkts[(o->head + o->count) & (SOFTQ_SLOTS - 1)], p,
+               bytes <= sizeof(*p) ? bytes : sizeof(*p));
+        o->count++;
+        nc_rq_pop(p);
+    }
+}
+
+bool strata_poll(unsigned mask)
+{
+    bool any = false;
+
+    if (mask & POLL_LEFT) {
+        any |= poll_net(NET_LEFT);
+    }
+    if (mask & POLL_RIGHT) {
+        any |= poll_net(NET_RIGHT);
+    }
+    return any;
+}
+
+bool strata_msgs_waiting(unsigned mask)
+{
+    struct nc_pkt *p;
+
+    if (((mask & POLL_LEFT) && softq[NET_LEFT].count) ||
+        ((mask & POLL_RIGHT) && softq[NET_RIGHT].count)) {
+        return true;
+    }
+    p = nc_rq_peek();
+    return p && ((mask >> (p->net & 1)) & 1);
+}
+
+void PollLeft(void)
+{
+    poll_net(NET_LEFT);
+}
+
+void PollRight(void)
+{
+    poll_net(NET_RIGHT);
+}
+
+void PollBoth(void)
+{
+    poll_net(NET_LEFT);
+    poll_net(NET_RIGHT);
+}
+
+void PollLeftTilEmpty(void)
+{
+    while (poll_net(NET_LEFT)) {
+        /* until the left network is empty */
+    }
+}
+
+void PollRightTilEmpty(void)
+{
+    while (poll_net(NET_RIGHT)) {
+        /* until the right network is empty */
+    }
+}
+
+void PollBothTilEmpty(void)
+{
+    bool l, r;
+
+    do {
+        l = poll_net(NET_LEFT);
+        r = poll_net(NET_RIGHT);
+    } while (l || r);
+}
+
+void PollLeftThenBothTilEmpty(void)
+{
+    if (poll_net(NET_LEFT)) {
+        PollBothTilEmpty();
+    }
+}
+
+void PollRightThenBothTilEmpty(void)
+{
+    if (poll_net(NET_RIGHT)) {
+        PollBothTilEmpty();
+    }
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static bool try_send(unsigned net, unsigned proc, uint8_t kind, uint32_t w0,
+                     uint64_t w1, const void *data, uint32_t len)
+{
+    struct nc_pkt *p = nc_sq_claim(net);
+
+    if (p == NULL) {
+        return false;
+    }
+    p->node = (uint16_t)proc;
+    p->kind = kind;
+    p->word0 = w0;
+    p->word1 = w1;
+    p->word2 = 0;
+    memcpy(p->data, data, len);
+    nc_sq_post(net, p, len);
+    nc_sq_doorbell(net);
+    strata_pkts_sent++;
+    return true;
+}
+
+struct room_arg {
+    const struct send_mode *m;
+};
+
+static bool send_room(void *arg)
+{
+    const struct send_mode *m = ((struct room_arg *)arg)->m;
+
+    return (m->net[0] >= 0 && nc_sq_claim((unsigned)m->net[0])) ||
+           (m->net[1] >= 0 && nc_sq_claim((unsigned)m->net[1]));
+}
+
+/*
+ * Sends one packet as mode @m says: tries each network in turn, polling
+ * after each try, until it gets out; waits (still polling) when both
+ * rings stay full.  Inside a handler it polls only while the packet does
+ * not get out, and not at all past MAX_NEST nested handlers, so handlers
+ * that send cannot recurse without bound.
+ */
+static void send_pkt(const struct send_mode *m, unsigned proc, uint8_t kind,
+                     uint32_t w0, uint64_t w1, const void *data, uint32_t len)
+{
+    struct room_arg ra = { m };
+    unsigned tries = 0, i, mask;
+    bool nested = handler_depth > 0, deep = handler_depth >= MAX_NEST;
+
+    for (;;) {
+        for (i = 0; i < 2; i++) {
+            if (m->net[i] >= 0 &&
+                try_send((unsigned)m->net[i], proc, kind, w0, w1, data,
+                         len)) {
+                if (!nested) {
+                    strata_poll(m->poll[i]);
+                }
+                return;
+            }
+            if (!deep) {
+                strata_poll(m->poll[i]);
+            }
+        }
+        if (++tries >= 64) {
+            tries = 0;
+            mask = deep ? POLL_NONE : m->poll[0] | m->poll[1];
+            strata_wait(send_room, &ra, mask, true);
+        }
+    }
+}
+
+static void send_am(const struct send_mode *m, int proc, void (*handler)(),
+                    va_list ap, const char *call)
+{
+    uint64_t a[4];
+    unsigned i;
+
+    strata_require(call);
+    check_proc(proc, call);
+    if (handler == NULL) {
+        StrataFail("%s: NULL handler", call);
+    }
+    for (i = 0; i < 4; i++) {
+        a[i] = va_arg(ap, uint64_t);
+    }
+    send_pkt(m, (unsigned)proc, KIND_AM, 0, (uintptr_t)handler, a,
+             sizeof(a));
+}
+
+#define DEFINE_SEND(name, mode) \
+    void name(int proc, void (*handler)(), ...) \
+    { \
+        va_list ap; \
+        \
+        va_start(ap, handler); \
+        send_am(&mode, proc, handler, ap, #name); \
+        va_end(ap); \
+    }
+
+DEFINE_SEND(SendBothRLPollBoth, mode_rl_both)
+DEFINE_SEND(SendBothLRPollBoth, mode_lr_both)
+DEFINE_SEND(SendBothRLPollRight, mode_rl_right)
+DEFINE_SEND(SendBothLRPollRight, mode_lr_right)
+DEFINE_SEND(SendLeftPollBoth, mode_left_both)
+
+bool strata_sends_drained(void)
+{
+    return nc_sq_drained(NET_LEFT) && nc_sq_drained(NET_RIGHT);
+}
+
+/* ---- 7 Block transfers -------------------------------------------------- */
+
+static void check_xfer(int proc, unsigned port, int offset, int size,
+                       const Word *buffer, const char *call)
+{
+    strata_require(call);
+    check_proc(proc, call);
+    if (port >= STRATA_NUM_PORTS) {
+        StrataFail("%s: port %u is not below STRATA_NUM_PORTS (%d)", call,
+                   port, STRATA_NUM_PORTS);
+    }
+    if (size > 0 && (offset < STRATA_MIN_XFER_OFFSET ||
+                     (int64_t)offset + size > STRATA_MAX_XFER_OFFSET)) {
+        StrataFail("%s: offset %d and size %d are outside the %d..%d a "
+                   "port can take", call, offset, size,
+                   STRATA_MIN_XFER_OFFSET, STRATA_MAX_XFER_OFFSET);
+    }
+    if (size > 0 && buffer == NULL) {
+        StrataFail("%s: NULL buffer", call);
+    }
+}
+
+/* Sends words [from, from + n) of a block as one Xfer packet. */
+static void xfer_packet(const struct send_mode *m, int proc, unsigned port,
+                        int offset, const Word *buffer, int from, int n)
+{
+    send_pkt(m, (unsigned)proc, KIND_XFER,
+             PortAndOffsetCons(port, offset + from), 0, buffer + from,
+             (uint32_t)n * 4);
+}
+
+static void block_xfer(int proc, unsigned port, int offset, Word *buffer,
+                       int size, bool poll_both, const char *call)
+{
+    int from, n, k = 0;
+
+    check_xfer(proc, port, offset, size, buffer, call);
+    for (from = 0; from < size; from += n, k++) {
+        n = size - from < XFER_WORDS ? size - from : XFER_WORDS;
+        /* Alternate the networks, as the manual advises. */
+        xfer_packet(poll_both ? (k & 1 ? &mode_lr_both : &mode_rl_both) :
+                    (k & 1 ? &mode_lr_right : &mode_rl_right),
+                    proc, port, offset, buffer, from, n);
+    }
+}
+
+void SendBlockXferPollBoth(int proc, unsigned port_num, int offset,
+                           Word *buffer, int size)
+{
+    block_xfer(proc, port_num, offset, buffer, size, true,
+               "SendBlockXferPollBoth");
+}
+
+void SendBlockXferPollRight(int proc, unsigned port_num, int offset,
+                            Word *buffer, int size)
+{
+    block_xfer(proc, port_num, offset, buffer, size, false,
+               "SendBlockXferPollRight");
+}
+
+void StrataXferHeaderHandler(int port_num, int size, void (*handler)())
+{
+    StrataPort *pt;
+
+    if (port_num < 0 || port_num >= STRATA_NUM_PORTS) {
+        fprintf(stderr, "*** strata: node %d: StrataXferHeaderHandler for "
+                "port %d, not below STRATA_NUM_PORTS: ignored\n", Self,
+                port_num);
+        return;
+    }
+    pt = &StrataPortTable[port_num];
+    pt->count += size;
+    if (pt->handler == NULL) {
+        pt->handler = handler;
+    }
+    if (pt->count == 0 && pt->handler) {
+        ((port_handler)pt->handler)(port_num);
+    }
+}
+
+static void send_xfer4(const struct send_mode *m, int proc, unsigned pao,
+                       Word d1, Word d2, Word d3, Word d4, const char *call)
+{
+    Word d[4] = { d1, d2, d3, d4 };
+
+    strata_require(call);
+    check_proc(proc, call);
+    send_pkt(m, (unsigned)proc, KIND_XFER, pao, 0, d, sizeof(d));
+}
+
+void SendXferBothRLPollBoth(int proc, unsigned port_and_offset, Word data1,
+                            Word data2, Word data3, Word data4)
+{
+    send_xfer4(&mode_rl_both, proc, port_and_offset, data1, data2, data3,
+               data4, "SendXferBothRLPollBoth");
+}
+
+void SendXferBothLRPollBoth(int proc, unsigned port_and_offset, Word data1,
+                            Word data2, Word data3, Word data4)
+{
+    send_xfer4(&mode_lr_both, proc, port_and_offset, data1, data2, data3,
+               data4, "SendXferBothLRPollBoth");
+}
+
+void SendXferBothRLPollRight(int proc, unsigned port_and_offset, Word data1,
+                             Word data2, Word data3, Word data4)
+{
+    send_xfer4(&mode_rl_right, proc, port_and_offset, data1, data2, data3,
+               data4, "SendXferBothRLPollRight");
+}
+
+void SendXferBothLRPollRight(int proc, unsigned port_and_offset, Word data1,
+                             Word data2, Word data3, Word data4)
+{
+    send_xfer4(&mode_lr_right, proc, port_and_offset, data1, data2, data3,
+               data4, "SendXferBothLRPollRight");
+}
+
+static void put_words(unsigned pao, const Word *d, int n)
+{
+    if (port_store(pao, d, n, "StrataXferPut")) {
+        port_arrived(PortAndOffsetPort(pao), n);
+    }
+}
+
+void StrataXferPut3Handler(unsigned port_and_offset, Word data1, Word data2,
+                           Word data3)
+{
+    Word d[3] = { data1, data2, data3 };
+
+    put_words(port_and_offset, d, 3);
+}
+
+void StrataXferPut2Handler(unsigned port_and_offset, Word data1, Word data2)
+{
+    Word d[2] = { data1, data2 };
+
+    put_words(port_and_offset, d, 2);
+}
+
+void StrataXferPut1Handler(unsigned port_and_offset, Word data1)
+{
+    put_words(port_and_offset, &data1, 1);
+}
+
+/* ---- 8 Multi-block transfer --------------------------------------------- */
+
+static struct abx *abx_find(ABXid id)
+{
+    struct abx *t;
+
+    if (id < 0 || abx == NULL) {
+        return NULL;
+    }
+    t = &abx[id & ABX_SLOT_MASK];
+    if (!t->used || t->gen != ((uint32_t)id >> ABX_GEN_SHIFT)) {
+        return NULL;
+    }
+    return t;
+}
+
+static ABXid abx_id(const struct abx *t)
+{
+    return (ABXid)((t->gen << ABX_GEN_SHIFT) | (uint32_t)(t - abx));
+}
+
+static void abx_unlink(struct abx *t)
+{
+    if (t->prev >= 0) {
+        abx[t->prev].next = t->next;
+    } else {
+        abx_head = t->next;
+    }
+    if (t->next >= 0) {
+        abx[t->next].prev = t->prev;
+    } else {
+        abx_tail = t->prev;
+    }
+    abx_pending--;
+    abx_version++;
+}
+
+/* The last packet of @t is out: tell its owner, free it. */
+static void abx_done(struct abx *t)
+{
+    ABXid id = abx_id(t);
+
+    abx_unlink(t);
+    if (t->complete) {
+        t->complete(id, t->buffer);
+    }
+    t->used = false;
+}
+
+/*
+ * Sends up to @packets packets of @t, alternating the networks, and
+ * finishes it after its last.  Handlers run by the sends' polls may
+ * service transfers too: @t is busy meanwhile, so they leave it alone.
+ */
+static void abx_send(struct abx *t, int packets)
+{
+    int n, k;
+
+    t->busy = true;
+    for (k = 0; (packets < 0 || k < packets) && t->sent < t->size; k++) {
+        n = t->size - t->sent;
+        if (n > XFER_WORDS) {
+            n = XFER_WORDS;
+        }
+        xfer_packet(k & 1 ? &mode_lr_both : &mode_rl_both, t->proc,
+                    t->port, t->offset, t->buffer, t->sent, n);
+        t->sent += n;
+    }
+    t->busy = false;
+    if (t->sent >= t->size) {
+        abx_done(t);
+    }
+}
+
+ABXid AsyncBlockXfer(int proc, unsigned port, int offset, Word *buffer,
+                     int size, void (*complete)(ABXid id, Word *buffer))
+{
+    struct abx *t = NULL;
+    int i, s;
+
+    check_xfer(proc, port, offset, size, buffer, "AsyncBlockXfer");
+    while (abx_pending == MAX_ABX) {
+        ServiceAllTransfers(1);
+    }
+    for (i = 0; i < MAX_ABX; i++) {
+        s = (abx_free_hint + i) & ABX_SLOT_MASK;
+        if (!abx[s].used) {
+            t = &abx[s];
+            abx_free_hint = (s + 1) & ABX_SLOT_MASK;
+            break;
+        }
+    }
+    abx_gen = (abx_gen + 1) & ((1U << (31 - ABX_GEN_SHIFT)) - 1);
+    *t = (struct abx) {
+        .proc = proc, .port = port, .offset = offset, .buffer = buffer,
+        .size = size > 0 ? size : 0, .complete = complete, .gen = abx_gen,
+        .used = true, .next = -1, .prev = abx_tail,
+    };
+    if (abx_tail >= 0) {
+        abx[abx_tail].next = (int)(t - abx);
+    } else {
+        abx_head = (int)(t - abx);
+    }
+    abx_tail = (int)(t - abx);
+    abx_pending++;
+    abx_version++;
+    return abx_id(t);
+}
+
+void ServiceAllTransfers(int rounds)
+{
+    int r, i, next;
+    uint32_t v;
+    struct abx *t;
+    bool idle;
+
+    for (r = 0; rounds < 0 || r < rounds; r++) {
+        idle = true;
+        for (i = abx_head; i >= 0; i = next) {
+            t = &abx[i];
+            next = t->next;
+            if (t->busy) {
+                continue;
+            }
+            idle = false;
+            v = abx_version;
+            abx_send(t, 2);
+            if (abx_version != v + (t->used ? 0 : 1)) {
+                break;      /* the list changed under us: next round */
+            }
+        }
+        if (idle) {
+            return;
+        }
+    }
+}
+
+void CompleteTransfer(ABXid id)
+{
+    struct abx *t = abx_find(id);
+
+    if (t != NULL && !t->busy) {
+        abx_send(t, -1);
+    }
+}
+
+int GetABXproc(ABXid id)
+{
+    struct abx *t = abx_find(id);
+
+    return t ? t->proc : -1;
+}
+
+unsigned GetABXport(ABXid id)
+{
+    struct abx *t = abx_find(id);
+
+    return t ? t->port : 0;
+}
+
+int GetABXoffset(ABXid id)
+{
+    struct abx *t = abx_find(id);
+
+    return t ? t->offset : 0;
+}
+
+Word *GetABXbuffer(ABXid id)
+{
+    struct abx *t = abx_find(id);
+
+    return t ? t->buffer : NULL;
+}
+
+int GetABXremaining(ABXid id)
+{
+    struct abx *t = abx_find(id);
+
+    return t ? t->size - t->sent : 0;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libstrata internals shared by its files (core.c, control.c, data.c,
+ * debug.c).  Every name here is renamed in the debugging library as the
+ * public ones are (STRATA_ISYM), so a program linked with libstrataD.a
+ * never pulls an object of libstrata.a.
+ */
+#ifndef STRATA_INTERNAL_H
+#define STRATA_INTERNAL_H
+
+#define STRATA_NO_EXIT_MACRO
+#define STRATA_NO_SEND_MACROS
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "strata.h"
+#include "tempest/nc.h"
+#include "tempest/rt.h"
+
+#define STRATA_ISYM(name)   STRATA_SYM(i_##name)
+
+#ifdef STRATA_DEBUG
+#define STRATA_DEBUG_BUILD  1
+#else
+#define STRATA_DEBUG_BUILD  0
+#endif
+
+/* The node controller interrupts libstrata keeps enabled. */
+#define STRATA_IRQ_BITS     (TEMPEST_NC_IRQ_RQ | TEMPEST_NC_IRQ_CQ | \
+                             TEMPEST_NC_IRQ_SQ | TEMPEST_NC_IRQ_COLL | \
+                             TEMPEST_NC_IRQ_BCAST | TEMPEST_NC_IRQ_AOR)
+
+/* Networks (section 6): left is the request network, right the reply. */
+#define NET_LEFT            TEMPEST_NET_REQUEST
+#define NET_RIGHT           TEMPEST_NET_REPLY
+
+/* What strata_wait() may poll while it waits. */
+#define POLL_NONE           0
+#define POLL_LEFT           (1U << NET_LEFT)
+#define POLL_RIGHT          (1U << NET_RIGHT)
+#define POLL_BOTH           (POLL_LEFT | POLL_RIGHT)
+
+/* ---- core.c ---------------------------------------------------------- */
+
+/* True once StrataInit() has run. */
+extern bool strata_ready STRATA_ISYM(strata_ready);
+/* True once StrataExit() (or the exit of main) has begun. */
+extern bool strata_exiting STRATA_ISYM(strata_exiting);
+/* Turns of an idle wait loop in the spin time (StrataSetSpin). */
+extern unsigned strata_spin_turns STRATA_ISYM(strata_spin_turns);
+/* The generic timer at the time origin (end of StrataInit's barrier). */
+extern uint64_t strata_origin_ticks STRATA_ISYM(strata_origin_ticks);
+
+/*
+ * strata_wait: returns once done(arg) is true.  Meanwhile handles the
+ * messages of the networks in @poll, spins for the spin time and then
+ * sleeps until the node controller interrupts (or a millisecond passes).
+ * done() is re-evaluated after every interrupt and after handled
+ * messages; if @cheap (done() reads only RAM), on every turn.
+ */
+void strata_wait(bool (*done)(void *), void *arg, unsigned poll,
+                 bool cheap) STRATA_ISYM(strata_wait);
+
+/* strata_ticks: the generic timer's count; strata_ticks_to_ns: in ns. */
+static inline uint64_t strata_ticks(void)
+{
+    uint64_t v;
+
+    __asm__ volatile("mrs %0, cntpct_el0" : "=r"(v));
+    return v;
+}
+
+uint64_t strata_ticks_to_ns(uint64_t ticks) STRATA_ISYM(strata_ticks_to_ns);
+
+/* strata_require: fails (StrataFail) if StrataInit() has not run. */
+void strata_require(const char *call) STRATA_ISYM(strata_require);
+
+/* ---- control.c --------------------------------------------------------- */
+
+void strata_control_init(void) STRATA_ISYM(strata_control_init);
+
+/*
+ * strata_coll_u64: a blocking combine of @lanes (1..64) 64-bit lanes
+ * with device function @fn and variant @variant, no segments, polling
+ * both networks while it waits.  For the library's own use (StrataExit).
+ */
+void strata_coll_u64(unsigned fn, unsigned variant, const uint64_t *in,
+                     uint64_t *out, unsigned lanes)
+    STRATA_ISYM(strata_coll_u64);
+
+/* strata_coll_finish_pending: completes a pending split-phase operation. */
+void strata_coll_finish_pending(void) STRATA_ISYM(strata_coll_finish_pending);
+
+/* ---- data.c ------------------------------------------------------------ */
+
+void strata_data_init(void) STRATA_ISYM(strata_data_init);
+
+/* Packets this node posted, and packets it took off its receive ring. */
+extern uint64_t strata_pkts_sent STRATA_ISYM(strata_pkts_sent);
+extern uint64_t strata_pkts_received STRATA_ISYM(strata_pkts_received);
+
+/*
+ * strata_poll: handles at most one message of each network in @mask;
+ * returns true if it handled one.  Also takes control events.
+ */
+bool strata_poll(unsigned mask) STRATA_ISYM(strata_poll);
+
+/* strata_msgs_waiting: true if a message of a network in @mask waits. */
+bool strata_msgs_waiting(unsigned mask) STRATA_ISYM(strata_msgs_waiting);
+
+/*
+ * strata_take_events: takes the device's control events (peers gone,
+ * send errors) and counts the peers that exited with status 0 and those
+ * that failed.
+ */
+void strata_take_events(void) STRATA_ISYM(strata_take_events);
+extern unsigned strata_peers_exited STRATA_ISYM(strata_peers_exited);
+extern unsigned strata_peers_failed STRATA_ISYM(strata_peers_failed);
+
+/* strata_sends_drained: true if the device has taken every posted packet. */
+bool strata_sends_drained(void) STRATA_ISYM(strata_sends_drained);
+
+/* ---- debug.c ------------------------------------------------------------ */
+
+/* strata_vlog: StrataLog() with a va_list. */
+void strata_vlog(const char *fmt, va_list ap) STRATA_ISYM(strata_vlog);
+
+/* strata_trace_origin: the time origin moved (init, ResetCurrentCycle). */
+void strata_trace_origin(void) STRATA_ISYM(strata_trace_origin);
+
+/* strata_trace_flush: writes the recorded states out (no barrier). */
+void strata_trace_flush(void) STRATA_ISYM(strata_trace_flush);
+
+/*
+ * In the debugging library: enter one of the library's states (section
+ * 10) and log if @on; returns the state to go back to.
+ */
+#if STRATA_DEBUG_BUILD
+#define STRATA_DBG_ENTER(state) int strata_dbg_old_ = SetState(state)
+#define STRATA_DBG_LEAVE()      SetState(strata_dbg_old_)
+#define STRATA_DBG_LOG(on, ...) \
+    do { \
+        if (on) { \
+            StrataLog(__VA_ARGS__); \
+        } \
+    } while (0)
+#else
+#define STRATA_DBG_ENTER(state) do { } while (0)
+#define STRATA_DBG_LEAVE()      do { } while (0)
+#define STRATA_DBG_LOG(on, ...) do { } while (0)
+#endif
+
+#endif /* STRATA_INTERNAL_H */

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Data over ports ("Hardware Migratable Channels", sections 2 and 3.1),
+ * on 2 nodes: the input before the output (INPUTTING: the data goes
+ * straight to the inputting process, nothing buffered) and the output
+ * before the input (pre-sent: the receiver's port is BUFFERFULL while
+ * the sender's stays OUTPUTTING until the input), in both directions of
+ * a channel; every length from 0 to CHAN_MAX_DATA at odd alignments;
+ * the paper's input naming where the NEXT data goes (2.1, with the
+ * loop unrolled over two buffers, and data that came before any buffer
+ * was named); a channel with both ends on one node.  Prints
+ * "chan_data ok".
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "chan-util.h"
+
+#define KEY         1
+#define NODE_A      0
+#define NODE_B      1
+
+static uint8_t src[CHAN_MAX_DATA + 16] __attribute__((aligned(8)));
+static uint8_t dst[CHAN_MAX_DATA + 16] __attribute__((aligned(8)));
+static chan_port port;
+static chan_port far;           /* the companion, on the other node */
+
+static unsigned me(void)
+{
+    return TPPI_self_address;
+}
+
+/* 3.1: the receiver inputs first; the data is never buffered. */
+static void receiver_first(unsigned from, unsigned to, unsigned seed)
+{
+    uint64_t buffered;
+    int n;
+
+    if (me() == to) {
+        buffered = cu_stat(CU_STAT(buffered));
+        memset(dst, 0, sizeof(dst));
+        n = chan_input(port, dst, sizeof(dst));
+        CU_EQ(n, 100);
+        CU_CHECK(cu_match(dst, 100, seed));
+        CU_EQ(cu_stat(CU_STAT(buffered)), buffered);
+        CU_EQ(chan_state(port), CHAN_IDLE);
+    } else if (me() == from) {
+        cu_wait_remote_state(to, far, CHAN_INPUTTING);
+        cu_fill(src, 100, seed);
+        CU_EQ(chan_output(port, src, 100), 0);
+        CU_EQ(chan_state(port), CHAN_IDLE);
+    }
+    am_barrier();
+}
+
+/* 3.1 and 2.2: the sender outputs first; the data is pre-sent. */
+static void sender_first(unsigned from, unsigned to, unsigned seed)
+{
+    int n;
+
+    if (me() == from) {
+        cu_fill(src, 333, seed);
+        CU_EQ(chan_output_start(port, src, 333), 0);
+        CU_EQ(chan_state(port), CHAN_OUTPUTTING);
+    }
+    am_barrier();
+    if (me() == to) {
+        cu_wait_state(port, CHAN_BUFFERFULL);
+        /* Not acknowledged before the input: still OUTPUTTING there. */
+        CU_EQ(cu_remote_state(from, far), CHAN_OUTPUTTING);
+        memset(dst, 0, sizeof(dst));
+        n = chan_input(port, dst, sizeof(dst));
+        CU_EQ(n, 333);
+        CU_CHECK(cu_match(dst, 333, seed));
+        CU_EQ(chan_state(port), CHAN_IDLE);
+    } else if (me() == from) {
+        CU_EQ(chan_output_wait(port), 0);
+        CU_EQ(chan_state(port), CHAN_IDLE);
+    }
+    am_barrier();
+}
+
+/* Every length, odd alignments, the bytes around the data untouched. */
+static void lengths(void)
+{
+    static const unsigned lens[] = { 0, 1, 2, 3, 4, 5, 7, 8, 63, 64, 65,
+                                     255, 1000, 2048, 4077, 4079,
+                                     CHAN_MAX_DATA };
+    unsigned i, off, len;
+    int n;
+
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        len = lens[i];
+        off = i % 4;
+        if (me() == NODE_A) {
+            cu_fill(src + off, len, 1000 + i);
+            CU_EQ(chan_output(port, src + off, len), 0);
+        } else {
+            memset(dst, 0xEE, sizeof(dst));
+            n = chan_input(port, dst + 4 - off, len);
+            CU_EQ(n, (int)len);
+            if (!cu_match(dst + 4 - off, len, 1000 + i)) {
+                am_fail("%u bytes at offset %u differ", len, 4 - off);
+            }
+            if (dst[3 - off] != 0xEE || dst[4 - off + len] != 0xEE) {
+                am_fail("%u bytes at offset %u: a byte around changed", len,
+                        4 - off);
+            }
+        }
+    }
+    am_barrier();
+}
+
+/*
+ * 2.1: input names where the NEXT data goes: the unrolled loop of the
+ * paper over buffers a and b; the data of each input is where the
+ * previous input (or chan_set_buffer) said.
+ */
+static void input_next(void)
+{
+    static uint32_t a[64], b[64], c[64];
+    void *where;
+    unsigned i;
+    int n;
+
+    if (me() == NODE_A) {
+        /* Pre-sent before B names a buffer: copied into it later. */
+        cu_fill(src, 40, 500);
+        CU_EQ(chan_output(port, src, 40), 0);
+        for (i = 0; i < 10; i++) {
+            cu_fill(src, 4 * (i + 1), 600 + i);
+            CU_EQ(chan_output(port, src, 4 * (i + 1)), 0);
+        }
+    } else {
+        cu_wait_state(port, CHAN_BUFFERFULL);
+        CU_EQ(chan_set_buffer(port, c, sizeof(c)), 0);
+        n = chan_input_next(port, a, sizeof(a), &where);
+        CU_EQ(n, 40);
+        CU_CHECK(where == c);
+        CU_CHECK(cu_match(c, 40, 500));
+        for (i = 0; i < 10; i += 2) {
+            n = chan_input_next(port, b, sizeof(b), &where);   /* into a */
+            CU_EQ(n, 4 * (i + 1));
+            CU_CHECK(where == a);
+            CU_CHECK(cu_match(a, 4 * (i + 1), 600 + i));
+            n = chan_input_next(port, a, sizeof(a), &where);   /* into b */
+            CU_EQ(n, 4 * (i + 2));
+            CU_CHECK(where == b);
+            CU_CHECK(cu_match(b, 4 * (i + 2), 600 + i + 1));
+        }
+        CU_EQ(chan_set_buffer(port, NULL, 0), 0);
+    }
+    am_barrier();
+}
+
+/* Both ends on one node (chan_alloc): the same protocol, looped back. */
+static void local_channel(void)
+{
+    chan_port x, y, cx;
+    int n;
+
+    CU_EQ(chan_alloc(&x, &y), 0);
+    CU_EQ(chan_companion(x, &cx), 0);
+    CU_EQ(cx, y);
+    CU_EQ(CHAN_PORT_NODE(x), me());
+    cu_fill(src, 77, me());
+    CU_EQ(chan_output_start(x, src, 77), 0);
+    cu_wait_state(y, CHAN_BUFFERFULL);
+    n = chan_input(y, dst, sizeof(dst));
+    CU_EQ(n, 77);
+    CU_CHECK(cu_match(dst, 77, me()));
+    CU_EQ(chan_output_wait(x), 0);
+    /* and back */
+    CU_EQ(chan_output_start(y, src, 5), 0);
+    CU_EQ(chan_input(x, dst, 5), 5);
+    CU_EQ(chan_output_wait(y), 0);
+    CU_EQ(chan_free(x), 0);
+    CU_EQ(chan_free(y), 0);
+}
+
+int main(void)
+{
+    unsigned round;
+
+    cu_watchdog(20);
+    am_barrier();
+    if (me() == NODE_A) {
+        CU_EQ(chan_alloc_to(NODE_B, KEY, &port), 0);
+    } else {
+        CU_EQ(chan_accept(NODE_A, KEY, &port), 0);
+    }
+    CU_EQ(chan_companion(port, &far), 0);
+    CU_EQ(CHAN_PORT_NODE(far), 1 - me());
+    CU_EQ(chan_state(port), CHAN_IDLE);
+    am_barrier();
+
+    for (round = 0; round < 3; round++) {
+        receiver_first(NODE_A, NODE_B, 10 + round);
+        receiver_first(NODE_B, NODE_A, 20 + round);
+        sender_first(NODE_A, NODE_B, 30 + round);
+        sender_first(NODE_B, NODE_A, 40 + round);
+    }
+    lengths();
+    input_next();
+    local_channel();
+
+    am_barrier();
+    CU_EQ(chan_free(port), 0);
+    return cu_finish("chan_data", 0);
+}

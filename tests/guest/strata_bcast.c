@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Strata section 4.4 (broadcast): every node in turn broadcasts words,
+ * doubles and vectors (1 to 10,000 words, past the device's 4096-word
+ * queue) that every other node receives in order; QueryBroadcast; the
+ * broadcaster's own ReceiveBroadcastVector returns at once.
+ */
+#include <string.h>
+
+#include "strata-util.h"
+
+#define BIG     10000
+
+static Word vin[BIG], vout[BIG];
+
+static Word word(int from, int i)
+{
+    return (Word)(from * 0x01000193U) ^ (Word)(i * 0x9e3779b9U);
+}
+
+static void vector_round(int from, int n)
+{
+    int i, bad = 0;
+
+    for (i = 0; i < n; i++) {
+        vin[i] = word(from, i);
+    }
+    memset(vout, 0, sizeof(vout));
+    if (Self == from) {
+        BroadcastVector(vout, vin, n);
+        ReceiveBroadcastVector(vout, n);
+    } else {
+        ReceiveBroadcastVector(vout, n);
+    }
+    for (i = 0; i < n; i++) {
+        bad += vout[i] != vin[i];
+    }
+    CHECK(!bad && (n == BIG || vout[n] == 0),
+          "vector of %d from node %d: %d words wrong", n, from, bad);
+}
+
+int main(void)
+{
+    static const int lengths[] = { 1, 2, 7, 64, 4097, BIG, 3 };
+    int from, i, l;
+    Word w;
+    double d;
+
+    StrataInit();
+    for (from = 0; from < PartitionSize; from++) {
+        /* Words, in order. */
+        for (i = 0; i < 20; i++) {
+            if (Self == from) {
+                Broadcast(word(from, i));
+            } else {
+                w = ReceiveBroadcast();
+                CHECK(w == word(from, i), "word %d from node %d: %08x", i,
+                      from, (unsigned)w);
+            }
+        }
+        if (Self == from) {
+            while (!QueryBroadcast()) {
+                PollBothTilEmpty();
+            }
+            CHECK(QueryBroadcast(), "QueryBroadcast");
+        }
+        /* Doubles. */
+        if (Self == from) {
+            BroadcastDouble(-1.25e-300 * (from + 1));
+            BroadcastDouble(3.5);
+        } else {
+            d = ReceiveBroadcastDouble();
+            CHECK(d == -1.25e-300 * (from + 1), "double from node %d: %g",
+                  from, d);
+            d = ReceiveBroadcastDouble();
+            CHECK(d == 3.5, "second double from node %d: %g", from, d);
+        }
+        Barrier();
+    }
+    /* Vectors, from the first and the last node in turn. */
+    for (l = 0; l < (int)(sizeof(lengths) / sizeof(lengths[0])); l++) {
+        vector_round(l % 2 ? 0 : PartitionSize - 1, lengths[l]);
+    }
+    /* Words broadcast before a barrier wait, in order, until received. */
+    if (PartitionSize > 1) {
+        if (Self == 1) {
+            for (i = 0; i < 5; i++) {
+                Broadcast((Word)i);
+            }
+        }
+        Barrier();
+        if (Self != 1) {
+            for (i = 0; i < 5; i++) {
+                CHECK(ReceiveBroadcast() == (Word)i, "queued word %d", i);
+            }
+        }
+    }
+    QueryBroadcast();
+    st_finish("strata_bcast");
+}

@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * FLASH 3.1-3.4 (base message passing) through <magic.h>: send returning
+ * a message id, senddone, bufalloc of receive buffers in advance, the
+ * non-blocking receive from the receive table, buffers given back with
+ * bufreturn and freed with buffree, and the completion order of 3.4.2.
+ *
+ *   xfer_msg all [MSGS]   (default 150)
+ *     A  every node sends MSGS messages of 16 types and sizes 1 ..
+ *        20000 bytes, at odd alignments, to every other node, into
+ *        buffers posted in advance; every message is checked byte for
+ *        byte and in send order per (sender, type); then the same again
+ *        into the buffers given back with magic_bufreturn();
+ *     B  a 32 MiB message then 8 short ones of one type: the short ones
+ *        are stored first but received after it (held back);
+ *     C  a message sent before its receiver posted any buffer of its
+ *        type waits at the receiver (XFER_WAITING) until one is posted.
+ *   xfer_msg refuse
+ *     D  a message longer than every posted buffer of its type is
+ *        refused: senddone() says -1, both nodes report it, and the
+ *        next message of that type is received in its place.
+ * Prints "xfer_msg ok" on every node.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am-util.h"
+#include "magic.h"
+#include "tempest/rt.h"
+#include "xfer-util.h"
+
+#define NTYPES      16
+#define TYPE0       100
+#define MAX_MSG     20000
+
+static unsigned msgs = 150;
+
+static unsigned type_of(unsigned i, unsigned src)
+{
+    return TYPE0 + (i * 7 + src) % NTYPES;
+}
+
+static size_t size_of(unsigned i, unsigned src)
+{
+    return 1 + (i * 4099 + src * 131) % MAX_MSG;
+}
+
+static uint64_t seed_of(unsigned src, unsigned dst, unsigned i,
+                        unsigned phase)
+{
+    return (uint64_t)phase << 48 | (uint64_t)src << 36 |
+           (uint64_t)dst << 24 | i;
+}
+
+static int send_over(void *arg)
+{
+    return magic_senddone(*(magic_mid *)arg) != 0;
+}
+
+/* magic_sendwait(), but a send that never ends fails the test. */
+static int sendwait(magic_mid mid)
+{
+    xu_need(send_over, &mid, "a send to complete");
+    return magic_sendwait(mid);
+}
+
+static uint64_t received_count(void)
+{
+    struct magic_stats st;
+
+    magic_get_stats(&st);
+    return st.received;
+}
+
+static int more_received(void *arg)
+{
+    return received_count() > *(uint64_t *)arg;
+}
+
+/* ---- A: many types and buffers ----------------------------------------- */
+
+static void phase_a(unsigned phase)
+{
+    unsigned n = TPPI_num_nodes, me = TPPI_self_address, p, i, t;
+    unsigned total = (n - 1) * msgs, got = 0;
+    static unsigned next_i[8][NTYPES];
+    magic_mid *mids = calloc((size_t)total, sizeof(*mids));
+    uint8_t **bufs = calloc((size_t)total, sizeof(*bufs));
+    unsigned k = 0;
+    uint64_t seen;
+
+    if (mids == NULL || bufs == NULL || n > 8) {
+        am_fail("phase A: no memory, or more than 8 nodes");
+        return;
+    }
+    memset(next_i, 0, sizeof(next_i));
+    if (phase == 0) {
+        /*
+         * Every message gets a buffer of its type, posted in advance.
+         * The controller gives a message the first posted buffer of its
+         * type that is large enough, whichever message it was meant for:
+         * every buffer holds the largest message.
+         */
+        for (p = 0; p < n; p++) {
+            for (i = 0; p != me && i < msgs; i++) {
+                if (magic_bufalloc(MAX_MSG + (i % 3) * 100,
+                                   type_of(i, p)) == NULL) {
+                    am_fail("magic_bufalloc failed: %s",
+                            magic_strerror(magic_last_error()));
+                    return;
+                }
+            }
+        }
+    }
+    am_barrier();
+    for (i = 0; i < msgs; i++) {
+        for (p = 0; p < n; p++) {
+            size_t len = size_of(i, me);
+            unsigned off = i % 8;
+
+            if (p == me) {
+                continue;
+            }
+            bufs[k] = aligned_alloc(64, len + 64);
+            xu_fill(bufs[k], len + off, seed_of(me, p, i, phase));
+            mids[k] = magic_send(type_of(i, me), p, bufs[k] + off, len);
+            if (mids[k] == MAGIC_NO_MID) {
+                am_fail("magic_send %u to node %u failed", i, p);
+                return;
+            }
+            k++;
+        }
+    }
+    /* Receive: every type in turn, each message checked in order. */
+    while (got < total) {
+        unsigned found = 0;
+
+        seen = received_count();
+        for (t = 0; t < NTYPES; t++) {
+            int src;
+            size_t len;
+            uint8_t *m;
+
+            while ((m = magic_receive(TYPE0 + t, &src, &len)) != NULL) {
+                uint64_t bad;
+
+                found++;
+                got++;
+                if (src < 0 || (unsigned)src >= n || (unsigned)src == me) {
+                    am_fail("message from bad node %d", src);
+                    continue;
+                }
+                /* The next message of this type from src, in order. */
+                i = next_i[src][t];
+                while (i < msgs && type_of(i, (unsigned)src) != TYPE0 + t) {
+                    i++;
+                }
+                next_i[src][t] = i + 1;
+                if (i >= msgs || len != size_of(i, (unsigned)src)) {
+                    am_fail("type %u from node %d: %zu bytes, not message "
+                            "%u (out of order?)", TYPE0 + t, src, len, i);
+                    continue;
+                }
+                bad = xu_check(m, len, i % 8, seed_of((unsigned)src, me, i,
+                                                      phase));
+                if (bad) {
+                    am_fail("message %u of type %u from node %d: byte %llu "
+                            "of %zu differs", i, TYPE0 + t, src,
+                            (unsigned long long)bad - 1, len);
+                }
+                if (phase == 0 ? magic_bufreturn(m) : magic_buffree(m)) {
+                    am_fail("giving back the buffer of message %u failed", i);
+                }
+            }
+        }
+        if (!found && got < total) {
+            if (xu_wait(more_received, &seen, XU_LIMIT_S,
+                        "phase A messages") != 0) {
+                am_fail("phase A: %u of %u messages received", got, total);
+                return;
+            }
+        }
+    }
+    for (k = 0; k < total; k++) {
+        if (sendwait(mids[k]) != 1) {
+            am_fail("send %u did not complete", k);
+        }
+        free(bufs[k]);
+    }
+    free(mids);
+    free(bufs);
+    if (me == 0) {
+        printf("phase A%u: %u messages of %d types each way\n", phase,
+               total, NTYPES);
+    }
+}
+
+/* ---- B: completion order ------------------------------------------------ */
+
+#define BIG     (32 << 20)
+#define TYPE_B  500
+
+static void phase_b(void)
+{
+    struct magic_stats st;
+    magic_mid mids[9];
+    uint8_t *big, *small[8];
+    int src, j;
+    size_t len;
+
+    if (TPPI_self_address == 1) {
+        if (!magic_bufalloc(BIG, TYPE_B)) {
+            am_fail("phase B: bufalloc");
+        }
+        for (j = 0; j < 8; j++) {
+            magic_bufalloc(64, TYPE_B);
+        }
+    }
+    am_barrier();
+    if (TPPI_self_address == 0) {
+        big = aligned_alloc(64, BIG);
+        xu_fill(big, BIG, 77);
+        mids[0] = magic_send(TYPE_B, 1, big, BIG);
+        for (j = 0; j < 8; j++) {
+            small[j] = aligned_alloc(64, 64);
+            xu_fill(small[j], 64, 1000 + j);
+            mids[j + 1] = magic_send(TYPE_B, 1, small[j], 64);
+        }
+        for (j = 0; j < 9; j++) {
+            if (sendwait(mids[j]) != 1) {
+                am_fail("phase B: send %d failed", j);
+            }
+        }
+        free(big);
+        for (j = 0; j < 8; j++) {
+            free(small[j]);
+        }
+    } else if (TPPI_self_address == 1) {
+        for (j = -1; j < 8; j++) {
+            uint8_t *m = NULL;
+            uint64_t seen = received_count();
+
+            while ((m = magic_receive(TYPE_B, &src, &len)) == NULL) {
+                if (xu_wait(more_received, &seen, XU_LIMIT_S,
+                            "phase B") != 0) {
+                    am_fail("phase B: message %d never came", j);
+                    return;
+                }
+                seen = received_count();
+            }
+            if (j < 0 ? len != BIG || xu_check(m, len, 0, 77) :
+                len != 64 || xu_check(m, len, 0, 1000 + (unsigned)j)) {
+                am_fail("phase B: message %d out of order or damaged "
+                        "(%zu bytes)", j, len);
+            }
+            magic_buffree(m);
+        }
+        magic_get_stats(&st);
+        printf("phase B: %llu messages held back behind the 32 MiB one\n",
+               (unsigned long long)st.held_back);
+        if (st.held_back == 0) {
+            am_fail("phase B: no short message was stored before the "
+                    "long one");
+        }
+    }
+}
+
+/* ---- C: a message waits for its buffer ----------------------------------- */
+
+#define TYPE_C  600
+
+static volatile int c_sent;     /* volatile: set by a handler */
+
+static void c_sent_h(TPPI_NodeId src, int size)
+{
+    (void)src;
+    (void)size;
+    c_sent = TPPI_recv_W();
+}
+
+static int c_sent_cond(void *arg)
+{
+    (void)arg;
+    return c_sent;
+}
+
+static int engine_waiting(void *arg)
+{
+    (void)arg;
+    return rt_nc_read(TEMPEST_NC_XFER_WAITING) != 0;
+}
+
+static void phase_c(void)
+{
+    static uint8_t msg[1000];
+    magic_mid mid;
+    int src;
+    size_t len;
+    uint8_t *m;
+
+    am_barrier();
+    if (TPPI_self_address == 0) {
+        xu_fill(msg, sizeof(msg), 600);
+        mid = magic_send(TYPE_C, 1, msg, sizeof(msg));
+        TPPI_send_W(1, c_sent_h, 1);
+        if (sendwait(mid) != 1) {
+            am_fail("phase C: the waiting send failed");
+        }
+    } else if (TPPI_self_address == 1) {
+        xu_need(c_sent_cond, NULL, "phase C send");
+        xu_need(engine_waiting, NULL, "a message waiting for a buffer");
+        if (magic_receive(TYPE_C, &src, &len) != NULL) {
+            am_fail("phase C: received with no buffer posted");
+        }
+        if (magic_bufalloc(4096, TYPE_C) == NULL) {
+            am_fail("phase C: bufalloc");
+            return;
+        }
+        m = magic_receive_wait(TYPE_C, &src, &len);
+        if (m == NULL || src != 0 || len != sizeof(msg) ||
+            xu_check(m, len, 0, 600)) {
+            am_fail("phase C: wrong message");
+        } else {
+            printf("phase C: the message waited for its buffer\n");
+        }
+        magic_buffree(m);
+    }
+}
+
+/* ---- D: a message longer than every buffer of its type ------------------- */
+
+#define TYPE_D  700
+
+static void phase_d(void)
+{
+    static uint8_t long_msg[200], short_msg[50];
+    struct magic_stats st;
+    magic_mid a, b;
+    uint8_t *m;
+    int src;
+    size_t len;
+
+    if (TPPI_self_address == 1) {
+        magic_bufalloc(100, TYPE_D);
+    }
+    am_barrier();
+    if (TPPI_self_address == 0) {
+        xu_fill(long_msg, sizeof(long_msg), 7001);
+        xu_fill(short_msg, sizeof(short_msg), 7002);
+        a = magic_send(TYPE_D, 1, long_msg, sizeof(long_msg));
+        if (sendwait(a) != -1) {
+            am_fail("phase D: the long message was not refused");
+        }
+        b = magic_send(TYPE_D, 1, short_msg, sizeof(short_msg));
+        if (sendwait(b) != 1) {
+            am_fail("phase D: the short message failed");
+        }
+        magic_get_stats(&st);
+        if (st.failed != 1) {
+            am_fail("phase D: %llu sends failed, not 1",
+                    (unsigned long long)st.failed);
+        }
+    } else if (TPPI_self_address == 1) {
+        m = magic_receive_wait(TYPE_D, &src, &len);
+        if (m == NULL || len != sizeof(short_msg) ||
+            xu_check(m, len, 0, 7002)) {
+            am_fail("phase D: the short message did not come in its place");
+        } else {
+            printf("phase D: the refused message was skipped\n");
+        }
+        magic_get_stats(&st);
+        if (st.skipped != 1) {
+            am_fail("phase D: %llu skipped, not 1",
+                    (unsigned long long)st.skipped);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "all";
+    uint64_t t0 = am_ticks();
+
+    if (argc > 2) {
+        msgs = (unsigned)atoi(argv[2]);
+    }
+    if (TPPI_num_nodes < 2) {
+        am_fail("needs 2 nodes or more");
+    } else if (strcmp(mode, "refuse") == 0) {
+        phase_d();
+    } else {
+        phase_a(0);
+        am_barrier();
+        phase_a(1);
+        am_barrier();
+        phase_b();
+        phase_c();
+    }
+    printf("node %u: done in %llu ms\n", TPPI_self_address,
+           (unsigned long long)(am_ticks() - t0) / 1000);
+    return am_finish("xfer_msg");
+}
