@@ -18,7 +18,7 @@
 #include "fabric-proto.h"
 #include "trace.h"
 
-#define FABRIC_RX_BUF       (64 * KiB)  /* grows for large COLL frames */
+#define FABRIC_RX_BUF       (1 * MiB)   /* grows for larger frames */
 #define FABRIC_RETRY_MS     20
 #define FABRIC_BYE_MS       200
 
@@ -47,8 +47,15 @@ struct FabricConn {
     uint8_t *rx;
     size_t rx_len;
     size_t rx_size;
-    GByteArray *tx;
+    GByteArray *tx;             /* bytes waiting for the socket, from tx_off */
+    size_t tx_off;
 };
+
+/* Bytes queued for the socket and not yet written. */
+static size_t conn_pending(FabricConn *c)
+{
+    return c->tx->len - c->tx_off;
+}
 
 struct TempestFabric {
     const TempestFabricOps *ops;
@@ -139,14 +146,14 @@ static void fabric_conn_readable(void *opaque);
 static void fabric_conn_update_handlers(FabricConn *c)
 {
     qemu_set_fd_handler(c->fd, fabric_conn_readable,
-                        c->tx->len ? fabric_conn_writable : NULL, c);
+                        conn_pending(c) ? fabric_conn_writable : NULL, c);
 }
 
 /* Write what is queued; returns false when the connection broke. */
 static bool fabric_conn_flush(FabricConn *c)
 {
-    while (c->tx->len) {
-        ssize_t n = write(c->fd, c->tx->data, c->tx->len);
+    while (conn_pending(c)) {
+        ssize_t n = write(c->fd, c->tx->data + c->tx_off, conn_pending(c));
 
         if (n < 0) {
             if (errno == EINTR) {
@@ -157,7 +164,15 @@ static bool fabric_conn_flush(FabricConn *c)
             }
             return false;
         }
-        g_byte_array_remove_range(c->tx, 0, n);
+        c->tx_off += n;
+    }
+    /* Written bytes are dropped in bulk, not moved after every write. */
+    if (!conn_pending(c)) {
+        g_byte_array_set_size(c->tx, 0);
+        c->tx_off = 0;
+    } else if (c->tx_off >= 1 * MiB && c->tx_off >= c->tx->len / 2) {
+        g_byte_array_remove_range(c->tx, 0, c->tx_off);
+        c->tx_off = 0;
     }
     return true;
 }
@@ -170,17 +185,36 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
                                const uint8_t *b, size_t blen,
                                const uint8_t *d, size_t dlen)
 {
-    bool was_empty = c->tx->len == 0;
+    bool was_empty = conn_pending(c) == 0;
+    struct iovec iov[3] = {
+        { (void *)a, alen }, { (void *)b, blen }, { (void *)d, dlen },
+    };
+    ssize_t done = 0;
 
     if (c->broken) {
         return;     /* closing: the peer will be reported down */
     }
-    g_byte_array_append(c->tx, a, alen);
-    if (blen) {
-        g_byte_array_append(c->tx, b, blen);
+    if (was_empty) {
+        /* Nothing ahead of it: write straight from the caller's memory. */
+        do {
+            done = writev(c->fd, iov, 3);
+        } while (done < 0 && errno == EINTR);
+        if (done < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            c->broken = true;
+            qemu_bh_schedule(c->fab->close_bh);
+            return;
+        }
+        done = MAX(done, 0);
     }
-    if (dlen) {
-        g_byte_array_append(c->tx, d, dlen);
+    /* Queue what the socket did not take. */
+    for (int i = 0; i < 3; i++) {
+        size_t skip = MIN((size_t)done, iov[i].iov_len);
+
+        done -= skip;
+        if (iov[i].iov_len > skip) {
+            g_byte_array_append(c->tx, (uint8_t *)iov[i].iov_base + skip,
+                                iov[i].iov_len - skip);
+        }
     }
     if (!fabric_conn_flush(c)) {
         /*
@@ -191,11 +225,11 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
         qemu_bh_schedule(c->fab->close_bh);
         return;
     }
-    if (was_empty != (c->tx->len == 0)) {
+    if (was_empty != (conn_pending(c) == 0)) {
         fabric_conn_update_handlers(c);
     }
     /* Emptied here rather than in fabric_conn_writable(): say so too. */
-    if (!was_empty && !c->tx->len && c->peer >= 0) {
+    if (!was_empty && !conn_pending(c) && c->peer >= 0) {
         c->fab->ops->tx_drained(c->fab->opaque, c->peer);
     }
 }
@@ -234,7 +268,7 @@ static void fabric_conn_writable(void *opaque)
         fabric_conn_close(c, "write failed");
         return;
     }
-    if (!c->tx->len) {
+    if (!conn_pending(c)) {
         fabric_conn_update_handlers(c);
         if (c->peer >= 0) {
             c->fab->ops->tx_drained(c->fab->opaque, c->peer);
@@ -444,54 +478,65 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     return true;
 }
 
+/* Read and handle what the socket has, until it has no more. */
 static void fabric_conn_readable(void *opaque)
 {
     FabricConn *c = opaque;
     TempestFabric *f = c->fab;
-    ssize_t n;
-    size_t off = 0;
-
-    if (c->rx_len == c->rx_size) {
-        /* Only a frame announced as this large gets here: it is bounded. */
-        c->rx_size = MIN(c->rx_size * 2, FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
-        c->rx = g_realloc(c->rx, c->rx_size);
-    }
-    n = read(c->fd, c->rx + c->rx_len, c->rx_size - c->rx_len);
-    if (n == 0) {
-        fabric_conn_close(c, "connection closed");
-        return;
-    }
-    if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-            fabric_conn_close(c, "read failed");
-        }
-        return;
-    }
-    c->rx_len += n;
 
     for (;;) {
-        FabricHeader hdr;
-        size_t flen = 0;
-        FabricParse r = fabric_parse(c->rx + off, c->rx_len - off, &hdr,
-                                     &flen);
+        size_t off = 0, space;
+        ssize_t n;
 
-        if (r == FABRIC_PARSE_NEED_MORE) {
-            break;
+        if (c->rx_len == c->rx_size) {
+            /* Only a frame announced this large gets here: bounded. */
+            c->rx_size = MIN(c->rx_size * 2,
+                             FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
+            c->rx = g_realloc(c->rx, c->rx_size);
         }
-        if (r == FABRIC_PARSE_FATAL) {
-            fabric_drop(f, c->peer, "frame length impossible: stream lost");
-            fabric_conn_close(c, "malformed stream");
+        space = c->rx_size - c->rx_len;
+        n = read(c->fd, c->rx + c->rx_len, space);
+        if (n == 0) {
+            fabric_conn_close(c, "connection closed");
             return;
         }
-        if (r == FABRIC_PARSE_BAD) {
-            fabric_drop(f, c->peer, "malformed frame");
-        } else if (!fabric_frame(c, &hdr, c->rx + off + FABRIC_HDR_SIZE)) {
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                fabric_conn_close(c, "read failed");
+            }
             return;
         }
-        off += flen;
+        c->rx_len += n;
+
+        for (;;) {
+            FabricHeader hdr;
+            size_t flen = 0;
+            FabricParse r = fabric_parse(c->rx + off, c->rx_len - off, &hdr,
+                                         &flen);
+
+            if (r == FABRIC_PARSE_NEED_MORE) {
+                break;
+            }
+            if (r == FABRIC_PARSE_FATAL) {
+                fabric_drop(f, c->peer,
+                            "frame length impossible: stream lost");
+                fabric_conn_close(c, "malformed stream");
+                return;
+            }
+            if (r == FABRIC_PARSE_BAD) {
+                fabric_drop(f, c->peer, "malformed frame");
+            } else if (!fabric_frame(c, &hdr,
+                                     c->rx + off + FABRIC_HDR_SIZE)) {
+                return;
+            }
+            off += flen;
+        }
+        memmove(c->rx, c->rx + off, c->rx_len - off);
+        c->rx_len -= off;
+        if ((size_t)n < space) {
+            return;     /* the socket is drained */
+        }
     }
-    memmove(c->rx, c->rx + off, c->rx_len - off);
-    c->rx_len -= off;
 }
 
 static FabricConn *fabric_conn_new(TempestFabric *f, QIOChannelSocket *sioc,
@@ -779,7 +824,7 @@ size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
 {
     FabricConn *c = f->peers[peer].conn;
 
-    return c ? c->tx->len : 0;
+    return c ? conn_pending(c) : 0;
 }
 
 void tempest_fabric_bye(TempestFabric *f, uint32_t status)
@@ -795,7 +840,7 @@ void tempest_fabric_bye(TempestFabric *f, uint32_t status)
         }
         fabric_send_u32(c, FABRIC_BYE, 0, status);
         /* The process is about to end: flush, but never wait long. */
-        while (f->peers[i].conn && c->tx->len) {
+        while (f->peers[i].conn && conn_pending(c)) {
             int64_t left = deadline - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
             GPollFD pfd = { .fd = c->fd, .events = G_IO_OUT };
 

@@ -284,8 +284,10 @@ typedef enum {
 static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
 {
     uint64_t n = MIN(o->len - o->sent, XFER_FRAME_DATA), at = o->sent;
-    g_autofree uint8_t *buf = NULL;
     uint32_t dest = o->dest, mid = o->mid;
+    g_autofree uint8_t *copy = NULL;
+    hwaddr plen = n;
+    uint8_t *data;
     uint8_t off[8];
     bool last;
 
@@ -293,10 +295,22 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
         tempest_fabric_tx_queued(s->fabric, dest) >= XFER_TX_HIGH) {
         return STEP_BLOCKED;
     }
-    buf = g_malloc(n);
-    if (address_space_read(&address_space_memory, o->src + at,
-                           MEMTXATTRS_UNSPECIFIED, buf, n) != MEMTX_OK) {
-        memset(buf, 0, n);      /* checked at the command: cannot happen */
+    /*
+     * Guest RAM is mapped, not copied: the fabric writes it to the socket
+     * directly (and copies only what the socket does not take at once).
+     */
+    data = address_space_map(&address_space_memory, o->src + at, &plen,
+                             false, MEMTXATTRS_UNSPECIFIED);
+    if (!data || plen < n) {
+        if (data) {
+            address_space_unmap(&address_space_memory, data, plen, false, 0);
+        }
+        plen = 0;
+        data = copy = g_malloc(n);
+        if (address_space_read(&address_space_memory, o->src + at,
+                               MEMTXATTRS_UNSPECIFIED, copy, n) != MEMTX_OK) {
+            memset(copy, 0, n);     /* checked at the command: cannot be */
+        }
     }
     o->sent += n;
     s->xfer_sent_bytes += n;
@@ -309,11 +323,14 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
                               &(uint64_t){ in_key(dest, mid) });
 
         if (in) {
-            xfer_in_data(s, in, at, buf, n);    /* the last one frees o */
+            xfer_in_data(s, in, at, data, n);   /* the last one frees o */
         }
     } else {
         fabric_st64(off, at);
-        xfer_frame(s, dest, XFER_DATA, mid, off, sizeof(off), buf, n);
+        xfer_frame(s, dest, XFER_DATA, mid, off, sizeof(off), data, n);
+    }
+    if (plen) {
+        address_space_unmap(&address_space_memory, data, plen, false, plen);
     }
     return last ? STEP_LAST : STEP_MORE;
 }
