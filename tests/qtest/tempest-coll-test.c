@@ -8,16 +8,12 @@
  */
 
 #include "qemu/osdep.h"
-#include "libqtest.h"
-#include "standard-headers/tempest/tempest-hw.h"
+#include "tempest-qtest.h"
 
-#define NC(off)     (TEMPEST_NC_BASE + (off))
-#define RAM(off)    (TEMPEST_RAM_BASE + (off))
 #define SRC_BUF     RAM(0x100000)
 #define DST_BUF     RAM(0x200000)
 #define CQ_BASE     RAM(0x300000)
 #define MAX_N       16
-#define WAIT_US     (20 * G_USEC_PER_SEC)
 
 typedef struct Cluster {
     char *dir;
@@ -36,7 +32,7 @@ static void start_cluster(Cluster *c, unsigned n, unsigned fanout)
                                  i, n, c->dir, fanout);
     }
     for (unsigned i = 0; i < n; i++) {
-        gint64 end = g_get_monotonic_time() + WAIT_US;
+        gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
 
         while (qtest_readl(c->node[i], NC(TEMPEST_NC_FABRIC_STATE)) !=
                TEMPEST_FABRIC_READY && g_get_monotonic_time() < end) {
@@ -64,19 +60,13 @@ static uint32_t coll_start(QTestState *s, unsigned kind, unsigned fn,
                            unsigned variant, uint64_t value, unsigned lanes,
                            uint64_t dest, unsigned seg)
 {
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), kind);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(1)), fn | variant << 8);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(2)), value);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(3)), lanes);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(4)), dest);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(5)), seg);
-    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), TEMPEST_CMD_COLL_START);
-    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
+    return tq_command(s, TEMPEST_CMD_COLL_START, kind, fn | variant << 8,
+                      value, lanes, dest, seg);
 }
 
 static uint32_t coll_wait(QTestState *s)
 {
-    gint64 end = g_get_monotonic_time() + WAIT_US;
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
     uint32_t st;
 
     while ((st = qtest_readl(s, NC(TEMPEST_NC_COLL_STATUS))) ==
@@ -200,14 +190,12 @@ static void test_five_nodes(void)
 
 static uint32_t bcast(QTestState *s, uint64_t value)
 {
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), value);
-    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), TEMPEST_CMD_BCAST);
-    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
+    return tq_command3(s, TEMPEST_CMD_BCAST, value, 0, 0);
 }
 
 static void wait_nonzero(QTestState *s, uint64_t off)
 {
-    gint64 end = g_get_monotonic_time() + WAIT_US;
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
 
     while (!qtest_readl(s, NC(off)) && g_get_monotonic_time() < end) {
         g_usleep(200);
@@ -263,7 +251,7 @@ static void test_broadcast_and_async_or(void)
     g_assert_cmpuint(qtest_readl(c.node[3], NC(TEMPEST_NC_AOR_GLOBAL)), ==, 1);
     qtest_writel(c.node[1], NC(TEMPEST_NC_AOR_SET), 0);
     for (unsigned i = 0; i < 4; i++) {
-        gint64 end = g_get_monotonic_time() + WAIT_US;
+        gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
 
         while (qtest_readl(c.node[i], NC(TEMPEST_NC_AOR_GLOBAL)) &&
                g_get_monotonic_time() < end) {

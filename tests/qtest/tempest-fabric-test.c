@@ -8,20 +8,17 @@
  */
 
 #include "qemu/osdep.h"
-#include "libqtest.h"
+#include "tempest-qtest.h"
 #include "qapi/error.h"
 #include "qemu/bswap.h"
 #include "qemu/sockets.h"
 #include "hw/tempest/fabric-proto.h"
 
-#define NC(off)     (TEMPEST_NC_BASE + (off))
-#define RAM(off)    (TEMPEST_RAM_BASE + (off))
 #define SQ0_BASE    RAM(0x100000)
 #define SQ1_BASE    RAM(0x110000)
 #define RQ_BASE     RAM(0x200000)
 #define CQ_BASE     RAM(0x300000)
 #define CLUSTER     0x5eed5eedULL
-#define WAIT_US     (10 * G_USEC_PER_SEC)
 
 typedef struct Cluster {
     char *dir;
@@ -36,52 +33,15 @@ static QTestState *start_node(const char *dir, unsigned id, unsigned nodes,
                        id, nodes, dir, cluster, extra);
 }
 
-/* Wait (in real time: the fabric runs on QEMU's main loop) for a value. */
-static uint32_t wait_reg(QTestState *s, uint64_t off, uint32_t mask,
-                         uint32_t want)
-{
-    gint64 end = g_get_monotonic_time() + WAIT_US;
-    uint32_t v;
-
-    while (((v = qtest_readl(s, NC(off))) & mask) != want &&
-           g_get_monotonic_time() < end) {
-        g_usleep(1000);
-    }
-    return v;
-}
-
-static uint32_t wait_mem32(QTestState *s, uint64_t addr, uint32_t mask,
-                           uint32_t want)
-{
-    gint64 end = g_get_monotonic_time() + WAIT_US;
-    uint32_t v;
-
-    while (((v = qtest_readl(s, addr)) & mask) != want &&
-           g_get_monotonic_time() < end) {
-        g_usleep(1000);
-    }
-    return v;
-}
-
-static uint32_t command(QTestState *s, uint32_t op, uint64_t a0, uint64_t a1,
-                        uint64_t a2)
-{
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), a0);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(1)), a1);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(2)), a2);
-    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), op);
-    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
-}
-
 static void setup_rings(QTestState *s, unsigned rq_slots)
 {
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
                              SQ0_BASE, 64), ==, TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ1,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ1,
                              SQ1_BASE, 64), ==, TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_RQ,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_RQ,
                              RQ_BASE, rq_slots), ==, TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ,
                              CQ_BASE, 16), ==, TEMPEST_CMD_SUCCESS);
 }
 
@@ -111,7 +71,7 @@ static void start_cluster(Cluster *c, const char *extra)
     c->node[0] = start_node(c->dir, 0, 2, CLUSTER, extra);
     c->node[1] = start_node(c->dir, 1, 2, CLUSTER, extra);
     for (int i = 0; i < 2; i++) {
-        g_assert_cmpuint(wait_reg(c->node[i], TEMPEST_NC_FABRIC_STATE, ~0,
+        g_assert_cmpuint(tq_wait_reg(c->node[i], TEMPEST_NC_FABRIC_STATE, ~0,
                                   TEMPEST_FABRIC_READY), ==,
                          TEMPEST_FABRIC_READY);
         g_assert_cmpuint(qtest_readl(c->node[i], NC(TEMPEST_NC_PEERS_UP)),
@@ -147,7 +107,7 @@ static void test_packet_crosses(void)
     put_packet(c.node[0], SQ1_BASE, 0, 1, 7, 0x1122334455667788ULL, 40, 3);
     qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ1);
 
-    ctl = wait_mem32(c.node[1], RQ_BASE, TEMPEST_PKT_VALID,
+    ctl = tq_wait_mem32(c.node[1], RQ_BASE, TEMPEST_PKT_VALID,
                      TEMPEST_PKT_VALID);
     g_assert_cmphex(ctl, ==, TEMPEST_PKT_VALID | 40);
     qtest_memread(c.node[1], RQ_BASE, got, sizeof(got));
@@ -178,34 +138,34 @@ static void test_bad_rings(void)
 {
     QTestState *s = qtest_init("-M tempest -m 128M");
 
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
                              0x1000, 16), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);
     /* Starts inside RAM, ends past it. */
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
                              RAM(128 * 1024 * 1024 - 8 * 256), 16), ==,
                      TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
                              SQ0_BASE + 8, 16), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ALIGN);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
                              SQ0_BASE, 24), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_SIZE);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, 9, SQ0_BASE, 16), ==,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, 9, SQ0_BASE, 16), ==,
                      TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_RING);
-    g_assert_cmpuint(command(s, 99, 0, 0, 0), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(tq_command3(s, 99, 0, 0, 0), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_OP);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_SQ0,
                              SQ0_BASE, 16), ==, TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_RQ,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_RQ,
                              SQ0_BASE + 256, 4), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_OVERLAP);
@@ -274,7 +234,7 @@ static void test_flow_control(void)
         put_packet(c.node[0], SQ0_BASE, i, 1, 0, i, 4, i);
     }
     qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
-    wait_mem32(c.node[1], RQ_BASE + 3 * 256, TEMPEST_PKT_VALID,
+    tq_wait_mem32(c.node[1], RQ_BASE + 3 * 256, TEMPEST_PKT_VALID,
                TEMPEST_PKT_VALID);
     /* 4 in the ring, 8 more waiting in node 1's device: no more sent. */
     g_usleep(100 * 1000);
@@ -286,7 +246,7 @@ static void test_flow_control(void)
     while (got < total) {
         uint64_t slot = RQ_BASE + (got % 4) * 256;
 
-        g_assert_cmphex(wait_mem32(c.node[1], slot, TEMPEST_PKT_VALID,
+        g_assert_cmphex(tq_wait_mem32(c.node[1], slot, TEMPEST_PKT_VALID,
                                    TEMPEST_PKT_VALID) & TEMPEST_PKT_VALID,
                         ==, TEMPEST_PKT_VALID);
         g_assert_cmpuint(qtest_readl(c.node[1], slot + TEMPEST_PKT_SEQ), ==,
@@ -321,7 +281,7 @@ static void test_peer_down(void)
     qtest_quit(c.node[1]);
     c.node[1] = NULL;
 
-    g_assert_cmphex(wait_mem32(c.node[0], CQ_BASE, ~0, TEMPEST_EV_VALID |
+    g_assert_cmphex(tq_wait_mem32(c.node[0], CQ_BASE, ~0, TEMPEST_EV_VALID |
                                TEMPEST_EV_PEER_DOWN), ==,
                     TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
     g_assert_cmpuint(qtest_readl(c.node[0], CQ_BASE + TEMPEST_EV_NODE), ==,
@@ -346,7 +306,7 @@ static void test_peer_down(void)
     setup_rings(c.node[0], 16);
     qtest_quit(c.node[1]);
     c.node[1] = NULL;
-    wait_mem32(c.node[0], CQ_BASE, ~0,
+    tq_wait_mem32(c.node[0], CQ_BASE, ~0,
                TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
     g_assert_cmpuint(qtest_readq(c.node[0], CQ_BASE + TEMPEST_EV_A), ==, 1);
     stop_cluster(&c);
@@ -364,7 +324,7 @@ static void test_wrong_cluster(void)
     c.node[0] = start_node(c.dir, 0, 2, CLUSTER, ",fabric-timeout=500");
     c.node[1] = start_node(c.dir, 1, 2, CLUSTER + 1, ",fabric-timeout=500");
     for (int i = 0; i < 2; i++) {
-        g_assert_cmpuint(wait_reg(c.node[i], TEMPEST_NC_FABRIC_STATE, ~0,
+        g_assert_cmpuint(tq_wait_reg(c.node[i], TEMPEST_NC_FABRIC_STATE, ~0,
                                   TEMPEST_FABRIC_FAILED), ==,
                          TEMPEST_FABRIC_FAILED);
     }
@@ -419,7 +379,7 @@ static void test_malformed_frames(void)
     fabric_put_hello(hello, &h);
     g_assert_cmpint(write(fd, hello, sizeof(hello)), ==, sizeof(hello));
     g_assert_cmpint(read(fd, reply, sizeof(reply)), ==, sizeof(reply));
-    g_assert_cmpuint(wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
                               TEMPEST_FABRIC_READY), ==, TEMPEST_FABRIC_READY);
 
     fake_send(fd, 99, 0, junk, sizeof(junk));           /* unknown type */
@@ -429,7 +389,7 @@ static void test_malformed_frames(void)
     fake_send(fd, FABRIC_CREDIT, 7, junk, sizeof(junk)); /* no network 7 */
     fake_data(fd, 5, 1, 8, 8);                          /* out of sequence */
     fake_data(fd, 0, 0, 8, 8);                          /* claims node 0 */
-    g_assert_cmphex(wait_mem32(s, RQ_BASE, ~0, TEMPEST_PKT_VALID | 8), ==,
+    g_assert_cmphex(tq_wait_mem32(s, RQ_BASE, ~0, TEMPEST_PKT_VALID | 8), ==,
                     TEMPEST_PKT_VALID | 8);
     g_assert_cmpuint(qtest_readw(s, RQ_BASE + TEMPEST_PKT_NODE), ==, 1);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 5);
@@ -437,7 +397,7 @@ static void test_malformed_frames(void)
 
     /* A length no frame has: the stream is lost, the link is closed. */
     fake_send(fd, FABRIC_DATA, 0, NULL, 0x7fffffff);
-    g_assert_cmphex(wait_mem32(s, CQ_BASE, ~0, TEMPEST_EV_VALID |
+    g_assert_cmphex(tq_wait_mem32(s, CQ_BASE, ~0, TEMPEST_EV_VALID |
                                TEMPEST_EV_PEER_DOWN), ==,
                     TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 6);
@@ -460,7 +420,7 @@ static void test_timers(void)
 
     setup_rings(s, 16);
     for (int i = 0; i < 4; i++) {
-        g_assert_cmpuint(command(s, TEMPEST_CMD_TIMER_ARM, ticks[i],
+        g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TIMER_ARM, ticks[i],
                                  0x1000 + i, 0x2000 + i), ==,
                          TEMPEST_CMD_SUCCESS);
     }
@@ -481,12 +441,12 @@ static void test_timers(void)
     }
     /* A table of armed timers is a transient limit: RETRY. */
     for (int i = 0; i < TEMPEST_NC_MAX_TIMERS; i++) {
-        g_assert_cmpuint(command(s, TEMPEST_CMD_TIMER_ARM, 1000000, 0, 0),
+        g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TIMER_ARM, 1000000, 0, 0),
                          ==, TEMPEST_CMD_SUCCESS);
     }
-    st = command(s, TEMPEST_CMD_TIMER_ARM, 10, 0, 0);
+    st = tq_command3(s, TEMPEST_CMD_TIMER_ARM, 10, 0, 0);
     g_assert_cmpuint(st, ==, TEMPEST_CMD_RETRY);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TIMER_ARM,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TIMER_ARM,
                              TEMPEST_TIMER_MAX_TICKS + 1, 0, 0), ==,
                      TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,

@@ -6,10 +6,7 @@
  */
 
 #include "qemu/osdep.h"
-#include "libqtest.h"
-#include "standard-headers/tempest/tempest-hw.h"
-
-#define NC(off) (TEMPEST_NC_BASE + (off))
+#include "tempest-qtest.h"
 
 static QTestState *start_node(unsigned node, unsigned nodes, unsigned cpus,
                               unsigned ram_mib)

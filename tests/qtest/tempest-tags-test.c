@@ -6,25 +6,13 @@
  */
 
 #include "qemu/osdep.h"
-#include "libqtest.h"
-#include "standard-headers/tempest/tempest-hw.h"
+#include "tempest-qtest.h"
 
-#define NC(off)     (TEMPEST_NC_BASE + (off))
 #define BLK         (1 << TEMPEST_TAG_BLK_SHIFT)
-
-static uint32_t command(QTestState *s, uint32_t op, uint64_t a0, uint64_t a1,
-                        uint64_t a2)
-{
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), a0);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(1)), a1);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(2)), a2);
-    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), op);
-    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
-}
 
 static uint64_t tag_of(QTestState *s, uint64_t addr)
 {
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_GET, addr, 0, 0), ==,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_GET, addr, 0, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     return qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
 }
@@ -43,7 +31,7 @@ static void test_set_and_get(void)
     g_assert_cmpuint(tag_of(s, base), ==, TEMPEST_TAG_WRITABLE);
     g_assert_cmpuint(tag_of(s, base + (1 << 20) - 1), ==,
                      TEMPEST_TAG_WRITABLE);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET, base + 2 * BLK + 17,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base + 2 * BLK + 17,
                              4 * BLK, TEMPEST_TAG_INVALID), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT)), ==, 4);
@@ -53,7 +41,7 @@ static void test_set_and_get(void)
                      TEMPEST_TAG_INVALID);
     g_assert_cmpuint(tag_of(s, base + 6 * BLK), ==, TEMPEST_TAG_WRITABLE);
     for (uint64_t t = TEMPEST_TAG_BUSY; t <= TEMPEST_TAG_WRITABLE; t++) {
-        g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET, base + 3 * BLK, BLK,
+        g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base + 3 * BLK, BLK,
                                  t), ==, TEMPEST_CMD_SUCCESS);
         g_assert_cmpuint(tag_of(s, base + 3 * BLK), ==, t);
     }
@@ -69,31 +57,31 @@ static void test_bad_commands(void)
     QTestState *s = qtest_init("-M tempest,tagmem=1M -m 64M");
     uint64_t base = TEMPEST_TAGMEM_BASE;
 
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET, base, BLK, 4), ==,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base, BLK, 4), ==,
                      TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_TAG);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET, base, 0,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base, 0,
                              TEMPEST_TAG_INVALID), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_LEN);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET, base, BLK + 1,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base, BLK + 1,
                              TEMPEST_TAG_INVALID), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_LEN);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET, TEMPEST_RAM_BASE, BLK,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_RAM_BASE, BLK,
                              TEMPEST_TAG_INVALID), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);
     /* Starts inside, runs past the end. */
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET,
                              base + (1 << 20) - BLK, 2 * BLK,
                              TEMPEST_TAG_INVALID), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);
     g_assert_cmpuint(tag_of(s, base + (1 << 20) - BLK), ==,
                      TEMPEST_TAG_WRITABLE);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_GET, base + (1 << 20), 0, 0),
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_GET, base + (1 << 20), 0, 0),
                      ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);
@@ -105,7 +93,7 @@ static void test_alias(void)
 {
     QTestState *s = qtest_init("-M tempest,tagmem=1M -m 64M");
 
-    command(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE, 4096,
+    tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE, 4096,
             TEMPEST_TAG_INVALID);
     qtest_writeq(s, TEMPEST_TAGMEM_BASE + 8, 0x1234567890abcdefULL);
     g_assert_cmphex(qtest_readq(s, TEMPEST_TAGMEM_ALIAS + 8), ==,
@@ -121,7 +109,7 @@ static void test_no_tagmem(void)
     QTestState *s = qtest_init("-M tempest,tagmem=0 -m 64M");
 
     g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_TAGMEM_SIZE_LO)), ==, 0);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE, BLK,
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE, BLK,
                              TEMPEST_TAG_INVALID), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);

@@ -8,33 +8,16 @@
  */
 
 #include "qemu/osdep.h"
-#include "libqtest.h"
-#include "standard-headers/tempest/tempest-hw.h"
+#include "tempest-qtest.h"
 
-#define NC(off)     (TEMPEST_NC_BASE + (off))
-#define RAM(off)    (TEMPEST_RAM_BASE + (off))
 #define CQ_BASE     RAM(0x300000)
 #define RQ_BASE     RAM(0x200000)
-#define WAIT_US     (20 * G_USEC_PER_SEC)
 
 typedef struct Pair {
     char *dir;
     QTestState *n[2];
     unsigned cq[2];     /* next CQ slot to read */
 } Pair;
-
-static uint32_t command(QTestState *s, uint32_t op, uint64_t a0, uint64_t a1,
-                        uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
-{
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(0)), a0);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(1)), a1);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(2)), a2);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(3)), a3);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(4)), a4);
-    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(5)), a5);
-    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), op);
-    return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
-}
 
 static void start_pair(Pair *p)
 {
@@ -46,16 +29,16 @@ static void start_pair(Pair *p)
         p->cq[i] = 0;
     }
     for (int i = 0; i < 2; i++) {
-        gint64 end = g_get_monotonic_time() + WAIT_US;
+        gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
 
         while (qtest_readl(p->n[i], NC(TEMPEST_NC_FABRIC_STATE)) !=
                TEMPEST_FABRIC_READY && g_get_monotonic_time() < end) {
             g_usleep(1000);
         }
-        g_assert_cmpuint(command(p->n[i], TEMPEST_CMD_RING_SETUP,
+        g_assert_cmpuint(tq_command(p->n[i], TEMPEST_CMD_RING_SETUP,
                                  TEMPEST_RING_CQ, CQ_BASE, 64, 0, 0, 0), ==,
                          TEMPEST_CMD_SUCCESS);
-        g_assert_cmpuint(command(p->n[i], TEMPEST_CMD_RING_SETUP,
+        g_assert_cmpuint(tq_command(p->n[i], TEMPEST_CMD_RING_SETUP,
                                  TEMPEST_RING_RQ, RQ_BASE, 16, 0, 0, 0), ==,
                          TEMPEST_CMD_SUCCESS);
     }
@@ -74,7 +57,7 @@ static void stop_pair(Pair *p)
 static uint32_t next_event(Pair *p, int i, uint64_t ev[3], uint32_t *node)
 {
     uint64_t slot = CQ_BASE + (p->cq[i] % 64) * TEMPEST_EV_SIZE;
-    gint64 end = g_get_monotonic_time() + WAIT_US;
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
     uint32_t ctl;
 
     while (!((ctl = qtest_readl(p->n[i], slot)) & TEMPEST_EV_VALID) &&
@@ -109,7 +92,7 @@ static void test_memory_copy(void)
     }
     start_pair(&p);
     qtest_memwrite(p.n[0], src, data, len);
-    g_assert_cmpuint(command(p.n[0], TEMPEST_CMD_XFER, 1, src, len, dst,
+    g_assert_cmpuint(tq_command(p.n[0], TEMPEST_CMD_XFER, 1, src, len, dst,
                              0xc00c1e, 0), ==, TEMPEST_CMD_SUCCESS);
     mid = qtest_readq(p.n[0], NC(TEMPEST_NC_CMD_RESULT));
     g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
@@ -141,11 +124,11 @@ static void test_typed(void)
 
     start_pair(&p);
     qtest_memset(p.n[0], src, 0x5a, 4096);
-    g_assert_cmpuint(command(p.n[0], TEMPEST_CMD_XFER, 1, src, 3000, 7, 1,
+    g_assert_cmpuint(tq_command(p.n[0], TEMPEST_CMD_XFER, 1, src, 3000, 7, 1,
                              TEMPEST_XFER_TYPED), ==, TEMPEST_CMD_SUCCESS);
     g_usleep(50 * 1000);
     g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_WAITING)), ==, 1);
-    g_assert_cmpuint(command(p.n[1], TEMPEST_CMD_BUF_POST, 7, RAM(0x900000),
+    g_assert_cmpuint(tq_command(p.n[1], TEMPEST_CMD_BUF_POST, 7, RAM(0x900000),
                              4096, 0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
     g_assert_cmphex(ev[0], ==, RAM(0x900000));
@@ -155,8 +138,8 @@ static void test_typed(void)
     g_assert_cmpuint(ev[2], ==, 0);
 
     /* Buffers of type 8 exist but are too small: refused, reported. */
-    command(p.n[1], TEMPEST_CMD_BUF_POST, 8, RAM(0xa00000), 100, 0, 0, 0);
-    g_assert_cmpuint(command(p.n[0], TEMPEST_CMD_XFER, 1, src, 3000, 8, 2,
+    tq_command(p.n[1], TEMPEST_CMD_BUF_POST, 8, RAM(0xa00000), 100, 0, 0, 0);
+    g_assert_cmpuint(tq_command(p.n[0], TEMPEST_CMD_XFER, 1, src, 3000, 8, 2,
                              TEMPEST_XFER_TYPED), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(next_event(&p, 0, ev, &node), ==, TEMPEST_EV_XFER_SENT);
     g_assert_cmpuint(ev[2], ==, TEMPEST_CMD_E_REMOTE);
@@ -166,8 +149,8 @@ static void test_typed(void)
 static uint64_t fop(QTestState *s, uint64_t home, uint64_t addr, uint64_t op,
                     uint64_t operand, uint64_t cmp)
 {
-    gint64 end = g_get_monotonic_time() + WAIT_US;
-    uint32_t st = command(s, TEMPEST_CMD_FOP, home, addr, op, operand, cmp,
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    uint32_t st = tq_command(s, TEMPEST_CMD_FOP, home, addr, op, operand, cmp,
                           0);
 
     while (st == TEMPEST_CMD_RETRY && g_get_monotonic_time() < end) {
@@ -199,8 +182,8 @@ static void expect_fail(QTestState *s, uint32_t op, uint64_t a0, uint64_t a1,
                         uint64_t a2, uint64_t a3, uint64_t a5,
                         uint32_t reason)
 {
-    uint32_t st = command(s, op, a0, a1, a2, a3, 0, a5);
-    gint64 end = g_get_monotonic_time() + WAIT_US;
+    uint32_t st = tq_command(s, op, a0, a1, a2, a3, 0, a5);
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
 
     while (st == TEMPEST_CMD_RETRY && g_get_monotonic_time() < end) {
         st = qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
@@ -242,7 +225,7 @@ static void test_fail_cases(void)
     expect_fail(p.n[0], TEMPEST_CMD_BUF_POST, 1, 0x1000, 64, 0, 0,
                 TEMPEST_CMD_E_BAD_ADDR);
 
-    g_assert_cmpuint(command(p.n[0], TEMPEST_CMD_XFER, 1, src, 4096, 0x1000,
+    g_assert_cmpuint(tq_command(p.n[0], TEMPEST_CMD_XFER, 1, src, 4096, 0x1000,
                              5, 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(next_event(&p, 0, ev, &node), ==, TEMPEST_EV_XFER_SENT);
     g_assert_cmpuint(ev[2], ==, TEMPEST_CMD_E_REMOTE);
@@ -256,9 +239,9 @@ static void test_self(void)
 {
     QTestState *s = qtest_init("-M tempest -m 64M");
 
-    command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ, CQ_BASE, 64, 0, 0, 0);
+    tq_command(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ, CQ_BASE, 64, 0, 0, 0);
     qtest_memset(s, RAM(0x400000), 0x3c, 100000);
-    g_assert_cmpuint(command(s, TEMPEST_CMD_XFER, 0, RAM(0x400000), 100000,
+    g_assert_cmpuint(tq_command(s, TEMPEST_CMD_XFER, 0, RAM(0x400000), 100000,
                              RAM(0x500001), 0, 0), ==, TEMPEST_CMD_SUCCESS);
     g_usleep(50 * 1000);
     g_assert_cmphex(qtest_readb(s, RAM(0x500001) + 99999), ==, 0x3c);

@@ -137,7 +137,8 @@ def prepare_tree():
 
     links = list(OVERLAY)
     qtests = sorted(glob.glob(os.path.join(ROOT, "tests/qtest/*.c")))
-    for f in qtests:
+    for f in qtests + sorted(glob.glob(os.path.join(ROOT,
+                                                    "tests/qtest/*.h"))):
         links.append((os.path.relpath(f, ROOT),
                       "tests/qtest/" + os.path.basename(f)))
     # The patch reads our qtests' names from this file.

@@ -163,7 +163,7 @@ def suite_style(results, k):
     files = sorted(glob.glob(os.path.join(ROOT, "hw/tempest/*.[ch]")) +
                    glob.glob(os.path.join(ROOT, "hw/include/**/*.h"),
                              recursive=True) +
-                   glob.glob(os.path.join(ROOT, "tests/qtest/*.c")))
+                   glob.glob(os.path.join(ROOT, "tests/qtest/*.[ch]")))
     for f in files:
         name = "style/" + os.path.relpath(f, ROOT)
         if k and k not in name:
