@@ -401,6 +401,130 @@ CASES += [
 ]
 
 # ---------------------------------------------------------------------------
+# Access control (issue 5): the runtime's fault path, libtempest's virtual
+# memory management (Tempest 3.1), block access control (3.2), Ba items
+# (3.3) and resumption (3.6) on the node controller's tagged memory, and
+# the shared-memory demo built on them (guest/examples/dsm).
+# ---------------------------------------------------------------------------
+class TagRun(Run):
+    """A Run with a tagged-memory size (scripts/tempest run --tagmem)."""
+
+    def __init__(self, *args, tagmem=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tagmem = tagmem
+
+    def command(self, run_dir):
+        cmd = super().command(run_dir)
+        if self.tagmem:
+            i = cmd.index("--run-dir")
+            cmd[i:i] = ["--tagmem", self.tagmem]
+        return cmd
+
+
+def tags(name, program, nodes=1, smp=1, args=(), tagmem=None,
+         absent=(r"\*\*\* CRASH",), nodes_expect=None, **kw):
+    """An access-control test: exit 0, '<program> ok' on every node unless
+    nodes_expect says otherwise."""
+    return TagRun(name, program, nodes=nodes, smp=smp, args=args,
+                  nodes_expect=nodes_expect or {"*": [rf"^{program} ok"]},
+                  summary=rf"{nodes} nodes? exited 0", timeout=60,
+                  absent=list(absent), tagmem=tagmem, **kw)
+
+
+def tags_crash(name, what, smp, why, fsc):
+    """A fault that must stop the node with a crash report (status 134)."""
+    return Run(name, "tags_crash", nodes=1, smp=smp, args=[what],
+               status=134, absent=[r"still running"],
+               stdout_expect=[rf"\*\*\* tempest: node 0: cpu \d: {why}"],
+               nodes_expect={0: [r"^\*\*\* CRASH on node 0",
+                                 rf"FAR .*\(Tempest user-managed segment: "
+                                 rf"{fsc}\)"]},
+               summary=r"node 0 failed with status 134")
+
+
+CASES += [
+    # Tempest Table 1, 2 and 3.2.7: every (tag, load/store) pair on two
+    # page modes faults exactly as Table 1 says, into the handler of
+    # (mode, tag, access) with the page's usr_ptr and home; every kind of
+    # checked access (pairs, FP/SIMD, atomics, exclusives, DC ZVA, across
+    # blocks and pages); the protocol thread interrupt-driven (--smp 1)
+    # and on its own CPU (--smp 2).
+    tags("tags-table1-smp1", "tags_table1", smp=1, absent=CLEAN),
+    tags("tags-table1-smp2", "tags_table1", smp=2, absent=CLEAN),
+    # Tempest Table 2 and 3.2.3-3.2.5: all nine changes from every tag
+    # they apply to, superblocks, TPPI_change_blk_acc_and_copy.
+    tags("tags-table2", "tags_table2", smp=2, absent=CLEAN),
+    # Tempest 3.1: every failure of alloc/unmap/remap/get_page_info,
+    # fresh pages, remap keeping data and tags, page fault reports,
+    # running out of frames (1 MiB of tagged memory), misuse reports.
+    tags("tags-vm", "tags_vm", smp=1, tagmem="1M",
+         stdout_expect=[r"not a block of the user-managed segment",
+                        r"page 0x[0-9a-f]+ of the block is not mapped",
+                        r"tag change 9 is not a TPPI_BlkTagChange",
+                        r"from is NULL", r"no such page mode, tag or access",
+                        r"warning: a handler for read accesses to ReadOnly "
+                        r"blocks .* is never called",
+                        r"warning: a handler for write accesses to Writable "
+                        r"blocks"]),
+    # Tempest 3.6 and section 2's priorities: resumed by a timer, by
+    # another thread, not by another block, faulting again without a fix,
+    # two threads released at once, faults before queued messages.
+    tags("tags-resume-smp1", "tags_resume", smp=1, absent=CLEAN),
+    tags("tags-resume-smp3", "tags_resume", smp=3, absent=CLEAN),
+    # Tempest 3.2.6 under a race: no store lands after a downgrade has
+    # returned while another vCPU stores without pause; loads never see
+    # data older than an upgrade.
+    tags("tags-race-smp3", "tags_race", smp=3, absent=CLEAN),
+    # Tempest 3.3.2-3.3.3: Ba items first, in the middle and last, sizes
+    # 64 to 2048, tag changes at both ends, to another node and to itself,
+    # refusals.
+    tags("tags-ba-smp1", "tags_ba", nodes=2, smp=1,
+         stdout_expect=[r"bad Ba item: not sent"]),
+    tags("tags-ba-smp2", "tags_ba", nodes=2, smp=2,
+         stdout_expect=[r"bad Ba item: not sent"]),
+    # Tempest section 2: faults that are no protocol event stop the node
+    # with the crash report, after saying why.
+    tags_crash("tags-crash-no-handler", "noblk", 2,
+               r"block access fault at 0x4000000008 \(pc 0x[0-9a-f]+, "
+               r"load\): no handler for reads on Invalid blocks of page "
+               r"mode 4", "block access fault"),
+    tags_crash("tags-crash-no-page-handler", "nopage", 1,
+               r"page fault at 0x4000005010 .*store\): the page is not "
+               r"mapped and no page fault handler", "page fault"),
+    tags_crash("tags-crash-protocol-thread-smp1", "pt", 1,
+               r"block access fault .*: in the protocol thread",
+               "block access fault"),
+    tags_crash("tags-crash-protocol-thread-smp2", "pt", 2,
+               r"block access fault .*: in the protocol thread",
+               "block access fault"),
+    # The unchecked alias of tagged memory (docs/node-controller.rst 1.3):
+    # an Invalid block reads and writes there, then faults through the
+    # segment.
+    tags_crash("tags-crash-alias", "alias", 1, r"block access fault",
+               "block access fault"),
+    # The shared-memory demo (Stache-like, guest/examples/dsm): a Jacobi
+    # relaxation on 2, 4 and 8 nodes equals, bit for bit, the same sweeps
+    # computed alone on node 0; and the explicit-message version.
+    tags("dsm-jacobi-2", "examples/dsm/jacobi.elf", nodes=2, smp=2,
+         args=["dsm"], absent=CLEAN,
+         nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 2 "
+                           r"nodes"]}),
+    tags("dsm-jacobi-4", "examples/dsm/jacobi.elf", nodes=4, smp=1,
+         args=["dsm"], absent=CLEAN,
+         nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 4 "
+                           r"nodes"],
+                       "*": [r"^node {node}: rows \d+\.\.\d+"]}),
+    tags("dsm-jacobi-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
+         args=["dsm"], absent=CLEAN,
+         nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 8 "
+                           r"nodes"]}),
+    tags("jacobi-msg-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
+         args=["msg"], absent=CLEAN,
+         nodes_expect={0: [r"^jacobi msg ok: 126x126, 40 sweeps on 8 "
+                           r"nodes"]}),
+]
+
+# ---------------------------------------------------------------------------
 # Strata (issue 4): libstrata on clusters of 1, 2, 5 and 16 nodes (16 at
 # --smp 1 and 64 MiB), through the launcher, which also collects the Strata
 # log and the state graphs.  Every clean run prints no library report

@@ -533,33 +533,3 @@ void dsm_get_stats(struct dsm_stats *s)
 {
     *s = stats;
 }
-
-void dsm_dump(void);
-void dsm_dump(void)
-{
-    uint64_t pg;
-    unsigned i;
-
-    for (pg = 0; pg < 64; pg++) {
-        char *va = (char *)(uintptr_t)(TPPI_SEGMENT_BASE + pg * TPPI_PAGE_SIZE);
-        struct dir_page *dir;
-
-        if (TPPI_get_page_info(va, NULL) != 1) {
-            continue;
-        }
-        for (i = 0; i < TPPI_PAGE_SIZE / (unsigned)unit; i++) {
-            char *b = va + i * unit;
-            int t = TPPI_get_blk_acc(b);
-
-            dir = TPPI_get_page_user_ptr(va);
-            if (t != TPPI_Blk_Writable && t != TPPI_Blk_ReadOnly) {
-                printf("DUMP node %u blk 0x%x tag %d\n", TPPI_self_address, off_of(b), t);
-            }
-            if (dir && (dir->e[i].busy || dir->e[i].head || dir->e[i].local)) {
-                printf("DUMP node %u home blk 0x%x busy %d local %d cur %u/%d acks %u owner %d sharers 0x%llx queued %d\n",
-                       TPPI_self_address, off_of(b), dir->e[i].busy, dir->e[i].local, dir->e[i].cur.node, dir->e[i].cur.write,
-                       dir->e[i].acks, dir->e[i].owner, (unsigned long long)dir->e[i].sharers, dir->e[i].head != NULL);
-            }
-        }
-    }
-}

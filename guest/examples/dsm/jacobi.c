@@ -36,26 +36,6 @@ static unsigned iters = 40;
 static unsigned stride;             /* doubles per row: n + 2 */
 
 static double *grid[2];             /* DSM: the two grids, shared */
-static volatile unsigned progress, seen, dumped;
-void dsm_dump(void);
-void tppi_debug_slots(void);
-static void watchdog(void *arg)
-{
-    (void)arg;
-    if (progress == seen && !dumped) {
-        struct tempest_stats st;
-        tempest_get_stats(&st);
-        printf("WATCHDOG node %u stuck at %u: faults %llu resumes %llu blk %llu pf %llu msgs %llu sent %llu\n",
-               TPPI_self_address, progress, (unsigned long long)st.faults, (unsigned long long)st.resumes,
-               (unsigned long long)st.blk_faults, (unsigned long long)st.page_faults,
-               (unsigned long long)st.msgs_handled, (unsigned long long)st.msgs_sent);
-        tppi_debug_slots();
-        dsm_dump();
-        dumped = 1;
-    }
-    seen = progress;
-    TPPI_schedule_timer(3000000, watchdog, NULL);
-}
 
 /* The rows [lo, hi) node @k updates (interior rows are 1 .. n). */
 static unsigned band_lo(unsigned k)
@@ -200,12 +180,9 @@ static int run_dsm(void)
     }
     dsm_barrier();
     t0 = rt_time_ns();
-    TPPI_schedule_timer(3000000, watchdog, NULL);
     for (it = 0; it < iters; it++) {
         sweep(grid[it & 1], grid[(it + 1) & 1], lo, hi);
-        progress++;
         dsm_barrier();
-        progress++;
     }
     ns = rt_time_ns() - t0;
     dsm_get_stats(&st);

@@ -951,15 +951,3 @@ void tppi_vm_init(void)
 {
     rt_fault_register(fault_hook);
 }
-
-void tppi_debug_slots(void);
-void tppi_debug_slots(void)
-{
-    for (unsigned i = 0; i < 4; i++) {
-        if (slots[i].state) {
-            printf("slot %u: state %u seq %u va 0x%llx kind %d w %d\n", i,
-                   slots[i].state, slots[i].seq, (unsigned long long)slots[i].va,
-                   slots[i].kind, slots[i].is_write);
-        }
-    }
-}

@@ -3,7 +3,8 @@
  * libtempest-nc: the device access layer of the tempest node controller's
  * messaging interface (tempest/tempest-hw.h, version 1.1): the command
  * bank, the four rings in guest RAM, the doorbells, the interrupt
- * registers and the virtual clock.
+ * registers and the virtual clock; and the access tags of its tagged
+ * memory (version 1.3).
  *
  * It is the one layer that touches those registers and rings; libtempest
  * (and later Strata and the bulk-transfer library) build on it.  It does
