@@ -4,6 +4,9 @@
 Suites, by layer:
   unit   host unit tests (GLib g_test) built by the top-level meson project
   qtest  the node controller driven by qtest, no guest CPU
+  tcg    QEMU's own TCG system tests that cover the patched softmmu TLB
+         (tests/tcg/multiarch/system: memory, interrupt, hello), built from
+         the QEMU tree and run on the tempest machine
   guest  real programs on booted clusters, through the real launcher
   style  QEMU's checkpatch.pl on our QEMU-side sources
 
@@ -22,7 +25,8 @@ import unittest
 from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
 from .setup import qemu_source_dir
 
-SUITES = ["unit", "qtest", "guest", "style"]
+SUITES = ["unit", "qtest", "tcg", "guest", "style"]
+TCG_TESTS = os.path.join(ROOT, "build", "tcg-tests")
 TEST_RUNS = os.path.join(ROOT, "build", "test-runs")
 
 
@@ -139,6 +143,62 @@ def suite_qtest(results, k):
         _tap(results, "qtest", [t, "--tap", "-k"], env=env)
 
 
+def suite_tcg(results, k):
+    """QEMU's own TCG system tests over the loads and stores our TLB patch
+    touches: every size and alignment (memory; again with SVE), interrupts,
+    and the harness itself (hello).  Their harness (boot.S, kernel.ld) is
+    for a virt-like map, which the tempest machine shares."""
+    src = qemu_source_dir()
+    tcg = os.path.join(src, "tests", "tcg") if src else ""
+    if not os.path.isdir(tcg):
+        results.record("tcg", False, "no QEMU tree")
+        return
+    os.makedirs(TCG_TESTS, exist_ok=True)
+    cc = ["aarch64-linux-gnu-gcc", "-fno-pie", "-no-pie",
+          "-mno-outline-atomics", "-nostdlib", "-ggdb",
+          "-I" + os.path.join(tcg, "minilib")]
+    link = ["-Wl,-T" + os.path.join(tcg, "aarch64/system/kernel.ld"),
+            "-static", "-nostdlib", "boot.o", "printf.o", "-lgcc"]
+    steps = [
+        cc + ["-O0", "-x", "assembler-with-cpp", "-Wa,--noexecstack", "-c",
+              os.path.join(tcg, "aarch64/system/boot.S"), "-o", "boot.o"],
+        cc + ["-O0", "-fno-stack-protector", "-c",
+              os.path.join(tcg, "minilib/printf.c"), "-o", "printf.o"],
+    ]
+    tests = {
+        "hello": ["-O0"], "interrupt": ["-O0"],
+        "memory": ["-O0", "-DCHECK_UNALIGNED=1"],
+        "memory-sve": ["-O3", "-march=armv8.1-a+sve", "-DCHECK_UNALIGNED=1"],
+    }
+    for name, flags in tests.items():
+        c = os.path.join(tcg, "multiarch/system",
+                         name.split("-")[0] + ".c")
+        steps.append(cc + flags + [c, "-o", name] + link)
+    for cmd in steps:
+        r = subprocess.run(cmd, cwd=TCG_TESTS, capture_output=True, text=True)
+        if r.returncode != 0:
+            results.record("tcg/build", False, "compile failed",
+                           " ".join(cmd) + "\n" + r.stdout + r.stderr)
+            return
+    for name in tests:
+        if k and k not in name:
+            continue
+        cmd = [QEMU_BIN, "-M", "tempest,tagmem=0", "-cpu", "max",
+               "-nodefaults", "-display", "none",
+               "-semihosting-config", "enable=on,target=native",
+               "-chardev", "stdio,id=c", "-serial", "chardev:c",
+               "-kernel", os.path.join(TCG_TESTS, name)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True,
+                               timeout=300, stdin=subprocess.DEVNULL)
+            out, rc = r.stdout + r.stderr, r.returncode
+        except subprocess.TimeoutExpired:
+            out, rc = "timeout", "timeout"
+        ok = rc == 0 and ("memory" not in name or
+                          "Test complete: PASSED" in out)
+        results.record(f"tcg/{name}", ok, f"exit {rc}", out[-3000:])
+
+
 def suite_guest(results, k):
     sys.path.insert(0, os.path.join(ROOT, "tests", "guest"))
     import cases
@@ -198,8 +258,8 @@ def suite_warnings(results):
                    "".join(lines))
 
 
-RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "guest": suite_guest,
-           "style": suite_style}
+RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "tcg": suite_tcg,
+           "guest": suite_guest, "style": suite_style}
 
 
 def run_suites(suites, k=None, verbose=False):
