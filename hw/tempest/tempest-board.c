@@ -393,38 +393,6 @@ static void tempest_init(MachineState *machine)
     arm_load_kernel(ARM_CPU(first_cpu), machine, &tms->bootinfo);
 }
 
-static void tempest_get_u32(Object *obj, Visitor *v, const char *name,
-                            void *opaque, Error **errp)
-{
-    uint32_t *field = opaque;
-
-    visit_type_uint32(v, name, field, errp);
-}
-
-static void tempest_set_u32(Object *obj, Visitor *v, const char *name,
-                            void *opaque, Error **errp)
-{
-    uint32_t *field = opaque;
-
-    visit_type_uint32(v, name, field, errp);
-}
-
-static void tempest_get_u64(Object *obj, Visitor *v, const char *name,
-                            void *opaque, Error **errp)
-{
-    uint64_t *field = opaque;
-
-    visit_type_uint64(v, name, field, errp);
-}
-
-static void tempest_set_u64(Object *obj, Visitor *v, const char *name,
-                            void *opaque, Error **errp)
-{
-    uint64_t *field = opaque;
-
-    visit_type_uint64(v, name, field, errp);
-}
-
 static void tempest_get_size(Object *obj, Visitor *v, const char *name,
                              void *opaque, Error **errp)
 {
@@ -474,25 +442,26 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "fabric", "How the nodes reach "
                                     "each other: unix:DIR, tcp:HOST:PORT or "
                                     "tcp:H0:P0;H1:P1;...");
-    object_property_add(obj, "cluster-id", "uint64", tempest_get_u64,
-                        tempest_set_u64, NULL, &tms->cluster_id);
+    object_property_add_uint64_ptr(obj, "cluster-id", &tms->cluster_id,
+                                   OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "cluster-id",
                                     "The cluster's identity, the same on "
                                     "every node");
-    object_property_add(obj, "credits", "uint32", tempest_get_u32,
-                        tempest_set_u32, NULL, &tms->credits);
+    object_property_add_uint32_ptr(obj, "credits", &tms->credits,
+                                   OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "credits", "Packets in flight per "
                                     "peer and logical network");
-    object_property_add(obj, "fabric-timeout", "uint32", tempest_get_u32,
-                        tempest_set_u32, NULL, &tms->fabric_timeout);
+    object_property_add_uint32_ptr(obj, "fabric-timeout",
+                                   &tms->fabric_timeout,
+                                   OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "fabric-timeout", "Milliseconds "
                                     "to wait for the cluster to connect");
-    object_property_add(obj, "node-id", "uint32", tempest_get_u32,
-                        tempest_set_u32, NULL, &tms->node_id);
+    object_property_add_uint32_ptr(obj, "node-id", &tms->node_id,
+                                   OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "node-id",
                                     "This node's index in its cluster");
-    object_property_add(obj, "num-nodes", "uint32", tempest_get_u32,
-                        tempest_set_u32, NULL, &tms->num_nodes);
+    object_property_add_uint32_ptr(obj, "num-nodes", &tms->num_nodes,
+                                   OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "num-nodes",
                                     "The number of nodes in the cluster");
     object_initialize_child(obj, "node-controller", &tms->nc,
