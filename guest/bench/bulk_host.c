@@ -20,31 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host-util.h"
+
 #define CHUNK   (1 << 20)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static void io(int fd, char *buf, size_t len, int out)
-{
-    size_t done = 0;
-    ssize_t n;
-
-    while (done < len) {
-        n = out ? write(fd, buf + done, len - done)
-                : read(fd, buf + done, len - done);
-        if (n <= 0) {
-            perror("bulk_host");
-            exit(1);
-        }
-        done += (size_t)n;
-    }
-}
 
 static unsigned reps_for(uint64_t size)
 {
@@ -77,15 +55,15 @@ static uint64_t uds(char *src, uint64_t size, unsigned reps)
             }
             got += (uint64_t)n;
         }
-        io(sv[1], &ack, 1, 1);
+        host_io(sv[1], &ack, 1, 1, "bulk_host");
         _exit(0);
     }
     close(sv[1]);
     t0 = now_ns();
     for (i = 0; i < reps; i++) {
-        io(sv[0], src, size, 1);
+        host_io(sv[0], src, size, 1, "bulk_host");
     }
-    io(sv[0], &ack, 1, 0);
+    host_io(sv[0], &ack, 1, 0, "bulk_host");
     t0 = now_ns() - t0;
     close(sv[0]);
     waitpid(pid, &status, 0);

@@ -19,33 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host-util.h"
+
 #define HDR     32
 #define FULL    (HDR + 4096)
 #define SMALL   (HDR + 4)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static void xfer(int fd, char *buf, size_t len, int out)
-{
-    size_t done = 0;
-    ssize_t n;
-
-    while (done < len) {
-        n = out ? write(fd, buf + done, len - done)
-                : read(fd, buf + done, len - done);
-        if (n <= 0) {
-            perror("uds_bench");
-            exit(1);
-        }
-        done += (size_t)n;
-    }
-}
 
 /* The echoing side: ROUNDS + ROUNDS/4 echoes, then the stream. */
 static void child(int fd, unsigned rounds, unsigned stream)
@@ -54,17 +32,17 @@ static void child(int fd, unsigned rounds, unsigned stream)
     unsigned i;
 
     for (i = 0; i < 2 * rounds; i++) {
-        xfer(fd, buf, HDR, 0);
-        xfer(fd, buf, HDR, 1);
+        host_io(fd, buf, HDR, 0, "uds_bench");
+        host_io(fd, buf, HDR, 1, "uds_bench");
     }
     for (i = 0; i < rounds / 4; i++) {
-        xfer(fd, buf, FULL, 0);
-        xfer(fd, buf, FULL, 1);
+        host_io(fd, buf, FULL, 0, "uds_bench");
+        host_io(fd, buf, FULL, 1, "uds_bench");
     }
     for (i = 0; i < stream; i++) {
-        xfer(fd, buf, SMALL, 0);
+        host_io(fd, buf, SMALL, 0, "uds_bench");
     }
-    xfer(fd, buf, HDR, 1);
+    host_io(fd, buf, HDR, 1, "uds_bench");
     exit(0);
 }
 
@@ -89,26 +67,26 @@ int main(int argc, char **argv)
     }
     close(sv[1]);
     for (i = 0; i < rounds; i++) {          /* warm up */
-        xfer(sv[0], buf, HDR, 1);
-        xfer(sv[0], buf, HDR, 0);
+        host_io(sv[0], buf, HDR, 1, "uds_bench");
+        host_io(sv[0], buf, HDR, 0, "uds_bench");
     }
     t0 = now_ns();
     for (i = 0; i < rounds; i++) {
-        xfer(sv[0], buf, HDR, 1);
-        xfer(sv[0], buf, HDR, 0);
+        host_io(sv[0], buf, HDR, 1, "uds_bench");
+        host_io(sv[0], buf, HDR, 0, "uds_bench");
     }
     empty = (now_ns() - t0) / rounds;
     t0 = now_ns();
     for (i = 0; i < rounds / 4; i++) {
-        xfer(sv[0], buf, FULL, 1);
-        xfer(sv[0], buf, FULL, 0);
+        host_io(sv[0], buf, FULL, 1, "uds_bench");
+        host_io(sv[0], buf, FULL, 0, "uds_bench");
     }
     full = (now_ns() - t0) / (rounds / 4);
     t0 = now_ns();
     for (i = 0; i < stream; i++) {
-        xfer(sv[0], buf, SMALL, 1);
+        host_io(sv[0], buf, SMALL, 1, "uds_bench");
     }
-    xfer(sv[0], buf, HDR, 0);
+    host_io(sv[0], buf, HDR, 0, "uds_bench");
     one = (now_ns() - t0) / stream;
     waitpid(pid, &status, 0);
     printf("uds_bench: rtt_empty_ns=%llu rtt_full_ns=%llu oneway_ns=%llu "
