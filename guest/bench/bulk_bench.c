@@ -55,6 +55,7 @@ static void buf_h(TPPI_NodeId src, int size)
     peer_buf = (uint64_t)hi << 32 | lo;
 }
 
+/* Also in tests/guest/xfer_latency.c: see the note there. */
 static void pong_h(TPPI_NodeId src, int size)
 {
     (void)src;

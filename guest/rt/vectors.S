@@ -86,93 +86,38 @@ rt_vectors:
     ventry  14
     ventry  15
 
-rt_irq_vector:
-    stp     x2, x3, [sp, #RT_IRQ_X(2)]
-    stp     x4, x5, [sp, #RT_IRQ_X(4)]
-    stp     x6, x7, [sp, #RT_IRQ_X(6)]
-    stp     x8, x9, [sp, #RT_IRQ_X(8)]
-    stp     x10, x11, [sp, #RT_IRQ_X(10)]
-    stp     x12, x13, [sp, #RT_IRQ_X(12)]
-    stp     x14, x15, [sp, #RT_IRQ_X(14)]
-    stp     x16, x17, [sp, #RT_IRQ_X(16)]
-    stp     x18, x29, [sp, #RT_IRQ_X(18)]
-    mrs     x0, elr_el1
-    stp     x30, x0, [sp, #RT_IRQ_X30]
-    mrs     x1, spsr_el1
-    mrs     x2, fpsr
-    stp     x1, x2, [sp, #RT_IRQ_SPSR]
-    mrs     x3, fpcr
-    str     x3, [sp, #RT_IRQ_FPCR]
-    add     x0, sp, #RT_IRQ_Q
-    stp     q0, q1, [x0, #0]
-    stp     q2, q3, [x0, #32]
-    stp     q4, q5, [x0, #64]
-    stp     q6, q7, [x0, #96]
-    stp     q8, q9, [x0, #128]
-    stp     q10, q11, [x0, #160]
-    stp     q12, q13, [x0, #192]
-    stp     q14, q15, [x0, #224]
-    stp     q16, q17, [x0, #256]
-    stp     q18, q19, [x0, #288]
-    stp     q20, q21, [x0, #320]
-    stp     q22, q23, [x0, #352]
-    stp     q24, q25, [x0, #384]
-    stp     q26, q27, [x0, #416]
-    stp     q28, q29, [x0, #448]
-    stp     q30, q31, [x0, #480]
-    bl      rt_irq_handle
-    add     x0, sp, #RT_IRQ_Q
-    ldp     q0, q1, [x0, #0]
-    ldp     q2, q3, [x0, #32]
-    ldp     q4, q5, [x0, #64]
-    ldp     q6, q7, [x0, #96]
-    ldp     q8, q9, [x0, #128]
-    ldp     q10, q11, [x0, #160]
-    ldp     q12, q13, [x0, #192]
-    ldp     q14, q15, [x0, #224]
-    ldp     q16, q17, [x0, #256]
-    ldp     q18, q19, [x0, #288]
-    ldp     q20, q21, [x0, #320]
-    ldp     q22, q23, [x0, #352]
-    ldp     q24, q25, [x0, #384]
-    ldp     q26, q27, [x0, #416]
-    ldp     q28, q29, [x0, #448]
-    ldp     q30, q31, [x0, #480]
-    ldr     x3, [sp, #RT_IRQ_FPCR]
-    msr     fpcr, x3
-    ldp     x1, x2, [sp, #RT_IRQ_SPSR]
-    msr     spsr_el1, x1
-    msr     fpsr, x2
-    ldp     x30, x0, [sp, #RT_IRQ_X30]
-    msr     elr_el1, x0
-    ldp     x18, x29, [sp, #RT_IRQ_X(18)]
-    ldp     x16, x17, [sp, #RT_IRQ_X(16)]
-    ldp     x14, x15, [sp, #RT_IRQ_X(14)]
-    ldp     x12, x13, [sp, #RT_IRQ_X(12)]
-    ldp     x10, x11, [sp, #RT_IRQ_X(10)]
-    ldp     x8, x9, [sp, #RT_IRQ_X(8)]
-    ldp     x6, x7, [sp, #RT_IRQ_X(6)]
-    ldp     x4, x5, [sp, #RT_IRQ_X(4)]
-    ldp     x2, x3, [sp, #RT_IRQ_X(2)]
-    ldp     x0, x1, [sp, #RT_IRQ_X(0)]
-    add     sp, sp, #RT_IRQ_FRAME_SIZE
-    eret
+    /*
+     * \op (stp or ldp) the pairs x2..x17 at \base + 8 * n from sp: the
+     * caller-saved registers common to every frame.
+     */
+    .macro  xpairs_2_17 op, base
+    \op     x2, x3, [sp, #(\base + 2 * 8)]
+    \op     x4, x5, [sp, #(\base + 4 * 8)]
+    \op     x6, x7, [sp, #(\base + 6 * 8)]
+    \op     x8, x9, [sp, #(\base + 8 * 8)]
+    \op     x10, x11, [sp, #(\base + 10 * 8)]
+    \op     x12, x13, [sp, #(\base + 12 * 8)]
+    \op     x14, x15, [sp, #(\base + 14 * 8)]
+    \op     x16, x17, [sp, #(\base + 16 * 8)]
+    .endm
 
-rt_vector_common:
-    stp     x2, x3, [sp, #RT_FRAME_X(2)]
-    stp     x4, x5, [sp, #RT_FRAME_X(4)]
-    stp     x6, x7, [sp, #RT_FRAME_X(6)]
-    stp     x8, x9, [sp, #RT_FRAME_X(8)]
-    stp     x10, x11, [sp, #RT_FRAME_X(10)]
-    stp     x12, x13, [sp, #RT_FRAME_X(12)]
-    stp     x14, x15, [sp, #RT_FRAME_X(14)]
-    stp     x16, x17, [sp, #RT_FRAME_X(16)]
-    stp     x18, x19, [sp, #RT_FRAME_X(18)]
-    stp     x20, x21, [sp, #RT_FRAME_X(20)]
-    stp     x22, x23, [sp, #RT_FRAME_X(22)]
-    stp     x24, x25, [sp, #RT_FRAME_X(24)]
-    stp     x26, x27, [sp, #RT_FRAME_X(26)]
-    stp     x28, x29, [sp, #RT_FRAME_X(28)]
+    /* \op (stp or ldp) x2..x29 in a struct rt_frame at sp. */
+    .macro  frame_x2_x29 op
+    xpairs_2_17 \op, RT_FRAME_X(0)
+    \op     x18, x19, [sp, #RT_FRAME_X(18)]
+    \op     x20, x21, [sp, #RT_FRAME_X(20)]
+    \op     x22, x23, [sp, #RT_FRAME_X(22)]
+    \op     x24, x25, [sp, #RT_FRAME_X(24)]
+    \op     x26, x27, [sp, #RT_FRAME_X(26)]
+    \op     x28, x29, [sp, #RT_FRAME_X(28)]
+    .endm
+
+    /*
+     * Complete the struct rt_frame at sp whose x0 and x1 are already
+     * saved: x2..x30, SP_EL0, ELR, SPSR, ESR and FAR.  Clobbers x1..x5.
+     */
+    .macro  frame_save
+    frame_x2_x29 stp
     mrs     x1, sp_el0
     stp     x30, x1, [sp, #RT_FRAME_X(30)]
     mrs     x2, elr_el1
@@ -181,6 +126,57 @@ rt_vector_common:
     mrs     x4, esr_el1
     mrs     x5, far_el1
     stp     x4, x5, [sp, #RT_FRAME_ESR]
+    .endm
+
+    /* \op (stp or ldp) q0..q31 at sp + \base.  Clobbers x0. */
+    .macro  fpsimd op, base
+    add     x0, sp, #\base
+    \op     q0, q1, [x0, #0]
+    \op     q2, q3, [x0, #32]
+    \op     q4, q5, [x0, #64]
+    \op     q6, q7, [x0, #96]
+    \op     q8, q9, [x0, #128]
+    \op     q10, q11, [x0, #160]
+    \op     q12, q13, [x0, #192]
+    \op     q14, q15, [x0, #224]
+    \op     q16, q17, [x0, #256]
+    \op     q18, q19, [x0, #288]
+    \op     q20, q21, [x0, #320]
+    \op     q22, q23, [x0, #352]
+    \op     q24, q25, [x0, #384]
+    \op     q26, q27, [x0, #416]
+    \op     q28, q29, [x0, #448]
+    \op     q30, q31, [x0, #480]
+    .endm
+
+rt_irq_vector:
+    xpairs_2_17 stp, RT_IRQ_X(0)
+    stp     x18, x29, [sp, #RT_IRQ_X(18)]
+    mrs     x0, elr_el1
+    stp     x30, x0, [sp, #RT_IRQ_X30]
+    mrs     x1, spsr_el1
+    mrs     x2, fpsr
+    stp     x1, x2, [sp, #RT_IRQ_SPSR]
+    mrs     x3, fpcr
+    str     x3, [sp, #RT_IRQ_FPCR]
+    fpsimd  stp, RT_IRQ_Q
+    bl      rt_irq_handle
+    fpsimd  ldp, RT_IRQ_Q
+    ldr     x3, [sp, #RT_IRQ_FPCR]
+    msr     fpcr, x3
+    ldp     x1, x2, [sp, #RT_IRQ_SPSR]
+    msr     spsr_el1, x1
+    msr     fpsr, x2
+    ldp     x30, x0, [sp, #RT_IRQ_X30]
+    msr     elr_el1, x0
+    ldp     x18, x29, [sp, #RT_IRQ_X(18)]
+    xpairs_2_17 ldp, RT_IRQ_X(0)
+    ldp     x0, x1, [sp, #RT_IRQ_X(0)]
+    add     sp, sp, #RT_IRQ_FRAME_SIZE
+    eret
+
+rt_vector_common:
+    frame_save
     mov     x1, sp
     mov     x29, #0
     bl      rt_crash
@@ -193,88 +189,22 @@ rt_vector_common:
      * restore everything and retry the instruction.
      */
 rt_sync_vector:
-    stp     x2, x3, [sp, #RT_FRAME_X(2)]
-    stp     x4, x5, [sp, #RT_FRAME_X(4)]
-    stp     x6, x7, [sp, #RT_FRAME_X(6)]
-    stp     x8, x9, [sp, #RT_FRAME_X(8)]
-    stp     x10, x11, [sp, #RT_FRAME_X(10)]
-    stp     x12, x13, [sp, #RT_FRAME_X(12)]
-    stp     x14, x15, [sp, #RT_FRAME_X(14)]
-    stp     x16, x17, [sp, #RT_FRAME_X(16)]
-    stp     x18, x19, [sp, #RT_FRAME_X(18)]
-    stp     x20, x21, [sp, #RT_FRAME_X(20)]
-    stp     x22, x23, [sp, #RT_FRAME_X(22)]
-    stp     x24, x25, [sp, #RT_FRAME_X(24)]
-    stp     x26, x27, [sp, #RT_FRAME_X(26)]
-    stp     x28, x29, [sp, #RT_FRAME_X(28)]
-    mrs     x1, sp_el0
-    stp     x30, x1, [sp, #RT_FRAME_X(30)]
-    mrs     x2, elr_el1
-    mrs     x3, spsr_el1
-    stp     x2, x3, [sp, #RT_FRAME_ELR]
-    mrs     x4, esr_el1
-    mrs     x5, far_el1
-    stp     x4, x5, [sp, #RT_FRAME_ESR]
+    frame_save
     mrs     x6, fpsr
     mrs     x7, fpcr
     stp     x6, x7, [sp, #RT_SYNC_FPSR]
-    add     x0, sp, #RT_SYNC_Q
-    stp     q0, q1, [x0, #0]
-    stp     q2, q3, [x0, #32]
-    stp     q4, q5, [x0, #64]
-    stp     q6, q7, [x0, #96]
-    stp     q8, q9, [x0, #128]
-    stp     q10, q11, [x0, #160]
-    stp     q12, q13, [x0, #192]
-    stp     q14, q15, [x0, #224]
-    stp     q16, q17, [x0, #256]
-    stp     q18, q19, [x0, #288]
-    stp     q20, q21, [x0, #320]
-    stp     q22, q23, [x0, #352]
-    stp     q24, q25, [x0, #384]
-    stp     q26, q27, [x0, #416]
-    stp     q28, q29, [x0, #448]
-    stp     q30, q31, [x0, #480]
+    fpsimd  stp, RT_SYNC_Q
     mov     x0, sp
     mov     x29, #0
     bl      rt_sync_exception
-    add     x0, sp, #RT_SYNC_Q
-    ldp     q0, q1, [x0, #0]
-    ldp     q2, q3, [x0, #32]
-    ldp     q4, q5, [x0, #64]
-    ldp     q6, q7, [x0, #96]
-    ldp     q8, q9, [x0, #128]
-    ldp     q10, q11, [x0, #160]
-    ldp     q12, q13, [x0, #192]
-    ldp     q14, q15, [x0, #224]
-    ldp     q16, q17, [x0, #256]
-    ldp     q18, q19, [x0, #288]
-    ldp     q20, q21, [x0, #320]
-    ldp     q22, q23, [x0, #352]
-    ldp     q24, q25, [x0, #384]
-    ldp     q26, q27, [x0, #416]
-    ldp     q28, q29, [x0, #448]
-    ldp     q30, q31, [x0, #480]
+    fpsimd  ldp, RT_SYNC_Q
     ldp     x6, x7, [sp, #RT_SYNC_FPSR]
     msr     fpsr, x6
     msr     fpcr, x7
     ldp     x2, x3, [sp, #RT_FRAME_ELR]
     msr     elr_el1, x2
     msr     spsr_el1, x3
-    ldp     x2, x3, [sp, #RT_FRAME_X(2)]
-    ldp     x4, x5, [sp, #RT_FRAME_X(4)]
-    ldp     x6, x7, [sp, #RT_FRAME_X(6)]
-    ldp     x8, x9, [sp, #RT_FRAME_X(8)]
-    ldp     x10, x11, [sp, #RT_FRAME_X(10)]
-    ldp     x12, x13, [sp, #RT_FRAME_X(12)]
-    ldp     x14, x15, [sp, #RT_FRAME_X(14)]
-    ldp     x16, x17, [sp, #RT_FRAME_X(16)]
-    ldp     x18, x19, [sp, #RT_FRAME_X(18)]
-    ldp     x20, x21, [sp, #RT_FRAME_X(20)]
-    ldp     x22, x23, [sp, #RT_FRAME_X(22)]
-    ldp     x24, x25, [sp, #RT_FRAME_X(24)]
-    ldp     x26, x27, [sp, #RT_FRAME_X(26)]
-    ldp     x28, x29, [sp, #RT_FRAME_X(28)]
+    frame_x2_x29 ldp
     ldr     x30, [sp, #RT_FRAME_X(30)]
     ldp     x0, x1, [sp, #RT_FRAME_X(0)]
     add     sp, sp, #RT_SYNC_FRAME_SIZE

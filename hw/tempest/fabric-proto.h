@@ -16,6 +16,8 @@
  *   CREDIT  body: u32 count: the sender may send count more DATA frames
  *                 on network net
  *   BYE     body: u32 status: the node is exiting with this status
+ *   MESH    body: u32 kind: 1 (to node 0) "I am connected to every node";
+ *                 2 (from node 0) "every node is": the cluster is ready
  *   XFER    body: the transfer engine (tempest-nc-xfer.c): u8 kind,
  *                 3 bytes 0, u32 message id, then what the kind carries
  *   COLL    body: the control network (tempest-nc-coll.c):
@@ -51,7 +53,11 @@ enum {
     FABRIC_BYE = 4,
     FABRIC_COLL = 5,
     FABRIC_XFER = 6,
+    FABRIC_MESH = 7,
 };
+
+#define FABRIC_MESH_MINE        1
+#define FABRIC_MESH_ALL         2
 
 #define FABRIC_XFER_HDR         8       /* kind, 3 bytes 0, message id */
 
@@ -202,6 +208,9 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
                FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     case FABRIC_BYE:
         return hdr->len == 4 ? FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    case FABRIC_MESH:
+        return hdr->len == 4 && hdr->net == 0 ? FABRIC_PARSE_OK :
+               FABRIC_PARSE_BAD;
     case FABRIC_COLL: {
         const uint8_t *b = buf + FABRIC_HDR_SIZE;
         uint32_t lanes, count;

@@ -68,6 +68,8 @@ struct TempestFabric {
     int state;
     unsigned peers_up;
     bool refusal_reported;      /* a refused connection was logged */
+    bool *meshed;               /* node 0: which nodes reported MESH_MINE */
+    unsigned nmeshed;
     char **addrs;               /* listening address of every node */
     char *unix_path;            /* our socket file, removed at the end */
     QIOChannelSocket *listener;
@@ -304,6 +306,40 @@ static void fabric_send_u32(FabricConn *c, uint16_t type, unsigned net,
 /* Peers coming and going                                              */
 /* ------------------------------------------------------------------ */
 
+static void fabric_ready(TempestFabric *f)
+{
+    timer_del(f->connect_timer);
+    fabric_set_state(f, TEMPEST_FABRIC_READY);
+}
+
+/* Node 0: node has its whole mesh; when every node has, tell them all. */
+static void fabric_mesh_count(TempestFabric *f, unsigned node)
+{
+    if (f->meshed[node]) {
+        return;
+    }
+    f->meshed[node] = true;
+    if (++f->nmeshed < f->nodes) {
+        return;
+    }
+    for (unsigned i = 1; i < f->nodes; i++) {
+        if (f->peers[i].conn) {
+            fabric_send_u32(f->peers[i].conn, FABRIC_MESH, 0,
+                            FABRIC_MESH_ALL);
+        }
+    }
+    fabric_ready(f);
+}
+
+static void fabric_mesh_mine(TempestFabric *f)
+{
+    if (f->node == 0) {
+        fabric_mesh_count(f, 0);
+    } else {
+        fabric_send_u32(f->peers[0].conn, FABRIC_MESH, 0, FABRIC_MESH_MINE);
+    }
+}
+
 static void fabric_peer_up(TempestFabric *f, FabricConn *c, unsigned id)
 {
     FabricPeer *p = &f->peers[id];
@@ -320,8 +356,13 @@ static void fabric_peer_up(TempestFabric *f, FabricConn *c, unsigned id)
     trace_tempest_fabric_peer_up(f->node, id, f->peers_up);
     if (f->peers_up == f->nodes - 1 &&
         f->state == TEMPEST_FABRIC_CONNECTING) {
-        timer_del(f->connect_timer);
-        fabric_set_state(f, TEMPEST_FABRIC_READY);
+        /*
+         * Connected to every node: that is true here, not yet everywhere.
+         * A node that started its program now could finish and leave
+         * before a slower node has connected to it.  So node 0 collects
+         * every node's word and then declares the cluster ready.
+         */
+        fabric_mesh_mine(f);
     }
 }
 
@@ -468,6 +509,23 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
         return true;
     case FABRIC_XFER:
         f->ops->xfer(f->opaque, c->peer, body, hdr->len);
+        return true;
+    case FABRIC_MESH:
+        v = fabric_ld32(body);
+        if (v == FABRIC_MESH_MINE && f->node == 0 &&
+            f->state == TEMPEST_FABRIC_CONNECTING) {
+            fabric_mesh_count(f, c->peer);
+        } else if (v == FABRIC_MESH_ALL && c->peer == 0 &&
+                   f->state == TEMPEST_FABRIC_CONNECTING) {
+            /*
+             * Node 0's word is enough: every node was connected to every
+             * other.  Some may have run and left since (their sockets are
+             * not ordered with node 0's): still ready.
+             */
+            fabric_ready(f);
+        } else {
+            fabric_drop(f, c->peer, "unexpected MESH");
+        }
         return true;
     case FABRIC_BYE:
         p->exited = true;
@@ -645,6 +703,7 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
     f->credits = credits;
     f->credit_batch = MAX(1, credits / 4);
     f->peers = g_new0(FabricPeer, nodes);
+    f->meshed = g_new0(bool, nodes);
     f->peers[node].up = true;
     f->peers[node].credit[0] = f->peers[node].credit[1] = credits;
     f->state = TEMPEST_FABRIC_CONNECTING;
@@ -723,6 +782,7 @@ void tempest_fabric_free(TempestFabric *f)
     g_strfreev(f->addrs);
     g_free(f->unix_path);
     g_free(f->peers);
+    g_free(f->meshed);
     g_free(f);
 }
 

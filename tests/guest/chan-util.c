@@ -2,6 +2,7 @@
 /* Helpers of the migratable channel tests: see chan-util.h. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "chan-util.h"
 #include "tempest/rt.h"
@@ -183,4 +184,16 @@ int cu_finish(const char *name, unsigned ports)
            (unsigned long long)s.migrations,
            (unsigned long long)s.forwards);
     return am_finish(name);
+}
+
+void cu_expect_text(chan_port port, void *buf, size_t size, const char *s)
+{
+    int n;
+
+    memset(buf, 0, size);
+    n = chan_input(port, buf, size);
+    CU_EQ(n, (int)strlen(s) + 1);
+    if (n > 0 && strcmp((char *)buf, s) != 0) {
+        am_fail("got \"%.*s\", expected \"%s\"", n, (char *)buf, s);
+    }
 }

@@ -66,6 +66,12 @@ void cu_wait_stat(size_t off, uint64_t want, const char *what);
 /* One chan_stats field by offset. */
 uint64_t cu_stat(size_t off);
 
+/*
+ * Inputs a message from @port into @buf (@size bytes, cleared first) and
+ * checks that it is the string @s with its terminating NUL.
+ */
+void cu_expect_text(chan_port port, void *buf, size_t size, const char *s);
+
 /* Fills @buf with @len bytes of the pattern of @seed. */
 void cu_fill(void *buf, size_t len, unsigned seed);
 

@@ -31,14 +31,7 @@ static unsigned me(void)
 
 static void expect(chan_port port, const char *s)
 {
-    int n;
-
-    memset(buf, 0, sizeof(buf));
-    n = chan_input(port, buf, sizeof(buf));
-    CU_EQ(n, (int)strlen(s) + 1);
-    if (n > 0 && strcmp((char *)buf, s) != 0) {
-        am_fail("got \"%.*s\", expected \"%s\"", n, buf, s);
-    }
+    cu_expect_text(port, buf, sizeof(buf), s);
 }
 
 static void send_text(chan_port port, const char *s)

@@ -66,6 +66,12 @@ static bool tagged(char *blk, int len, int tag)
     return true;
 }
 
+/*
+ * The tag change @chg leaves on a block whose tag was @old (Table 2).
+ * This repeats chg_target() of guest/lib/tempest/vm.c on purpose: the
+ * test takes its expected tags from the spec, not from the library it
+ * checks, so a mistake there cannot hide itself.
+ */
 static int target(TPPI_BlkTagChange chg, int old)
 {
     switch (chg) {

@@ -379,6 +379,10 @@ static void test_malformed_frames(void)
     fabric_put_hello(hello, &h);
     g_assert_cmpint(write(fd, hello, sizeof(hello)), ==, sizeof(hello));
     g_assert_cmpint(read(fd, reply, sizeof(reply)), ==, sizeof(reply));
+    /* A node connected to every other says so; node 0 then is ready. */
+    stl_le_p(junk, FABRIC_MESH_MINE);
+    fake_send(fd, FABRIC_MESH, 0, junk, sizeof(junk));
+    stl_le_p(junk, 0x04030201);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
                               TEMPEST_FABRIC_READY), ==, TEMPEST_FABRIC_READY);
 

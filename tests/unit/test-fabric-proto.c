@@ -97,6 +97,12 @@ static void test_bad_frames(void)
     fabric_put_header(buf, FABRIC_HELLO, 1, FABRIC_HELLO_SIZE);
     g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE,
                                  &hdr, &len), ==, FABRIC_PARSE_BAD);
+    fabric_put_header(buf, FABRIC_MESH, 0, 8);      /* MESH is 4 bytes */
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 8, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
+    fabric_put_header(buf, FABRIC_MESH, 0, 4);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 4, &hdr, &len), ==,
+                    FABRIC_PARSE_OK);
     fabric_put_header(buf, FABRIC_DATA, 0, 3);      /* shorter than a slot */
     g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 3, &hdr, &len), ==,
                     FABRIC_PARSE_BAD);

@@ -547,15 +547,38 @@ static int call(struct chan_req *r)
     return rc;
 }
 
+/*
+ * Refuses @r with CHAN_E_ARG if @bad_args, else carries it out; returns
+ * the result.
+ */
+static int call_checked(struct chan_req *r, bool bad_args)
+{
+    if (bad_args) {
+        return refuse(r, CHAN_E_ARG);
+    }
+    return call(r);
+}
+
+/*
+ * call_checked() for a call that returns a port: on success stores it in
+ * *@port.  Returns the result.
+ */
+static int call_port(struct chan_req *r, bool bad_args, chan_port *port)
+{
+    int rc = call_checked(r, bad_args);
+
+    if (rc == 0) {
+        *port = r->port_out;
+    }
+    return rc;
+}
+
 int chan_alloc(chan_port *a, chan_port *b)
 {
     struct chan_req r = { .op = OP_ALLOC };
     int rc;
 
-    if (!a || !b) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    rc = call(&r);
+    rc = call_checked(&r, !a || !b);
     if (rc == 0) {
         *a = r.port_out;
         *b = r.port_out2;
@@ -566,31 +589,16 @@ int chan_alloc(chan_port *a, chan_port *b)
 int chan_alloc_to(unsigned node, uint32_t key, chan_port *local)
 {
     struct chan_req r = { .op = OP_ALLOC_TO, .node = node, .key = key };
-    int rc;
 
-    if (!local || node >= TPPI_num_nodes || node >= CP_MAX_NODES) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    rc = call(&r);
-    if (rc == 0) {
-        *local = r.port_out;
-    }
-    return rc;
+    return call_port(&r, !local || node >= TPPI_num_nodes ||
+                     node >= CP_MAX_NODES, local);
 }
 
 int chan_accept(unsigned node, uint32_t key, chan_port *port)
 {
     struct chan_req r = { .op = OP_ACCEPT, .node = node, .key = key };
-    int rc;
 
-    if (!port || node >= TPPI_num_nodes) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    rc = call(&r);
-    if (rc == 0) {
-        *port = r.port_out;
-    }
-    return rc;
+    return call_port(&r, !port || node >= TPPI_num_nodes, port);
 }
 
 int chan_free(chan_port p)
@@ -604,10 +612,7 @@ static int output(unsigned op, chan_port p, const void *data, size_t len)
 {
     struct chan_req r = { .op = op, .a = p, .src = data, .len = len };
 
-    if (len > CHAN_MAX_DATA || (len && !data)) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    return call(&r);
+    return call_checked(&r, len > CHAN_MAX_DATA || (len && !data));
 }
 
 int chan_output(chan_port p, const void *data, size_t len)
@@ -632,10 +637,7 @@ int chan_input(chan_port p, void *buf, size_t maxlen)
     struct chan_req r = { .op = OP_INPUT, .a = p, .dst = buf,
                           .len = maxlen };
 
-    if (maxlen && !buf) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    return call(&r);
+    return call_checked(&r, maxlen && !buf);
 }
 
 int chan_set_buffer(chan_port p, void *buf, size_t size)
@@ -643,10 +645,7 @@ int chan_set_buffer(chan_port p, void *buf, size_t size)
     struct chan_req r = { .op = OP_SET_BUFFER, .a = p, .dst = buf,
                           .len = size };
 
-    if ((buf && size == 0) || size > UINT32_MAX) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    return call(&r);
+    return call_checked(&r, (buf && size == 0) || size > UINT32_MAX);
 }
 
 int chan_input_next(chan_port p, void *next, size_t next_size, void **data)
@@ -655,10 +654,8 @@ int chan_input_next(chan_port p, void *next, size_t next_size, void **data)
                           .len = next_size };
     int rc;
 
-    if (!data || !next || next_size == 0 || next_size > UINT32_MAX) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    rc = call(&r);
+    rc = call_checked(&r, !data || !next || next_size == 0 ||
+                      next_size > UINT32_MAX);
     if (rc >= 0) {
         *data = r.ptr_out;
     }
@@ -682,16 +679,8 @@ int chan_output_port_start(chan_port t, chan_port p)
 int chan_input_port(chan_port t, chan_port *p)
 {
     struct chan_req r = { .op = OP_INPUT_PORT, .a = t };
-    int rc;
 
-    if (!p) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    rc = call(&r);
-    if (rc == 0) {
-        *p = r.port_out;
-    }
-    return rc;
+    return call_port(&r, !p, p);
 }
 
 int chan_state(chan_port p)
@@ -704,14 +693,6 @@ int chan_state(chan_port p)
 int chan_companion(chan_port p, chan_port *c)
 {
     struct chan_req r = { .op = OP_COMPANION, .a = p };
-    int rc;
 
-    if (!c) {
-        return refuse(&r, CHAN_E_ARG);
-    }
-    rc = call(&r);
-    if (rc == 0) {
-        *c = r.port_out;
-    }
-    return rc;
+    return call_port(&r, !c, c);
 }

@@ -430,35 +430,70 @@ void TPPI_destroy_channel_src(TPPI_NodeId dest, int channel)
     }
 }
 
-void TPPI_set_channel_src_user_ptr(TPPI_NodeId dest, int channel,
-                                   void *user_ptr)
+/*
+ * Where the user pointer of a channel end is kept: the source end of
+ * channel @channel to node @node if @src_end, else the destination end of
+ * that channel from @node; NULL if there is no such end.  Call with the
+ * lock held.
+ */
+static void **user_ptr_slot(bool src_end, TPPI_NodeId node, int channel)
 {
-    struct chan_src *s;
-    uint64_t flags;
+    if (src_end) {
+        struct chan_src *s = src_find(node, channel, false);
 
-    flags = chan_lock();
-    s = src_find(dest, channel, false);
-    if (s) {
-        s->user_ptr = user_ptr;
-    }
-    chan_unlock(flags);
-    if (s == NULL) {
-        tppi_report(&cstats.errors, "TPPI_set_channel_src_user_ptr: no "
-                    "channel %d to node %u", channel, dest);
+        return s ? &s->user_ptr : NULL;
+    } else {
+        struct chan_dst *d = dst_find(node, channel);
+
+        return d ? &d->user_ptr : NULL;
     }
 }
 
-void *TPPI_get_channel_src_user_ptr(TPPI_NodeId dest, int channel)
+/*
+ * Sets the user pointer of a channel end (see user_ptr_slot()); reports a
+ * missing end in the name of the call @fn.
+ */
+static void set_user_ptr(const char *fn, bool src_end, TPPI_NodeId node,
+                         int channel, void *user_ptr)
 {
-    struct chan_src *s;
+    void **slot;
+    uint64_t flags;
+
+    flags = chan_lock();
+    slot = user_ptr_slot(src_end, node, channel);
+    if (slot) {
+        *slot = user_ptr;
+    }
+    chan_unlock(flags);
+    if (slot == NULL) {
+        tppi_report(&cstats.errors, "%s: no channel %d %s node %u", fn,
+                    channel, src_end ? "to" : "from", node);
+    }
+}
+
+/* The user pointer of a channel end (see user_ptr_slot()); NULL if none. */
+static void *get_user_ptr(bool src_end, TPPI_NodeId node, int channel)
+{
+    void **slot;
     uint64_t flags;
     void *p;
 
     flags = chan_lock();
-    s = src_find(dest, channel, false);
-    p = s ? s->user_ptr : NULL;
+    slot = user_ptr_slot(src_end, node, channel);
+    p = slot ? *slot : NULL;
     chan_unlock(flags);
     return p;
+}
+
+void TPPI_set_channel_src_user_ptr(TPPI_NodeId dest, int channel,
+                                   void *user_ptr)
+{
+    set_user_ptr(__func__, true, dest, channel, user_ptr);
+}
+
+void *TPPI_get_channel_src_user_ptr(TPPI_NodeId dest, int channel)
+{
+    return get_user_ptr(true, dest, channel);
 }
 
 /* ---- destination ------------------------------------------------------ */
@@ -571,32 +606,12 @@ void TPPI_destroy_channel_dst(TPPI_NodeId src, int channel)
 void TPPI_set_channel_dst_user_ptr(TPPI_NodeId src, int channel,
                                    void *user_ptr)
 {
-    struct chan_dst *d;
-    uint64_t flags;
-
-    flags = chan_lock();
-    d = dst_find(src, channel);
-    if (d) {
-        d->user_ptr = user_ptr;
-    }
-    chan_unlock(flags);
-    if (d == NULL) {
-        tppi_report(&cstats.errors, "TPPI_set_channel_dst_user_ptr: no "
-                    "channel %d from node %u", channel, src);
-    }
+    set_user_ptr(__func__, false, src, channel, user_ptr);
 }
 
 void *TPPI_get_channel_dst_user_ptr(TPPI_NodeId src, int channel)
 {
-    struct chan_dst *d;
-    uint64_t flags;
-    void *p;
-
-    flags = chan_lock();
-    d = dst_find(src, channel);
-    p = d ? d->user_ptr : NULL;
-    chan_unlock(flags);
-    return p;
+    return get_user_ptr(false, src, channel);
 }
 
 /* ---- completions (the protocol thread) ---------------------------------- */
