@@ -42,18 +42,45 @@ from . import build, cluster
 from .common import QEMU_BIN, ROOT, StepError, say
 
 
+RUNS = os.path.join(ROOT, "build", "bench-runs")
+
+
+def _med(vals):
+    """(median, min, max) of a list of seconds."""
+    return statistics.median(vals), min(vals), max(vals)
+
+
 def _median_time(fn, repeat):
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times), max(times)
+    return _med(times)
+
+
+def _cluster(elf, nodes, args, name, **kwargs):
+    """Boot a quiet cluster in build/bench-runs/name; node 0's log, or
+    StepError naming what failed."""
+    res = cluster.run_cluster(elf, nodes, args, echo=False,
+                              run_dir=os.path.join(RUNS, name), **kwargs)
+    if res.status != 0:
+        raise StepError(f"bench: {res.summary}")
+    return res.log(0)
+
+
+def _host(path, args, timeout):
+    """Run a host reference program; its output, or StepError."""
+    r = subprocess.run([path] + args, capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode != 0:
+        raise StepError(f"bench: {os.path.basename(path)} exited "
+                        f"{r.returncode}")
+    return r.stdout
 
 
 def bench_boot(repeat):
     hello = build.guest_program("examples/hello/hello.elf")
-    runs = os.path.join(ROOT, "build", "bench-runs")
 
     def direct():
         r = subprocess.run(cluster.node_command(0, 1, hello, []),
@@ -64,12 +91,7 @@ def bench_boot(repeat):
             raise StepError(f"bench: hello exited {r.returncode}")
 
     def launcher(n):
-        def go():
-            res = cluster.run_cluster(hello, n, smp=1, echo=False,
-                                      run_dir=os.path.join(runs, f"boot-{n}"))
-            if res.status != 0:
-                raise StepError(f"bench: {res.summary}")
-        return go
+        return lambda: _cluster(hello, n, [], f"boot-{n}", smp=1)
 
     ref = _median_time(direct, repeat)
     rows = [("qemu direct, 1 node (reference)", ref, 1.0)]
@@ -97,32 +119,23 @@ def _parse_bench(text, prefix):
 def _medians(samples):
     out = {}
     for key, _ in AM_METRICS:
-        vals = [s[key] / 1e9 for s in samples]
-        out[key] = (statistics.median(vals), min(vals), max(vals))
+        out[key] = _med([s[key] / 1e9 for s in samples])
     return out
 
 
 def bench_am(repeat):
     elf = build.guest_program("bench/am_bench.elf")
     uds = os.path.join(os.path.dirname(elf), "uds_bench")
-    runs = os.path.join(ROOT, "build", "bench-runs")
     if not os.path.exists(uds):
         raise StepError(f"bench: {uds} is not built")
     args = [str(AM_ROUNDS), str(AM_STREAM)]
 
     def host():
-        r = subprocess.run([uds] + args, capture_output=True, text=True,
-                           timeout=120)
-        if r.returncode != 0:
-            raise StepError(f"bench: uds_bench exited {r.returncode}")
-        return _parse_bench(r.stdout, "uds_bench")
+        return _parse_bench(_host(uds, args, 120), "uds_bench")
 
     def guest(smp):
-        res = cluster.run_cluster(elf, 2, args, smp=smp, echo=False,
-                                  run_dir=os.path.join(runs, f"am-smp{smp}"))
-        if res.status != 0:
-            raise StepError(f"bench: {res.summary}")
-        return _parse_bench(res.log(0), "am_bench")
+        return _parse_bench(_cluster(elf, 2, args, f"am-smp{smp}", smp=smp),
+                            "am_bench")
 
     ref = _medians([host() for _ in range(repeat)])
     modes = {smp: _medians([guest(smp) for _ in range(repeat)])
@@ -146,27 +159,22 @@ STRATA_METRICS = [("barrier_ns", "Barrier"),
 
 def bench_strata(repeat):
     elf = build.guest_program("bench/strata_bench.elf")
-    runs = os.path.join(ROOT, "build", "bench-runs")
 
     def once(n):
-        res = cluster.run_cluster(elf, n, [str(STRATA_ROUNDS)], smp=1,
-                                  mem="64M", echo=False,
-                                  run_dir=os.path.join(runs, f"strata-{n}"))
-        if res.status != 0:
-            raise StepError(f"bench: {res.summary}")
-        return _parse_bench(res.log(0), "strata_bench")
+        return _parse_bench(_cluster(elf, n, [str(STRATA_ROUNDS)],
+                                     f"strata-{n}", smp=1, mem="64M"),
+                            "strata_bench")
 
-    def med(samples, key):
-        vals = [s[key] / 1e9 for s in samples]
-        return statistics.median(vals), min(vals), max(vals)
+    def key_med(samples, key):
+        return _med([s[key] / 1e9 for s in samples])
 
     rows = []
     for n in STRATA_NODES:
         samples = [once(n) for _ in range(repeat)]
-        ref = med(samples, "am_rtt_ns")
+        ref = key_med(samples, "am_rtt_ns")
         rows.append((f"{n} nodes: AM round trip (reference)", ref, 1.0))
         for key, what in STRATA_METRICS:
-            m = med(samples, key)
+            m = key_med(samples, key)
             rows.append((f"{n} nodes: {what}", m, m[0] / ref[0]))
     return rows
 
@@ -200,37 +208,26 @@ def _size_name(size):
 def bench_bulk(repeat):
     elf = build.guest_program("bench/bulk_bench.elf")
     host = os.path.join(os.path.dirname(elf), "bulk_host")
-    runs = os.path.join(ROOT, "build", "bench-runs")
     if not os.path.exists(host):
         raise StepError(f"bench: {host} is not built")
 
     def host_once():
-        r = subprocess.run([host, str(BULK_MAX_MB)], capture_output=True,
-                           text=True, timeout=300)
-        if r.returncode != 0:
-            raise StepError(f"bench: bulk_host exited {r.returncode}")
-        return _bulk_lines(r.stdout, "bulk_host")[0]
+        return _bulk_lines(_host(host, [str(BULK_MAX_MB)], 300),
+                           "bulk_host")[0]
 
     def guest_once():
-        res = cluster.run_cluster(elf, 2, [str(BULK_MAX_MB),
-                                           str(BULK_ROUNDS)],
-                                  smp=2, mem="320M", echo=False,
-                                  run_dir=os.path.join(runs, "bulk"))
-        if res.status != 0:
-            raise StepError(f"bench: {res.summary}")
-        return _bulk_lines(res.log(0), "bulk_bench")
-
-    def med(vals):
-        return statistics.median(vals), min(vals), max(vals)
+        return _bulk_lines(_cluster(elf, 2, [str(BULK_MAX_MB),
+                                             str(BULK_ROUNDS)], "bulk",
+                                    smp=2, mem="320M"), "bulk_bench")
 
     hosts = [host_once() for _ in range(repeat)]
     guests = [guest_once() for _ in range(repeat)]
     rows = []
     for size in sorted(hosts[0]):
         reps = hosts[0][size]["reps"]
-        uds = med([h[size]["uds_ns"] / reps / 1e9 for h in hosts])
-        mc = med([h[size]["memcpy_ns"] / reps / 1e9 for h in hosts])
-        xf = med([g[0][size]["ns"] / g[0][size]["reps"] / 1e9
+        uds = _med([h[size]["uds_ns"] / reps / 1e9 for h in hosts])
+        mc = _med([h[size]["memcpy_ns"] / reps / 1e9 for h in hosts])
+        xf = _med([g[0][size]["ns"] / g[0][size]["reps"] / 1e9
                   for g in guests])
         name = _size_name(size)
         rows.append((f"{name}: host UDS stream {size / uds[0] / 1e6:.0f} "
@@ -240,10 +237,10 @@ def bench_bulk(repeat):
         rows.append((f"{name}: XFER {size / xf[0] / 1e6:.0f} MB/s, "
                      f"{100 * uds[0] / xf[0]:.0f}% of the stream", xf,
                      xf[0] / uds[0]))
-    ref = med([g[1]["am_hh_ns"] / 1e9 for g in guests])
+    ref = _med([g[1]["am_hh_ns"] / 1e9 for g in guests])
     rows.append(("AM round trip, handler to handler (reference)", ref, 1.0))
     for key, what in BULK_LATENCY:
-        m = med([g[1][key] / 1e9 for g in guests])
+        m = _med([g[1][key] / 1e9 for g in guests])
         rows.append((what, m, m[0] / ref[0]))
     return rows
 
@@ -270,50 +267,42 @@ def bench_tags(repeat):
     the same sweeps with explicit messages (the reference)."""
     elf = build.guest_program("bench/tags_bench.elf")
     jacobi = build.guest_program("examples/dsm/jacobi.elf")
-    runs = os.path.join(ROOT, "build", "bench-runs")
 
     def guest(args, smp):
-        res = cluster.run_cluster(elf, 1, args, smp=smp, echo=False,
-                                  run_dir=os.path.join(runs, "tags"))
-        if res.status != 0:
-            raise StepError(f"bench: {res.summary}")
-        return _parse_bench(res.log(0), "tags_bench")
+        return _parse_bench(_cluster(elf, 1, args, "tags", smp=smp),
+                            "tags_bench")
 
     def sweeps(mode):
-        res = cluster.run_cluster(jacobi, TAGS_JACOBI_NODES, [mode], smp=1,
-                                  echo=False,
-                                  run_dir=os.path.join(runs, "tags-jacobi"))
-        m = re.search(r"jacobi \w+ ok: .* in (\d+) us", res.log(0))
-        if res.status != 0 or not m:
-            raise StepError(f"bench: jacobi {mode}: {res.summary}")
+        log = _cluster(jacobi, TAGS_JACOBI_NODES, [mode], "tags-jacobi",
+                       smp=1)
+        m = re.search(r"jacobi \w+ ok: .* in (\d+) us", log)
+        if not m:
+            raise StepError(f"bench: jacobi {mode} printed no time")
         return int(m.group(1)) / 1e6
-
-    def med(vals):
-        return statistics.median(vals), min(vals), max(vals)
 
     rows = []
     mem = [guest(["mem", str(TAGS_PASSES)], 1) for _ in range(repeat)]
-    ref = med([s["untagged_ns"] / 1e9 for s in mem])
+    ref = _med([s["untagged_ns"] / 1e9 for s in mem])
     rows.append(("loop over untagged RAM (reference)", ref, 1.0))
     for key, what in (("writable_ns", "same loop, tagged pages all Writable"),
                       ("restricted_ns", "same, one ReadOnly block a page")):
-        m = med([s[key] / 1e9 for s in mem])
+        m = _med([s[key] / 1e9 for s in mem])
         rows.append((what, m, m[0] / ref[0]))
     for smp in (1, 2):
         flt = [guest(["fault", str(TAGS_FAULTS)], smp)
                for _ in range(repeat)]
-        ref = med([s["noop_ns"] / 1e9 for s in flt])
+        ref = _med([s["noop_ns"] / 1e9 for s in flt])
         rows.append((f"--smp {smp}: TAG_SET changing nothing (reference)",
                      ref, 1.0))
         for key, what in (("upgrade_ns", "tag upgrade"),
                           ("downgrade_ns", "tag downgrade (all vCPUs)"),
                           ("fault_ns", "fault, handler, upgrade, resume")):
-            m = med([s[key] / 1e9 for s in flt])
+            m = _med([s[key] / 1e9 for s in flt])
             rows.append((f"--smp {smp}: {what}", m, m[0] / ref[0]))
-    ref = med([sweeps("msg") for _ in range(repeat)])
+    ref = _med([sweeps("msg") for _ in range(repeat)])
     rows.append((f"Jacobi on {TAGS_JACOBI_NODES} nodes, messages "
                  "(reference)", ref, 1.0))
-    m = med([sweeps("dsm") for _ in range(repeat)])
+    m = _med([sweeps("dsm") for _ in range(repeat)])
     rows.append((f"Jacobi on {TAGS_JACOBI_NODES} nodes, shared memory", m,
                  m[0] / ref[0]))
     return rows
