@@ -135,6 +135,13 @@ static void coll_round_free(TempestCollRound *r)
     memset(r, 0, sizeof(*r));
 }
 
+static void coll_rounds_free(TempestNCState *s)
+{
+    for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
+        coll_round_free(&s->coll_round[i]);
+    }
+}
+
 /* Take a contribution's header: the first one sets it, others must match. */
 static void coll_take_header(TempestCollRound *r, const CollHeader *h)
 {
@@ -312,7 +319,7 @@ uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t kind = b->arg[0], fn = b->arg[1] & 0xff;
     uint64_t variant = (b->arg[1] >> 8) & 0xff, lanes = b->arg[3];
-    uint64_t seg = b->arg[5], dest = b->arg[4], ram_end;
+    uint64_t seg = b->arg[5], dest = b->arg[4];
     uint64_t vals[TEMPEST_COLL_MAX_LANES];
     unsigned n = lanes ? lanes : 1, out_bytes;
     TempestCollRound *r;
@@ -335,18 +342,16 @@ uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b)
         return TEMPEST_CMD_FAIL;
     }
     /* Check every address before anything happens. */
-    ram_end = s->ram_base + s->ram_size;
     out_bytes = kind == TEMPEST_COLL_ALLGATHER ? s->num_nodes * 8 :
                 lanes * 8;
-    if (out_bytes && (dest < s->ram_base || dest >= ram_end ||
-                      out_bytes > ram_end - dest)) {
+    if (out_bytes && !tempest_nc_in_ram(s, dest, out_bytes)) {
         b->reason = TEMPEST_CMD_E_BAD_ADDR;
         return TEMPEST_CMD_FAIL;
     }
     if (lanes) {
         uint64_t src = b->arg[2];
 
-        if (src < s->ram_base || src >= ram_end || lanes * 8 > ram_end - src ||
+        if (!tempest_nc_in_ram(s, src, lanes * 8) ||
             address_space_read(&address_space_memory, src,
                                MEMTXATTRS_UNSPECIFIED, vals,
                                lanes * 8) != MEMTX_OK) {
@@ -622,9 +627,7 @@ void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
 /* A node is gone: the tree is broken; a pending collective fails. */
 void tempest_nc_coll_peer_down(TempestNCState *s)
 {
-    for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
-        coll_round_free(&s->coll_round[i]);
-    }
+    coll_rounds_free(s);
     if (s->coll_status == TEMPEST_COLL_ST_PENDING) {
         coll_finish(s, TEMPEST_COLL_E_PEER_DOWN);
     }
@@ -638,9 +641,7 @@ void tempest_nc_coll_reset(TempestNCState *s)
 {
     TempestBcast *w;
 
-    for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
-        coll_round_free(&s->coll_round[i]);
-    }
+    coll_rounds_free(s);
     while ((w = QSIMPLEQ_FIRST(&s->bcastq))) {
         QSIMPLEQ_REMOVE_HEAD(&s->bcastq, next);
         g_free(w);

@@ -108,7 +108,6 @@ static void nc_cq_deliver(TempestNCState *s)
     TempestEvent *e;
     bool moved = false;
 
-    s->cq_full = false;
     while (r->slots && (e = QSIMPLEQ_FIRST(&s->evq))) {
         uint64_t addr = ring_slot(r, TEMPEST_RING_CQ);
         uint8_t slot[TEMPEST_EV_SIZE];
@@ -119,7 +118,6 @@ static void nc_cq_deliver(TempestNCState *s)
             break;
         }
         if (ctl) {
-            s->cq_full = true;
             nc_arm_retry(s);
             break;
         }
@@ -178,7 +176,6 @@ static void nc_rq_deliver(TempestNCState *s)
     TempestRing *r = &s->ring[TEMPEST_RING_RQ];
     bool moved = false;
 
-    s->rq_full = false;
     while (r->slots) {
         TempestInPacket *p = QSIMPLEQ_FIRST(&s->inq[TEMPEST_NET_REPLY]);
         unsigned net = TEMPEST_NET_REPLY;
@@ -197,7 +194,6 @@ static void nc_rq_deliver(TempestNCState *s)
             break;
         }
         if (ctl) {
-            s->rq_full = true;
             nc_arm_retry(s);
             break;
         }
@@ -239,18 +235,16 @@ static void nc_fabric_packet(void *opaque, unsigned peer, unsigned net,
     nc_rq_deliver(s);
 }
 
-static void nc_retry(void *opaque)
-{
-    TempestNCState *s = opaque;
-
-    nc_rq_deliver(s);
-    nc_cq_deliver(s);
-}
-
 void tempest_nc_rq_doorbell(TempestNCState *s)
 {
     nc_rq_deliver(s);
     nc_cq_deliver(s);
+}
+
+/* The RQ or CQ was full: look again, as a doorbell would make us. */
+static void nc_retry(void *opaque)
+{
+    tempest_nc_rq_doorbell(opaque);
 }
 
 /* ------------------------------------------------------------------ */
@@ -486,7 +480,7 @@ static uint32_t nc_fail(TempestCmdBank *b, uint32_t reason)
 static uint32_t nc_cmd_ring_setup(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t ring = b->arg[0], base = b->arg[1], slots = b->arg[2];
-    uint64_t size, ram_end = s->ram_base + s->ram_size;
+    uint64_t size;
 
     if (ring >= TEMPEST_NUM_RINGS) {
         return nc_fail(b, TEMPEST_CMD_E_BAD_RING);
@@ -499,7 +493,7 @@ static uint32_t nc_cmd_ring_setup(TempestNCState *s, TempestCmdBank *b)
         return nc_fail(b, TEMPEST_CMD_E_BAD_ALIGN);
     }
     size = slots * ring_slot_size[ring];
-    if (base < s->ram_base || base >= ram_end || size > ram_end - base) {
+    if (!tempest_nc_in_ram(s, base, size)) {
         return nc_fail(b, TEMPEST_CMD_E_BAD_ADDR);
     }
     for (unsigned i = 0; i < TEMPEST_NUM_RINGS; i++) {
@@ -679,7 +673,6 @@ void tempest_nc_msg_reset(TempestNCState *s)
     memset(s->timer, 0, sizeof(s->timer));
     nc_drop_queues(s);
     s->sq_wait[0] = s->sq_wait[1] = -1;
-    s->rq_full = s->cq_full = false;
     s->irq_status = s->irq_enable = 0;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
     tempest_nc_coll_reset(s);

@@ -95,6 +95,16 @@ static bool nc_tags_apply(TempestNCState *s, uint64_t first, uint64_t n,
     return newly_restricted;
 }
 
+/* Pages that had the fast path must now take the slow one. */
+static void nc_flush_all_tlbs(void)
+{
+    CPUState *cpu;
+
+    CPU_FOREACH(cpu) {
+        tlb_flush(cpu);
+    }
+}
+
 typedef struct TagWork {
     TempestNCState *s;
     TempestCmdBank *bank;
@@ -107,13 +117,9 @@ static void nc_tags_exclusive(CPUState *cs, run_on_cpu_data data)
 {
     TagWork *w = data.host_ptr;
     TempestNCState *s = w->s;
-    CPUState *cpu;
 
     if (nc_tags_apply(s, w->first, w->n, w->tag)) {
-        /* Pages that had the fast path must now take the slow one. */
-        CPU_FOREACH(cpu) {
-            tlb_flush(cpu);
-        }
+        nc_flush_all_tlbs();
     }
     s->tag_flushes++;
     trace_tempest_nc_tag_exclusive(s->node_id, w->first, w->n, w->tag);
@@ -159,11 +165,7 @@ uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b)
     if (!reduces || !tcg_enabled() || !current_cpu) {
         /* Adds access, or no vCPU runs guest code (qtest): at once. */
         if (nc_tags_apply(s, first, n, tag)) {
-            CPUState *cpu;
-
-            CPU_FOREACH(cpu) {
-                tlb_flush(cpu);
-            }
+            nc_flush_all_tlbs();
         }
         return TEMPEST_CMD_SUCCESS;
     }

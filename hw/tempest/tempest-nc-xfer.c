@@ -79,13 +79,6 @@ struct TempestXferBuf {
     uint64_t addr, len;
 };
 
-static bool in_ram(TempestNCState *s, uint64_t addr, uint64_t len)
-{
-    uint64_t end = s->ram_base + s->ram_size;
-
-    return len && addr >= s->ram_base && addr < end && len <= end - addr;
-}
-
 static uint64_t in_key(uint32_t src, uint32_t mid)
 {
     return (uint64_t)src << 32 | mid;
@@ -235,7 +228,7 @@ static void xfer_in_header(TempestNCState *s, unsigned src, uint32_t mid,
     g_hash_table_replace(s->xfer_in, key, in);
     if (!in->typed) {
         in->addr = where;
-        if (!in_ram(s, where, len)) {
+        if (!tempest_nc_in_ram(s, where, len)) {
             xfer_in_refuse(s, in);
         }
         return;
@@ -385,8 +378,8 @@ uint32_t tempest_nc_xfer_start(TempestNCState *s, TempestCmdBank *b)
         b->reason = TEMPEST_CMD_E_BAD_LEN;
         return TEMPEST_CMD_FAIL;
     }
-    if (!in_ram(s, src, len) || (dest == s->node_id &&
-        !(flags & TEMPEST_XFER_TYPED) && !in_ram(s, where, len))) {
+    if (!tempest_nc_in_ram(s, src, len) || (dest == s->node_id &&
+        !(flags & TEMPEST_XFER_TYPED) && !tempest_nc_in_ram(s, where, len))) {
         b->reason = TEMPEST_CMD_E_BAD_ADDR;
         return TEMPEST_CMD_FAIL;
     }
@@ -438,9 +431,9 @@ uint32_t tempest_nc_buf_post(TempestNCState *s, TempestCmdBank *b)
     GHashTableIter it;
     gpointer key, value;
 
-    if (type > UINT32_MAX || !in_ram(s, addr, len) ||
+    if (type > UINT32_MAX || !tempest_nc_in_ram(s, addr, len) ||
         len > TEMPEST_XFER_MAX) {
-        b->reason = !in_ram(s, addr, len) ? TEMPEST_CMD_E_BAD_ADDR :
+        b->reason = !tempest_nc_in_ram(s, addr, len) ? TEMPEST_CMD_E_BAD_ADDR :
                     TEMPEST_CMD_E_BAD_LEN;
         return TEMPEST_CMD_FAIL;
     }
@@ -482,7 +475,7 @@ static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
     hwaddr plen = 8;
     uint64_t *p;
 
-    if ((addr & 7) || !in_ram(s, addr, 8) || op > TEMPEST_FOP_CAS) {
+    if ((addr & 7) || !tempest_nc_in_ram(s, addr, 8) || op > TEMPEST_FOP_CAS) {
         return false;
     }
     p = address_space_map(&address_space_memory, addr, &plen, true,

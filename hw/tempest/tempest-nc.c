@@ -130,6 +130,13 @@ void tempest_nc_guest_error(TempestNCState *s, uint32_t code, uint64_t info,
                   info, size);
 }
 
+bool tempest_nc_in_ram(TempestNCState *s, uint64_t addr, uint64_t len)
+{
+    uint64_t end = s->ram_base + s->ram_size;
+
+    return len && addr >= s->ram_base && addr < end && len <= end - addr;
+}
+
 /* The accessing vCPU's command bank; bank 0 for qtest (no CPU). */
 static TempestCmdBank *tempest_nc_bank(TempestNCState *s)
 {

@@ -164,8 +164,6 @@ struct TempestNCState {
     QSIMPLEQ_HEAD(, TempestEvent) evq;
     uint32_t evq_len;
     int sq_wait[2];         /* node an SQ waits for credit from, or -1 */
-    bool rq_full;
-    bool cq_full;
 
     /* Control network (tempest-nc-coll.c) */
     uint32_t coll_status;
@@ -232,6 +230,8 @@ uint32_t tempest_nc_fabric_state(TempestNCState *s);
 uint32_t tempest_nc_peers_up(TempestNCState *s);
 void tempest_nc_guest_error(TempestNCState *s, uint32_t code, uint64_t info,
                             unsigned size);
+/* Is [addr, addr + len) inside the node's RAM (len > 0)? */
+bool tempest_nc_in_ram(TempestNCState *s, uint64_t addr, uint64_t len);
 
 /* tempest-nc-coll.c: the control network */
 uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b);
