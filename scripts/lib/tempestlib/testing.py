@@ -105,6 +105,15 @@ class _UnitResult(unittest.TestResult):
     addError = addFailure
 
 
+def _test_programs(results, suite, build_dir, pattern):
+    """The built test executables matching pattern (a failure if none)."""
+    tests = [t for t in sorted(glob.glob(os.path.join(build_dir, pattern)))
+             if os.path.isfile(t) and os.access(t, os.X_OK)]
+    if not tests:
+        results.record(suite, False, f"no {suite} test programs were built")
+    return tests
+
+
 def suite_unit_python(results, k):
     """Host unit tests of the launcher's own logic (tests/unit/test_*.py)."""
     here = os.path.join(ROOT, "tests", "unit")
@@ -119,11 +128,7 @@ def suite_unit_python(results, k):
 
 def suite_unit(results, k):
     suite_unit_python(results, k)
-    tests = sorted(glob.glob(os.path.join(GUEST_BUILD, "tests/unit/test-*")))
-    tests = [t for t in tests if os.access(t, os.X_OK) and
-             not t.endswith(".p")]
-    if not tests:
-        results.record("unit", False, "no unit test programs were built")
+    tests = _test_programs(results, "unit", GUEST_BUILD, "tests/unit/test-*")
     for t in tests:
         if k and k not in os.path.basename(t):
             continue
@@ -131,11 +136,8 @@ def suite_unit(results, k):
 
 
 def suite_qtest(results, k):
-    tests = sorted(glob.glob(os.path.join(QEMU_BUILD, "tests/qtest/tempest-*")))
-    tests = [t for t in tests if os.access(t, os.X_OK) and
-             not t.endswith(".p") and os.path.isfile(t)]
-    if not tests:
-        results.record("qtest", False, "no qtest programs were built")
+    tests = _test_programs(results, "qtest", QEMU_BUILD,
+                           "tests/qtest/tempest-*")
     env = dict(os.environ, QTEST_QEMU_BINARY=QEMU_BIN)
     for t in tests:
         if k and k not in os.path.basename(t):
