@@ -10,7 +10,12 @@
  *   header  = u16 type | u8 net | u8 flags | u32 len
  *
  *   HELLO   body: u32 magic, u32 version, u64 cluster, u32 node,
- *                 u32 nodes, u32 credits, u32 reserved       (32 bytes)
+ *                 u32 nodes, u32 credits, u32 reserved,
+ *                 u8 nonce[16]                               (48 bytes)
+ *   AUTH    body: u8 mac[32]: HMAC-SHA256 under the cluster's key of
+ *                 "tempest-auth", the receiver's nonce, the sender's
+ *                 nonce, the cluster, the sender's and receiver's node
+ *                 ids (fabric_auth_mac): the sender knows the key
  *   DATA    body: u32 seq, then a packet slot: the 32-byte packet header
  *                 of tempest-hw.h and 0..224 payload bytes
  *   CREDIT  body: u32 count: the sender may send count more DATA frames
@@ -31,13 +36,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <glib.h>
 
 #include "standard-headers/tempest/tempest-hw.h"
 
 #define FABRIC_MAGIC            0x54504642U     /* "TPFB" */
-#define FABRIC_VERSION          1
+#define FABRIC_VERSION          2
 #define FABRIC_HDR_SIZE         8
-#define FABRIC_HELLO_SIZE       32
+#define FABRIC_HELLO_SIZE       48
+#define FABRIC_NONCE_SIZE       16
+#define FABRIC_AUTH_SIZE        32
 #define FABRIC_DATA_MIN         (4 + TEMPEST_PKT_DATA)
 #define FABRIC_DATA_MAX         (4 + TEMPEST_PKT_SIZE)
 #define FABRIC_COLL_HDR         16
@@ -54,6 +62,7 @@ enum {
     FABRIC_COLL = 5,
     FABRIC_XFER = 6,
     FABRIC_MESH = 7,
+    FABRIC_AUTH = 8,
 };
 
 #define FABRIC_MESH_MINE        1
@@ -87,6 +96,7 @@ typedef struct FabricHello {
     uint32_t node;
     uint32_t nodes;
     uint32_t credits;
+    uint8_t nonce[FABRIC_NONCE_SIZE];
 } FabricHello;
 
 /* What a parser makes of the bytes it has. */
@@ -152,6 +162,7 @@ static inline void fabric_put_hello(uint8_t *p, const FabricHello *h)
     fabric_st32(p + 16, h->node);
     fabric_st32(p + 20, h->nodes);
     fabric_st32(p + 24, h->credits);
+    memcpy(p + 32, h->nonce, FABRIC_NONCE_SIZE);
 }
 
 static inline void fabric_get_hello(const uint8_t *body, FabricHello *h)
@@ -162,6 +173,44 @@ static inline void fabric_get_hello(const uint8_t *body, FabricHello *h)
     h->node = fabric_ld32(body + 16);
     h->nodes = fabric_ld32(body + 20);
     h->credits = fabric_ld32(body + 24);
+    memcpy(h->nonce, body + 32, FABRIC_NONCE_SIZE);
+}
+
+/*
+ * The proof that node 'from' knows the cluster's key, for node 'to' whose
+ * HELLO carried nonce_to (so it cannot be replayed to another connection).
+ */
+static inline void fabric_auth_mac(const uint8_t *key, size_t key_len,
+                                   const uint8_t *nonce_to,
+                                   const uint8_t *nonce_from,
+                                   uint64_t cluster, uint32_t from,
+                                   uint32_t to,
+                                   uint8_t mac[FABRIC_AUTH_SIZE])
+{
+    GHmac *h = g_hmac_new(G_CHECKSUM_SHA256, key, key_len);
+    uint8_t ids[16];
+    gsize len = FABRIC_AUTH_SIZE;
+
+    fabric_st64(ids, cluster);
+    fabric_st32(ids + 8, from);
+    fabric_st32(ids + 12, to);
+    g_hmac_update(h, (const guchar *)"tempest-auth", 12);
+    g_hmac_update(h, nonce_to, FABRIC_NONCE_SIZE);
+    g_hmac_update(h, nonce_from, FABRIC_NONCE_SIZE);
+    g_hmac_update(h, ids, sizeof(ids));
+    g_hmac_get_digest(h, mac, &len);
+    g_hmac_unref(h);
+}
+
+/* Compare two MACs in time that does not depend on where they differ. */
+static inline bool fabric_mac_equal(const uint8_t *a, const uint8_t *b)
+{
+    uint8_t d = 0;
+
+    for (int i = 0; i < FABRIC_AUTH_SIZE; i++) {
+        d |= a[i] ^ b[i];
+    }
+    return d == 0;
 }
 
 /*
@@ -211,6 +260,9 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
     case FABRIC_MESH:
         return hdr->len == 4 && hdr->net == 0 ? FABRIC_PARSE_OK :
                FABRIC_PARSE_BAD;
+    case FABRIC_AUTH:
+        return hdr->len == FABRIC_AUTH_SIZE && hdr->net == 0 ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     case FABRIC_COLL: {
         const uint8_t *b = buf + FABRIC_HDR_SIZE;
         uint32_t lanes, count;

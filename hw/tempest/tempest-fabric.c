@@ -13,7 +13,9 @@
 #include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
+#include "qemu/guest-random.h"
 #include "io/channel-socket.h"
+#include "system/system.h"
 #include "hw/tempest/tempest-fabric.h"
 #include "fabric-proto.h"
 #include "trace.h"
@@ -21,6 +23,26 @@
 #define FABRIC_RX_BUF       (1 * MiB)   /* grows for larger frames */
 #define FABRIC_RETRY_MS     20
 #define FABRIC_BYE_MS       200
+/*
+ * What a peer can make this node hold (docs/fabric.rst, "Trust"):
+ * - before its HELLO and AUTH a connection has FABRIC_RX_PENDING bytes of
+ *   buffer, at most FABRIC_MAX_PENDING such connections exist, and each
+ *   has FABRIC_HELLO_MS to prove it knows the cluster's key;
+ * - a connected peer is read at most FABRIC_READ_BUDGET bytes per turn of
+ *   the main loop, so a flood cannot starve the vCPUs or the other peers;
+ * - while more than FABRIC_TX_PAUSE bytes wait to be written to a peer,
+ *   nothing more is read from it: a peer that asks (fetch-and-op, transfer
+ *   headers, ...) without reading the answers stops being read.  Nothing
+ *   a node of ours sends needs that much (transfers queue at most 256 KiB
+ *   per peer, DATA is under credit, the control network one frame per
+ *   collective).
+ */
+#define FABRIC_RX_PENDING   (FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE)
+#define FABRIC_MAX_PENDING  64
+#define FABRIC_HELLO_MS     10000
+#define FABRIC_READ_BUDGET  (256 * KiB)
+#define FABRIC_TX_PAUSE     (8 * MiB)
+#define FABRIC_ACCEPT_PAUSE_MS 100
 
 typedef struct FabricConn FabricConn;
 
@@ -41,9 +63,14 @@ struct FabricConn {
     TempestFabric *fab;
     QIOChannelSocket *sioc;
     int fd;
-    int peer;                   /* -1 until its HELLO */
+    int peer;                   /* -1 until its HELLO and AUTH */
     int called;                 /* outgoing: the node we called, else -1 */
+    int hello_node;             /* the node its HELLO named, else -1 */
     bool broken;                /* a write failed: closed from close_bh */
+    bool reading, writing;      /* the fd handlers that are set */
+    int64_t born_ms;            /* when it was made (pending ones expire) */
+    uint8_t nonce[FABRIC_NONCE_SIZE];       /* ours, for this connection */
+    uint8_t peer_nonce[FABRIC_NONCE_SIZE];  /* its, from its HELLO */
     uint8_t *rx;
     size_t rx_len;
     size_t rx_size;
@@ -56,6 +83,13 @@ static size_t conn_pending(FabricConn *c)
 {
     return c->tx->len - c->tx_off;
 }
+
+/* An asynchronous connect under way to a lower node. */
+typedef struct FabricDial {
+    TempestFabric *fab;         /* NULL once the fabric is gone */
+    unsigned node;
+    QIOChannelSocket *sioc;
+} FabricDial;
 
 struct TempestFabric {
     const TempestFabricOps *ops;
@@ -78,6 +112,14 @@ struct TempestFabric {
     QEMUTimer *connect_timer;
     int64_t deadline_ms;
     QEMUBH *close_bh;           /* closes broken links from the main loop */
+    FabricDial **dials;         /* per lower node: a connect under way */
+    unsigned npending;          /* entries of 'pending' */
+    QEMUTimer *pending_timer;   /* expires connections that never HELLO */
+    QEMUTimer *accept_timer;    /* resumes accepting after EMFILE */
+    uint8_t *key;               /* the cluster's key (AUTH) */
+    size_t key_len;
+    Notifier exit_notifier;     /* flushes the BYEs when QEMU exits */
+    uint64_t dropped_conns;     /* refused before HELLO (limits) */
 };
 
 static void fabric_conn_close(FabricConn *c, const char *why);
@@ -145,10 +187,25 @@ static bool fabric_parse_spec(TempestFabric *f, const char *spec,
 static void fabric_conn_writable(void *opaque);
 static void fabric_conn_readable(void *opaque);
 
+/*
+ * Read unless too much waits for the peer (FABRIC_TX_PAUSE); write while
+ * anything waits.  The handlers are changed only when that changes.
+ */
 static void fabric_conn_update_handlers(FabricConn *c)
 {
-    qemu_set_fd_handler(c->fd, fabric_conn_readable,
-                        conn_pending(c) ? fabric_conn_writable : NULL, c);
+    bool writing = conn_pending(c) != 0;
+    bool reading = conn_pending(c) < FABRIC_TX_PAUSE;
+
+    if (reading != c->reading || writing != c->writing) {
+        if (reading != c->reading) {
+            trace_tempest_fabric_pause(c->fab->node, c->peer, !reading,
+                                       conn_pending(c));
+        }
+        c->reading = reading;
+        c->writing = writing;
+        qemu_set_fd_handler(c->fd, reading ? fabric_conn_readable : NULL,
+                            writing ? fabric_conn_writable : NULL, c);
+    }
 }
 
 /* Write what is queued; returns false when the connection broke. */
@@ -227,9 +284,7 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
         qemu_bh_schedule(c->fab->close_bh);
         return;
     }
-    if (was_empty != (conn_pending(c) == 0)) {
-        fabric_conn_update_handlers(c);
-    }
+    fabric_conn_update_handlers(c);
     /* Emptied here rather than in fabric_conn_writable(): say so too. */
     if (!was_empty && !conn_pending(c) && c->peer >= 0) {
         c->fab->ops->tx_drained(c->fab->opaque, c->peer);
@@ -270,11 +325,9 @@ static void fabric_conn_writable(void *opaque)
         fabric_conn_close(c, "write failed");
         return;
     }
-    if (!conn_pending(c)) {
-        fabric_conn_update_handlers(c);
-        if (c->peer >= 0) {
-            c->fab->ops->tx_drained(c->fab->opaque, c->peer);
-        }
+    fabric_conn_update_handlers(c);
+    if (!conn_pending(c) && c->peer >= 0) {
+        c->fab->ops->tx_drained(c->fab->opaque, c->peer);
     }
 }
 
@@ -288,7 +341,20 @@ static void fabric_send_hello(FabricConn *c)
         .credits = f->credits,
     };
 
+    memcpy(h.nonce, c->nonce, FABRIC_NONCE_SIZE);
     fabric_put_hello(frame, &h);
+    fabric_conn_queue(c, frame, sizeof(frame));
+}
+
+/* Prove to the peer whose HELLO we have that we know the key. */
+static void fabric_send_auth(FabricConn *c)
+{
+    TempestFabric *f = c->fab;
+    uint8_t frame[FABRIC_HDR_SIZE + FABRIC_AUTH_SIZE];
+
+    fabric_put_header(frame, FABRIC_AUTH, 0, FABRIC_AUTH_SIZE);
+    fabric_auth_mac(f->key, f->key_len, c->peer_nonce, c->nonce, f->cluster,
+                    f->node, c->hello_node, frame + FABRIC_HDR_SIZE);
     fabric_conn_queue(c, frame, sizeof(frame));
 }
 
@@ -345,6 +411,7 @@ static void fabric_peer_up(TempestFabric *f, FabricConn *c, unsigned id)
     FabricPeer *p = &f->peers[id];
 
     f->pending = g_list_remove(f->pending, c);
+    f->npending--;
     c->peer = id;
     p->conn = c;
     p->up = true;
@@ -382,6 +449,7 @@ static void fabric_conn_close(FabricConn *c, const char *why)
     trace_tempest_fabric_close(f->node, c->peer, why);
     if (c->peer < 0) {
         f->pending = g_list_remove(f->pending, c);
+        f->npending--;
         fabric_conn_free(c);
         return;
     }
@@ -444,6 +512,34 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     FabricHello h;
     uint32_t seq, v;
 
+    if (c->peer < 0 && c->hello_node >= 0) {
+        uint8_t mac[FABRIC_AUTH_SIZE];
+
+        /* Its HELLO was good: now it must prove it knows the key. */
+        if (hdr->type != FABRIC_AUTH) {
+            fabric_drop(f, -1, "no AUTH after HELLO");
+            fabric_conn_close(c, "no AUTH after HELLO");
+            return false;
+        }
+        fabric_auth_mac(f->key, f->key_len, c->nonce, c->peer_nonce,
+                        f->cluster, c->hello_node, f->node, mac);
+        why = !fabric_mac_equal(mac, body) ?
+              "AUTH failed: the peer does not know the cluster's key" :
+              f->peers[c->hello_node].conn || f->peers[c->hello_node].gone ?
+              "second connection from one node" : NULL;
+        if (why) {
+            if (!f->refusal_reported) {
+                f->refusal_reported = true;
+                error_report("tempest fabric: node %u refused a connection: "
+                             "%s (node %d)", f->node, why, c->hello_node);
+            }
+            fabric_drop(f, -1, why);
+            fabric_conn_close(c, why);
+            return false;
+        }
+        fabric_peer_up(f, c, c->hello_node);
+        return true;
+    }
     if (c->peer < 0) {
         if (hdr->type != FABRIC_HELLO) {
             fabric_drop(f, -1, "data before HELLO");
@@ -463,10 +559,12 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
             fabric_conn_close(c, why);
             return false;
         }
+        c->hello_node = h.node;
+        memcpy(c->peer_nonce, h.nonce, FABRIC_NONCE_SIZE);
         if (c->called < 0) {
             fabric_send_hello(c);
         }
-        fabric_peer_up(f, c, h.node);
+        fabric_send_auth(c);
         return true;
     }
 
@@ -474,6 +572,9 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     switch (hdr->type) {
     case FABRIC_HELLO:
         fabric_drop(f, c->peer, "second HELLO");
+        return true;
+    case FABRIC_AUTH:
+        fabric_drop(f, c->peer, "second AUTH");
         return true;
     case FABRIC_DATA:
         seq = fabric_ld32(body);
@@ -541,18 +642,32 @@ static void fabric_conn_readable(void *opaque)
 {
     FabricConn *c = opaque;
     TempestFabric *f = c->fab;
+    size_t budget = FABRIC_READ_BUDGET;
 
     for (;;) {
         size_t off = 0, space;
         ssize_t n;
 
-        if (c->rx_len == c->rx_size) {
-            /* Only a frame announced this large gets here: bounded. */
+        if (c->peer >= 0 && c->rx_size < FABRIC_RX_BUF) {
+            /* Trusted now: a buffer for a stream of frames. */
+            c->rx_size = FABRIC_RX_BUF;
+            c->rx = g_realloc(c->rx, c->rx_size);
+        } else if (c->rx_len == c->rx_size) {
+            /*
+             * Only a frame announced this large gets here: bounded.  A
+             * connection before its HELLO never has a larger one.
+             */
+            if (c->peer < 0 || c->rx_size >= FABRIC_HDR_SIZE +
+                                              FABRIC_MAX_BODY) {
+                fabric_drop(f, c->peer, "frame larger than allowed");
+                fabric_conn_close(c, "malformed stream");
+                return;
+            }
             c->rx_size = MIN(c->rx_size * 2,
                              FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
             c->rx = g_realloc(c->rx, c->rx_size);
         }
-        space = c->rx_size - c->rx_len;
+        space = MIN(c->rx_size - c->rx_len, budget);
         n = read(c->fd, c->rx + c->rx_len, space);
         if (n == 0) {
             fabric_conn_close(c, "connection closed");
@@ -591,8 +706,14 @@ static void fabric_conn_readable(void *opaque)
         }
         memmove(c->rx, c->rx + off, c->rx_len - off);
         c->rx_len -= off;
-        if ((size_t)n < space) {
-            return;     /* the socket is drained */
+        budget -= n;
+        if ((size_t)n < space || !budget || !c->reading) {
+            /*
+             * The socket is drained, or this peer had its turn (the rest
+             * is read on the next turn of the main loop, after the vCPUs
+             * and the other peers), or it is paused.
+             */
+            return;
         }
     }
 }
@@ -607,14 +728,50 @@ static FabricConn *fabric_conn_new(TempestFabric *f, QIOChannelSocket *sioc,
     c->fd = sioc->fd;
     c->peer = -1;
     c->called = called;
-    c->rx_size = FABRIC_RX_BUF;
+    c->hello_node = -1;
+    c->born_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+    qemu_guest_getrandom_nofail(c->nonce, sizeof(c->nonce));
+    c->rx_size = FABRIC_RX_PENDING;
     c->rx = g_malloc(c->rx_size);
     c->tx = g_byte_array_new();
     qio_channel_set_blocking(QIO_CHANNEL(sioc), false, NULL);
     qio_channel_set_delay(QIO_CHANNEL(sioc), false);
     f->pending = g_list_prepend(f->pending, c);
+    f->npending++;
+    timer_mod(f->pending_timer, c->born_ms + FABRIC_HELLO_MS);
     fabric_conn_update_handlers(c);
     return c;
+}
+
+/* Close connections that did not prove themselves in FABRIC_HELLO_MS. */
+static void fabric_pending_expire(void *opaque)
+{
+    TempestFabric *f = opaque;
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME), next = 0;
+
+    for (GList *l = f->pending, *nl; l; l = nl) {
+        FabricConn *c = l->data;
+
+        nl = l->next;
+        if (now - c->born_ms >= FABRIC_HELLO_MS) {
+            fabric_drop(f, -1, "no HELLO and AUTH in time");
+            fabric_conn_close(c, "no HELLO and AUTH in time");
+        } else if (!next || c->born_ms + FABRIC_HELLO_MS < next) {
+            next = c->born_ms + FABRIC_HELLO_MS;
+        }
+    }
+    if (next) {
+        timer_mod(f->pending_timer, next);
+    }
+}
+
+static void fabric_accept(void *opaque);
+
+static void fabric_accept_resume(void *opaque)
+{
+    TempestFabric *f = opaque;
+
+    qemu_set_fd_handler(f->listener->fd, fabric_accept, NULL, f);
 }
 
 static void fabric_accept(void *opaque)
@@ -622,10 +779,74 @@ static void fabric_accept(void *opaque)
     TempestFabric *f = opaque;
     QIOChannelSocket *sioc = qio_channel_socket_accept(f->listener, NULL);
 
-    if (sioc) {
-        trace_tempest_fabric_accept(f->node);
-        fabric_conn_new(f, sioc, -1);
+    if (!sioc) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+            errno == ENOMEM) {
+            /*
+             * Out of descriptors: the listener stays readable, so stop
+             * watching it for a while instead of spinning.
+             */
+            qemu_set_fd_handler(f->listener->fd, NULL, NULL, NULL);
+            timer_mod(f->accept_timer,
+                      qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                      FABRIC_ACCEPT_PAUSE_MS);
+        }
+        return;
     }
+    trace_tempest_fabric_accept(f->node);
+    if (f->npending >= FABRIC_MAX_PENDING) {
+        /* Too many strangers at once: this one is refused at the door. */
+        f->dropped_conns++;
+        fabric_drop(f, -1, "too many connections before HELLO");
+        object_unref(OBJECT(sioc));
+        return;
+    }
+    fabric_conn_new(f, sioc, -1);
+}
+
+static void fabric_dial_done(QIOTask *task, gpointer opaque)
+{
+    FabricDial *d = opaque;
+    TempestFabric *f = d->fab;
+    QIOChannelSocket *sioc = d->sioc;
+    FabricConn *c;
+
+    d->sioc = NULL;
+    if (!f) {
+        object_unref(OBJECT(sioc));    /* the fabric went meanwhile */
+        return;
+    }
+    f->dials[d->node] = NULL;
+    if (qio_task_propagate_error(task, NULL) ||
+        f->peers[d->node].conn || f->peers[d->node].gone) {
+        object_unref(OBJECT(sioc));    /* tried again at the next tick */
+        return;
+    }
+    trace_tempest_fabric_connect(f->node, d->node);
+    c = fabric_conn_new(f, sioc, d->node);
+    fabric_send_hello(c);
+}
+
+/*
+ * Connect to node i without blocking the main loop: a peer whose backlog
+ * is full, or a TCP address that does not answer, costs a thread, never
+ * the vCPUs or the monitor.
+ */
+static void fabric_dial(TempestFabric *f, unsigned i)
+{
+    g_autoptr(SocketAddress) addr = socket_parse(f->addrs[i], NULL);
+    FabricDial *d;
+
+    if (!addr) {
+        return;
+    }
+    d = g_new0(FabricDial, 1);
+    d->fab = f;
+    d->node = i;
+    d->sioc = qio_channel_socket_new();
+    f->dials[i] = d;
+    qio_channel_socket_connect_async(d->sioc, addr, fabric_dial_done, d,
+                                     g_free, NULL);
 }
 
 /* Connect to every lower node not yet connected; give up at the deadline. */
@@ -646,19 +867,8 @@ static void fabric_connect_tick(void *opaque)
             pending |= c->called == (int)i;
         }
         waiting = true;
-        if (pending) {
-            continue;
-        }
-
-        g_autoptr(SocketAddress) addr = socket_parse(f->addrs[i], NULL);
-        QIOChannelSocket *sioc = qio_channel_socket_new();
-
-        if (addr && qio_channel_socket_connect_sync(sioc, addr, NULL) == 0) {
-            trace_tempest_fabric_connect(f->node, i);
-            c = fabric_conn_new(f, sioc, i);
-            fabric_send_hello(c);
-        } else {
-            object_unref(OBJECT(sioc));
+        if (!pending && !f->dials[i]) {
+            fabric_dial(f, i);
         }
     }
     waiting |= f->peers_up < f->nodes - 1;
@@ -686,6 +896,8 @@ static void fabric_connect_tick(void *opaque)
 /* The interface                                                       */
 /* ------------------------------------------------------------------ */
 
+static void fabric_exit_flush(Notifier *n, void *data);
+
 TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
                                   unsigned node, unsigned nodes,
                                   unsigned credits, unsigned timeout_ms,
@@ -704,6 +916,11 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
     f->credit_batch = MAX(1, credits / 4);
     f->peers = g_new0(FabricPeer, nodes);
     f->meshed = g_new0(bool, nodes);
+    f->dials = g_new0(FabricDial *, nodes);
+    /* Without a key of its own, the cluster id is the key (fabric.rst). */
+    f->key_len = 8;
+    f->key = g_malloc(8);
+    fabric_st64(f->key, cluster);
     f->peers[node].up = true;
     f->peers[node].credit[0] = f->peers[node].credit[1] = credits;
     f->state = TEMPEST_FABRIC_CONNECTING;
@@ -739,6 +956,12 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
     trace_tempest_fabric_listen(node, f->addrs[node]);
 
     f->close_bh = qemu_bh_new(fabric_close_broken, f);
+    f->pending_timer = timer_new_ms(QEMU_CLOCK_REALTIME,
+                                    fabric_pending_expire, f);
+    f->accept_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fabric_accept_resume,
+                                   f);
+    f->exit_notifier.notify = fabric_exit_flush;
+    qemu_add_exit_notifier(&f->exit_notifier);
     f->deadline_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout_ms;
     f->connect_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fabric_connect_tick,
                                     f);
@@ -755,11 +978,25 @@ void tempest_fabric_free(TempestFabric *f)
     if (!f) {
         return;
     }
+    if (f->exit_notifier.notify) {
+        qemu_remove_exit_notifier(&f->exit_notifier);
+    }
     if (f->connect_timer) {
         timer_free(f->connect_timer);
     }
+    if (f->pending_timer) {
+        timer_free(f->pending_timer);
+    }
+    if (f->accept_timer) {
+        timer_free(f->accept_timer);
+    }
     if (f->close_bh) {
         qemu_bh_delete(f->close_bh);
+    }
+    for (unsigned i = 0; f->dials && i < f->nodes; i++) {
+        if (f->dials[i]) {
+            f->dials[i]->fab = NULL;    /* its callback frees the channel */
+        }
     }
     for (unsigned i = 0; i < f->nodes; i++) {
         if (f->peers[i].conn) {
@@ -783,6 +1020,8 @@ void tempest_fabric_free(TempestFabric *f)
     g_free(f->unix_path);
     g_free(f->peers);
     g_free(f->meshed);
+    g_free(f->dials);
+    g_free(f->key);
     g_free(f);
 }
 
@@ -855,9 +1094,15 @@ void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
     FabricConn *c = f->peers[peer].conn;
     uint8_t hdr[FABRIC_HDR_SIZE];
 
-    assert(peer != f->node && len <= FABRIC_MAX_BODY);
+    assert(peer != f->node);
     if (!c) {
         return;     /* gone: the collective fails through peer_down */
+    }
+    if (len > FABRIC_MAX_BODY) {
+        /* The control network never builds one: say so, never abort. */
+        error_report("tempest fabric: node %u: control frame of %zu bytes "
+                     "to node %u not sent", f->node, len, peer);
+        return;
     }
     trace_tempest_fabric_coll_tx(f->node, peer, body[4], len);
     fabric_put_header(hdr, FABRIC_COLL, 0, len);
@@ -887,20 +1132,36 @@ size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
     return c ? conn_pending(c) : 0;
 }
 
+/*
+ * Queue a BYE for every peer; never waits (the caller holds the BQL).
+ * What the sockets do not take at once goes out from the main loop, and
+ * at the latest from fabric_exit_flush() when QEMU exits.
+ */
 void tempest_fabric_bye(TempestFabric *f, uint32_t status)
 {
+    for (unsigned i = 0; f && i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (i != f->node && c) {
+            fabric_send_u32(c, FABRIC_BYE, 0, status);
+        }
+    }
+}
+
+/*
+ * QEMU is exiting (the vCPUs are stopped): write what is still queued,
+ * BYEs included, waiting at most FABRIC_BYE_MS in all.
+ */
+static void fabric_exit_flush(Notifier *n, void *data)
+{
+    TempestFabric *f = container_of(n, TempestFabric, exit_notifier);
     int64_t deadline = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
                        FABRIC_BYE_MS;
 
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricConn *c = f->peers[i].conn;
 
-        if (i == f->node || !c) {
-            continue;
-        }
-        fabric_send_u32(c, FABRIC_BYE, 0, status);
-        /* The process is about to end: flush, but never wait long. */
-        while (f->peers[i].conn && conn_pending(c)) {
+        while (i != f->node && c && !c->broken && conn_pending(c)) {
             int64_t left = deadline - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
             GPollFD pfd = { .fd = c->fd, .events = G_IO_OUT };
 

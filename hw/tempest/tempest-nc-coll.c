@@ -18,6 +18,7 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/bitmap.h"
 #include "qemu/log.h"
 #include "exec/address-spaces.h"
 #include "hw/tempest/tempest-nc.h"
@@ -123,6 +124,8 @@ static TempestCollRound *coll_round(TempestNCState *s, uint32_t seq)
         r->used = true;
         r->seq = seq;
         r->entries = g_byte_array_new();
+        r->nodes_in = bitmap_new(s->num_nodes);
+        r->children = bitmap_new(s->num_nodes);
     }
     return r->seq == seq ? r : NULL;
 }
@@ -132,6 +135,8 @@ static void coll_round_free(TempestCollRound *r)
     if (r->entries) {
         g_byte_array_free(r->entries, true);
     }
+    g_free(r->nodes_in);
+    g_free(r->children);
     memset(r, 0, sizeof(*r));
 }
 
@@ -142,8 +147,14 @@ static void coll_rounds_free(TempestNCState *s)
     }
 }
 
-/* Take a contribution's header: the first one sets it, others must match. */
-static void coll_take_header(TempestCollRound *r, const CollHeader *h)
+/*
+ * Take a contribution's header: the first one sets it, others must match.
+ * Returns whether its entries may join the round's: only entries of the
+ * round's lane count do, so every entry of a frame has one size (nodes
+ * that started with different lane counts get a mismatch, never a frame
+ * whose entries are of two sizes).
+ */
+static bool coll_take_header(TempestCollRound *r, const CollHeader *h)
 {
     if (!r->have_header) {
         r->have_header = true;
@@ -158,6 +169,7 @@ static void coll_take_header(TempestCollRound *r, const CollHeader *h)
     if (h->error && !r->error) {
         r->error = h->error;
     }
+    return r->lanes == h->lanes;
 }
 
 static void coll_finish(TempestNCState *s, uint32_t error)
@@ -173,22 +185,79 @@ static void coll_finish(TempestNCState *s, uint32_t error)
  * Results have come down for our pending collective: keep ours, pass each
  * child the entries of its subtree.  entries: count entries of h->lanes.
  */
+/*
+ * Do the results in entries (count entries of h->lanes lanes) answer our
+ * pending collective?  Fills out[] (every slot written) and *nout.  A
+ * frame that does not is a mismatch, whoever sent it: the collective
+ * ends with an error on this node and in its subtree, never reads past
+ * the frame and never passes on bytes nobody sent.
+ */
+static bool coll_results(TempestNCState *s, const CollHeader *h,
+                         const uint8_t *entries, uint64_t *out,
+                         unsigned *nout)
+{
+    size_t esz = FABRIC_COLL_ENTRY(h->lanes);
+    bool shared = h->variant == TEMPEST_COLL_REDUCE;
+
+    if (h->kind != s->coll_kind || h->fn != s->coll_fn ||
+        h->variant != s->coll_variant || h->lanes != s->coll_lanes) {
+        return false;
+    }
+    if (h->kind == TEMPEST_COLL_ALLGATHER) {
+        g_autofree unsigned long *seen = bitmap_new(s->num_nodes);
+
+        if (h->count != s->num_nodes || h->lanes != 1) {
+            return false;
+        }
+        for (uint32_t i = 0; i < h->count; i++) {
+            const uint8_t *e = entries + i * esz;
+            uint32_t node = fabric_ld32(e);
+
+            if (node >= s->num_nodes || test_and_set_bit(node, seen)) {
+                return false;
+            }
+            out[node] = fabric_ld64(e + 8);
+        }
+        *nout = s->num_nodes;
+        return true;
+    }
+    for (uint32_t i = 0; i < h->count; i++) {
+        const uint8_t *e = entries + i * esz;
+
+        if (shared || fabric_ld32(e) == s->node_id) {
+            for (unsigned l = 0; l < h->lanes; l++) {
+                out[l] = fabric_ld64(e + 8 + 8 * l);
+            }
+            *nout = h->lanes;
+            return true;
+        }
+    }
+    return false;
+}
+
 static void coll_down(TempestNCState *s, const CollHeader *h,
                       const uint8_t *entries)
 {
     size_t esz = FABRIC_COLL_ENTRY(h->lanes);
     bool shared = h->variant == TEMPEST_COLL_REDUCE ||
                   h->kind == TEMPEST_COLL_ALLGATHER;
+    uint64_t out[TEMPEST_MAX_NODES];
+    unsigned nout = 0;
     uint32_t error = h->error;
     unsigned first = coll_first_child(s, s->node_id);
     unsigned n = coll_nchildren(s, s->node_id);
 
+    if (!error && !coll_results(s, h, entries, out, &nout)) {
+        error = TEMPEST_COLL_E_MISMATCH;
+    }
     for (unsigned c = first; c < first + n; c++) {
         CollHeader ch = *h;
-        GByteArray *b = coll_frame(&ch);
+        GByteArray *b;
         uint32_t count = 0;
 
-        for (uint32_t i = 0; i < h->count && !h->error; i++) {
+        ch.error = error;
+        b = coll_frame(&ch);
+        for (uint32_t i = 0; i < h->count && !error; i++) {
             const uint8_t *e = entries + i * esz;
 
             if (shared || coll_in_subtree(s, c, fabric_ld32(e))) {
@@ -200,26 +269,7 @@ static void coll_down(TempestNCState *s, const CollHeader *h,
     }
 
     if (!error) {
-        uint64_t out[TEMPEST_MAX_NODES];
-        unsigned nout = 0;
-
-        for (uint32_t i = 0; i < h->count; i++) {
-            const uint8_t *e = entries + i * esz;
-
-            if (h->kind == TEMPEST_COLL_ALLGATHER) {
-                out[fabric_ld32(e) % TEMPEST_MAX_NODES] = fabric_ld64(e + 8);
-                nout = s->num_nodes;
-            } else if (shared || fabric_ld32(e) == s->node_id) {
-                for (unsigned l = 0; l < h->lanes; l++) {
-                    out[l] = fabric_ld64(e + 8 + 8 * l);
-                }
-                nout = h->lanes;
-                break;
-            }
-        }
-        if (!nout) {
-            error = TEMPEST_COLL_E_MISMATCH;
-        } else if (s->coll_vector) {
+        if (s->coll_vector) {
             if (address_space_write(&address_space_memory, s->coll_dest,
                                     MEMTXATTRS_UNSPECIFIED, out,
                                     nout * 8) != MEMTX_OK) {
@@ -373,13 +423,19 @@ uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b)
     s->coll_error = TEMPEST_COLL_E_NONE;
     s->coll_vector = out_bytes != 0;
     s->coll_dest = dest;
+    s->coll_kind = kind;
+    s->coll_fn = fn;
+    s->coll_variant = variant;
+    s->coll_lanes = n;
     b->result = r->seq;
     h = (CollHeader) { .kind = kind, .fn = fn, .variant = variant,
                        .lanes = n };
-    coll_take_header(r, &h);
     r->started = true;
-    coll_put_entry(r->entries, s->node_id, seg, vals, n);
-    r->count++;
+    if (coll_take_header(r, &h)) {
+        coll_put_entry(r->entries, s->node_id, seg, vals, n);
+        set_bit(s->node_id, r->nodes_in);
+        r->count++;
+    }
     coll_try_complete(s, r);
     return TEMPEST_CMD_SUCCESS;
 }
@@ -482,37 +538,46 @@ bool tempest_nc_bcast_pop(TempestNCState *s)
     return true;
 }
 
+/*
+ * The global OR changed: take it and pass it down the tree, so that no
+ * node sends more than its fan-out of frames for one change (the root
+ * does not write to every node), and nothing is sent when it did not
+ * change.
+ */
 static void aor_set_global(TempestNCState *s, bool global)
 {
-    if (s->aor_global != global) {
-        s->aor_global = global;
-        tempest_nc_raise(s, TEMPEST_NC_IRQ_AOR);
+    unsigned first = coll_first_child(s, s->node_id);
+    unsigned n = coll_nchildren(s, s->node_id);
+
+    if (s->aor_global == global) {
+        return;
+    }
+    s->aor_global = global;
+    tempest_nc_raise(s, TEMPEST_NC_IRQ_AOR);
+    for (unsigned c = first; c < first + n; c++) {
+        CollHeader h = { .dir = FABRIC_AOR_DOWN };
+        GByteArray *f = coll_frame(&h);
+
+        coll_put_entry(f, 0, global, NULL, 0);
+        coll_send(s, c, f, 1);
     }
 }
 
-/* At the root: node's bit is now bit; tell everyone if the OR changed. */
+/* At the root: node's bit is now bit. */
 static void aor_root(TempestNCState *s, unsigned node, bool bit)
 {
-    bool was = s->aor_count > 0;
-
     if (s->aor_bits[node] != bit) {
         s->aor_bits[node] = bit;
         s->aor_count += bit ? 1 : -1;
     }
-    if ((s->aor_count > 0) != was) {
-        for (unsigned i = 1; i < s->num_nodes; i++) {
-            CollHeader h = { .dir = FABRIC_AOR_DOWN };
-            GByteArray *f = coll_frame(&h);
-
-            coll_put_entry(f, 0, s->aor_count > 0, NULL, 0);
-            coll_send(s, i, f, 1);
-        }
-        aor_set_global(s, s->aor_count > 0);
-    }
+    aor_set_global(s, s->aor_count > 0);
 }
 
 void tempest_nc_aor_write(TempestNCState *s, uint32_t bit)
 {
+    if (s->aor_set == (bit & 1)) {
+        return;     /* no change: nothing to tell the root */
+    }
     s->aor_set = bit & 1;
     if (s->node_id == 0) {
         aor_root(s, 0, s->aor_set);
@@ -534,6 +599,29 @@ static void coll_drop(TempestNCState *s, unsigned peer, const char *why)
     s->dropped++;
     qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: control frame from node %u "
                   "dropped: %s\n", TYPE_TEMPEST_NC, s->node_id, peer, why);
+}
+
+/*
+ * May a child's entries join the round?  Each must be of a node of the
+ * child's subtree that has no entry in yet: so a round holds at most one
+ * entry per node, and what goes up never exceeds the largest frame.
+ */
+static bool coll_up_entries_ok(TempestNCState *s, TempestCollRound *r,
+                               unsigned peer, const CollHeader *h,
+                               const uint8_t *entries)
+{
+    size_t esz = FABRIC_COLL_ENTRY(h->lanes);
+    g_autofree unsigned long *seen = bitmap_new(s->num_nodes);
+
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint32_t node = fabric_ld32(entries + i * esz);
+
+        if (node >= s->num_nodes || !coll_in_subtree(s, peer, node) ||
+            test_bit(node, r->nodes_in) || test_and_set_bit(node, seen)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
@@ -561,16 +649,27 @@ void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
             coll_drop(s, peer, "UP for a collective out of range");
             return;
         }
-        for (uint32_t i = 0; i < h.count; i++) {
-            if (!coll_in_subtree(s, peer, fabric_ld32(entries + i * esz))) {
-                coll_drop(s, peer, "UP for nodes outside its subtree");
-                return;
-            }
+        if (test_bit(peer, r->children)) {
+            coll_drop(s, peer, "second UP from one child");
+            return;
         }
-        coll_take_header(r, &h);
-        g_byte_array_append(r->entries, entries, h.count * esz);
-        r->count += h.count;
+        set_bit(peer, r->children);
         r->children_in++;
+        if (coll_take_header(r, &h) && !coll_up_entries_ok(s, r, peer, &h,
+                                                           entries)) {
+            /*
+             * Its report counts, as a failed one: the collective ends
+             * with an error everywhere instead of waiting for ever.
+             */
+            coll_drop(s, peer, "UP with entries not of its subtree");
+            r->error = TEMPEST_COLL_E_MISMATCH;
+        } else if (r->lanes == h.lanes) {
+            for (uint32_t i = 0; i < h.count; i++) {
+                set_bit(fabric_ld32(entries + i * esz), r->nodes_in);
+            }
+            g_byte_array_append(r->entries, entries, h.count * esz);
+            r->count += h.count;
+        }
         coll_try_complete(s, r);
         return;
     case FABRIC_COLL_DOWN:
@@ -615,7 +714,8 @@ void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
         aor_root(s, peer, fabric_ld32(entries + 4) & 1);
         return;
     case FABRIC_AOR_DOWN:
-        if (peer != 0 || h.count != 1 || h.lanes) {
+        if (s->node_id == 0 || peer != coll_parent(s, s->node_id) ||
+            h.count != 1 || h.lanes) {
             coll_drop(s, peer, "bad async OR");
             return;
         }

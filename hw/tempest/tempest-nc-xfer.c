@@ -92,7 +92,9 @@ static void xfer_frame(TempestNCState *s, unsigned peer, uint8_t kind,
 
     assert(extra_len <= HDR_BODY);
     fabric_st32(head + 4, mid);
-    memcpy(head + FABRIC_XFER_HDR, extra, extra_len);
+    if (extra_len) {
+        memcpy(head + FABRIC_XFER_HDR, extra, extra_len);
+    }
     tempest_fabric_send_xfer(s->fabric, peer, head,
                              FABRIC_XFER_HDR + extra_len, data, data_len);
 }
@@ -134,6 +136,14 @@ static TempestXferOut *xfer_find_out(TempestNCState *s, uint32_t dest,
 /* Receiving                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Forget a message being received: its counters go down, in is freed. */
+static void xfer_in_forget(TempestNCState *s, TempestXferIn *in)
+{
+    s->xfer_waiting -= in->waiting;
+    s->xfer_in_count[in->src]--;
+    g_hash_table_remove(s->xfer_in, &(uint64_t){ in_key(in->src, in->mid) });
+}
+
 /* The whole message is stored: tell the guest and the sender. */
 static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
 {
@@ -148,8 +158,7 @@ static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
     } else {
         xfer_send_u32(s, in->src, XFER_ACK, in->mid, 0);
     }
-    /* Frees in. */
-    g_hash_table_remove(s->xfer_in, &(uint64_t){ in_key(in->src, in->mid) });
+    xfer_in_forget(s, in);
 }
 
 /* Give a waiting typed message a posted buffer, if one fits. */
@@ -188,8 +197,7 @@ static void xfer_in_refuse(TempestNCState *s, TempestXferIn *in)
         if (o) {
             xfer_event_sent(s, o, TEMPEST_CMD_E_REMOTE);
         }
-        g_hash_table_remove(s->xfer_in,
-                            &(uint64_t){ in_key(in->src, in->mid) });
+        xfer_in_forget(s, in);
     } else {
         xfer_send_u32(s, in->src, XFER_ACK, in->mid, TEMPEST_CMD_E_REMOTE);
     }
@@ -226,6 +234,7 @@ static void xfer_in_header(TempestNCState *s, unsigned src, uint32_t mid,
     in->cookie = cookie;
     in->typed = flags & TEMPEST_XFER_TYPED;
     g_hash_table_replace(s->xfer_in, key, in);
+    s->xfer_in_count[src]++;
     if (!in->typed) {
         in->addr = where;
         if (!tempest_nc_in_ram(s, where, len)) {
@@ -252,8 +261,8 @@ static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
     }
     if (address_space_write(&address_space_memory, in->addr + offset,
                             MEMTXATTRS_UNSPECIFIED, data, n) != MEMTX_OK) {
-        in->refused = true;
-        xfer_send_u32(s, in->src, XFER_ACK, in->mid, TEMPEST_CMD_E_REMOTE);
+        /* Tells the sender, which may be this node (then frees in). */
+        xfer_in_refuse(s, in);
         return;
     }
     in->got += n;
@@ -585,6 +594,11 @@ void tempest_nc_xfer_frame(TempestNCState *s, unsigned peer,
             xfer_drop(s, peer, "bad transfer header");
             return;
         }
+        if (s->xfer_in_count[peer] >= TEMPEST_XFER_MAX_OUT) {
+            /* No node has more under way: the peer is not one of ours. */
+            xfer_drop(s, peer, "more transfers than a node may start");
+            return;
+        }
         xfer_in_header(s, peer, mid, fabric_ld64(p), fabric_ld64(p + 8),
                        fabric_ld32(p + 16), fabric_ld64(p + 24));
         return;
@@ -598,8 +612,7 @@ void tempest_nc_xfer_frame(TempestNCState *s, unsigned peer,
         return;
     case XFER_ABORT:
         if (in) {
-            g_hash_table_remove(s->xfer_in,
-                                &(uint64_t){ in_key(peer, mid) });
+            xfer_in_forget(s, in);
         }
         return;
     case XFER_GO:
@@ -672,6 +685,7 @@ void tempest_nc_xfer_peer_down(TempestNCState *s, unsigned peer)
 
         if (in->src == peer) {
             s->xfer_waiting -= in->waiting;
+            s->xfer_in_count[peer]--;
             g_hash_table_iter_remove(&it);
         }
     }
@@ -690,6 +704,7 @@ void tempest_nc_xfer_init(TempestNCState *s)
     QSIMPLEQ_INIT(&s->xfer_bufs);
     s->xfer_in = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                        g_free);
+    s->xfer_in_count = g_new0(uint32_t, s->num_nodes);
     s->xfer_bh = qemu_bh_new(xfer_pump, s);
 }
 
@@ -709,6 +724,9 @@ void tempest_nc_xfer_reset(TempestNCState *s)
     if (s->xfer_in) {
         g_hash_table_remove_all(s->xfer_in);
     }
+    if (s->xfer_in_count) {
+        memset(s->xfer_in_count, 0, s->num_nodes * sizeof(uint32_t));
+    }
     s->xfer_active = 0;
     s->xfer_nbufs = 0;
     s->xfer_waiting = 0;
@@ -720,5 +738,9 @@ void tempest_nc_xfer_free(TempestNCState *s)
 {
     tempest_nc_xfer_reset(s);
     g_hash_table_destroy(s->xfer_in);
+    s->xfer_in = NULL;
+    g_free(s->xfer_in_count);
+    s->xfer_in_count = NULL;
     qemu_bh_delete(s->xfer_bh);
+    s->xfer_bh = NULL;
 }

@@ -12,7 +12,7 @@
 #include "qapi/error.h"
 #include "qemu/bswap.h"
 #include "qemu/sockets.h"
-#include "hw/tempest/fabric-proto.h"
+#include "tempest-peer.h"
 
 #define SQ0_BASE    RAM(0x100000)
 #define SQ1_BASE    RAM(0x110000)
@@ -365,23 +365,18 @@ static void fake_data(int fd, uint32_t seq, uint16_t claimed_node,
 static void test_malformed_frames(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
-    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
     QTestState *s = start_node(dir, 0, 2, CLUSTER, "");
-    uint8_t hello[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE], reply[sizeof(hello)];
+    uint8_t hello[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     FabricHello h = {
         .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = CLUSTER,
         .node = 1, .nodes = 2, .credits = 32,
     };
     uint8_t junk[4] = { 1, 2, 3, 4 };
-    int fd = unix_connect(path, &error_abort);
+    int fd;
 
     setup_rings(s, 16);
+    fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0, true);
     fabric_put_hello(hello, &h);
-    g_assert_cmpint(write(fd, hello, sizeof(hello)), ==, sizeof(hello));
-    g_assert_cmpint(read(fd, reply, sizeof(reply)), ==, sizeof(reply));
-    /* A node connected to every other says so; node 0 then is ready. */
-    stl_le_p(junk, FABRIC_MESH_MINE);
-    fake_send(fd, FABRIC_MESH, 0, junk, sizeof(junk));
     stl_le_p(junk, 0x04030201);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
                               TEMPEST_FABRIC_READY), ==, TEMPEST_FABRIC_READY);

@@ -24,7 +24,8 @@ static void test_hello(void)
 {
     uint8_t buf[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     FabricHello in = { FABRIC_MAGIC, FABRIC_VERSION, 0x123456789abcdefULL,
-                       3, 8, 32 }, out;
+                       3, 8, 32, { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                   13, 14, 15, 16 } }, out;
     FabricHeader hdr;
     size_t len = 0;
 
@@ -39,6 +40,34 @@ static void test_hello(void)
     g_assert_cmpuint(out.node, ==, 3);
     g_assert_cmpuint(out.nodes, ==, 8);
     g_assert_cmpuint(out.credits, ==, 32);
+    g_assert(memcmp(out.nonce, in.nonce, FABRIC_NONCE_SIZE) == 0);
+}
+
+/*
+ * AUTH: the MAC depends on the key, on both nonces (in their order), the
+ * cluster and both node ids, so a proof is good for one connection only.
+ */
+static void test_auth_mac(void)
+{
+    const uint8_t key[] = "the cluster's key", other[] = "another key";
+    uint8_t na[FABRIC_NONCE_SIZE] = { 1 }, nb[FABRIC_NONCE_SIZE] = { 2 };
+    uint8_t m[FABRIC_AUTH_SIZE], m2[FABRIC_AUTH_SIZE];
+
+    fabric_auth_mac(key, sizeof(key), na, nb, 7, 1, 0, m);
+    fabric_auth_mac(key, sizeof(key), na, nb, 7, 1, 0, m2);
+    g_assert_true(fabric_mac_equal(m, m2));
+    fabric_auth_mac(other, sizeof(other), na, nb, 7, 1, 0, m2);
+    g_assert_false(fabric_mac_equal(m, m2));
+    fabric_auth_mac(key, sizeof(key), nb, na, 7, 1, 0, m2);
+    g_assert_false(fabric_mac_equal(m, m2));
+    fabric_auth_mac(key, sizeof(key), na, nb, 8, 1, 0, m2);
+    g_assert_false(fabric_mac_equal(m, m2));
+    fabric_auth_mac(key, sizeof(key), na, nb, 7, 0, 1, m2);
+    g_assert_false(fabric_mac_equal(m, m2));
+    m2[0] = m[0];
+    memcpy(m2, m, sizeof(m));
+    m2[FABRIC_AUTH_SIZE - 1] ^= 1;
+    g_assert_false(fabric_mac_equal(m, m2));
 }
 
 /* A partial frame asks for more, at every cut point. */
@@ -144,6 +173,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/fabric/hello", test_hello);
+    g_test_add_func("/fabric/auth-mac", test_auth_mac);
     g_test_add_func("/fabric/partial", test_partial);
     g_test_add_func("/fabric/data-sizes", test_data_sizes);
     g_test_add_func("/fabric/bad-frames", test_bad_frames);

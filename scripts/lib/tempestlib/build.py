@@ -8,6 +8,7 @@ change, by resetting to that tag.  Our sources are overlaid by symbolic
 links, so an edit in hw/ is seen by ninja at once and rebuilds in seconds.
 """
 
+import fcntl
 import glob
 import hashlib
 import os
@@ -34,6 +35,9 @@ OVERLAY = [
      "include/standard-headers/tempest"),
     ("hw/configs/tempest-devices.mak",
      "configs/devices/aarch64-softmmu/tempest.mak"),
+    # the fabric fuzz target (target-patches/0003 builds it with fuzzing)
+    ("tests/fuzz/tempest_fabric_fuzz.c",
+     "tests/qtest/fuzz/tempest_fabric_fuzz.c"),
 ]
 
 
@@ -163,19 +167,21 @@ def prepare_tree():
     return src
 
 
-def configure(src):
-    args = configure_args(src)
-    stamp = os.path.join(QEMU_BUILD, ".tempest-configure")
+def configure(src, build_dir=QEMU_BUILD, args=None):
+    """Configure a QEMU build in build_dir (by default the main build with
+    configure_args) unless it already is, with the same arguments."""
+    args = args or configure_args(src)
+    stamp = os.path.join(build_dir, ".tempest-configure")
     want = "\n".join(args) + "\n"
-    if os.path.exists(os.path.join(QEMU_BUILD, "build.ninja")) and \
+    if os.path.exists(os.path.join(build_dir, "build.ninja")) and \
        os.path.exists(stamp) and open(stamp).read() == want:
         return
-    if os.path.exists(QEMU_BUILD):
-        shutil.rmtree(QEMU_BUILD)
-    os.makedirs(QEMU_BUILD)
-    log = os.path.join(QEMU_BUILD, "configure.log")
-    say(f"build: configuring QEMU (log: {rel(log)})")
-    run_step("build: QEMU configure", args, cwd=QEMU_BUILD,
+    if os.path.exists(build_dir):
+        shutil.rmtree(build_dir)
+    os.makedirs(build_dir)
+    log = os.path.join(build_dir, "configure.log")
+    say(f"build: configuring QEMU in {rel(build_dir)} (log: {rel(log)})")
+    run_step("build: QEMU configure", args, cwd=build_dir,
              env=ccache_env(), log=log)
     with open(stamp, "w") as f:
         f.write(want)
@@ -246,8 +252,16 @@ def build_guest(jobs):
 
 def build_all(jobs=None):
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
-    build_qemu(jobs)
-    build_guest(jobs)
+    # One build at a time per tree: a second 'build', 'test' or 'bench'
+    # started meanwhile waits here instead of racing ninja and the patches.
+    with open(os.path.join(ROOT, "build", ".build-lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("build: another build of this tree is running; waiting")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        build_qemu(jobs)
+        build_guest(jobs)
 
 
 def guest_program(relpath):

@@ -30,9 +30,15 @@ PACKAGES = [
     # the guest toolchain
     "gcc-aarch64-linux-gnu", "binutils-aarch64-linux-gnu",
     "picolibc-aarch64-linux-gnu",
+    # QEMU's TCG system tests (suite tcg) include glibc's headers
+    "libc6-dev-arm64-cross",
 ]
 # On Debian 12 these come from bookworm-backports (QEMU 10 needs meson 1.5).
 NEWER_PACKAGES = ["meson", "python3-pycotap"]
+# Only for 'scripts/tempest fuzz' and the test suite 'fuzz', installed when
+# they run: clang with libFuzzer, ASan and UBSan (clang-14 and
+# libclang-rt-14-dev on Debian 12), and llvm-symbolizer for their reports.
+FUZZ_PACKAGES = ["clang", "libclang-rt-dev", "llvm"]
 MIN_MESON = (1, 5, 0)
 QEMU_SERIES = "10.0."
 
@@ -219,3 +225,26 @@ def setup(quiet=False):
     if not quiet:
         say(f"setup: toolchains installed; meson {'.'.join(map(str, mv))}; "
             f"QEMU source {os.path.basename(src)}")
+
+
+def setup_fuzz():
+    """What the fuzz build needs beyond setup(): FUZZ_PACKAGES, and
+    ccache's clang links (made by ccache only for compilers it has seen)."""
+    missing = [p for p in FUZZ_PACKAGES if p not in installed(FUZZ_PACKAGES)]
+    if missing:
+        if os.geteuid() != 0:
+            raise StepError("setup: installing the fuzzing toolchain needs "
+                            f"root (missing: {' '.join(missing)})")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        say("setup: apt-get update")
+        run_step("setup: apt-get update", ["apt-get", "update", "-q"],
+                 env=env, quiet=True)
+        say(f"setup: installing {' '.join(missing)} (fuzzing)")
+        run_step("setup: installing the fuzzing toolchain",
+                 ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
+                 + missing, env=env, quiet=True)
+    if os.path.isdir("/usr/lib/ccache") and \
+       not os.path.exists("/usr/lib/ccache/clang") and \
+       shutil.which("update-ccache-symlinks") and os.geteuid() == 0:
+        run_step("setup: update-ccache-symlinks", ["update-ccache-symlinks"],
+                 quiet=True)

@@ -22,8 +22,8 @@
  *    network's combining tree
  *  + QOM property "tagmem-size": bytes of tagged memory (0: none); then
  *    sysbus MMIO region 1 is the tagged memory (map it at
- *    TEMPEST_TAGMEM_BASE) and region 2 its unchecked alias
- *    (TEMPEST_TAGMEM_ALIAS)
+ *    TEMPEST_TAGMEM_BASE) and region 2 the same frames unchecked, a
+ *    second RAM region over the same host memory (TEMPEST_TAGMEM_ALIAS)
  */
 #ifndef HW_TEMPEST_TEMPEST_NC_H
 #define HW_TEMPEST_TEMPEST_NC_H
@@ -80,7 +80,7 @@ typedef struct TempestTimer {
 
 /* A packet waiting for room in the RQ (it holds its sender's credit). */
 typedef struct TempestInPacket {
-    QSIMPLEQ_ENTRY(TempestInPacket) next;
+    QTAILQ_ENTRY(TempestInPacket) next;
     uint32_t src;
     uint32_t net;
     uint32_t seq;
@@ -90,7 +90,7 @@ typedef struct TempestInPacket {
 
 /* A control event waiting for room in the CQ. */
 typedef struct TempestEvent {
-    QSIMPLEQ_ENTRY(TempestEvent) next;
+    QTAILQ_ENTRY(TempestEvent) next;
     uint32_t type;
     uint32_t node;
     uint64_t a, b, c;
@@ -109,7 +109,9 @@ typedef struct TempestCollRound {
     uint16_t error;
     uint32_t count;         /* entries gathered */
     uint32_t children_in;   /* children that reported */
-    GByteArray *entries;
+    GByteArray *entries;    /* count entries of 'lanes' lanes each */
+    unsigned long *nodes_in;    /* nodes whose entry is in 'entries' */
+    unsigned long *children;    /* children that reported */
 } TempestCollRound;
 
 typedef struct TempestBcast {
@@ -160,10 +162,11 @@ struct TempestNCState {
     uint32_t timer_gen;
 
     /* Device-side queues (bounded: see tempest-nc-msg.c) */
-    QSIMPLEQ_HEAD(, TempestInPacket) inq[2];
-    QSIMPLEQ_HEAD(, TempestEvent) evq;
+    QTAILQ_HEAD(, TempestInPacket) inq[2];
+    QTAILQ_HEAD(, TempestEvent) evq;
     uint32_t evq_len;
-    int sq_wait[2];         /* node an SQ waits for credit from, or -1 */
+    int32_t sq_wait[2];     /* node an SQ waits for credit from, or -1 */
+    bool rq_hold;           /* migration: queue arriving packets only */
 
     /* Control network (tempest-nc-coll.c) */
     uint32_t coll_status;

@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest of a node controller facing a hostile peer (issue 9, section 2):
+ * a fake node that joins the cluster correctly (HELLO, AUTH) and then
+ * sends what no node of ours sends, aimed at the control network, the
+ * transfer engine and the fabric's own limits.  Each case failed (abort,
+ * out-of-bounds read, unbounded memory, a frozen main loop, a counter
+ * that never went down) before the fix it guards.
+ */
+
+#include "qemu/osdep.h"
+#include "tempest-qtest.h"
+#include "tempest-peer.h"
+#include <poll.h>
+
+#define CLUSTER     0xbadc0ffeULL
+#define DST_BUF     RAM(0x200000)
+#define CQ_BASE     RAM(0x300000)
+
+static QTestState *start_node(const char *dir, unsigned id, unsigned nodes,
+                              const char *extra)
+{
+    return qtest_initf("-M tempest,node-id=%u,num-nodes=%u,fabric=unix:%s,"
+                       "cluster-id=0x%llx%s -m 64M", id, nodes, dir,
+                       (unsigned long long)CLUSTER, extra);
+}
+
+static void wait_ready(QTestState *s)
+{
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+}
+
+/* Wait until the collective is no longer pending; returns its status. */
+static uint32_t coll_done(QTestState *s)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    uint32_t st;
+
+    while ((st = qtest_readl(s, NC(TEMPEST_NC_COLL_STATUS))) ==
+           TEMPEST_COLL_ST_PENDING && g_get_monotonic_time() < end) {
+        g_usleep(500);
+    }
+    return st;
+}
+
+/* Wait until a register reaches at least want; returns the last value. */
+static uint32_t wait_at_least(QTestState *s, uint32_t reg, uint32_t want)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    uint32_t v;
+
+    while ((v = qtest_readl(s, NC(reg))) < want &&
+           g_get_monotonic_time() < end) {
+        g_usleep(500);
+    }
+    return v;
+}
+
+/*
+ * A node of 4 with fan-out 2 (node 1 has child 3, parent 0) under test;
+ * nodes 0, 2 and 3 are fake.  Node 1 dials 0; 2 and 3 dial node 1.
+ */
+typedef struct Inner {
+    char *dir;
+    QTestState *s;
+    int fd0, fd2, fd3;
+} Inner;
+
+static void inner_start(Inner *t)
+{
+    int lfd;
+    uint8_t kind[4];
+
+    t->dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    lfd = peer_listen(t->dir, 0, 4);
+    t->s = start_node(t->dir, 1, 4, " -global tempest-nc.coll-fanout=2");
+    t->fd0 = peer_accept(lfd, 0, 1, 4, CLUSTER);
+    close(lfd);
+    t->fd2 = peer_join(t->dir, 1, 2, 4, CLUSTER, NULL, 0, false);
+    t->fd3 = peer_join(t->dir, 1, 3, 4, CLUSTER, NULL, 0, false);
+    /* As node 0: every node is connected, the cluster is ready. */
+    fabric_st32(kind, FABRIC_MESH_ALL);
+    peer_send(t->fd0, FABRIC_MESH, 0, kind, sizeof(kind));
+    wait_ready(t->s);
+}
+
+static void inner_stop(Inner *t)
+{
+    close(t->fd0);
+    close(t->fd2);
+    close(t->fd3);
+    qtest_quit(t->s);
+    g_autofree char *p = g_strdup_printf("%s/node0.sock", t->dir);
+    unlink(p);
+    rmdir(t->dir);
+    g_free(t->dir);
+}
+
+/* Read frames from fd until one of type 'type' (its body in buf). */
+static uint32_t read_until(int fd, uint16_t type, uint8_t *buf, size_t cap)
+{
+    uint32_t len;
+
+    while (peer_read_frame(fd, buf, cap, &len) != type) {
+        /* MESH and the like: not what the test waits for */
+    }
+    return len;
+}
+
+/*
+ * A child's maximal, well-formed UP (every entry claiming the child)
+ * made the node forward more than the largest frame when it started its
+ * own collective: an assert killed QEMU.  Now such an UP counts as a
+ * failed report: the node forwards an error, within the frame limit.
+ */
+static void test_coll_up_maximal(void)
+{
+    Inner t;
+    g_autoptr(GByteArray) up = peer_coll(0, FABRIC_COLL_UP,
+                                         TEMPEST_COLL_COMBINE,
+                                         TEMPEST_COLL_ADD, TEMPEST_COLL_REDUCE,
+                                         TEMPEST_COLL_MAX_LANES, 0);
+    g_autofree uint8_t *buf = g_malloc(FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
+    uint32_t dropped, len;
+
+    inner_start(&t);
+    for (unsigned i = 0; i < TEMPEST_MAX_NODES; i++) {
+        peer_coll_entry(up, 3, 0, TEMPEST_COLL_MAX_LANES, i);
+    }
+    g_assert_cmpuint(up->len, ==, FABRIC_MAX_BODY);
+    dropped = qtest_readl(t.s, NC(TEMPEST_NC_DROPPED));
+    peer_send(t.fd3, FABRIC_COLL, 0, up->data, up->len);
+    g_assert_cmpuint(wait_at_least(t.s, TEMPEST_NC_DROPPED, dropped + 1), ==,
+                     dropped + 1);
+    /* Our own contribution: 64 lanes from RAM. */
+    g_assert_cmpuint(tq_command(t.s, TEMPEST_CMD_COLL_START,
+                                TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD,
+                                DST_BUF, TEMPEST_COLL_MAX_LANES, DST_BUF, 0),
+                     ==, TEMPEST_CMD_SUCCESS);
+    len = read_until(t.fd0, FABRIC_COLL, buf,
+                     FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
+    g_assert_cmpuint(len, <=, FABRIC_COLL_HDR +
+                     2 * FABRIC_COLL_ENTRY(TEMPEST_COLL_MAX_LANES));
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_COLL_UP);
+    g_assert_cmpuint(fabric_ld16(buf + FABRIC_HDR_SIZE + 10), ==,
+                     TEMPEST_COLL_E_MISMATCH);
+    /* The root's answer: the error, which the node reports. */
+    g_autoptr(GByteArray) down = peer_coll(0, FABRIC_COLL_DOWN,
+                                           TEMPEST_COLL_COMBINE,
+                                           TEMPEST_COLL_ADD,
+                                           TEMPEST_COLL_REDUCE,
+                                           TEMPEST_COLL_MAX_LANES,
+                                           TEMPEST_COLL_E_MISMATCH);
+    peer_send(t.fd0, FABRIC_COLL, 0, down->data, down->len);
+    g_assert_cmpuint(coll_done(t.s), ==, TEMPEST_COLL_ST_ERROR);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_COLL_ERROR)), ==,
+                     TEMPEST_COLL_E_MISMATCH);
+    /* ... and passes down to its child. */
+    read_until(t.fd3, FABRIC_COLL, buf, FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
+    g_assert_cmpuint(fabric_ld16(buf + FABRIC_HDR_SIZE + 10), ==,
+                     TEMPEST_COLL_E_MISMATCH);
+    inner_stop(&t);
+}
+
+/*
+ * A DOWN with fewer results than the collective has slots (an all-gather
+ * answered with one entry, or with entries of no lanes) made the node read
+ * past the frame and write uninitialised stack bytes into guest memory.
+ * Now it is a mismatch and the result memory is left alone.
+ */
+static void test_coll_down_short(void)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        Inner t;
+        g_autoptr(GByteArray) up = peer_coll(0, FABRIC_COLL_UP,
+                                             TEMPEST_COLL_ALLGATHER, 0, 0,
+                                             1, 0);
+        g_autoptr(GByteArray) down = peer_coll(0, FABRIC_COLL_DOWN,
+                                               TEMPEST_COLL_ALLGATHER, 0, 0,
+                                               variant ? 0 : 1, 0);
+        uint8_t pattern[32], after[32];
+        uint8_t buf[1024];
+
+        inner_start(&t);
+        memset(pattern, 0xa5, sizeof(pattern));
+        qtest_memwrite(t.s, DST_BUF, pattern, sizeof(pattern));
+        peer_coll_entry(up, 3, 0, 1, 33);
+        peer_send(t.fd3, FABRIC_COLL, 0, up->data, up->len);
+        g_assert_cmpuint(tq_command(t.s, TEMPEST_CMD_COLL_START,
+                                    TEMPEST_COLL_ALLGATHER, 0, 11, 0,
+                                    DST_BUF, 0), ==, TEMPEST_CMD_SUCCESS);
+        read_until(t.fd0, FABRIC_COLL, buf, sizeof(buf));
+        if (variant) {
+            /* Four entries of no lanes: 8 bytes each, no value. */
+            for (unsigned i = 0; i < 4; i++) {
+                peer_coll_entry(down, i, 0, 0, 0);
+            }
+        } else {
+            peer_coll_entry(down, 0, 0, 1, 77);     /* one of four */
+        }
+        peer_send(t.fd0, FABRIC_COLL, 0, down->data, down->len);
+        g_assert_cmpuint(coll_done(t.s), ==, TEMPEST_COLL_ST_ERROR);
+        g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_COLL_ERROR)), ==,
+                         TEMPEST_COLL_E_MISMATCH);
+        qtest_memread(t.s, DST_BUF, after, sizeof(after));
+        g_assert(memcmp(pattern, after, sizeof(after)) == 0);
+        inner_stop(&t);
+    }
+}
+
+/*
+ * UP frames from one child for one collective piled up without bound
+ * (each kept, +25 MiB per 50 maximal frames).  Now a second UP from a
+ * child is dropped and counted.
+ */
+static void test_coll_up_flood(void)
+{
+    Inner t;
+    g_autoptr(GByteArray) up = peer_coll(0, FABRIC_COLL_UP,
+                                         TEMPEST_COLL_COMBINE,
+                                         TEMPEST_COLL_ADD, TEMPEST_COLL_REDUCE,
+                                         TEMPEST_COLL_MAX_LANES, 0);
+    uint32_t dropped;
+    long rss0, rss1;
+
+    inner_start(&t);
+    for (unsigned i = 0; i < TEMPEST_MAX_NODES; i++) {
+        peer_coll_entry(up, 3, 0, TEMPEST_COLL_MAX_LANES, i);
+    }
+    dropped = qtest_readl(t.s, NC(TEMPEST_NC_DROPPED));
+    rss0 = peer_rss_kib(qtest_pid(t.s));
+    for (int i = 0; i < 50; i++) {
+        peer_send(t.fd3, FABRIC_COLL, 0, up->data, up->len);
+    }
+    g_assert_cmpuint(wait_at_least(t.s, TEMPEST_NC_DROPPED, dropped + 50),
+                     ==, dropped + 50);
+    rss1 = peer_rss_kib(qtest_pid(t.s));
+    g_test_message("RSS %ld KiB -> %ld KiB after 50 frames of %u bytes",
+                   rss0, rss1, (unsigned)up->len);
+    g_assert_cmpint(rss1 - rss0, <, 8 * 1024);
+    inner_stop(&t);
+}
+
+/*
+ * The asynchronous global OR: the root told every node of every change
+ * (N - 1 frames); now each node tells only its children.  Node 0 of 4 with
+ * fan-out 2: nodes 1 and 2 hear of it, node 3 (node 1's child) does not
+ * hear it from node 0.  Frames on one socket are in order, so node 3 sees
+ * the acknowledgement of its own broadcast with no AOR frame before it.
+ */
+static void test_aor_tree(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0, 4, " -global tempest-nc.coll-fanout=2");
+    int fd[4];
+    uint8_t buf[256];
+    uint32_t len;
+
+    for (unsigned i = 1; i < 4; i++) {
+        fd[i] = peer_join(dir, 0, i, 4, CLUSTER, NULL, 0, true);
+    }
+    wait_ready(s);
+    for (unsigned i = 1; i < 4; i++) {
+        read_until(fd[i], FABRIC_MESH, buf, sizeof(buf));   /* MESH_ALL */
+    }
+    for (int round = 0; round < 3; round++) {
+        g_autoptr(GByteArray) aor = peer_coll(0, FABRIC_AOR_UP, 0, 0, 0, 0, 0);
+        g_autoptr(GByteArray) bc = peer_coll(0, FABRIC_BCAST_UP, 0, 0, 0, 1, 0);
+        uint16_t type;
+
+        peer_coll_entry(aor, 1, !(round & 1), 0, 0);
+        peer_send(fd[1], FABRIC_COLL, 0, aor->data, aor->len);
+        for (unsigned i = 1; i <= 2; i++) {
+            read_until(fd[i], FABRIC_COLL, buf, sizeof(buf));
+            g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_AOR_DOWN);
+            g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 20) & 1, ==,
+                             !(round & 1));
+        }
+        g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_AOR_GLOBAL)), ==,
+                         !(round & 1));
+        peer_coll_entry(bc, 3, 0, 1, 1234);
+        peer_send(fd[3], FABRIC_COLL, 0, bc->data, bc->len);
+        type = peer_read_frame(fd[3], buf, sizeof(buf), &len);
+        g_assert_cmpuint(type, ==, FABRIC_COLL);
+        g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_BCAST_ACK);
+        /* The broadcast itself went down to 1 and 2 (not back to 3). */
+        for (unsigned i = 1; i <= 2; i++) {
+            read_until(fd[i], FABRIC_COLL, buf, sizeof(buf));
+            g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_BCAST_DOWN);
+        }
+    }
+    for (unsigned i = 1; i < 4; i++) {
+        close(fd[i]);
+    }
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/* Send a transfer-engine frame: kind, message id, then the body. */
+static void xfer_send(int fd, uint8_t kind, uint32_t mid, const void *body,
+                      size_t len)
+{
+    uint8_t f[FABRIC_XFER_HDR + 64] = { kind };
+
+    g_assert_cmpuint(len, <=, 64);
+    fabric_st32(f + 4, mid);
+    memcpy(f + FABRIC_XFER_HDR, body, len);
+    peer_send(fd, FABRIC_XFER, 0, f, FABRIC_XFER_HDR + len);
+}
+
+static void xfer_header(int fd, uint32_t mid, uint64_t len, uint64_t where,
+                        uint32_t flags)
+{
+    uint8_t h[32] = { 0 };
+
+    fabric_st64(h, len);
+    fabric_st64(h + 8, where);
+    fabric_st32(h + 16, flags);
+    xfer_send(fd, 1 /* XFER_HDR */, mid, h, sizeof(h));
+}
+
+/*
+ * Transfer headers were kept without bound (+12 MiB per 100k, none
+ * dropped); a peer may have no more under way than a node may start.  An
+ * aborted typed transfer that was waiting for a buffer left XFER_WAITING
+ * up for ever.
+ */
+static void test_xfer_headers(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0, 2, "");
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0, true);
+    const unsigned n = 20000;
+    long rss0, rss1;
+
+    wait_ready(s);
+    xfer_header(fd, 1000000, 100, 7, TEMPEST_XFER_TYPED);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_WAITING, ~0, 1), ==, 1);
+    xfer_send(fd, 5 /* XFER_ABORT */, 1000000, NULL, 0);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_WAITING, ~0, 0), ==, 0);
+
+    rss0 = peer_rss_kib(qtest_pid(s));
+    for (unsigned i = 0; i < n; i++) {
+        xfer_header(fd, i, 4096, RAM(0x100000), 0);
+    }
+    g_assert_cmpuint(wait_at_least(s, TEMPEST_NC_DROPPED,
+                                   n - TEMPEST_XFER_MAX_OUT), ==,
+                     n - TEMPEST_XFER_MAX_OUT);
+    rss1 = peer_rss_kib(qtest_pid(s));
+    g_test_message("RSS %ld KiB -> %ld KiB after %u transfer headers",
+                   rss0, rss1, n);
+    g_assert_cmpint(rss1 - rss0, <, 4 * 1024);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
+ * A peer that asks (fetch-and-op) and never reads the answers: the node
+ * stops reading it once 8 MiB of answers wait, so its memory stays
+ * bounded and it goes on serving its guest.  Before, every request was
+ * read and every answer queued.
+ */
+static void test_fop_unread(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0, 2, "");
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0, true);
+    uint8_t req[FABRIC_HDR_SIZE + FABRIC_XFER_HDR + 32] = { 0 };
+    g_autofree uint8_t *batch = NULL;
+    const unsigned per = 1024, max = 2000000;
+    unsigned sent = 0, stalls = 0;
+    long rss0, rss1;
+
+    wait_ready(s);
+    fabric_put_header(req, FABRIC_XFER, 0, FABRIC_XFER_HDR + 32);
+    req[FABRIC_HDR_SIZE] = 6;   /* XFER_FOP_REQ */
+    fabric_st64(req + FABRIC_HDR_SIZE + FABRIC_XFER_HDR + 8, RAM(0x1000));
+    batch = g_malloc(sizeof(req) * per);
+    for (unsigned i = 0; i < per; i++) {
+        memcpy(batch + i * sizeof(req), req, sizeof(req));
+    }
+    rss0 = peer_rss_kib(qtest_pid(s));
+    qemu_socket_set_nonblock(fd);
+    /* Write until the node stops reading (or far past any bound). */
+    while (sent < max && stalls < 200) {
+        size_t off = 0;
+
+        while (off < sizeof(req) * per) {
+            ssize_t w = write(fd, batch + off, sizeof(req) * per - off);
+
+            if (w > 0) {
+                off += w;
+                stalls = 0;
+            } else if (++stalls >= 200) {
+                break;
+            } else {
+                g_usleep(10000);
+            }
+        }
+        sent += off / sizeof(req);
+    }
+    rss1 = peer_rss_kib(qtest_pid(s));
+    g_test_message("%u requests written before the node stopped reading; "
+                   "RSS %ld KiB -> %ld KiB", sent, rss0, rss1);
+    g_assert_cmpuint(sent, <, max);
+    g_assert_cmpint(rss1 - rss0, <, 24 * 1024);
+    /* The node still serves its guest. */
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
+ * Connections that never say HELLO: each held a 1 MiB buffer, without
+ * limit (400 of them: 220 MiB).  Now at most 64 wait at once, each with a
+ * buffer of one HELLO; the others are closed at the door.
+ */
+static void test_silent_connections(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
+    QTestState *s = start_node(dir, 0, 2, "");
+    const int n = 300;
+    int fds[300], closed = 0;
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    long rss0, rss1;
+
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
+                     TEMPEST_FABRIC_CONNECTING);
+    rss0 = peer_rss_kib(qtest_pid(s));
+    for (int i = 0; i < n; i++) {
+        fds[i] = unix_connect(path, &error_abort);
+        /* One byte: not a HELLO yet (a refused one may be closed). */
+        g_assert(write(fds[i], "T", 1) == 1 || errno == EPIPE ||
+                 errno == ECONNRESET);
+    }
+    for (int i = 64; i < n; i++) {
+        struct pollfd p = { .fd = fds[i], .events = POLLIN };
+        int left = MAX(0, (end - g_get_monotonic_time()) / 1000);
+        char c;
+
+        /* The node answers the refused ones by closing them. */
+        /* Closed with our byte unread: end of file or a reset. */
+        if (poll(&p, 1, left) == 1 &&
+            (read(fds[i], &c, 1) == 0 || errno == ECONNRESET)) {
+            closed++;
+        }
+    }
+    rss1 = peer_rss_kib(qtest_pid(s));
+    g_test_message("%d of %d silent connections closed; RSS %ld -> %ld KiB",
+                   closed, n, rss0, rss1);
+    g_assert_cmpint(closed, >=, n - 64 - 8);
+    g_assert_cmpint(rss1 - rss0, <, 8 * 1024);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0);
+    for (int i = 0; i < n; i++) {
+        close(fds[i]);
+    }
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
+ * connect() was called blocking from the main loop: a peer whose listen
+ * backlog is full froze the node (monitor and vCPUs) for as long as the
+ * connect blocked.  Node 1 dials node 0, whose backlog we keep full: the
+ * node must still answer its registers meanwhile, then join once node 0
+ * accepts.
+ */
+static void test_connect_async(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
+    int lfd = peer_listen(dir, 0, 0);
+    int filler[8], nfill = 0;
+    QTestState *s;
+    int fd;
+    uint8_t kind[4];
+
+    /* Fill the backlog: further connects block. */
+    for (nfill = 0; nfill < 8; nfill++) {
+        filler[nfill] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+        if (connect(filler[nfill], (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+            close(filler[nfill]);
+            break;
+        }
+    }
+    s = start_node(dir, 1, 2, "");
+    /* Its main loop runs: the monitor and the registers answer. */
+    for (int i = 0; i < 100; i++) {
+        qtest_writel(s, NC(TEMPEST_NC_SCRATCH), i);
+        g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, i);
+    }
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
+                     TEMPEST_FABRIC_CONNECTING);
+    /* Now node 0 answers: drain the fillers, then take the node. */
+    for (int i = 0; i < nfill; i++) {
+        close(accept(lfd, NULL, NULL));
+        close(filler[i]);
+    }
+    fd = peer_accept(lfd, 0, 1, 2, CLUSTER);
+    fabric_st32(kind, FABRIC_MESH_ALL);
+    peer_send(fd, FABRIC_MESH, 0, kind, sizeof(kind));
+    wait_ready(s);
+    close(fd);
+    close(lfd);
+    qtest_quit(s);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A peer that does not know the key is refused, whatever it claims. */
+static void test_auth_refused(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
+    QTestState *s = start_node(dir, 0, 2, "");
+    uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
+    uint8_t mac[FABRIC_AUTH_SIZE] = { 0 };
+    FabricHello h = {
+        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = CLUSTER,
+        .node = 1, .nodes = 2, .credits = 32,
+    };
+    uint32_t len;
+    int fd = unix_connect(path, &error_abort);
+    char c;
+
+    fabric_put_hello(frame, &h);
+    g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
+    g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
+                     FABRIC_HELLO);
+    g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
+                     FABRIC_AUTH);
+    peer_send(fd, FABRIC_AUTH, 0, mac, sizeof(mac));    /* a wrong proof */
+    g_assert_cmpint(read(fd, &c, 1), ==, 0);            /* closed */
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 0);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    signal(SIGPIPE, SIG_IGN);   /* a closed socket is an answer, not death */
+    qtest_add_func("/tempest/peer/coll-up-maximal", test_coll_up_maximal);
+    qtest_add_func("/tempest/peer/coll-down-short", test_coll_down_short);
+    qtest_add_func("/tempest/peer/coll-up-flood", test_coll_up_flood);
+    qtest_add_func("/tempest/peer/aor-tree", test_aor_tree);
+    qtest_add_func("/tempest/peer/xfer-headers", test_xfer_headers);
+    qtest_add_func("/tempest/peer/fop-unread", test_fop_unread);
+    qtest_add_func("/tempest/peer/silent-connections",
+                   test_silent_connections);
+    qtest_add_func("/tempest/peer/connect-async", test_connect_async);
+    qtest_add_func("/tempest/peer/auth-refused", test_auth_refused);
+    return g_test_run();
+}
