@@ -7,9 +7,18 @@
  *   - the same with TPPI_MAX_AM_BYTES bodies (received with TPPI_recv_R
  *     and sent back with TPPI_send_R, several packets each way);
  *   - the one-way rate: main() sends STREAM one-word messages, node 1's
- *     handler counts them and answers the last one.
+ *     handler counts them and answers the last one;
+ *   - a timer in a message storm: main() sends STORM messages whose
+ *     handlers on node 1 each take SLOW_NS; the STORM_AT-th schedules a
+ *     timer TIMER_NS out, which runs before the messages still waiting
+ *     (Tempest section 2's priorities) but later than its deadline by
+ *     however long the host takes to deliver the device's timer event
+ *     (timer_late_ns), with timer_late_msgs handlers started between
+ *     the deadline and it.  tests/guest/am_timers.c checks the order;
+ *     these figures are measured here.
  * and prints one line:
  *   am_bench: rtt_empty_ns=N rtt_full_ns=N oneway_ns=N rate=N
+ *             timer_late_ns=N timer_late_msgs=N
  * Usage: am_bench [ROUNDS [STREAM [SPIN_US]]] (SPIN_US: see
  * tempest_set_spin_us()).
  */
@@ -25,6 +34,17 @@ static unsigned stream = 100000;
 static volatile unsigned left; /* volatile: set by handlers */
 static volatile uint64_t t_end; /* volatile: set by handlers */
 static volatile unsigned counted; /* volatile: set by handlers */
+
+#define STORM       4000
+#define STORM_AT    500
+#define SLOW_NS     50000
+#define TIMER_NS    10000000ULL
+static volatile unsigned slow_count;    /* volatile: set by handlers */
+static volatile unsigned late_msgs;     /* volatile: set by handlers */
+static volatile uint64_t timer_due;     /* volatile: set by handlers */
+static volatile int timer_ran;          /* volatile: set by the timer */
+static volatile uint64_t late_ns;       /* volatile: set by a handler */
+static uint64_t timer_late;
 
 static void pong_empty(TPPI_NodeId src, int size);
 
@@ -78,6 +98,56 @@ static void stream_h(TPPI_NodeId src, int size)
     }
 }
 
+static void late_h(TPPI_NodeId src, int size)
+{
+    uint32_t lo = (uint32_t)TPPI_recv_W(), hi = (uint32_t)TPPI_recv_W();
+
+    (void)src;
+    (void)size;
+    late_msgs = (unsigned)TPPI_recv_W();
+    late_ns = (uint64_t)hi << 32 | lo;
+    t_end = rt_time_ns();
+}
+
+/* Node 1, once the storm is handled and its timer ran: the figures. */
+static void storm_report(void)
+{
+    TPPI_send_WWW(0, late_h, (int)(uint32_t)timer_late,
+                  (int)(uint32_t)(timer_late >> 32), (int)late_msgs);
+}
+
+static void storm_timer(void *arg)
+{
+    (void)arg;
+    timer_late = rt_time_ns() - timer_due;
+    timer_ran = 1;
+    if (slow_count >= STORM) {
+        storm_report();
+    }
+}
+
+static void slow_h(TPPI_NodeId src, int size)
+{
+    uint64_t t0 = rt_time_ns();
+
+    (void)src;
+    (void)size;
+    (void)TPPI_recv_W();
+    if (timer_due && !timer_ran && t0 >= timer_due) {
+        late_msgs++;
+    }
+    while (rt_time_ns() - t0 < SLOW_NS) {
+        /* a handler doing real work */
+    }
+    if (++slow_count == STORM_AT) {
+        timer_due = rt_time_ns() + TIMER_NS;
+        TPPI_schedule_timer((int)(TIMER_NS / 1000), storm_timer, NULL);
+    }
+    if (slow_count == STORM && timer_ran) {
+        storm_report();
+    }
+}
+
 static int ended(void *arg)
 {
     (void)arg;
@@ -117,10 +187,19 @@ static void start_stream(void)
     }
 }
 
+static void start_storm(void)
+{
+    unsigned i;
+
+    for (i = 0; i < STORM; i++) {
+        TPPI_send_W(1, slow_h, (int)i);
+    }
+}
+
 static int always(void *arg)
 {
     (void)arg;
-    return counted >= stream;
+    return counted >= stream && slow_count >= STORM && timer_ran;
 }
 
 int main(int argc, char **argv)
@@ -149,9 +228,12 @@ int main(int argc, char **argv)
     empty = timed(start_empty) / rounds;
     full = timed(start_full) / (rounds / 4);
     one = timed(start_stream) / stream;
+    (void)timed(start_storm);
     printf("am_bench: rtt_empty_ns=%llu rtt_full_ns=%llu oneway_ns=%llu "
-           "rate=%llu\n", (unsigned long long)empty,
-           (unsigned long long)full, (unsigned long long)one,
-           (unsigned long long)(1000000000ULL / (one ? one : 1)));
+           "rate=%llu timer_late_ns=%llu timer_late_msgs=%u\n",
+           (unsigned long long)empty, (unsigned long long)full,
+           (unsigned long long)one,
+           (unsigned long long)(1000000000ULL / (one ? one : 1)),
+           (unsigned long long)late_ns, late_msgs);
     return 0;
 }

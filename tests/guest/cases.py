@@ -6,6 +6,7 @@ real QEMUs, real consoles) and checks its exit status, its summary line,
 what it streamed with '[node K]' prefixes, and each node's log file.
 """
 
+import json
 import os
 import re
 import shutil
@@ -168,7 +169,12 @@ class Interrupt(Run):
             time.sleep(0.05)
         self.interrupt(p, elf)
         out, _ = p.communicate(timeout=30)
+        # Nodes killed on the launcher's behalf may take a moment to go.
+        deadline = time.monotonic() + 5
         left = _qemus_running(elf)
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = _qemus_running(elf)
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         ok, detail, out = self.check(p.returncode, out, run_dir)
@@ -228,6 +234,75 @@ class KillNode(Interrupt):
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if marker.encode() in f.read():
                     os.kill(pid, signal.SIGKILL)
+
+
+class KillLauncher(Interrupt):
+    """SIGKILL the launcher itself mid-run: no node may outlive it."""
+
+    def interrupt(self, p, elf):
+        os.kill(p.pid, signal.SIGKILL)
+
+
+class Refused:
+    """'scripts/tempest run' with a program or a setting the machine does
+    not take: refused at once with a clear message (exit 1), before
+    anything is started (no log, no command.txt in the run directory)."""
+
+    def __init__(self, name, opts, message, program="exit_code"):
+        self.name = name
+        self.opts = list(opts)
+        self.message = message
+        self.program = program
+
+    def run(self, runs):
+        run_dir = os.path.join(runs, self.name)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        cmd = [sys.executable, TEMPEST, "run", "--run-dir", run_dir] + \
+            self.opts + [prog(self.program), "0"]
+        r = subprocess.run(cmd, capture_output=True, text=True,
+                           errors="replace", timeout=120,
+                           stdin=subprocess.DEVNULL)
+        out = r.stdout + r.stderr
+        problems = []
+        if r.returncode != 1:
+            problems.append(f"exit status {r.returncode}, expected 1")
+        if not re.search(self.message, out, re.M):
+            problems.append(f"no message matching /{self.message}/")
+        started = os.listdir(run_dir) if os.path.isdir(run_dir) else []
+        if started:
+            problems.append(f"started anyway: {', '.join(sorted(started))}")
+        return not problems, "; ".join(problems), out
+
+
+class BenchJson:
+    """'scripts/tempest bench NAME --json': standard output is JSON alone
+    (progress goes to standard error), one row per measurement."""
+
+    def __init__(self, name, bench, opts=()):
+        self.name = name
+        self.bench = bench
+        self.opts = list(opts)
+
+    def run(self, runs):
+        cmd = [sys.executable, TEMPEST, "bench", self.bench, "--json"] + \
+            self.opts
+        r = subprocess.run(cmd, capture_output=True, text=True,
+                           errors="replace", timeout=600,
+                           stdin=subprocess.DEVNULL)
+        problems = []
+        if r.returncode != 0:
+            problems.append(f"exit status {r.returncode}")
+        try:
+            rows = json.loads(r.stdout)[self.bench]
+            if not rows or not all({"what", "median_s", "ratio"} <= set(row)
+                                   for row in rows):
+                problems.append("rows without what, median_s, ratio")
+        except (ValueError, KeyError, TypeError) as e:
+            problems.append(f"stdout is not the JSON of '{self.bench}': {e}")
+        if not re.search(rf"^tempest: bench {self.bench}\b", r.stderr, re.M):
+            problems.append("no progress on stderr")
+        return (not problems, "; ".join(problems),
+                f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
 
 
 def node_lines(fmt, nodes):
@@ -306,6 +381,34 @@ CASES = [
         timeout=3, summary=r"timeout after 3 s"),
     Interrupt("ctrl-c", "crash_unmapped", nodes=2, args=["99"], status=130,
               timeout=60, summary=r"interrupted"),
+    # A launcher killed outright (SIGKILL: no handler runs) leaves no node
+    # behind either.
+    KillLauncher("launcher-killed", "crash_unmapped", nodes=2, args=["99"],
+                 status=-9, timeout=60),
+    # The launcher refuses, at once and before starting any QEMU, what the
+    # machine cannot run: anything but an aarch64 ELF executable, and
+    # settings beyond the machine's limits (tempest-hw.h) or the device's.
+    Refused("run-not-elf", ["-n", "2", "--timeout", "20"],
+            r"README\.rst is not an ELF file",
+            program=os.path.join(ROOT, "README.rst")),
+    Refused("run-host-elf", ["--timeout", "20"],
+            r"is an ELF for .*, not aarch64|is a shared object or PIE",
+            program="/usr/bin/true"),
+    Refused("run-too-many-nodes", ["-n", "5000"],
+            r"-n 5000: the machine has 1 to \d+ nodes"),
+    Refused("run-too-many-cpus", ["--smp", "9"],
+            r"--smp 9: a node has 1 to 8 CPUs"),
+    Refused("run-bad-mem", ["--mem", "0"], r"--mem 0M: a node has more"),
+    Refused("run-too-much-mem", ["--mem", "17G"],
+            r"--mem 17G: .*at most 16384 MiB"),
+    Refused("run-bad-tagmem", ["--tagmem", "6K"],
+            r"--tagmem 6K: whole 4 KiB pages"),
+    Refused("run-bad-credits", ["-n", "2", "--credits", "5000"],
+            r"--credits 5000: 1 to 4096"),
+    Refused("run-negative-timeout", ["--timeout", "-1"],
+            r"--timeout -1: seconds, 0 or more"),
+    # Issue 9: 'bench --json' prints JSON alone on standard output.
+    BenchJson("bench-json", "boot", ["--repeat", "1", "--no-build"]),
     # The machine refuses impossible settings with a clear error.
     Qemu("machine-bad-node-id",
          ["-M", "tempest,node-id=4,num-nodes=4"],
@@ -473,8 +576,13 @@ CASES += [
     tags("tags-resume-smp3", "tags_resume", smp=3, absent=CLEAN),
     # Tempest 3.2.6 under a race: no store lands after a downgrade has
     # returned while another vCPU stores without pause; loads never see
-    # data older than an upgrade.
-    tags("tags-race-smp3", "tags_race", smp=3, absent=CLEAN),
+    # data older than an upgrade.  How often the race happened is the
+    # host scheduler's doing: printed, never a failure.
+    tags("tags-race-smp3", "tags_race", smp=3, absent=CLEAN,
+         nodes_expect={0: [r"^tags_race ok",
+                           r"^downgrades: \d+ rounds, race exercised .* 0 "
+                           r"stores landed after a downgrade",
+                           r"^upgrades: \d+ rounds, race exercised"]}),
     # Tempest 3.3.2-3.3.3: Ba items first, in the middle and last, sizes
     # 64 to 2048, tag changes at both ends, to another node and to itself,
     # refusals.
@@ -795,11 +903,14 @@ CASES += [
              r"such node in the cluster",
              r"retry: 200 transfers of 64 KiB started back to back, all "
              r"sent"]),
-    # FLASH 3.3.2 / issue 6: an active message's round trip while a
-    # 64 MiB transfer runs is not held behind it (both printed).
+    # FLASH 3.3.2 / issue 6: active messages are not held behind a
+    # 64 MiB transfer: round trips complete while it is under way.  Their
+    # times are printed, not checked ('scripts/tempest bench bulk'
+    # measures them).
     xfer("xfer-latency", "xfer_latency", 2, 2, mem="256M",
          nodes_expect={0: [r"^idle: active-message round trip",
-                           r"^busy: 64 MiB transfer in"]}),
+                           r"^busy: 64 MiB transfer in .*; [1-9]\d* round "
+                           r"trips during it"]}),
 ]
 
 # ---------------------------------------------------------------------------

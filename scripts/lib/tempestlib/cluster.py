@@ -5,12 +5,18 @@ Every node's console is streamed with a '[node K]' prefix and written to
 its own log file in a run directory.  The run ends with 0 only if every node
 exited 0; otherwise with the first failing node's status and a one-line
 summary naming it.  On Ctrl-C, on timeout, or when one node fails, the other
-nodes are stopped; no process is left behind (each QEMU also dies with the
-launcher through PR_SET_PDEATHSIG).
+nodes are stopped; no process is left behind, not even when the launcher
+itself is killed (see Watchdog).
+
+Nothing is started before the program and the settings are known to be
+ones the machine accepts: an aarch64 ELF executable, and every machine
+limit as hw/include/standard-headers/tempest/tempest-hw.h states it.
 """
 
 import argparse
-import ctypes
+import ast
+import math
+import operator
 import os
 import random
 import re
@@ -23,10 +29,14 @@ import tempfile
 import threading
 import time
 
-from .common import QEMU_BIN, RUNS, StepError, rel, say
+from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say
 from .stategraph import RECORD, Records
 
-PR_SET_PDEATHSIG = 1
+HW_HEADER = os.path.join(ROOT, "hw", "include", "standard-headers",
+                         "tempest", "tempest-hw.h")
+# The node controller's realize refuses other credit counts
+# (hw/tempest/tempest-nc.c); the header does not name this limit.
+MAX_CREDITS = 4096
 STATUS_TIMEOUT = 124
 STATUS_INTERRUPTED = 130
 FAIL_GRACE = 0.5      # seconds the others get to report a failed node
@@ -96,13 +106,228 @@ def guest_cmdline(program, args):
                     [os.path.basename(program)] + list(args))
 
 
-def _die_with_parent():
-    os.setpgrp()
+MEM_UNITS = {"": 1 << 20, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def mem_bytes(text):
+    """Bytes of a size as parse_mem writes it (a number and K, M or G)."""
+    m = re.fullmatch(r"(\d+)([KMGkmg]?)", text)
+    if not m:
+        raise StepError(f"run: bad memory size '{text}' (use e.g. 256M)")
+    return int(m.group(1)) * MEM_UNITS[m.group(2).upper()]
+
+
+_C_OPS = {ast.Add: operator.add, ast.Sub: operator.sub,
+          ast.Mult: operator.mul, ast.LShift: operator.lshift,
+          ast.RShift: operator.rshift, ast.BitOr: operator.or_}
+
+
+def _c_int(expr):
+    """The value of a C integer constant expression of the header (numbers
+    with U/L suffixes, parentheses, + - * << >> |), or None."""
+    def value(node):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _C_OPS:
+            return _C_OPS[type(node.op)](value(node.left), value(node.right))
+        raise ValueError(expr)
+
+    expr = re.sub(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b", r"\1", expr)
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return value(ast.parse(expr, mode="eval").body)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def machine_limits(header=HW_HEADER):
+    """The machine's limits, read from the header the device is built with
+    (nodes, CPUs, RAM, tagged memory and its page size)."""
+    want = {"TEMPEST_MAX_NODES": "nodes", "TEMPEST_MAX_CPUS": "cpus",
+            "TEMPEST_RAM_MAX": "ram", "TEMPEST_TAGMEM_MAX": "tagmem",
+            "TEMPEST_PAGE_SHIFT": "page_shift"}
+    limits = {}
+    try:
+        with open(header) as f:
+            for line in f:
+                m = re.match(r"#define\s+(TEMPEST_\w+)\s+(.*?)\s*"
+                             r"(?:/\*.*)?$", line)
+                if m and m.group(1) in want:
+                    limits[want[m.group(1)]] = _c_int(m.group(2))
+    except OSError as e:
+        raise StepError(f"run: cannot read the machine's limits: {e}")
+    missing = [k for k, v in want.items() if limits.get(v) is None]
+    if missing:
+        raise StepError(f"run: {rel(header)} defines no usable "
+                        f"{', '.join(missing)}")
+    limits["credits"] = MAX_CREDITS
+    return limits
+
+
+ELF_MACHINES = {3: "x86 (i386)", 8: "MIPS", 20: "PowerPC", 21: "PowerPC64",
+                22: "s390", 40: "32-bit ARM", 62: "x86-64", 183: "aarch64",
+                243: "RISC-V"}
+EM_AARCH64 = 183
+ET_EXEC = 2
+
+
+def check_program(path):
+    """Refuse at once anything but an aarch64 ELF executable (what the
+    tempest machine's loader boots; anything else it would load as a raw
+    image and run as garbage until the timeout)."""
+    if not os.path.isfile(path):
+        raise StepError(f"run: no such program: {path}")
+    try:
+        with open(path, "rb") as f:
+            h = f.read(64)
+    except OSError as e:
+        raise StepError(f"run: cannot read {path}: {e.strerror}")
+    what = None
+    if len(h) < 20 or h[:4] != b"\x7fELF":
+        what = "is not an ELF file"
+    elif h[4] != 2:
+        what = ("is a 32-bit ELF (ELFCLASS32)" if h[4] == 1 else
+                f"has ELF class {h[4]}") + ", not ELFCLASS64"
+    elif h[5] != 1:
+        what = ("is a big-endian ELF" if h[5] == 2 else
+                f"has ELF data encoding {h[5]}") + ", not little-endian"
+    else:
+        e_type = int.from_bytes(h[16:18], "little")
+        e_machine = int.from_bytes(h[18:20], "little")
+        if e_machine != EM_AARCH64:
+            name = ELF_MACHINES.get(e_machine, "another architecture")
+            what = f"is an ELF for {name} (e_machine {e_machine}), not aarch64"
+        elif e_type != ET_EXEC:
+            kind = {1: "a relocatable object (ET_REL)",
+                    3: "a shared object or PIE (ET_DYN)",
+                    4: "a core dump (ET_CORE)"}.get(e_type,
+                                                    f"ELF type {e_type}")
+            what = f"is {kind}, not an executable (ET_EXEC)"
+    if what:
+        raise StepError(f"run: {path} {what}; the tempest machine runs "
+                        "aarch64 ELF executables built with 'scripts/tempest "
+                        "cc'")
+
+
+def check_settings(nodes, smp, mem, tagmem, credits, timeout, limits=None):
+    """Refuse any setting the machine would refuse, before starting it."""
+    lim = limits or machine_limits()
+    problems = []
+    if not 1 <= nodes <= lim["nodes"]:
+        problems.append(f"-n {nodes}: the machine has 1 to {lim['nodes']} "
+                        "nodes")
+    if not 1 <= smp <= lim["cpus"]:
+        problems.append(f"--smp {smp}: a node has 1 to {lim['cpus']} CPUs")
+    ram = mem_bytes(mem)
+    if not 0 < ram <= lim["ram"]:
+        problems.append(f"--mem {mem}: a node has more than 0 and at most "
+                        f"{lim['ram'] >> 20} MiB of RAM")
+    if tagmem is not None:
+        tm, page = mem_bytes(tagmem), 1 << lim["page_shift"]
+        if tm > lim["tagmem"] or tm % page:
+            problems.append(f"--tagmem {tagmem}: whole {page >> 10} KiB "
+                            f"pages, at most {lim['tagmem'] >> 20} MiB (0: "
+                            "none)")
+    if credits is not None and not 1 <= credits <= lim["credits"]:
+        problems.append(f"--credits {credits}: 1 to {lim['credits']}")
+    if not (math.isfinite(timeout) and timeout >= 0):
+        problems.append(f"--timeout {timeout:g}: seconds, 0 or more (0: "
+                        "never)")
+    if problems:
+        raise StepError("run: refused before starting anything: " +
+                        "; ".join(problems))
+
+
+def _start_time(pid):
+    """A process's start time (/proc/PID/stat field 22): with the pid, it
+    names one process even after the pid is recycled; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class Watchdog:
+    """Kills the nodes if the launcher dies without stopping them.
+
+    subprocess.Popen's preexec_fn (which the launcher used to set each
+    QEMU's PR_SET_PDEATHSIG) is unsafe while other threads run, and the
+    console readers do; nothing but code run in the child between fork and
+    exec, or a wrapper program, can set a child's parent-death signal.  So
+    each node is started in its own process group (process_group=0: Ctrl-C
+    on the terminal reaches only the launcher, which stops the nodes
+    itself), and this small process, in its own session, holds the read
+    end of a pipe whose only write end the launcher holds.  The launcher
+    tells it each node's pid and start time as it starts it (the node
+    cannot have been reaped yet, so the pid is still the node's); the
+    watchdog takes a pidfd of it, which from then on names that process
+    and no other.  When the pipe closes (the launcher ended, even by
+    SIGKILL) it SIGKILLs every node still alive through its pidfd; nodes
+    already gone are left alone, a recycled pid is never hit.  A watchdog
+    that dies makes the launcher's next write fail, which stops the run
+    loudly.  (A node started in the instant between Popen returning and
+    the launcher telling the watchdog could outlive a launcher SIGKILLed
+    in that instant; PR_SET_PDEATHSIG set after fork had the same kind of
+    window.)
+    """
+
+    CODE = r"""
+import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+def start(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+nodes = []
+for line in sys.stdin:
+    pid, t = int(line.split()[0]), line.split()[1]
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        continue
+    except OSError:
+        fd = None                   # no pidfds: check the start time again
+    if start(pid) == t:
+        nodes.append((pid, t, fd))
+    elif fd is not None:
+        os.close(fd)
+for pid, t, fd in nodes:
+    try:
+        if fd is not None:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        elif start(pid) == t:
+            os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
+"""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", self.CODE],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            start_new_session=True, text=True, bufsize=1)
+
+    def watch(self, pid):
+        """Kill pid, a child not yet reaped, if the launcher dies."""
+        try:
+            self.proc.stdin.write(f"{pid} {_start_time(pid)}\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            raise StepError("run: the launcher's watchdog ended (exit "
+                            f"{self.proc.poll()}); stopping the run")
+
+    def close(self):
+        """The run is over and every node was stopped: the watchdog ends
+        on its own (nothing it watches is alive); not waited for, so that
+        a short run does not wait for its start-up."""
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.proc.poll()
 
 
 class Node:
@@ -207,11 +432,13 @@ def new_run_dir(program):
 def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
                 tcp=False, credits=None, tagmem=None):
-    """Boot the cluster and wait for it; returns a RunResult."""
+    """Boot the cluster and wait for it; returns a RunResult.  A program or
+    a setting the machine would refuse raises StepError before anything is
+    started."""
+    check_program(program)
+    check_settings(nodes, smp, mem, tagmem, credits, timeout)
     if not os.path.exists(QEMU_BIN):
         raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
-    if not os.path.isfile(program):
-        raise StepError(f"run: no such program: {program}")
     out = out or sys.stdout
     run_dir = run_dir or new_run_dir(program)
     os.makedirs(run_dir, exist_ok=True)
@@ -266,12 +493,16 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     if in_main:
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
+    watchdog = None
     try:
+        watchdog = Watchdog()
         for n in ns:
+            # Its own process group: Ctrl-C reaches the launcher only.
             n.proc = subprocess.Popen(n.cmd, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT,
-                                      preexec_fn=_die_with_parent)
+                                      process_group=0)
+            watchdog.watch(n.proc.pid)
             n.reader = threading.Thread(target=pump, args=(n,), daemon=True)
             n.reader.start()
 
@@ -314,6 +545,8 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
             time.sleep(0.01)
     finally:
         _stop(ns)
+        if watchdog:
+            watchdog.close()
         for n in ns:
             if n.reader:
                 n.reader.join(timeout=5)

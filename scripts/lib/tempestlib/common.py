@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Paths, messages and process helpers shared by the tempest commands."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -21,11 +22,32 @@ class StepError(Exception):
 
 
 def say(msg):
-    print(f"tempest: {msg}", flush=True)
+    """Progress and summaries: standard error, so that standard output
+    carries only what a command produces (consoles, results, JSON)."""
+    print(f"tempest: {msg}", file=sys.stderr, flush=True)
 
 
 def fail(msg):
     print(f"tempest: error: {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Within the block, everything written to standard output, by Python
+    or by any program it runs (a build's progress), goes to standard error
+    instead; yields a file on the real standard output."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    real = os.fdopen(os.dup(saved), "w")
+    os.dup2(2, 1)
+    try:
+        yield real
+    finally:
+        sys.stdout.flush()
+        real.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        real.close()
 
 
 def rel(path):
