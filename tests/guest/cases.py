@@ -687,6 +687,8 @@ def strata_sizes(name, program, sizes=(1, 2, 5, 16), **kw):
 
 RADIX = "examples/radix-sort/radix.elf"
 EXIT_GONE = [r"\*\*\* CRASH"]
+MISMATCH = (r"StrataFail: control network: the nodes started different "
+            r"control-network operations")
 
 CASES += (
     # Strata 3 and 9.4: globals and macros, StrataInit twice, ClearMemory,
@@ -797,6 +799,17 @@ CASES += (
                                    r"is not in the partition of 1"]),
            ("early", 1, 0, 255, [r"StrataFail: Barrier called before "
                                  r"StrataInit"]))]
+    # Strata 4.3 misused: CombineVector with different lengths per node
+    # ends on every node with StrataFail naming the mismatch: no QEMU
+    # crashes (the root over-read its heap), no hang (with 18 or more
+    # nodes an inner node's forward was dropped: all waited for ever).
+    + [StrataRun(f"strata-mismatch-{n}", "strata_mismatch", nodes=n, smp=1,
+                 mem="64M", status=255, timeout=60,
+                 summary=r"node \d+ failed with status 255",
+                 nodes_expect={0: [MISMATCH], 1: [MISMATCH]},
+                 absent=EXIT_GONE + [r"mismatch went unseen",
+                                     r"killed by signal", r"timed out"])
+       for n in (2, 20)]
     # Strata 1: the radix sort example, sorted and a permutation of its
     # input, with its state graph.
     + [strata(f"strata-radix-{n}", RADIX, n, timeout=90,
