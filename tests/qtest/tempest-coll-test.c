@@ -76,6 +76,19 @@ static uint32_t coll_wait(QTestState *s)
     return st;
 }
 
+/* A barrier (an OR reduction) on every node; waits until all are done. */
+static void barrier_all(Cluster *c)
+{
+    for (unsigned i = 0; i < c->n; i++) {
+        g_assert_cmpuint(coll_start(c->node[i], TEMPEST_COLL_COMBINE,
+                                    TEMPEST_COLL_OR, TEMPEST_COLL_REDUCE, 0,
+                                    0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
+    }
+    for (unsigned i = 0; i < c->n; i++) {
+        g_assert_cmpuint(coll_wait(c->node[i]), ==, TEMPEST_COLL_ST_DONE);
+    }
+}
+
 /* Every node contributes value[i]; returns nothing, checks the results. */
 static void scalar_round(Cluster *c, unsigned fn, unsigned variant,
                          const uint64_t *value, const uint8_t *seg,
@@ -245,10 +258,20 @@ static void test_broadcast_and_async_or(void)
         g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_AOR_GLOBAL)),
                          ==, 1);
     }
+    /*
+     * A barrier is a fence for the OR bits: each node's bit goes to the
+     * root on the same link and ahead of its barrier contribution, and
+     * any change of the OR comes down ahead of the barrier's result.  So
+     * after it every node sees the OR of the bits set before it.
+     */
     qtest_writel(c.node[1], NC(TEMPEST_NC_AOR_SET), 1);
+    barrier_all(&c);
     qtest_writel(c.node[2], NC(TEMPEST_NC_AOR_SET), 0);
-    g_usleep(50 * 1000);
-    g_assert_cmpuint(qtest_readl(c.node[3], NC(TEMPEST_NC_AOR_GLOBAL)), ==, 1);
+    barrier_all(&c);
+    for (unsigned i = 0; i < 4; i++) {
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_AOR_GLOBAL)),
+                         ==, 1);
+    }
     qtest_writel(c.node[1], NC(TEMPEST_NC_AOR_SET), 0);
     for (unsigned i = 0; i < 4; i++) {
         gint64 end = g_get_monotonic_time() + TQ_WAIT_US;

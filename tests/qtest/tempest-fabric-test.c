@@ -236,10 +236,14 @@ static void test_flow_control(void)
     qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
     tq_wait_mem32(c.node[1], RQ_BASE + 3 * 256, TEMPEST_PKT_VALID,
                TEMPEST_PKT_VALID);
-    /* 4 in the ring, 8 more waiting in node 1's device: no more sent. */
-    g_usleep(100 * 1000);
-    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SQ0_HEAD)), ==, 12);
+    /*
+     * 4 in the ring, 8 more waiting in node 1's device: the sender's 8
+     * credits are spent and it stalls; nothing moves until node 1 reads.
+     */
+    g_assert_cmpuint(tq_wait_reg(c.node[0], TEMPEST_NC_SQ0_HEAD, ~0, 12), ==,
+                     12);
     g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_TX_STALLS)), >=, 1);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SQ0_HEAD)), ==, 12);
     g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_RX_PACKETS)),
                      ==, 4);
 

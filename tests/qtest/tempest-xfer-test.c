@@ -126,8 +126,8 @@ static void test_typed(void)
     qtest_memset(p.n[0], src, 0x5a, 4096);
     g_assert_cmpuint(tq_command(p.n[0], TEMPEST_CMD_XFER, 1, src, 3000, 7, 1,
                              TEMPEST_XFER_TYPED), ==, TEMPEST_CMD_SUCCESS);
-    g_usleep(50 * 1000);
-    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_WAITING)), ==, 1);
+    g_assert_cmpuint(tq_wait_reg(p.n[1], TEMPEST_NC_XFER_WAITING, ~0, 1), ==,
+                     1);
     g_assert_cmpuint(tq_command(p.n[1], TEMPEST_CMD_BUF_POST, 7, RAM(0x900000),
                              4096, 0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
@@ -243,7 +243,9 @@ static void test_self(void)
     qtest_memset(s, RAM(0x400000), 0x3c, 100000);
     g_assert_cmpuint(tq_command(s, TEMPEST_CMD_XFER, 0, RAM(0x400000), 100000,
                              RAM(0x500001), 0, 0), ==, TEMPEST_CMD_SUCCESS);
-    g_usleep(50 * 1000);
+    g_assert_cmphex(tq_wait_mem32(s, CQ_BASE + 32, TEMPEST_EV_VALID,
+                                  TEMPEST_EV_VALID) & TEMPEST_EV_VALID, ==,
+                    TEMPEST_EV_VALID);
     g_assert_cmphex(qtest_readb(s, RAM(0x500001) + 99999), ==, 0x3c);
     g_assert_cmphex(qtest_readl(s, CQ_BASE) & TEMPEST_EV_TYPE_MASK, ==,
                     TEMPEST_EV_XFER_RECV);
