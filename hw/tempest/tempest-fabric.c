@@ -14,6 +14,7 @@
 #include "qemu/timer.h"
 #include "qemu/units.h"
 #include "qemu/guest-random.h"
+#include "crypto/secret_common.h"
 #include "io/channel-socket.h"
 #include "system/system.h"
 #include "hw/tempest/tempest-fabric.h"
@@ -1023,6 +1024,28 @@ void tempest_fabric_free(TempestFabric *f)
     g_free(f->dials);
     g_free(f->key);
     g_free(f);
+}
+
+bool tempest_fabric_set_key(TempestFabric *f, const char *secret_id,
+                            Error **errp)
+{
+    uint8_t *key;
+    size_t len;
+
+    if (qcrypto_secret_lookup(secret_id, &key, &len, errp) < 0) {
+        error_prepend(errp, "fabric-key: ");
+        return false;
+    }
+    if (len < 16) {
+        error_setg(errp, "fabric-key: the secret '%s' has %zu bytes; a "
+                   "cluster's key needs at least 16", secret_id, len);
+        g_free(key);
+        return false;
+    }
+    g_free(f->key);
+    f->key = key;
+    f->key_len = len;
+    return true;
 }
 
 int tempest_fabric_state(TempestFabric *f)

@@ -545,6 +545,62 @@ static void test_auth_refused(void)
     rmdir(dir);
 }
 
+/*
+ * The cluster id is on every QEMU's command line, readable in /proc: with
+ * a key from a secret object (-object secret,file=...), a peer that knows
+ * only the cluster id is refused, one that knows the key joins.
+ */
+static void test_auth_secret(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    g_autofree char *keyfile = g_strdup_printf("%s/key", dir);
+    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
+    g_autofree char *extra = NULL;
+    const char key[] = "0123456789abcdef0123456789abcdef";
+    uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
+    uint8_t mac[FABRIC_AUTH_SIZE], cid[8];
+    FabricHello h = {
+        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = CLUSTER,
+        .node = 1, .nodes = 2, .credits = 32,
+    }, theirs;
+    QTestState *s;
+    uint32_t len;
+    int fd;
+    char c;
+
+    g_assert_true(g_file_set_contents(keyfile, key, strlen(key), NULL));
+    extra = g_strdup_printf(",fabric-key=k -object secret,id=k,file=%s",
+                            keyfile);
+    s = start_node(dir, 0, 2, extra);
+
+    /* Knows the cluster id only: its proof is refused. */
+    fd = unix_connect(path, &error_abort);
+    fabric_put_hello(frame, &h);
+    g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
+    g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
+                     FABRIC_HELLO);
+    fabric_get_hello(frame + FABRIC_HDR_SIZE, &theirs);
+    g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
+                     FABRIC_AUTH);
+    fabric_st64(cid, CLUSTER);
+    fabric_auth_mac(cid, sizeof(cid), theirs.nonce, h.nonce, CLUSTER, 1, 0,
+                    mac);
+    peer_send(fd, FABRIC_AUTH, 0, mac, sizeof(mac));
+    g_assert_cmpint(read(fd, &c, 1), ==, 0);
+    close(fd);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 0);
+
+    /* Knows the key: joins, and the cluster forms. */
+    fd = peer_join(dir, 0, 1, 2, CLUSTER, (const uint8_t *)key, strlen(key),
+                   true);
+    wait_ready(s);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 1);
+    close(fd);
+    qtest_quit(s);
+    unlink(keyfile);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -559,5 +615,6 @@ int main(int argc, char **argv)
                    test_silent_connections);
     qtest_add_func("/tempest/peer/connect-async", test_connect_async);
     qtest_add_func("/tempest/peer/auth-refused", test_auth_refused);
+    qtest_add_func("/tempest/peer/auth-secret", test_auth_secret);
     return g_test_run();
 }

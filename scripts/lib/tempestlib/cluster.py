@@ -20,6 +20,7 @@ import operator
 import os
 import random
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -391,18 +392,24 @@ def fabric_spec(nodes, tcp, sock_dir):
 
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
                  extra=(), fabric=None, cluster=0, credits=None,
-                 tagmem=None):
+                 tagmem=None, key_file=None):
     machine = f"tempest,node-id={index},num-nodes={nodes}"
+    secret = []
     if tagmem:
         machine += f",tagmem={tagmem}"
     if fabric:
         machine += f",fabric={fabric},cluster-id={cluster:#x}"
+    if fabric and key_file:
+        # The key stays off the command line (anyone can read that in
+        # /proc): QEMU reads it from a file only this user can open.
+        machine += ",fabric-key=tempest-key"
+        secret = ["-object", f"secret,id=tempest-key,file={key_file}"]
     if credits:
         machine += f",credits={credits}"
     cmd = [QEMU_BIN, "-M", machine, "-smp", str(smp), "-m", mem,
            "-nodefaults", "-no-user-config", "-display", "none",
            "-serial", "stdio", "-kernel", program,
-           "-append", guest_cmdline(program, args)]
+           "-append", guest_cmdline(program, args)] + secret
     if cpu:
         cmd += ["-cpu", cpu]
     return cmd + list(extra)
@@ -467,15 +474,21 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                         out.flush()
 
     # Sockets live in a short private directory (Unix paths are limited
-    # to 108 bytes); the cluster id keeps other clusters' nodes out.
+    # to 108 bytes; mkdtemp makes it 0700); the cluster's key, a random
+    # one per run in a file of that directory, keeps other clusters' nodes
+    # and other users out (docs/fabric.rst, "Trust").
     sock_dir = tempfile.mkdtemp(prefix="tempest-")
     fabric = fabric_spec(nodes, tcp, sock_dir)
     cluster = random.getrandbits(63) | 1
+    key_file = os.path.join(sock_dir, "key")
+    fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32))
     ns = []
     for i in range(nodes):
         ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
                                        cpu, extra, fabric, cluster, credits,
-                                       tagmem),
+                                       tagmem, key_file),
                        os.path.join(run_dir, f"node{i}.log")))
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:

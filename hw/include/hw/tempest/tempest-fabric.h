@@ -55,6 +55,13 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
                                   const TempestFabricOps *ops, void *opaque,
                                   Error **errp);
 void tempest_fabric_free(TempestFabric *f);
+/*
+ * Take the cluster's key from the secret object secret_id (-object
+ * secret,id=...,file=...) instead of the cluster id.  Call it right after
+ * tempest_fabric_new(), before the main loop runs.
+ */
+bool tempest_fabric_set_key(TempestFabric *f, const char *secret_id,
+                            Error **errp);
 
 int tempest_fabric_state(TempestFabric *f);     /* TEMPEST_FABRIC_* */
 unsigned tempest_fabric_peers_up(TempestFabric *f);
