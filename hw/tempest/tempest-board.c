@@ -91,6 +91,7 @@ struct TempestMachineState {
     uint32_t node_id;
     uint32_t num_nodes;
     char *fabric;
+    char *fabric_key;
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout;
@@ -317,6 +318,7 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_string(dev, "cmdline",
                          ms->kernel_cmdline ? ms->kernel_cmdline : "");
     qdev_prop_set_string(dev, "fabric", tms->fabric);
+    qdev_prop_set_string(dev, "fabric-key", tms->fabric_key);
     qdev_prop_set_uint64(dev, "cluster-id", tms->cluster_id);
     qdev_prop_set_uint32(dev, "credits", tms->credits);
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
@@ -422,6 +424,20 @@ static void tempest_set_fabric(Object *obj, const char *value, Error **errp)
     tms->fabric = g_strdup(value);
 }
 
+static char *tempest_get_fabric_key(Object *obj, Error **errp)
+{
+    return g_strdup(TEMPEST_MACHINE(obj)->fabric_key);
+}
+
+static void tempest_set_fabric_key(Object *obj, const char *value,
+                                   Error **errp)
+{
+    TempestMachineState *tms = TEMPEST_MACHINE(obj);
+
+    g_free(tms->fabric_key);
+    tms->fabric_key = g_strdup(value);
+}
+
 static void tempest_instance_init(Object *obj)
 {
     TempestMachineState *tms = TEMPEST_MACHINE(obj);
@@ -429,6 +445,7 @@ static void tempest_instance_init(Object *obj)
     tms->node_id = 0;
     tms->num_nodes = 1;
     tms->fabric = g_strdup("");
+    tms->fabric_key = g_strdup("");
     tms->credits = 32;
     tms->fabric_timeout = 30000;
     tms->tagmem = 64 * MiB;
@@ -442,6 +459,11 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "fabric", "How the nodes reach "
                                     "each other: unix:DIR, tcp:HOST:PORT or "
                                     "tcp:H0:P0;H1:P1;...");
+    object_property_add_str(obj, "fabric-key", tempest_get_fabric_key,
+                            tempest_set_fabric_key);
+    object_property_set_description(obj, "fabric-key", "Id of a secret "
+                                    "object holding the cluster's key "
+                                    "(default: the cluster id)");
     object_property_add_uint64_ptr(obj, "cluster-id", &tms->cluster_id,
                                    OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "cluster-id",

@@ -616,6 +616,12 @@ void tempest_nc_msg_realize(TempestNCState *s, Error **errp)
                                    s->num_nodes, s->credits,
                                    s->fabric_timeout_ms, &nc_fabric_ops, s,
                                    errp);
+    if (s->fabric && s->fabric_key && *s->fabric_key &&
+        !tempest_fabric_set_key(s->fabric, s->fabric_key, errp)) {
+        tempest_fabric_free(s->fabric);
+        s->fabric = NULL;
+        return;
+    }
     if (!s->fabric || s->num_nodes == 1) {
         return;
     }

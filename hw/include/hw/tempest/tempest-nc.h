@@ -136,6 +136,7 @@ struct TempestNCState {
     uint64_t ram_size;
     char *cmdline;
     char *fabric_spec;
+    char *fabric_key;       /* id of a secret object: the cluster's key */
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout_ms;
