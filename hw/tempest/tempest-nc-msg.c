@@ -23,6 +23,7 @@
 #include "hw/core/cpu.h"
 #include "hw/irq.h"
 #include "migration/blocker.h"
+#include "migration/vmstate.h"
 #include "hw/tempest/tempest-nc.h"
 #include "trace.h"
 
@@ -108,7 +109,7 @@ static void nc_cq_deliver(TempestNCState *s)
     TempestEvent *e;
     bool moved = false;
 
-    while (r->slots && (e = QSIMPLEQ_FIRST(&s->evq))) {
+    while (r->slots && (e = QTAILQ_FIRST(&s->evq))) {
         uint64_t addr = ring_slot(r, TEMPEST_RING_CQ);
         uint8_t slot[TEMPEST_EV_SIZE];
         uint32_t ctl;
@@ -132,7 +133,7 @@ static void nc_cq_deliver(TempestNCState *s)
         }
         trace_tempest_nc_event(s->node_id, e->type, e->node, e->a, e->b);
         r->idx++;
-        QSIMPLEQ_REMOVE_HEAD(&s->evq, next);
+        QTAILQ_REMOVE(&s->evq, e, next);
         s->evq_len--;
         g_free(e);
         moved = true;
@@ -158,7 +159,7 @@ void tempest_nc_post_event(TempestNCState *s, uint32_t type, uint32_t node,
     e->a = a;
     e->b = b;
     e->c = c;
-    QSIMPLEQ_INSERT_TAIL(&s->evq, e, next);
+    QTAILQ_INSERT_TAIL(&s->evq, e, next);
     s->evq_len++;
     nc_cq_deliver(s);
 }
@@ -177,13 +178,13 @@ static void nc_rq_deliver(TempestNCState *s)
     bool moved = false;
 
     while (r->slots) {
-        TempestInPacket *p = QSIMPLEQ_FIRST(&s->inq[TEMPEST_NET_REPLY]);
+        TempestInPacket *p = QTAILQ_FIRST(&s->inq[TEMPEST_NET_REPLY]);
         unsigned net = TEMPEST_NET_REPLY;
         uint64_t addr = ring_slot(r, TEMPEST_RING_RQ);
         uint32_t ctl;
 
         if (!p) {
-            p = QSIMPLEQ_FIRST(&s->inq[TEMPEST_NET_REQUEST]);
+            p = QTAILQ_FIRST(&s->inq[TEMPEST_NET_REQUEST]);
             net = TEMPEST_NET_REQUEST;
         }
         if (!p) {
@@ -210,7 +211,7 @@ static void nc_rq_deliver(TempestNCState *s)
                             p->len - TEMPEST_PKT_DATA, r->idx);
         r->idx++;
         s->rx_packets++;
-        QSIMPLEQ_REMOVE_HEAD(&s->inq[net], next);
+        QTAILQ_REMOVE(&s->inq[net], p, next);
         tempest_fabric_return_credits(s->fabric, p->src, net, 1);
         g_free(p);
         moved = true;
@@ -231,8 +232,10 @@ static void nc_fabric_packet(void *opaque, unsigned peer, unsigned net,
     p->seq = seq;
     p->len = len;
     memcpy(p->data, pkt, len);
-    QSIMPLEQ_INSERT_TAIL(&s->inq[net], p, next);
-    nc_rq_deliver(s);
+    QTAILQ_INSERT_TAIL(&s->inq[net], p, next);
+    if (!s->rq_hold) {
+        nc_rq_deliver(s);
+    }
 }
 
 void tempest_nc_rq_doorbell(TempestNCState *s)
@@ -599,11 +602,52 @@ uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b)
 /* Life cycle                                                          */
 /* ------------------------------------------------------------------ */
 
-void tempest_nc_msg_realize(TempestNCState *s, Error **errp)
+static void nc_drop_queues(TempestNCState *s)
 {
-    QSIMPLEQ_INIT(&s->inq[0]);
-    QSIMPLEQ_INIT(&s->inq[1]);
-    QSIMPLEQ_INIT(&s->evq);
+    TempestEvent *e;
+
+    while ((e = QTAILQ_FIRST(&s->evq))) {
+        QTAILQ_REMOVE(&s->evq, e, next);
+        g_free(e);
+    }
+    s->evq_len = 0;
+}
+
+static void nc_drop_packets(TempestNCState *s)
+{
+    TempestInPacket *p;
+
+    for (int net = 0; net < 2; net++) {
+        while ((p = QTAILQ_FIRST(&s->inq[net]))) {
+            QTAILQ_REMOVE(&s->inq[net], p, next);
+            g_free(p);
+        }
+    }
+}
+
+/* Free what realize made; safe on a half-made state (and twice). */
+static void nc_msg_free(TempestNCState *s)
+{
+    migrate_del_blocker(&s->migration_blocker);
+    tempest_fabric_free(s->fabric);
+    s->fabric = NULL;
+    nc_drop_queues(s);
+    nc_drop_packets(s);
+    g_clear_pointer(&s->tick_timer, timer_free);
+    g_clear_pointer(&s->retry_timer, timer_free);
+    g_clear_pointer(&s->sq_bh, qemu_bh_delete);
+    tempest_nc_coll_reset(s);
+    if (s->xfer_bh) {
+        tempest_nc_xfer_free(s);
+    }
+    g_clear_pointer(&s->aor_bits, g_free);
+}
+
+bool tempest_nc_msg_realize(TempestNCState *s, Error **errp)
+{
+    QTAILQ_INIT(&s->inq[0]);
+    QTAILQ_INIT(&s->inq[1]);
+    QTAILQ_INIT(&s->evq);
     QSIMPLEQ_INIT(&s->bcastq);
     s->aor_bits = g_new0(bool, s->num_nodes);
     s->sq_wait[0] = s->sq_wait[1] = -1;
@@ -616,55 +660,171 @@ void tempest_nc_msg_realize(TempestNCState *s, Error **errp)
                                    s->num_nodes, s->credits,
                                    s->fabric_timeout_ms, &nc_fabric_ops, s,
                                    errp);
-    if (s->fabric && s->fabric_key && *s->fabric_key &&
+    if (!s->fabric) {
+        goto fail;
+    }
+    if (s->fabric_key && *s->fabric_key &&
         !tempest_fabric_set_key(s->fabric, s->fabric_key, errp)) {
-        tempest_fabric_free(s->fabric);
-        s->fabric = NULL;
-        return;
+        goto fail;
     }
-    if (!s->fabric || s->num_nodes == 1) {
-        return;
+    if (s->num_nodes > 1) {
+        error_setg(&s->migration_blocker, "%s: node %u is joined to %u "
+                   "other nodes by live sockets: the connections, and the "
+                   "packets, transfers, fetch-and-ops and collectives under "
+                   "way with those nodes, cannot migrate", TYPE_TEMPEST_NC,
+                   s->node_id, s->num_nodes - 1);
+        if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+            goto fail;
+        }
     }
-    error_setg(&s->migration_blocker, "%s: a node joined to a cluster "
-               "by live sockets cannot migrate", TYPE_TEMPEST_NC);
-    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
-        tempest_fabric_free(s->fabric);
-        s->fabric = NULL;
-    }
-}
+    return true;
 
-static void nc_drop_queues(TempestNCState *s)
-{
-    TempestEvent *e;
-
-    while ((e = QSIMPLEQ_FIRST(&s->evq))) {
-        QSIMPLEQ_REMOVE_HEAD(&s->evq, next);
-        g_free(e);
-    }
-    s->evq_len = 0;
+fail:
+    nc_msg_free(s);
+    return false;
 }
 
 void tempest_nc_msg_unrealize(TempestNCState *s)
 {
-    TempestInPacket *p;
+    nc_msg_free(s);
+}
 
-    migrate_del_blocker(&s->migration_blocker);
-    tempest_fabric_free(s->fabric);
-    s->fabric = NULL;
-    nc_drop_queues(s);
+/* ------------------------------------------------------------------ */
+/* Migration                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Only a node alone in its cluster migrates (see the blocker above): every
+ * packet waiting here came from itself, through the fabric's loopback.
+ */
+static const VMStateDescription vmstate_tempest_in_packet = {
+    .name = TYPE_TEMPEST_NC "/in-packet",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(src, TempestInPacket),
+        VMSTATE_UINT32(net, TempestInPacket),
+        VMSTATE_UINT32(seq, TempestInPacket),
+        VMSTATE_UINT32(len, TempestInPacket),
+        VMSTATE_UINT8_ARRAY(data, TempestInPacket, TEMPEST_PKT_SIZE),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_tempest_event = {
+    .name = TYPE_TEMPEST_NC "/event",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(type, TempestEvent),
+        VMSTATE_UINT32(node, TempestEvent),
+        VMSTATE_UINT64(a, TempestEvent),
+        VMSTATE_UINT64(b, TempestEvent),
+        VMSTATE_UINT64(c, TempestEvent),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool nc_msg_needed(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    return !QTAILQ_EMPTY(&s->inq[0]) || !QTAILQ_EMPTY(&s->inq[1]) ||
+           !QTAILQ_EMPTY(&s->evq) || s->sq_wait[0] >= 0 || s->sq_wait[1] >= 0;
+}
+
+/*
+ * Packets waiting for room in the RQ go through the loopback again, so
+ * that they hold their credit in this QEMU's fabric (and take its
+ * sequence numbers); they reach the RQ once the VM runs.
+ */
+static int nc_msg_post_load(void *opaque, int version_id)
+{
+    TempestNCState *s = opaque;
+    QTAILQ_HEAD(, TempestInPacket) loaded[2];
+    TempestInPacket *p;
+    TempestEvent *e;
+    int ret = 0;
+
+    s->evq_len = 0;
+    QTAILQ_FOREACH(e, &s->evq, next) {
+        s->evq_len++;
+    }
+    if (s->evq_len > TEMPEST_EVQ_MAX) {
+        ret = -EINVAL;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (s->sq_wait[i] < -1 || s->sq_wait[i] >= (int)s->num_nodes) {
+            ret = -EINVAL;
+        }
+    }
     for (int net = 0; net < 2; net++) {
-        while ((p = QSIMPLEQ_FIRST(&s->inq[net]))) {
-            QSIMPLEQ_REMOVE_HEAD(&s->inq[net], next);
+        QTAILQ_INIT(&loaded[net]);
+        while ((p = QTAILQ_FIRST(&s->inq[net]))) {
+            QTAILQ_REMOVE(&s->inq[net], p, next);
+            QTAILQ_INSERT_TAIL(&loaded[net], p, next);
+        }
+    }
+    s->rq_hold = true;
+    for (int net = 0; net < 2; net++) {
+        while ((p = QTAILQ_FIRST(&loaded[net]))) {
+            QTAILQ_REMOVE(&loaded[net], p, next);
+            if (!ret && (p->src != s->node_id || p->net != net ||
+                         p->len < TEMPEST_PKT_DATA ||
+                         p->len > TEMPEST_PKT_SIZE ||
+                         !tempest_fabric_can_send(s->fabric, p->src, net))) {
+                ret = -EINVAL;      /* not from us, or more than our credit */
+            }
+            if (!ret) {
+                tempest_fabric_send(s->fabric, p->src, net, p->data, p->len);
+            }
             g_free(p);
         }
     }
-    timer_free(s->tick_timer);
-    timer_free(s->retry_timer);
-    qemu_bh_delete(s->sq_bh);
-    tempest_nc_coll_reset(s);
-    tempest_nc_xfer_free(s);
-    g_free(s->aor_bits);
-    s->aor_bits = NULL;
+    s->rq_hold = false;
+    return ret;
+}
+
+const VMStateDescription vmstate_tempest_nc_msg = {
+    .name = TYPE_TEMPEST_NC "/msg",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = nc_msg_needed,
+    .post_load = nc_msg_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_QTAILQ_V(inq[TEMPEST_NET_REQUEST], TempestNCState, 1,
+                         vmstate_tempest_in_packet, TempestInPacket, next),
+        VMSTATE_QTAILQ_V(inq[TEMPEST_NET_REPLY], TempestNCState, 1,
+                         vmstate_tempest_in_packet, TempestInPacket, next),
+        VMSTATE_QTAILQ_V(evq, TempestNCState, 1, vmstate_tempest_event,
+                         TempestEvent, next),
+        VMSTATE_INT32_ARRAY(sq_wait, TempestNCState, 2),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * After the main section (and the subsections) are in: check the timers,
+ * arm the next one, and look at the queues again once the VM runs.
+ */
+int tempest_nc_msg_post_load(TempestNCState *s)
+{
+    for (int i = 0; i < TEMPEST_NC_MAX_TIMERS; i++) {
+        TempestTimer *t = &s->timer[i];
+
+        if (t->armed > 1 || (t->armed && (t->id & 0xff) != i)) {
+            return -EINVAL;
+        }
+    }
+    nc_timer_schedule(s);
+    if (!QTAILQ_EMPTY(&s->evq) || !QTAILQ_EMPTY(&s->inq[0]) ||
+        !QTAILQ_EMPTY(&s->inq[1])) {
+        nc_arm_retry(s);
+    }
+    if (s->sq_wait[0] >= 0 || s->sq_wait[1] >= 0) {
+        qemu_bh_schedule(s->sq_bh);
+    }
+    return 0;
 }
 
 /*

@@ -7,6 +7,11 @@
  * tag check (include/exec/tcg-tagcheck.h): a page with no restricted
  * block keeps the fast path, a page with one is checked on every access.
  *
+ * The same frames are mapped a second time, unchecked, for the library and
+ * for DMA: a second RAM region over the same host memory (not an alias,
+ * which would resolve to the checked region), so the check belongs to
+ * the checked region alone.
+ *
  * Changing tags (Tempest 3.2.6): a change that only adds access is
  * published at once (release), and a CPU that sees the new tag sees the
  * data written before it.  A change that takes access away runs inside an
@@ -15,17 +20,25 @@
  * succeeds no CPU can complete an access the new tag forbids.  The guest
  * learns that through FLASH's initiation protocol: the first COMMIT
  * answers RETRY while the section is pending, a later one SUCCESS.
+ *
+ * vCPUs read the tags and the per-page counts of restricted blocks with
+ * atomic loads, without the BQL; every write to them is atomic too.  The
+ * tables stay valid for an RCU grace period after the hook is withdrawn.
+ *
+ * Migration: the tags travel in the device's "tags" subsection; the
+ * per-page counts are derived from them again on load.
  */
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
+#include "qemu/rcu.h"
 #include "exec/cputlb.h"
 #include "exec/exec-all.h"
 #include "exec/tcg-tagcheck.h"
 #include "hw/core/cpu.h"
 #include "hw/sysbus.h"
-#include "migration/blocker.h"
+#include "migration/vmstate.h"
 #include "system/tcg.h"
 #include "hw/tempest/tempest-nc.h"
 #include "trace.h"
@@ -40,27 +53,38 @@ static int tag_rank(uint8_t tag)
            tag == TEMPEST_TAG_READONLY ? 1 : 0;
 }
 
+/* TCG hook (vCPU, RCU): does the page at offset hold a restricted block? */
 static bool nc_page_restricted(void *opaque, hwaddr offset)
 {
     TempestNCState *s = opaque;
+    uint16_t *restricted = qatomic_rcu_read(&s->tag_restricted);
 
-    return qatomic_read(&s->tag_restricted[offset >> TEMPEST_PAGE_SHIFT]);
+    return restricted &&
+           qatomic_read(&restricted[offset >> TEMPEST_PAGE_SHIFT]);
 }
 
-/* The TCG hook: -1 if allowed, else an offset inside the refusing block. */
-static int nc_tag_check(void *opaque, const void *haddr, unsigned size,
+/*
+ * TCG hook (vCPU, RCU): -1 if size bytes at off may be accessed, else an
+ * offset from off inside the refusing block.  TCG checks that the range
+ * is inside the region.
+ */
+static int nc_tag_check(void *opaque, hwaddr off, unsigned size,
                         bool is_write)
 {
     TempestNCState *s = opaque;
-    uintptr_t off = (uintptr_t)haddr - (uintptr_t)s->tagmem_host;
+    uint8_t *tags = qatomic_rcu_read(&s->tags);
     uint64_t first = off >> BLK_SHIFT, last = (off + size - 1) >> BLK_SHIFT;
     int need = is_write ? 2 : 1;
 
+    if (!tags) {
+        return -1;      /* being unrealized */
+    }
     for (uint64_t b = first; b <= last; b++) {
-        if (tag_rank(qatomic_load_acquire(&s->tags[b])) < need) {
+        uint8_t tag = qatomic_load_acquire(&tags[b]);
+
+        if (tag_rank(tag) < need) {
             qatomic_inc(&s->tag_faults);
-            trace_tempest_nc_tag_fault(s->node_id, off, size, is_write,
-                                       s->tags[b]);
+            trace_tempest_nc_tag_fault(s->node_id, off, size, is_write, tag);
             return b == first ? 0 : (b << BLK_SHIFT) - off;
         }
     }
@@ -79,29 +103,48 @@ static bool nc_tags_apply(TempestNCState *s, uint64_t first, uint64_t n,
     bool newly_restricted = false;
 
     for (uint64_t b = first; b < first + n; b++) {
-        uint8_t old = s->tags[b];
+        uint8_t old = qatomic_read(&s->tags[b]);
         uint16_t *count = &s->tag_restricted[b / BLKS_PER_PAGE];
 
         if (old == tag) {
             continue;
         }
         if (old == TEMPEST_TAG_WRITABLE) {
-            newly_restricted |= (*count)++ == 0;
+            /* Counted before the tag is published: vCPUs see the page. */
+            newly_restricted |= qatomic_fetch_inc(count) == 0;
         } else if (tag == TEMPEST_TAG_WRITABLE) {
-            (*count)--;
+            qatomic_dec(count);
         }
         qatomic_store_release(&s->tags[b], tag);
     }
     return newly_restricted;
 }
 
-/* Pages that had the fast path must now take the slow one. */
-static void nc_flush_all_tlbs(void)
+static void nc_flush_own_tlb(CPUState *cpu, run_on_cpu_data data)
+{
+    tlb_flush(cpu);
+}
+
+/*
+ * Pages that had the fast path must now take the slow one.  self is the
+ * vCPU running an exclusive section (it flushes its own TLB now), or NULL
+ * outside a vCPU.  Every other vCPU flushes its own before it runs guest
+ * code again: it is stopped (exclusive section, or the VM is), and the
+ * work queued here runs before it leaves its loop for guest code.
+ */
+static void nc_flush_tlbs(CPUState *self)
 {
     CPUState *cpu;
 
+    if (!tcg_enabled()) {
+        return;
+    }
     CPU_FOREACH(cpu) {
-        tlb_flush(cpu);
+        if (cpu == self) {
+            tlb_flush(cpu);
+        } else {
+            async_run_on_cpu(cpu, nc_flush_own_tlb, RUN_ON_CPU_NULL);
+        }
     }
 }
 
@@ -118,10 +161,12 @@ static void nc_tags_exclusive(CPUState *cs, run_on_cpu_data data)
     TagWork *w = data.host_ptr;
     TempestNCState *s = w->s;
 
-    if (nc_tags_apply(s, w->first, w->n, w->tag)) {
-        nc_flush_all_tlbs();
+    if (!s->tags) {
+        /* Unrealized meanwhile: nothing is checked any more. */
+    } else if (nc_tags_apply(s, w->first, w->n, w->tag)) {
+        nc_flush_tlbs(cs);
     }
-    s->tag_flushes++;
+    qatomic_inc(&s->tag_flushes);
     trace_tempest_nc_tag_exclusive(s->node_id, w->first, w->n, w->tag);
     qatomic_set(&w->bank->tag_busy, false);
     g_free(w);
@@ -155,8 +200,10 @@ uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b)
     first = (addr - TEMPEST_TAGMEM_BASE) >> BLK_SHIFT;
     n = len >> BLK_SHIFT;
     for (uint64_t i = first; i < first + n; i++) {
-        differs |= s->tags[i] != tag;
-        reduces |= tag_rank(tag) < tag_rank(s->tags[i]);
+        uint8_t old = qatomic_read(&s->tags[i]);
+
+        differs |= old != tag;
+        reduces |= tag_rank(tag) < tag_rank(old);
     }
     b->result = n;
     if (!differs) {
@@ -165,7 +212,7 @@ uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b)
     if (!reduces || !tcg_enabled() || !current_cpu) {
         /* Adds access, or no vCPU runs guest code (qtest): at once. */
         if (nc_tags_apply(s, first, n, tag)) {
-            nc_flush_all_tlbs();
+            nc_flush_tlbs(NULL);
         }
         return TEMPEST_CMD_SUCCESS;
     }
@@ -191,51 +238,164 @@ uint32_t tempest_nc_tag_get(TempestNCState *s, TempestCmdBank *b)
     return TEMPEST_CMD_SUCCESS;
 }
 
-void tempest_nc_tags_realize(TempestNCState *s, Error **errp)
+/* Recount the restricted blocks of every page from the tags. */
+static void nc_tags_recount(TempestNCState *s)
+{
+    uint64_t pages = s->tagmem_size >> TEMPEST_PAGE_SHIFT;
+
+    for (uint64_t p = 0; p < pages; p++) {
+        uint16_t n = 0;
+
+        for (unsigned i = 0; i < BLKS_PER_PAGE; i++) {
+            n += qatomic_read(&s->tags[p * BLKS_PER_PAGE + i]) !=
+                 TEMPEST_TAG_WRITABLE;
+        }
+        qatomic_set(&s->tag_restricted[p], n);
+    }
+}
+
+bool tempest_nc_tags_realize(TempestNCState *s, Error **errp)
 {
     SysBusDevice *sbd = SYS_BUS_DEVICE(s);
     uint64_t blocks = s->tagmem_size >> BLK_SHIFT;
 
     if (!s->tagmem_size) {
-        return;
+        return true;
     }
     if (s->tagmem_size > TEMPEST_TAGMEM_MAX ||
         s->tagmem_size & ((1 << TEMPEST_PAGE_SHIFT) - 1)) {
         error_setg(errp, "tagmem must be whole pages, at most %llu MiB",
                    TEMPEST_TAGMEM_MAX >> 20);
-        return;
+        return false;
     }
-    if (!memory_region_init_ram(&s->tagmem, OBJECT(s), "tempest.tagmem",
-                                s->tagmem_size, errp)) {
-        return;
+    /*
+     * RAM regions live as long as the device (QEMU's rule for regions
+     * with host memory): made at the first realize, kept by unrealize.
+     */
+    if (!s->tagmem_host) {
+        if (!memory_region_init_ram(&s->tagmem, OBJECT(s), "tempest.tagmem",
+                                    s->tagmem_size, errp)) {
+            return false;
+        }
+        s->tagmem_host = memory_region_get_ram_ptr(&s->tagmem);
+        memory_region_init_ram_ptr(&s->tagmem_unchecked, OBJECT(s),
+                                   "tempest.tagmem-unchecked",
+                                   s->tagmem_size, s->tagmem_host);
+        /*
+         * Migrated too: dirty pages are tracked per region, so what is
+         * written through this window must be sent from it.
+         */
+        vmstate_register_ram(&s->tagmem_unchecked, DEVICE(s));
+        sysbus_init_mmio(sbd, &s->tagmem);
+        sysbus_init_mmio(sbd, &s->tagmem_unchecked);
+    } else if (memory_region_size(&s->tagmem) != s->tagmem_size) {
+        error_setg(errp, "tagmem-size cannot change once tagged memory "
+                   "exists (0x%" PRIx64 " bytes)",
+                   (uint64_t)memory_region_size(&s->tagmem));
+        return false;
     }
-    memory_region_init_alias(&s->tagmem_alias, OBJECT(s),
-                             "tempest.tagmem-alias", &s->tagmem, 0,
-                             s->tagmem_size);
-    sysbus_init_mmio(sbd, &s->tagmem);
-    sysbus_init_mmio(sbd, &s->tagmem_alias);
-    s->tagmem_host = memory_region_get_ram_ptr(&s->tagmem);
+    s->tag_blocks = blocks;
     s->tags = g_malloc(blocks);
     memset(s->tags, TEMPEST_TAG_WRITABLE, blocks);
     s->tag_restricted = g_new0(uint16_t, blocks / BLKS_PER_PAGE);
-    if (tcg_enabled()) {
-        tcg_tagcheck_register(&s->tagmem, &nc_tagcheck_ops, s);
+    if (tcg_enabled() &&
+        !tcg_tagcheck_register(&s->tagmem, &nc_tagcheck_ops, s, errp)) {
+        g_free(s->tags);
+        g_free(s->tag_restricted);
+        s->tags = NULL;
+        s->tag_restricted = NULL;
+        return false;
     }
-    error_setg(&s->tags_blocker, "%s: tagged memory's tags are not "
-               "migrated yet", TYPE_TEMPEST_NC);
-    migrate_add_blocker(&s->tags_blocker, errp);
+    return true;
 }
 
+typedef struct TagTables {
+    struct rcu_head rcu;
+    uint8_t *tags;
+    uint16_t *restricted;
+} TagTables;
+
+static void nc_tag_tables_free(TagTables *t)
+{
+    g_free(t->tags);
+    g_free(t->restricted);
+    g_free(t);
+}
+
+/* Undo tempest_nc_tags_realize (the regions stay: see there). */
+void tempest_nc_tags_unrealize(TempestNCState *s)
+{
+    TagTables *t;
+
+    if (!s->tags) {
+        return;
+    }
+    if (tcg_enabled()) {
+        tcg_tagcheck_unregister(&s->tagmem);
+    }
+    /* A vCPU may still be in a hook: free the tables after it is out. */
+    t = g_new(TagTables, 1);
+    t->tags = s->tags;
+    t->restricted = s->tag_restricted;
+    qatomic_rcu_set(&s->tags, NULL);
+    qatomic_rcu_set(&s->tag_restricted, NULL);
+    call_rcu(t, nc_tag_tables_free, rcu);
+}
+
+/* Reset runs with every vCPU paused. */
 void tempest_nc_tags_reset(TempestNCState *s)
 {
     if (s->tags) {
-        memset(s->tags, TEMPEST_TAG_WRITABLE, s->tagmem_size >> BLK_SHIFT);
-        memset(s->tag_restricted, 0, (s->tagmem_size >> TEMPEST_PAGE_SHIFT) *
-                                     sizeof(uint16_t));
+        for (uint64_t b = 0; b < s->tag_blocks; b++) {
+            qatomic_set(&s->tags[b], TEMPEST_TAG_WRITABLE);
+        }
+        nc_tags_recount(s);
     }
-    s->tag_faults = 0;
-    s->tag_flushes = 0;
+    qatomic_set(&s->tag_faults, 0);
+    qatomic_set(&s->tag_flushes, 0);
     for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
-        s->bank[i].tag_busy = false;
+        qatomic_set(&s->bank[i].tag_busy, false);
     }
 }
+
+static bool nc_tags_needed(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    return s->tags != NULL;
+}
+
+static int nc_tags_post_load(void *opaque, int version_id)
+{
+    TempestNCState *s = opaque;
+
+    for (uint64_t b = 0; b < s->tag_blocks; b++) {
+        if (s->tags[b] > TEMPEST_TAG_WRITABLE) {
+            return -EINVAL;
+        }
+    }
+    nc_tags_recount(s);
+    /* The VM is stopped: every vCPU refills its TLB from the new tags. */
+    nc_flush_tlbs(NULL);
+    return 0;
+}
+
+/*
+ * The tags of a node with tagged memory: one byte per block (the frames
+ * themselves are RAM and migrate as RAM).  The sizes must match: the
+ * destination is started with the same tagmem.
+ */
+const VMStateDescription vmstate_tempest_nc_tags = {
+    .name = TYPE_TEMPEST_NC "/tags",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = nc_tags_needed,
+    .post_load = nc_tags_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(tag_blocks, TempestNCState, NULL),
+        VMSTATE_VBUFFER_UINT32(tags, TempestNCState, 1, NULL, tag_blocks),
+        VMSTATE_UINT32(tag_faults, TempestNCState),
+        VMSTATE_UINT32(tag_flushes, TempestNCState),
+        VMSTATE_END_OF_LIST()
+    }
+};

@@ -12,6 +12,7 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "hw/irq.h"
@@ -377,10 +378,14 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         s->scratch = value;
         return;
     case A_EXIT:
+        /*
+         * Never wait here (a vCPU holds the BQL): the BYE is queued, and
+         * the fabric flushes what it can when the main loop tears down.
+         */
         trace_tempest_nc_exit(s->node_id, value & 0xff);
-        tempest_fabric_bye(s->fabric, value & 0xff);
         qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_GUEST_SHUTDOWN,
                                                value & 0xff);
+        tempest_fabric_bye(s->fabric, value & 0xff);
         return;
     case A_IRQ_ENABLE:
         s->irq_enable = value;
@@ -562,6 +567,7 @@ static void tempest_nc_init(Object *obj)
 
 static void tempest_nc_realize(DeviceState *dev, Error **errp)
 {
+    ERRP_GUARD();
     TempestNCState *s = TEMPEST_NC(dev);
     size_t len = s->cmdline ? strlen(s->cmdline) : 0;
 
@@ -596,16 +602,21 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
         return;
     }
     s->cmdline_len = len;
-    tempest_nc_tags_realize(s, errp);
-    if (*errp) {
+    if (!tempest_nc_tags_realize(s, errp)) {
         return;
     }
-    tempest_nc_msg_realize(s, errp);
+    if (!tempest_nc_msg_realize(s, errp)) {
+        tempest_nc_tags_unrealize(s);
+    }
 }
 
+/* Undo realize, in reverse. */
 static void tempest_nc_unrealize(DeviceState *dev)
 {
-    tempest_nc_msg_unrealize(TEMPEST_NC(dev));
+    TempestNCState *s = TEMPEST_NC(dev);
+
+    tempest_nc_msg_unrealize(s);
+    tempest_nc_tags_unrealize(s);
 }
 
 static int tempest_nc_post_load(void *opaque, int version_id)
@@ -619,6 +630,33 @@ static int tempest_nc_post_load(void *opaque, int version_id)
         if (s->ring[i].slots && !is_power_of_2(s->ring[i].slots)) {
             return -EINVAL;
         }
+    }
+    if (s->aor_set > 1 || s->aor_global > 1 ||
+        (s->num_nodes == 1 && s->aor_global != s->aor_set)) {
+        return -EINVAL;
+    }
+    /* Alone in its cluster this node is the root of the global OR. */
+    tempest_nc_aor_write(s, s->aor_set);
+    return tempest_nc_msg_post_load(s);
+}
+
+/*
+ * The transfer engine's queues (transfers under way, typed transfers
+ * waiting for a buffer, posted receive buffers) are not in the stream
+ * yet: rather than lose them, the save fails and says so.
+ */
+static int tempest_nc_pre_save(void *opaque)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+    unsigned in = s->xfer_in ? g_hash_table_size(s->xfer_in) : 0;
+
+    if (s->xfer_active || s->xfer_nbufs || in) {
+        error_report("%s: node %u cannot be saved now: its transfer engine "
+                     "holds %u transfers under way, %u messages being "
+                     "received and %u posted receive buffers, which do not "
+                     "migrate yet", TYPE_TEMPEST_NC, s->node_id,
+                     s->xfer_active, in, s->xfer_nbufs);
+        return -EBUSY;
     }
     return 0;
 }
@@ -663,16 +701,96 @@ static const VMStateDescription vmstate_tempest_timer = {
     }
 };
 
+/* Control network: the latched broadcast word and the lost count. */
+static bool tempest_nc_coll_needed(void *opaque)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+
+    return s->bcast_lost || s->bcast_src || s->bcast_value;
+}
+
+static const VMStateDescription vmstate_tempest_nc_coll = {
+    .name = TYPE_TEMPEST_NC "/coll",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = tempest_nc_coll_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(bcast_lost, TempestNCState),
+        VMSTATE_UINT32(bcast_src, TempestNCState),
+        VMSTATE_UINT64(bcast_value, TempestNCState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_tempest_bank_fop = {
+    .name = TYPE_TEMPEST_NC "/bank-fop",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(fop_state, TempestCmdBank),
+        VMSTATE_UINT32(fop_id, TempestCmdBank),
+        VMSTATE_UINT32(fop_home, TempestCmdBank),
+        VMSTATE_UINT32(fop_reason, TempestCmdBank),
+        VMSTATE_UINT64(fop_value, TempestCmdBank),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/* Transfer engine and fetch-and-op: counters and each bank's request. */
+static bool tempest_nc_xfer_needed(void *opaque)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+
+    for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
+        if (s->bank[i].fop_state != FOP_IDLE) {
+            return true;
+        }
+    }
+    return s->xfer_sent_bytes || s->xfer_recv_bytes || s->xfer_next_mid ||
+           s->xfer_next_fop;
+}
+
+static int tempest_nc_xfer_post_load(void *opaque, int version_id)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+
+    for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
+        /* A request waits for another node: never saved (the blocker). */
+        if (s->bank[i].fop_state > FOP_FAILED ||
+            s->bank[i].fop_state == FOP_PENDING) {
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_tempest_nc_xfer = {
+    .name = TYPE_TEMPEST_NC "/xfer",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = tempest_nc_xfer_needed,
+    .post_load = tempest_nc_xfer_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(xfer_sent_bytes, TempestNCState),
+        VMSTATE_UINT64(xfer_recv_bytes, TempestNCState),
+        VMSTATE_UINT32(xfer_next_mid, TempestNCState),
+        VMSTATE_UINT32(xfer_next_fop, TempestNCState),
+        VMSTATE_STRUCT_ARRAY(bank, TempestNCState, TEMPEST_MAX_CPUS, 1,
+                             vmstate_tempest_bank_fop, TempestCmdBank),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /*
- * A node joined to others by live sockets has a migration blocker; this
- * describes the state of a node that can be saved (a one-node cluster).
- * Packets and events queued inside the device are not saved: a one-node
- * cluster's queue is empty once its rings have room.
+ * The state of a node that can be saved: one alone in its cluster (a node
+ * joined to others by live sockets has a migration blocker).  One
+ * subsection per engine, sent when it holds something.
  */
 static const VMStateDescription vmstate_tempest_nc = {
     .name = TYPE_TEMPEST_NC,
     .version_id = 3,
     .minimum_version_id = 3,
+    .pre_save = tempest_nc_pre_save,
     .post_load = tempest_nc_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(err_status, TempestNCState),
@@ -703,6 +821,13 @@ static const VMStateDescription vmstate_tempest_nc = {
         VMSTATE_UINT32(aor_set, TempestNCState),
         VMSTATE_UINT32(aor_global, TempestNCState),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_tempest_nc_msg,
+        &vmstate_tempest_nc_coll,
+        &vmstate_tempest_nc_xfer,
+        &vmstate_tempest_nc_tags,
+        NULL
     }
 };
 

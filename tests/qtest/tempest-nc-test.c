@@ -152,6 +152,45 @@ static void test_exit(void)
     qtest_quit(s);
 }
 
+/*
+ * A fabric that cannot start (a spec that names no transport, a directory
+ * where no socket can be made) and a migration blocker that cannot be
+ * added (-only-migratable) fail realize (docs/node-controller.rst,
+ * "Properties"): QEMU exits at start-up with status 1 and says why.
+ */
+static void test_fabric_fails(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-nc-XXXXXX", NULL);
+    g_autofree char *good = g_strdup_printf("unix:%s", dir);
+    const char *const specs[][3] = {
+        { "bogus:1", "expected unix:DIR", "-S" },
+        { "unix:/nonexistent/tempest", "cannot listen", "-S" },
+        { good, "live sockets", "-only-migratable" },
+    };
+    const char *qemu = g_getenv("QTEST_QEMU_BINARY");
+
+    g_assert(qemu);
+    for (int i = 0; i < ARRAY_SIZE(specs); i++) {
+        g_autofree char *machine =
+            g_strdup_printf("tempest,num-nodes=2,fabric=%s", specs[i][0]);
+        const char *argv[] = {
+            "timeout", "30", qemu, "-M", machine, "-m", "64M", "-S",
+            specs[i][2], "-display", "none", "-nodefaults", NULL
+        };
+        g_autofree char *out = NULL, *err = NULL;
+        int status;
+
+        g_assert(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH,
+                              NULL, NULL, &out, &err, &status, NULL));
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+        g_assert_nonnull(strstr(err, specs[i][1]));
+        g_assert_null(strstr(err, "Aborted"));
+    }
+    /* The socket of the node that failed is gone with it. */
+    g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -162,6 +201,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/nc/access-rights", test_access_rights);
     qtest_add_func("/tempest/nc/scratch-and-reset", test_scratch_and_reset);
     qtest_add_func("/tempest/nc/exit", test_exit);
+    qtest_add_func("/tempest/nc/fabric-fails", test_fabric_fails);
 
     return g_test_run();
 }

@@ -1,14 +1,54 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * QTest of the node controller's tagged memory (Tempest 3.2): the tag
- * commands, their validation, the unchecked alias, and the machine's
- * tagmem property.  CPU faults need a guest: tests/guest covers them.
+ * commands, their validation, the unchecked window, and the machine's
+ * tagmem property.  Two cases run TCG with a six-instruction guest, so
+ * that TCG's tag check is there to see: device access ignores it while
+ * the CPU's is refused, and it survives unrealize and realize.  The full
+ * CPU fault behaviour is covered by tests/guest.
  */
 
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qobject/qdict.h"
 #include "tempest-qtest.h"
 
 #define BLK         (1 << TEMPEST_TAG_BLK_SHIFT)
+#define NC_PATH     "/machine/node-controller"
+#define MARK        RAM(0xf00000)
+
+/*
+ * A raw image (the board's boot stub jumps to its first word, at EL1 with
+ * the MMU off): set VBAR_EL1 to a table of 'b .', load from the unchecked
+ * window's first block, store 1 at MARK, then load from the checked
+ * window's first block and spin.  Returns the image's path.
+ */
+static char *guest_image(void)
+{
+    static const uint32_t code[] = {
+        0x10004003,     /* adr   x3, . + 0x800 (the vectors) */
+        0xd518c003,     /* msr   vbar_el1, x3 */
+        0xd5033fdf,     /* isb */
+        0xd2c00405,     /* movz  x5, #0x20, lsl #32 (TEMPEST_TAGMEM_ALIAS) */
+        0xf94000a4,     /* ldr   x4, [x5] */
+        0xd2a81e06,     /* movz  x6, #0x40f0, lsl #16 (MARK) */
+        0xd2800027,     /* movz  x7, #1 */
+        0xf90000c7,     /* str   x7, [x6] */
+        0xd2c00201,     /* movz  x1, #0x10, lsl #32 (TEMPEST_TAGMEM_BASE) */
+        0xf9400022,     /* ldr   x2, [x1] */
+        0x14000000,     /* b     . */
+    };
+    uint32_t image[0x1000 / 4];
+    g_autofree char *dir = g_dir_make_tmp("tempest-tags-XXXXXX", NULL);
+    char *path = g_strdup_printf("%s/guest.bin", dir);
+
+    for (int i = 0; i < ARRAY_SIZE(image); i++) {
+        image[i] = cpu_to_le32(i < ARRAY_SIZE(code) ? code[i] :
+                               0x14000000);     /* b . */
+    }
+    g_assert(g_file_set_contents(path, (char *)image, sizeof(image), NULL));
+    return path;
+}
 
 static uint64_t tag_of(QTestState *s, uint64_t addr)
 {
@@ -41,8 +81,8 @@ static void test_set_and_get(void)
                      TEMPEST_TAG_INVALID);
     g_assert_cmpuint(tag_of(s, base + 6 * BLK), ==, TEMPEST_TAG_WRITABLE);
     for (uint64_t t = TEMPEST_TAG_BUSY; t <= TEMPEST_TAG_WRITABLE; t++) {
-        g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base + 3 * BLK, BLK,
-                                 t), ==, TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base + 3 * BLK,
+                                     BLK, t), ==, TEMPEST_CMD_SUCCESS);
         g_assert_cmpuint(tag_of(s, base + 3 * BLK), ==, t);
     }
     /* Reset makes every block Writable again. */
@@ -81,20 +121,18 @@ static void test_bad_commands(void)
                      TEMPEST_CMD_E_BAD_ADDR);
     g_assert_cmpuint(tag_of(s, base + (1 << 20) - BLK), ==,
                      TEMPEST_TAG_WRITABLE);
-    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_GET, base + (1 << 20), 0, 0),
-                     ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_GET, base + (1 << 20),
+                                 0, 0), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);
     qtest_quit(s);
 }
 
-/* The alias shows the same frames, and device access ignores tags. */
+/* Both windows show the same frames (no TCG here: nothing is checked). */
 static void test_alias(void)
 {
     QTestState *s = qtest_init("-M tempest,tagmem=1M -m 64M");
 
-    tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE, 4096,
-            TEMPEST_TAG_INVALID);
     qtest_writeq(s, TEMPEST_TAGMEM_BASE + 8, 0x1234567890abcdefULL);
     g_assert_cmphex(qtest_readq(s, TEMPEST_TAGMEM_ALIAS + 8), ==,
                     0x1234567890abcdefULL);
@@ -103,14 +141,120 @@ static void test_alias(void)
     qtest_quit(s);
 }
 
+static void remove_image(char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    unlink(path);
+    rmdir(dir);
+}
+
+static QTestState *start_tcg(const char *image)
+{
+    return qtest_initf("-accel tcg -S -M tempest,tagmem=1M -m 64M "
+                       "-kernel %s", image);
+}
+
+/*
+ * Run the guest: its load through the unchecked window passes (it stores
+ * MARK), its load of the same frame through the checked window is
+ * refused by the tag (TAG_FAULTS).
+ */
+static void run_guest(QTestState *s)
+{
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE,
+                                 BLK, TEMPEST_TAG_INVALID), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_qmp_assert_success(s, "{'execute': 'cont'}");
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_TAG_FAULTS, ~0, 1), ==, 1);
+    g_assert_cmphex(qtest_readq(s, MARK), ==, 1);
+}
+
+/*
+ * Tempest 3.2 (docs/node-controller.rst, 1.3): tags check CPU accesses
+ * only; a device (DMA, here qtest) reads and writes a block whose tag is
+ * Invalid through either window.  With TCG the check is in place (the
+ * guest's own load of the block is refused), so a check that caught
+ * device accesses too would make these differ.
+ */
+static void test_device_access(void)
+{
+    g_autofree char *image = guest_image();
+    QTestState *s = start_tcg(image);
+
+    run_guest(s);
+    qtest_writeq(s, TEMPEST_TAGMEM_BASE + 8, 0x1234567890abcdefULL);
+    g_assert_cmphex(qtest_readq(s, TEMPEST_TAGMEM_BASE + 8), ==,
+                    0x1234567890abcdefULL);
+    g_assert_cmphex(qtest_readq(s, TEMPEST_TAGMEM_ALIAS + 8), ==,
+                    0x1234567890abcdefULL);
+    qtest_writel(s, TEMPEST_TAGMEM_ALIAS + 16, 0xfeed);
+    g_assert_cmphex(qtest_readl(s, TEMPEST_TAGMEM_BASE + 16), ==, 0xfeed);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_TAG_FAULTS)), ==, 1);
+    qtest_quit(s);
+    remove_image(image);
+}
+
+static void qom_set_str(QTestState *s, const char *prop, const char *value)
+{
+    qtest_qmp_assert_success(s, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': '" NC_PATH "', 'property': %s, "
+                             "'value': %s}}", prop, value);
+}
+
+static void qom_set_u32(QTestState *s, const char *prop, unsigned value)
+{
+    qtest_qmp_assert_success(s, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': '" NC_PATH "', 'property': %s, "
+                             "'value': %u}}", prop, value);
+}
+
+/*
+ * QEMU's device life cycle: unrealize undoes realize (the TCG hook, the
+ * tag tables, the fabric, the timers), a realize that fails (a fabric
+ * that cannot listen) undoes what it did, and a realize after both has
+ * a working device whose tags TCG checks again.
+ */
+static void test_unrealize_realize(void)
+{
+    g_autofree char *image = guest_image();
+    QTestState *s = start_tcg(image);
+    QDict *rsp;
+
+    qtest_qom_set_bool(s, NC_PATH, "realized", false);
+    qom_set_u32(s, "num-nodes", 2);
+    qom_set_str(s, "fabric", "unix:/nonexistent/tempest");
+    rsp = qtest_qmp_assert_failure_ref(s, "{'execute': 'qom-set', "
+                                       "'arguments': {'path': '" NC_PATH
+                                       "', 'property': 'realized', "
+                                       "'value': true}}");
+    g_assert(strstr(qdict_get_str(rsp, "desc"), "cannot listen"));
+    qobject_unref(rsp);
+    qom_set_u32(s, "num-nodes", 1);
+    qom_set_str(s, "fabric", "");
+    qtest_qom_set_bool(s, NC_PATH, "realized", true);
+
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_MAGIC)), ==,
+                    TEMPEST_NC_MAGIC_VALUE);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_GET,
+                                 TEMPEST_TAGMEM_BASE + BLK, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT)), ==,
+                     TEMPEST_TAG_WRITABLE);
+    run_guest(s);
+    qtest_quit(s);
+    remove_image(image);
+}
+
 /* Without tagged memory the commands say the address is not there. */
 static void test_no_tagmem(void)
 {
     QTestState *s = qtest_init("-M tempest,tagmem=0 -m 64M");
 
     g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_TAGMEM_SIZE_LO)), ==, 0);
-    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE, BLK,
-                             TEMPEST_TAG_INVALID), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE,
+                                 BLK, TEMPEST_TAG_INVALID), ==,
+                     TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_ADDR);
     qtest_quit(s);
@@ -123,6 +267,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/tags/set-and-get", test_set_and_get);
     qtest_add_func("/tempest/tags/bad-commands", test_bad_commands);
     qtest_add_func("/tempest/tags/alias", test_alias);
+    qtest_add_func("/tempest/tags/device-access", test_device_access);
+    qtest_add_func("/tempest/tags/unrealize-realize", test_unrealize_realize);
     qtest_add_func("/tempest/tags/no-tagmem", test_no_tagmem);
 
     return g_test_run();

@@ -176,6 +176,8 @@ struct TempestNCState {
     uint64_t coll_result;
     bool coll_vector;       /* results go to coll_dest */
     uint64_t coll_dest;
+    uint8_t coll_kind, coll_fn, coll_variant;   /* our pending collective */
+    uint16_t coll_lanes;
     TempestCollRound coll_round[TEMPEST_COLL_ROUNDS];
     QSIMPLEQ_HEAD(, TempestBcast) bcastq;
     uint32_t bcast_len;
@@ -191,18 +193,19 @@ struct TempestNCState {
 
     /* Tagged memory (tempest-nc-tags.c) */
     MemoryRegion tagmem;
-    MemoryRegion tagmem_alias;
-    void *tagmem_host;
+    MemoryRegion tagmem_unchecked;  /* the same host memory, unchecked */
+    void *tagmem_host;          /* the regions exist (first realize) */
+    uint32_t tag_blocks;
     uint8_t *tags;              /* one TEMPEST_TAG_* per block */
     uint16_t *tag_restricted;   /* per page: blocks not Writable */
     uint32_t tag_faults;
     uint32_t tag_flushes;
-    Error *tags_blocker;
 
     /* Transfer engine (tempest-nc-xfer.c) */
     QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */
     QSIMPLEQ_HEAD(, TempestXferBuf) xfer_bufs;  /* posted receive buffers */
     GHashTable *xfer_in;                        /* (src, mid) -> XferIn */
+    uint32_t *xfer_in_count;    /* per source: messages being received */
     QEMUBH *xfer_bh;
     uint32_t xfer_active;
     uint32_t xfer_nbufs;
@@ -222,7 +225,9 @@ struct TempestNCState {
 };
 
 /* tempest-nc-msg.c: rings, doorbells, timers, commands */
-void tempest_nc_msg_realize(TempestNCState *s, Error **errp);
+bool tempest_nc_msg_realize(TempestNCState *s, Error **errp);
+int tempest_nc_msg_post_load(TempestNCState *s);
+extern const VMStateDescription vmstate_tempest_nc_msg;
 void tempest_nc_msg_unrealize(TempestNCState *s);
 void tempest_nc_msg_reset(TempestNCState *s);
 void tempest_nc_update_irq(TempestNCState *s);
@@ -262,7 +267,9 @@ void tempest_nc_post_event(TempestNCState *s, uint32_t type, uint32_t node,
                            uint64_t a, uint64_t b, uint64_t c);
 
 /* tempest-nc-tags.c: tagged memory */
-void tempest_nc_tags_realize(TempestNCState *s, Error **errp);
+bool tempest_nc_tags_realize(TempestNCState *s, Error **errp);
+void tempest_nc_tags_unrealize(TempestNCState *s);
+extern const VMStateDescription vmstate_tempest_nc_tags;
 void tempest_nc_tags_reset(TempestNCState *s);
 uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b);
 uint32_t tempest_nc_tag_get(TempestNCState *s, TempestCmdBank *b);

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest of saving and restoring a Tempest node mid-run (docs/node-
+ * controller.rst, "Reset and migration"): a node alone in its cluster is
+ * stopped, saved to a file with QMP's migrate, and a second QEMU started
+ * with -incoming from that file carries on: its armed timers fire, the
+ * events and packets that waited for room in its rings arrive, its tags
+ * are the same.  A node joined to others by live sockets refuses, and so
+ * does one whose transfer engine holds queues that do not migrate yet.
+ */
+
+#include "qemu/osdep.h"
+#include "qobject/qdict.h"
+#include "tempest-qtest.h"
+
+#define SQ_BASE     RAM(0x100000)
+#define RQ_BASE     RAM(0x110000)
+#define CQ_BASE     RAM(0x120000)
+#define BLK         (1 << TEMPEST_TAG_BLK_SHIFT)
+#define TICKS(n)    ((int64_t)(n) * TEMPEST_TICK_NS)
+
+static char *state_file(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-mig-XXXXXX", NULL);
+
+    g_assert(dir);
+    return g_strdup_printf("%s/state", dir);
+}
+
+static void remove_state(char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    unlink(path);
+    rmdir(dir);
+    g_free(path);
+}
+
+/* Poll query-migrate until it has ended: completed, failed or cancelled. */
+static char *migration_end(QTestState *s)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+
+    for (;;) {
+        QDict *rsp = qtest_qmp(s, "{'execute': 'query-migrate'}");
+        QDict *ret = qdict_get_qdict(rsp, "return");
+        const char *st = ret ? qdict_get_try_str(ret, "status") : NULL;
+        char *status = g_strdup(st ? st : "none");
+
+        qobject_unref(rsp);
+        if (!strcmp(status, "completed") || !strcmp(status, "failed") ||
+            !strcmp(status, "cancelled") || g_get_monotonic_time() > end) {
+            return status;
+        }
+        g_free(status);
+        g_usleep(1000);
+    }
+}
+
+/* Stop the node and save it to path; returns how the migration ended. */
+static char *save_node(QTestState *s, const char *path)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QDict *rsp;
+
+    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
+    rsp = qtest_qmp(s, "{'execute': 'migrate', 'arguments': "
+                    "{'uri': %s}}", uri);
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+    return migration_end(s);
+}
+
+/* A second QEMU with the same machine, loaded from path, then running. */
+static QTestState *restore_node(const char *args, const char *path)
+{
+    QTestState *d = qtest_initf("%s -incoming defer", args);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree char *status = NULL;
+
+    qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
+                             "'arguments': {'uri': %s}}", uri);
+    status = migration_end(d);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_qmp_assert_success(d, "{'execute': 'cont'}");
+    return d;
+}
+
+static void ring_setup(QTestState *s, unsigned ring, uint64_t base,
+                       unsigned slots)
+{
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, ring, base, slots),
+                     ==, TEMPEST_CMD_SUCCESS);
+}
+
+/* Put a packet to this node itself in SQ0 slot 'slot'. */
+static void put_packet(QTestState *s, unsigned slot, uint64_t word)
+{
+    uint64_t at = SQ_BASE + slot * TEMPEST_PKT_SIZE;
+
+    qtest_writew(s, at + TEMPEST_PKT_NODE, 0);
+    qtest_writeq(s, at + TEMPEST_PKT_DATA, word);
+    qtest_writel(s, at + TEMPEST_PKT_CTL, TEMPEST_PKT_VALID | 8);
+}
+
+/* A macro, so that a failure names the caller's line. */
+#define assert_timer_event(s, slot, a) do {                                 \
+        uint64_t ev_ = CQ_BASE + (slot) * TEMPEST_EV_SIZE;                  \
+                                                                            \
+        g_assert_cmphex(qtest_readl(s, ev_), ==,                            \
+                        TEMPEST_EV_VALID | TEMPEST_EV_TIMER);               \
+        g_assert_cmphex(qtest_readq(s, ev_ + TEMPEST_EV_A), ==, (a));       \
+    } while (0)
+
+/*
+ * Timers (1.1) armed before the save fire after the restore, at their
+ * deadline and not before; the registers read the same.
+ */
+static void test_timer(void)
+{
+    const char *args = "-M tempest,tagmem=0 -m 64M";
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+
+    ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 4);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TIMER_ARM, 10, 1, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TIMER_ARM, 5000, 2, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_clock_step(s, TICKS(100));
+    assert_timer_event(s, 0, 1);
+    qtest_writel(s, NC(TEMPEST_NC_SCRATCH), 0x5ca1ab1e);
+
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    g_assert_cmphex(qtest_readl(d, NC(TEMPEST_NC_SCRATCH)), ==, 0x5ca1ab1e);
+    assert_timer_event(d, 0, 1);
+    qtest_clock_step(d, TICKS(1000));
+    g_assert_cmphex(qtest_readl(d, CQ_BASE + TEMPEST_EV_SIZE), ==, 0);
+    qtest_clock_step(d, TICKS(10000));
+    assert_timer_event(d, 1, 2);
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_CQ_TAIL)), ==, 2);
+    qtest_quit(d);
+    remove_state(path);
+}
+
+/*
+ * What waits inside the device for room in the guest's rings (1.1)
+ * survives: a timer event that found the CQ full and a packet (to this
+ * node itself) that found the RQ full arrive once the guest frees a slot.
+ */
+static void test_queues(void)
+{
+    const char *args = "-M tempest,tagmem=0 -m 64M";
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+
+    ring_setup(s, TEMPEST_RING_SQ0, SQ_BASE, 4);
+    ring_setup(s, TEMPEST_RING_RQ, RQ_BASE, 2);
+    ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 2);
+    for (unsigned i = 1; i <= 3; i++) {
+        g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TIMER_ARM, 10 * i, i, 0),
+                         ==, TEMPEST_CMD_SUCCESS);
+    }
+    qtest_clock_step(s, TICKS(100));
+    /* Timers 1 and 2 filled the CQ; timer 3's event waits. */
+    assert_timer_event(s, 0, 1);
+    assert_timer_event(s, 1, 2);
+    for (unsigned i = 0; i < 3; i++) {
+        put_packet(s, i, 0xab00 + i);
+    }
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), 0);
+    /* Two packets filled the RQ; the third waits. */
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RX_PACKETS)), ==, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_TX_PACKETS)), ==, 3);
+
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_CQ_TAIL)), ==, 2);
+
+    /* The guest frees the CQ: timer 3's event comes in. */
+    qtest_writel(d, CQ_BASE, 0);
+    qtest_writel(d, CQ_BASE + TEMPEST_EV_SIZE, 0);
+    qtest_writel(d, NC(TEMPEST_NC_RQ_DOORBELL), 1);
+    assert_timer_event(d, 0, 3);
+    g_assert_cmphex(qtest_readl(d, CQ_BASE + TEMPEST_EV_SIZE), ==, 0);
+
+    /* The guest frees an RQ slot: the third packet comes in. */
+    qtest_writel(d, RQ_BASE, 0);
+    qtest_writel(d, NC(TEMPEST_NC_RQ_DOORBELL), 1);
+    g_assert_cmphex(qtest_readl(d, RQ_BASE), ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmphex(qtest_readq(d, RQ_BASE + TEMPEST_PKT_DATA), ==, 0xab02);
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_RX_PACKETS)), ==, 3);
+    qtest_quit(d);
+    remove_state(path);
+}
+
+/*
+ * Tagged memory (1.3) migrates: the tags, the frames (through both
+ * windows) and the counters come back the same.
+ */
+static void test_tags(void)
+{
+    const char *args = "-M tempest,tagmem=1M -m 64M";
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+    uint64_t base = TEMPEST_TAGMEM_BASE;
+
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base + 4 * BLK,
+                                 2 * BLK, TEMPEST_TAG_INVALID), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base + 4096,
+                                 BLK, TEMPEST_TAG_READONLY), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_writeq(s, TEMPEST_TAGMEM_ALIAS + 4 * BLK, 0x7a65a0u);
+    qtest_writeq(s, base + (1 << 20) - 8, 0xe0d);
+
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    for (uint64_t b = 0; b < 80; b++) {
+        uint64_t want = b == 4 || b == 5 ? TEMPEST_TAG_INVALID :
+                        b == 64 ? TEMPEST_TAG_READONLY : TEMPEST_TAG_WRITABLE;
+
+        g_assert_cmpuint(tq_command3(d, TEMPEST_CMD_TAG_GET, base + b * BLK,
+                                     0, 0), ==, TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==, want);
+    }
+    g_assert_cmphex(qtest_readq(d, base + 4 * BLK), ==, 0x7a65a0u);
+    g_assert_cmphex(qtest_readq(d, TEMPEST_TAGMEM_ALIAS + (1 << 20) - 8), ==,
+                    0xe0d);
+    /* The restored tags are the device's own: changing them works. */
+    g_assert_cmpuint(tq_command3(d, TEMPEST_CMD_TAG_SET, base + 4 * BLK,
+                                 2 * BLK, TEMPEST_TAG_WRITABLE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_quit(d);
+    remove_state(path);
+}
+
+/* A node of a cluster of several has a blocker naming its sockets. */
+static void test_cluster_blocked(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-mig-XXXXXX", NULL);
+    char *path = state_file();
+    QTestState *s = qtest_initf("-M tempest,num-nodes=2,fabric=unix:%s "
+                                "-m 64M", dir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QDict *rsp;
+    const char *desc;
+
+    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
+    rsp = qtest_qmp(s, "{'execute': 'migrate', 'arguments': "
+                    "{'uri': %s}}", uri);
+    g_assert(qdict_haskey(rsp, "error"));
+    desc = qdict_get_str(qdict_get_qdict(rsp, "error"), "desc");
+    g_assert(strstr(desc, "live sockets"));
+    qobject_unref(rsp);
+    qtest_quit(s);
+    rmdir(dir);
+    remove_state(path);
+}
+
+/*
+ * The transfer engine's queues (1.4) are not migrated yet: a node holding
+ * a posted receive buffer refuses to be saved, and carries on.
+ */
+static void test_xfer_refused(void)
+{
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init("-M tempest,tagmem=0 -m 64M");
+
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_BUF_POST, 7, RAM(0x200000),
+                                 4096), ==, TEMPEST_CMD_SUCCESS);
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "failed");
+    qtest_qmp_assert_success(s, "{'execute': 'cont'}");
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_MAGIC)), ==,
+                    TEMPEST_NC_MAGIC_VALUE);
+    qtest_quit(s);
+    remove_state(path);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    qtest_add_func("/tempest/migration/timer", test_timer);
+    qtest_add_func("/tempest/migration/queues", test_queues);
+    qtest_add_func("/tempest/migration/tags", test_tags);
+    qtest_add_func("/tempest/migration/cluster-blocked",
+                   test_cluster_blocked);
+    qtest_add_func("/tempest/migration/xfer-refused", test_xfer_refused);
+
+    return g_test_run();
+}
