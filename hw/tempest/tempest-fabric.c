@@ -17,6 +17,7 @@
 #include "crypto/secret_common.h"
 #include "io/channel-socket.h"
 #include "system/system.h"
+#include "qom/object_interfaces.h"
 #include "hw/tempest/tempest-fabric.h"
 #include "fabric-proto.h"
 #include "trace.h"
@@ -46,6 +47,8 @@
 #define FABRIC_ACCEPT_PAUSE_MS 100
 
 typedef struct FabricConn FabricConn;
+typedef struct FabricSocket FabricSocket;
+#define SOCK(obj) container_of(obj, FabricSocket, parent_obj)
 
 typedef struct FabricPeer {
     FabricConn *conn;           /* NULL until its HELLO, and once gone */
@@ -61,7 +64,7 @@ typedef struct FabricPeer {
 } FabricPeer;
 
 struct FabricConn {
-    TempestFabric *fab;
+    FabricSocket *fab;
     QIOChannelSocket *sioc;
     int fd;
     int peer;                   /* -1 until its HELLO and AUTH */
@@ -87,12 +90,15 @@ static size_t conn_pending(FabricConn *c)
 
 /* An asynchronous connect under way to a lower node. */
 typedef struct FabricDial {
-    TempestFabric *fab;         /* NULL once the fabric is gone */
+    FabricSocket *fab;         /* NULL once the fabric is gone */
     unsigned node;
     QIOChannelSocket *sioc;
 } FabricDial;
 
-struct TempestFabric {
+/* The socket backend: one stream socket per pair of nodes. */
+struct FabricSocket {
+    TempestFabric parent_obj;
+    char *spec;                 /* property "addr" */
     const TempestFabricOps *ops;
     void *opaque;
     uint64_t cluster;
@@ -117,15 +123,13 @@ struct TempestFabric {
     unsigned npending;          /* entries of 'pending' */
     QEMUTimer *pending_timer;   /* expires connections that never HELLO */
     QEMUTimer *accept_timer;    /* resumes accepting after EMFILE */
-    uint8_t *key;               /* the cluster's key (AUTH) */
-    size_t key_len;
     Notifier exit_notifier;     /* flushes the BYEs when QEMU exits */
     uint64_t dropped_conns;     /* refused before HELLO (limits) */
 };
 
 static void fabric_conn_close(FabricConn *c, const char *why);
 
-static void fabric_set_state(TempestFabric *f, int state)
+static void fabric_set_state(FabricSocket *f, int state)
 {
     if (f->state != state) {
         f->state = state;
@@ -135,7 +139,7 @@ static void fabric_set_state(TempestFabric *f, int state)
 }
 
 /* Fill f->addrs from the spec, or fail with a message that says why. */
-static bool fabric_parse_spec(TempestFabric *f, const char *spec,
+static bool fabric_parse_spec(FabricSocket *f, const char *spec,
                               Error **errp)
 {
     f->addrs = g_new0(char *, f->nodes + 1);
@@ -294,7 +298,7 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
 
 static void fabric_close_broken(void *opaque)
 {
-    TempestFabric *f = opaque;
+    FabricSocket *f = opaque;
 
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricConn *c = f->peers[i].conn;
@@ -334,7 +338,7 @@ static void fabric_conn_writable(void *opaque)
 
 static void fabric_send_hello(FabricConn *c)
 {
-    TempestFabric *f = c->fab;
+    FabricSocket *f = c->fab;
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     FabricHello h = {
         .magic = FABRIC_MAGIC, .version = FABRIC_VERSION,
@@ -350,11 +354,11 @@ static void fabric_send_hello(FabricConn *c)
 /* Prove to the peer whose HELLO we have that we know the key. */
 static void fabric_send_auth(FabricConn *c)
 {
-    TempestFabric *f = c->fab;
+    FabricSocket *f = c->fab;
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_AUTH_SIZE];
 
     fabric_put_header(frame, FABRIC_AUTH, 0, FABRIC_AUTH_SIZE);
-    fabric_auth_mac(f->key, f->key_len, c->peer_nonce, c->nonce, f->cluster,
+    fabric_auth_mac(f->parent_obj.key, f->parent_obj.key_len, c->peer_nonce, c->nonce, f->cluster,
                     f->node, c->hello_node, frame + FABRIC_HDR_SIZE);
     fabric_conn_queue(c, frame, sizeof(frame));
 }
@@ -373,14 +377,14 @@ static void fabric_send_u32(FabricConn *c, uint16_t type, unsigned net,
 /* Peers coming and going                                              */
 /* ------------------------------------------------------------------ */
 
-static void fabric_ready(TempestFabric *f)
+static void fabric_ready(FabricSocket *f)
 {
     timer_del(f->connect_timer);
     fabric_set_state(f, TEMPEST_FABRIC_READY);
 }
 
 /* Node 0: node has its whole mesh; when every node has, tell them all. */
-static void fabric_mesh_count(TempestFabric *f, unsigned node)
+static void fabric_mesh_count(FabricSocket *f, unsigned node)
 {
     if (f->meshed[node]) {
         return;
@@ -398,7 +402,7 @@ static void fabric_mesh_count(TempestFabric *f, unsigned node)
     fabric_ready(f);
 }
 
-static void fabric_mesh_mine(TempestFabric *f)
+static void fabric_mesh_mine(FabricSocket *f)
 {
     if (f->node == 0) {
         fabric_mesh_count(f, 0);
@@ -407,7 +411,7 @@ static void fabric_mesh_mine(TempestFabric *f)
     }
 }
 
-static void fabric_peer_up(TempestFabric *f, FabricConn *c, unsigned id)
+static void fabric_peer_up(FabricSocket *f, FabricConn *c, unsigned id)
 {
     FabricPeer *p = &f->peers[id];
 
@@ -445,7 +449,7 @@ static void fabric_conn_free(FabricConn *c)
 
 static void fabric_conn_close(FabricConn *c, const char *why)
 {
-    TempestFabric *f = c->fab;
+    FabricSocket *f = c->fab;
 
     trace_tempest_fabric_close(f->node, c->peer, why);
     if (c->peer < 0) {
@@ -470,7 +474,7 @@ static void fabric_conn_close(FabricConn *c, const char *why)
     f->ops->peer_down(f->opaque, id, p->exited, p->exit_status);
 }
 
-static bool fabric_hello_ok(TempestFabric *f, FabricConn *c,
+static bool fabric_hello_ok(FabricSocket *f, FabricConn *c,
                             const FabricHello *h, const char **why)
 {
     if (h->magic != FABRIC_MAGIC || h->version != FABRIC_VERSION) {
@@ -497,7 +501,7 @@ static bool fabric_hello_ok(TempestFabric *f, FabricConn *c,
 /* Input                                                               */
 /* ------------------------------------------------------------------ */
 
-static void fabric_drop(TempestFabric *f, int peer, const char *why)
+static void fabric_drop(FabricSocket *f, int peer, const char *why)
 {
     trace_tempest_fabric_drop(f->node, peer, why);
     f->ops->dropped(f->opaque, peer, why);
@@ -507,7 +511,7 @@ static void fabric_drop(TempestFabric *f, int peer, const char *why)
 static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
                          const uint8_t *body)
 {
-    TempestFabric *f = c->fab;
+    FabricSocket *f = c->fab;
     FabricPeer *p;
     const char *why;
     FabricHello h;
@@ -522,7 +526,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
             fabric_conn_close(c, "no AUTH after HELLO");
             return false;
         }
-        fabric_auth_mac(f->key, f->key_len, c->nonce, c->peer_nonce,
+        fabric_auth_mac(f->parent_obj.key, f->parent_obj.key_len, c->nonce, c->peer_nonce,
                         f->cluster, c->hello_node, f->node, mac);
         why = !fabric_mac_equal(mac, body) ?
               "AUTH failed: the peer does not know the cluster's key" :
@@ -642,7 +646,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
 static void fabric_conn_readable(void *opaque)
 {
     FabricConn *c = opaque;
-    TempestFabric *f = c->fab;
+    FabricSocket *f = c->fab;
     size_t budget = FABRIC_READ_BUDGET;
 
     for (;;) {
@@ -719,7 +723,7 @@ static void fabric_conn_readable(void *opaque)
     }
 }
 
-static FabricConn *fabric_conn_new(TempestFabric *f, QIOChannelSocket *sioc,
+static FabricConn *fabric_conn_new(FabricSocket *f, QIOChannelSocket *sioc,
                                    int called)
 {
     FabricConn *c = g_new0(FabricConn, 1);
@@ -747,7 +751,7 @@ static FabricConn *fabric_conn_new(TempestFabric *f, QIOChannelSocket *sioc,
 /* Close connections that did not prove themselves in FABRIC_HELLO_MS. */
 static void fabric_pending_expire(void *opaque)
 {
-    TempestFabric *f = opaque;
+    FabricSocket *f = opaque;
     int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME), next = 0;
 
     for (GList *l = f->pending, *nl; l; l = nl) {
@@ -770,14 +774,14 @@ static void fabric_accept(void *opaque);
 
 static void fabric_accept_resume(void *opaque)
 {
-    TempestFabric *f = opaque;
+    FabricSocket *f = opaque;
 
     qemu_set_fd_handler(f->listener->fd, fabric_accept, NULL, f);
 }
 
 static void fabric_accept(void *opaque)
 {
-    TempestFabric *f = opaque;
+    FabricSocket *f = opaque;
     QIOChannelSocket *sioc = qio_channel_socket_accept(f->listener, NULL);
 
     if (!sioc) {
@@ -808,7 +812,7 @@ static void fabric_accept(void *opaque)
 static void fabric_dial_done(QIOTask *task, gpointer opaque)
 {
     FabricDial *d = opaque;
-    TempestFabric *f = d->fab;
+    FabricSocket *f = d->fab;
     QIOChannelSocket *sioc = d->sioc;
     FabricConn *c;
 
@@ -833,7 +837,7 @@ static void fabric_dial_done(QIOTask *task, gpointer opaque)
  * is full, or a TCP address that does not answer, costs a thread, never
  * the vCPUs or the monitor.
  */
-static void fabric_dial(TempestFabric *f, unsigned i)
+static void fabric_dial(FabricSocket *f, unsigned i)
 {
     g_autoptr(SocketAddress) addr = socket_parse(f->addrs[i], NULL);
     FabricDial *d;
@@ -853,7 +857,7 @@ static void fabric_dial(TempestFabric *f, unsigned i)
 /* Connect to every lower node not yet connected; give up at the deadline. */
 static void fabric_connect_tick(void *opaque)
 {
-    TempestFabric *f = opaque;
+    FabricSocket *f = opaque;
     bool waiting = false;
 
     for (unsigned i = 0; i < f->node; i++) {
@@ -899,18 +903,19 @@ static void fabric_connect_tick(void *opaque)
 
 static void fabric_exit_flush(Notifier *n, void *data);
 
-TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
-                                  unsigned node, unsigned nodes,
-                                  unsigned credits, unsigned timeout_ms,
-                                  const TempestFabricOps *ops, void *opaque,
-                                  Error **errp)
+static void sock_stop(TempestFabric *obj);
+
+/* Attached to its node controller: listen, and start connecting. */
+static bool sock_start(TempestFabric *obj, Error **errp)
 {
-    TempestFabric *f = g_new0(TempestFabric, 1);
+    FabricSocket *f = SOCK(obj);
+    const char *spec = f->spec;
+    unsigned node = obj->node, nodes = obj->nodes, credits = obj->credits;
     g_autoptr(SocketAddress) addr = NULL;
 
-    f->ops = ops;
-    f->opaque = opaque;
-    f->cluster = cluster;
+    f->ops = obj->ops;
+    f->opaque = obj->opaque;
+    f->cluster = obj->cluster;
     f->node = node;
     f->nodes = nodes;
     f->credits = credits;
@@ -918,17 +923,13 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
     f->peers = g_new0(FabricPeer, nodes);
     f->meshed = g_new0(bool, nodes);
     f->dials = g_new0(FabricDial *, nodes);
-    /* Without a key of its own, the cluster id is the key (fabric.rst). */
-    f->key_len = 8;
-    f->key = g_malloc(8);
-    fabric_st64(f->key, cluster);
     f->peers[node].up = true;
     f->peers[node].credit[0] = f->peers[node].credit[1] = credits;
     f->state = TEMPEST_FABRIC_CONNECTING;
 
     if (nodes == 1) {
         f->state = TEMPEST_FABRIC_READY;
-        return f;
+        return true;
     }
     if (!spec || !*spec) {
         error_setg(errp, "a cluster of %u nodes needs a fabric "
@@ -963,22 +964,24 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
                                    f);
     f->exit_notifier.notify = fabric_exit_flush;
     qemu_add_exit_notifier(&f->exit_notifier);
-    f->deadline_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + timeout_ms;
+    f->deadline_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                     obj->timeout_ms;
     f->connect_timer = timer_new_ms(QEMU_CLOCK_REALTIME, fabric_connect_tick,
                                     f);
     timer_mod(f->connect_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
-    return f;
+    return true;
 
 fail:
-    tempest_fabric_free(f);
-    return NULL;
+    sock_stop(obj);
+    return false;
 }
 
-void tempest_fabric_free(TempestFabric *f)
+/* Detached: close everything and forget it all (it may start again). */
+static void sock_stop(TempestFabric *obj)
 {
-    if (!f) {
-        return;
-    }
+    FabricSocket *f = SOCK(obj);
+    char *spec = f->spec;
+
     if (f->exit_notifier.notify) {
         qemu_remove_exit_notifier(&f->exit_notifier);
     }
@@ -1022,55 +1025,44 @@ void tempest_fabric_free(TempestFabric *f)
     g_free(f->peers);
     g_free(f->meshed);
     g_free(f->dials);
-    g_free(f->key);
-    g_free(f);
+    /* Back to a freshly made object, its property kept. */
+    memset((char *)f + sizeof(TempestFabric), 0,
+           sizeof(*f) - sizeof(TempestFabric));
+    f->spec = spec;
 }
 
-bool tempest_fabric_set_key(TempestFabric *f, const char *secret_id,
-                            Error **errp)
+static int sock_state(TempestFabric *obj)
 {
-    uint8_t *key;
-    size_t len;
+    FabricSocket *f = SOCK(obj);
 
-    if (qcrypto_secret_lookup(secret_id, &key, &len, errp) < 0) {
-        error_prepend(errp, "fabric-key: ");
-        return false;
-    }
-    if (len < 16) {
-        error_setg(errp, "fabric-key: the secret '%s' has %zu bytes; a "
-                   "cluster's key needs at least 16", secret_id, len);
-        g_free(key);
-        return false;
-    }
-    g_free(f->key);
-    f->key = key;
-    f->key_len = len;
-    return true;
-}
-
-int tempest_fabric_state(TempestFabric *f)
-{
     return f->state;
 }
 
-unsigned tempest_fabric_peers_up(TempestFabric *f)
+static unsigned sock_peers_up(TempestFabric *obj)
 {
+    FabricSocket *f = SOCK(obj);
+
     return f->peers_up;
 }
 
-bool tempest_fabric_peer_up(TempestFabric *f, unsigned peer)
+static bool sock_peer_up(TempestFabric *obj, unsigned peer)
 {
+    FabricSocket *f = SOCK(obj);
+
     return peer < f->nodes && f->peers[peer].up;
 }
 
-bool tempest_fabric_can_send(TempestFabric *f, unsigned peer, unsigned net)
+static bool sock_can_send(TempestFabric *obj, unsigned peer, unsigned net)
 {
-    return tempest_fabric_peer_up(f, peer) && f->peers[peer].credit[net];
+    FabricSocket *f = SOCK(obj);
+
+    return sock_peer_up(obj, peer) && f->peers[peer].credit[net];
 }
 
-void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
-                         const uint8_t *pkt, size_t len)
+static void sock_send(TempestFabric *obj, unsigned peer, unsigned net,
+                      const uint8_t *pkt, size_t len)
 {
+    FabricSocket *f = SOCK(obj);
     FabricPeer *p = &f->peers[peer];
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_DATA_MAX];
     uint32_t seq = p->seq_out[net]++;
@@ -1089,9 +1081,10 @@ void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
     fabric_conn_queue(p->conn, frame, FABRIC_HDR_SIZE + 4 + len);
 }
 
-void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
-                                   unsigned net, unsigned n)
+static void sock_return_credits(TempestFabric *obj, unsigned peer,
+                                unsigned net, unsigned n)
 {
+    FabricSocket *f = SOCK(obj);
     FabricPeer *p = &f->peers[peer];
 
     if (peer == f->node) {
@@ -1111,9 +1104,10 @@ void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
     }
 }
 
-void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
-                              const uint8_t *body, size_t len)
+static void sock_send_coll(TempestFabric *obj, unsigned peer,
+                           const uint8_t *body, size_t len)
 {
+    FabricSocket *f = SOCK(obj);
     FabricConn *c = f->peers[peer].conn;
     uint8_t hdr[FABRIC_HDR_SIZE];
 
@@ -1132,10 +1126,11 @@ void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
     fabric_conn_queue3(c, hdr, sizeof(hdr), body, len, NULL, 0);
 }
 
-void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
-                              const uint8_t *head, size_t head_len,
-                              const uint8_t *body, size_t body_len)
+static void sock_send_xfer(TempestFabric *obj, unsigned peer,
+                           const uint8_t *head, size_t head_len,
+                           const uint8_t *body, size_t body_len)
 {
+    FabricSocket *f = SOCK(obj);
     FabricConn *c = f->peers[peer].conn;
     uint8_t hdr[FABRIC_HDR_SIZE];
     size_t len = head_len + body_len;
@@ -1148,8 +1143,9 @@ void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
     fabric_conn_queue3(c, hdr, sizeof(hdr), head, head_len, body, body_len);
 }
 
-size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
+static size_t sock_tx_queued(TempestFabric *obj, unsigned peer)
 {
+    FabricSocket *f = SOCK(obj);
     FabricConn *c = f->peers[peer].conn;
 
     return c ? conn_pending(c) : 0;
@@ -1160,8 +1156,10 @@ size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
  * What the sockets do not take at once goes out from the main loop, and
  * at the latest from fabric_exit_flush() when QEMU exits.
  */
-void tempest_fabric_bye(TempestFabric *f, uint32_t status)
+static void sock_bye(TempestFabric *obj, uint32_t status)
 {
+    FabricSocket *f = SOCK(obj);
+
     for (unsigned i = 0; f && i < f->nodes; i++) {
         FabricConn *c = f->peers[i].conn;
 
@@ -1177,7 +1175,7 @@ void tempest_fabric_bye(TempestFabric *f, uint32_t status)
  */
 static void fabric_exit_flush(Notifier *n, void *data)
 {
-    TempestFabric *f = container_of(n, TempestFabric, exit_notifier);
+    FabricSocket *f = container_of(n, FabricSocket, exit_notifier);
     int64_t deadline = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
                        FABRIC_BYE_MS;
 
@@ -1195,3 +1193,68 @@ static void fabric_exit_flush(Notifier *n, void *data)
         }
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* The QOM type                                                        */
+/* ------------------------------------------------------------------ */
+
+static char *sock_get_addr(Object *obj, Error **errp)
+{
+    return g_strdup(SOCK(TEMPEST_FABRIC(obj))->spec);
+}
+
+static void sock_set_addr(Object *obj, const char *value, Error **errp)
+{
+    FabricSocket *f = SOCK(TEMPEST_FABRIC(obj));
+
+    if (TEMPEST_FABRIC(obj)->ops) {
+        error_setg(errp, "the fabric is in use: its address is fixed");
+        return;
+    }
+    g_free(f->spec);
+    f->spec = g_strdup(value);
+}
+
+static void sock_finalize(Object *obj)
+{
+    FabricSocket *f = SOCK(TEMPEST_FABRIC(obj));
+
+    tempest_fabric_detach(TEMPEST_FABRIC(obj));
+    g_free(f->spec);
+}
+
+static void sock_class_init(ObjectClass *oc, void *data)
+{
+    TempestFabricClass *fc = TEMPEST_FABRIC_CLASS(oc);
+
+    fc->start = sock_start;
+    fc->stop = sock_stop;
+    fc->state = sock_state;
+    fc->peers_up = sock_peers_up;
+    fc->peer_up = sock_peer_up;
+    fc->can_send = sock_can_send;
+    fc->send = sock_send;
+    fc->return_credits = sock_return_credits;
+    fc->send_coll = sock_send_coll;
+    fc->send_xfer = sock_send_xfer;
+    fc->tx_queued = sock_tx_queued;
+    fc->bye = sock_bye;
+    object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
+    object_class_property_set_description(oc, "addr",
+        "unix:DIR, tcp:HOST:PORT or tcp:H0:P0;H1:P1;...");
+}
+
+static const TypeInfo sock_info = {
+    .name = TYPE_TEMPEST_FABRIC_SOCKET,
+    .parent = TYPE_TEMPEST_FABRIC,
+    .instance_size = sizeof(FabricSocket),
+    .instance_finalize = sock_finalize,
+    .class_init = sock_class_init,
+};
+
+static void sock_register_types(void)
+{
+    type_register_static(&sock_info);
+}
+
+type_init(sock_register_types)

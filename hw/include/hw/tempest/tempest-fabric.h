@@ -18,8 +18,18 @@
 #define HW_TEMPEST_TEMPEST_FABRIC_H
 
 #include "qapi/error.h"
+#include "qom/object.h"
 
-typedef struct TempestFabric TempestFabric;
+/*
+ * A fabric is a QOM backend object (-object tempest-fabric-socket,...,
+ * or made by the node controller from its own properties), attached to
+ * one node controller, which gives it the callbacks below.  The socket
+ * backend is the one of today; a shared-memory backend implements the
+ * same class.
+ */
+#define TYPE_TEMPEST_FABRIC "tempest-fabric"
+#define TYPE_TEMPEST_FABRIC_SOCKET "tempest-fabric-socket"
+OBJECT_DECLARE_TYPE(TempestFabric, TempestFabricClass, TEMPEST_FABRIC)
 
 typedef struct TempestFabricOps {
     /* A DATA packet (32-byte header + payload) from peer on net. */
@@ -44,10 +54,61 @@ typedef struct TempestFabricOps {
     void (*dropped)(void *opaque, int peer, const char *why);
 } TempestFabricOps;
 
+struct TempestFabric {
+    Object parent_obj;
+    /* Properties: the same on every backend */
+    uint32_t node;              /* "node-id" */
+    uint32_t nodes;             /* "num-nodes" */
+    uint64_t cluster;           /* "cluster-id" */
+    uint32_t credits;           /* "credits" */
+    uint32_t timeout_ms;        /* "timeout" */
+    char *key_secret;           /* "key": id of a secret object */
+    /* Set while attached */
+    const TempestFabricOps *ops;
+    void *opaque;
+    uint8_t *key;               /* the cluster's key (AUTH) */
+    size_t key_len;
+    struct TempestFabricClass *fc;
+};
+
+/* What a backend implements; see the functions below for each. */
+struct TempestFabricClass {
+    ObjectClass parent_class;
+    bool (*start)(TempestFabric *f, Error **errp);
+    void (*stop)(TempestFabric *f);
+    int (*state)(TempestFabric *f);
+    unsigned (*peers_up)(TempestFabric *f);
+    bool (*peer_up)(TempestFabric *f, unsigned peer);
+    bool (*can_send)(TempestFabric *f, unsigned peer, unsigned net);
+    void (*send)(TempestFabric *f, unsigned peer, unsigned net,
+                 const uint8_t *pkt, size_t len);
+    void (*return_credits)(TempestFabric *f, unsigned peer, unsigned net,
+                           unsigned n);
+    void (*send_coll)(TempestFabric *f, unsigned peer, const uint8_t *body,
+                      size_t len);
+    void (*send_xfer)(TempestFabric *f, unsigned peer, const uint8_t *head,
+                      size_t head_len, const uint8_t *body,
+                      size_t body_len);
+    size_t (*tx_queued)(TempestFabric *f, unsigned peer);
+    void (*bye)(TempestFabric *f, uint32_t status);
+};
+
 /*
- * spec: "unix:DIR" (node i listens at DIR/node<i>.sock), "tcp:HOST:PORT"
- * (node i listens at HOST:PORT+i), or "tcp:H0:P0;H1:P1;..." (one address
- * per node).  With one node no socket is made and the fabric is ready.
+ * Attach the fabric to its node controller and start it (listen,
+ * connect).  Fails if it is attached already or its properties are
+ * impossible.  Detach stops it: every link closed, every buffer freed.
+ */
+bool tempest_fabric_attach(TempestFabric *f, const TempestFabricOps *ops,
+                           void *opaque, Error **errp);
+void tempest_fabric_detach(TempestFabric *f);
+
+/*
+ * A socket fabric made and attached in one step (the node controller's
+ * own, from its properties).  spec: "unix:DIR" (node i listens at
+ * DIR/node<i>.sock), "tcp:HOST:PORT" (node i listens at HOST:PORT+i), or
+ * "tcp:H0:P0;H1:P1;..." (one address per node).  With one node no socket
+ * is made and the fabric is ready.  tempest_fabric_free() detaches and
+ * drops it.
  */
 TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
                                   unsigned node, unsigned nodes,

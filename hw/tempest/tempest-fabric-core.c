@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The Tempest fabric's base type: the properties every backend shares,
+ * the cluster's key, attaching to a node controller, and the calls the
+ * node controller makes, dispatched to the backend's class (see
+ * include/hw/tempest/tempest-fabric.h).
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qom/object_interfaces.h"
+#include "crypto/secret_common.h"
+#include "hw/tempest/tempest-fabric.h"
+#include "fabric-proto.h"
+
+#define FABRIC_MIN_KEY      16
+
+/* The cluster's key: the secret named by "key", else the cluster id. */
+static bool fabric_load_key(TempestFabric *f, const char *secret_id,
+                            Error **errp)
+{
+    uint8_t *key;
+    size_t len;
+
+    if (!secret_id || !*secret_id) {
+        /* Without a key of its own, the cluster id is the key. */
+        key = g_malloc(8);
+        fabric_st64(key, f->cluster);
+        len = 8;
+    } else if (qcrypto_secret_lookup(secret_id, &key, &len, errp) < 0) {
+        error_prepend(errp, "fabric key: ");
+        return false;
+    } else if (len < FABRIC_MIN_KEY) {
+        error_setg(errp, "fabric key: the secret '%s' has %zu bytes; a "
+                   "cluster's key needs at least %d", secret_id, len,
+                   FABRIC_MIN_KEY);
+        g_free(key);
+        return false;
+    }
+    g_free(f->key);
+    f->key = key;
+    f->key_len = len;
+    return true;
+}
+
+bool tempest_fabric_attach(TempestFabric *f, const TempestFabricOps *ops,
+                           void *opaque, Error **errp)
+{
+    if (f->ops) {
+        error_setg(errp, "fabric '%s' is attached to a node already",
+                   object_get_canonical_path_component(OBJECT(f)) ?: "");
+        return false;
+    }
+    if (!f->nodes || f->nodes > TEMPEST_MAX_NODES || f->node >= f->nodes) {
+        error_setg(errp, "fabric: node-id %u of num-nodes %u is impossible",
+                   f->node, f->nodes);
+        return false;
+    }
+    if (!f->credits || f->credits > 4096) {
+        error_setg(errp, "fabric: credits must be 1 to 4096 (got %u)",
+                   f->credits);
+        return false;
+    }
+    if (!fabric_load_key(f, f->key_secret, errp)) {
+        return false;
+    }
+    f->ops = ops;
+    f->opaque = opaque;
+    if (!f->fc->start(f, errp)) {
+        f->ops = NULL;
+        f->opaque = NULL;
+        return false;
+    }
+    return true;
+}
+
+void tempest_fabric_detach(TempestFabric *f)
+{
+    if (f && f->ops) {
+        f->fc->stop(f);
+        f->ops = NULL;
+        f->opaque = NULL;
+    }
+}
+
+TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
+                                  unsigned node, unsigned nodes,
+                                  unsigned credits, unsigned timeout_ms,
+                                  const TempestFabricOps *ops, void *opaque,
+                                  Error **errp)
+{
+    Object *o = object_new(TYPE_TEMPEST_FABRIC_SOCKET);
+    TempestFabric *f = TEMPEST_FABRIC(o);
+
+    object_property_set_str(o, "addr", spec ? spec : "", &error_abort);
+    f->cluster = cluster;
+    f->node = node;
+    f->nodes = nodes;
+    f->credits = credits;
+    f->timeout_ms = timeout_ms;
+    if (!tempest_fabric_attach(f, ops, opaque, errp)) {
+        object_unref(o);
+        return NULL;
+    }
+    return f;
+}
+
+void tempest_fabric_free(TempestFabric *f)
+{
+    if (f) {
+        tempest_fabric_detach(f);
+        object_unref(OBJECT(f));
+    }
+}
+
+bool tempest_fabric_set_key(TempestFabric *f, const char *secret_id,
+                            Error **errp)
+{
+    return fabric_load_key(f, secret_id, errp);
+}
+
+/* The calls of the node controller, to the backend. */
+
+int tempest_fabric_state(TempestFabric *f)
+{
+    return f->fc->state(f);
+}
+
+unsigned tempest_fabric_peers_up(TempestFabric *f)
+{
+    return f->fc->peers_up(f);
+}
+
+bool tempest_fabric_peer_up(TempestFabric *f, unsigned peer)
+{
+    return f->fc->peer_up(f, peer);
+}
+
+bool tempest_fabric_can_send(TempestFabric *f, unsigned peer, unsigned net)
+{
+    return f->fc->can_send(f, peer, net);
+}
+
+void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
+                         const uint8_t *pkt, size_t len)
+{
+    f->fc->send(f, peer, net, pkt, len);
+}
+
+void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
+                                   unsigned net, unsigned n)
+{
+    f->fc->return_credits(f, peer, net, n);
+}
+
+void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
+                              const uint8_t *body, size_t len)
+{
+    f->fc->send_coll(f, peer, body, len);
+}
+
+void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
+                              const uint8_t *head, size_t head_len,
+                              const uint8_t *body, size_t body_len)
+{
+    f->fc->send_xfer(f, peer, head, head_len, body, body_len);
+}
+
+size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
+{
+    return f->fc->tx_queued(f, peer);
+}
+
+void tempest_fabric_bye(TempestFabric *f, uint32_t status)
+{
+    if (f) {
+        f->fc->bye(f, status);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The QOM type                                                        */
+/* ------------------------------------------------------------------ */
+
+static char *fabric_get_key(Object *obj, Error **errp)
+{
+    return g_strdup(TEMPEST_FABRIC(obj)->key_secret);
+}
+
+static void fabric_set_key(Object *obj, const char *value, Error **errp)
+{
+    TempestFabric *f = TEMPEST_FABRIC(obj);
+
+    g_free(f->key_secret);
+    f->key_secret = g_strdup(value);
+}
+
+static bool fabric_can_be_deleted(UserCreatable *uc)
+{
+    return !TEMPEST_FABRIC(uc)->ops;     /* not while a node uses it */
+}
+
+static void fabric_instance_init(Object *obj)
+{
+    TempestFabric *f = TEMPEST_FABRIC(obj);
+
+    f->fc = TEMPEST_FABRIC_GET_CLASS(obj);
+    f->nodes = 1;
+    f->credits = 32;
+    f->timeout_ms = 30000;
+    object_property_add_uint32_ptr(obj, "node-id", &f->node,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint32_ptr(obj, "num-nodes", &f->nodes,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint64_ptr(obj, "cluster-id", &f->cluster,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint32_ptr(obj, "credits", &f->credits,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_add_uint32_ptr(obj, "timeout", &f->timeout_ms,
+                                   OBJ_PROP_FLAG_READWRITE);
+}
+
+static void fabric_instance_finalize(Object *obj)
+{
+    TempestFabric *f = TEMPEST_FABRIC(obj);
+
+    g_free(f->key);
+    g_free(f->key_secret);
+}
+
+static void fabric_class_init(ObjectClass *oc, void *data)
+{
+    UserCreatableClass *ucc = USER_CREATABLE_CLASS(oc);
+
+    ucc->can_be_deleted = fabric_can_be_deleted;
+    object_class_property_add_str(oc, "key", fabric_get_key, fabric_set_key);
+    object_class_property_set_description(oc, "key", "Id of a secret "
+                                          "object: the cluster's key");
+}
+
+static const TypeInfo fabric_info = {
+    .name = TYPE_TEMPEST_FABRIC,
+    .parent = TYPE_OBJECT,
+    .abstract = true,
+    .instance_size = sizeof(TempestFabric),
+    .instance_init = fabric_instance_init,
+    .instance_finalize = fabric_instance_finalize,
+    .class_size = sizeof(TempestFabricClass),
+    .class_init = fabric_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { TYPE_USER_CREATABLE },
+        { }
+    },
+};
+
+static void fabric_register_types(void)
+{
+    type_register_static(&fabric_info);
+}
+
+type_init(fabric_register_types)
