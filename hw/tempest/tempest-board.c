@@ -92,6 +92,7 @@ struct TempestMachineState {
     uint32_t num_nodes;
     char *fabric;
     char *fabric_key;
+    char *fabric_backend;
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout;
@@ -319,6 +320,19 @@ static void create_nc(TempestMachineState *tms)
                          ms->kernel_cmdline ? ms->kernel_cmdline : "");
     qdev_prop_set_string(dev, "fabric", tms->fabric);
     qdev_prop_set_string(dev, "fabric-key", tms->fabric_key);
+    if (*tms->fabric_backend) {
+        Object *fb = object_resolve_path_component(object_get_objects_root(),
+                                                   tms->fabric_backend);
+
+        if (!fb || !object_dynamic_cast(fb, TYPE_TEMPEST_FABRIC)) {
+            error_report("fabric-backend: no fabric object '%s' (make one "
+                         "with -object tempest-fabric-socket,id=%s,...)",
+                         tms->fabric_backend, tms->fabric_backend);
+            exit(1);
+        }
+        object_property_set_link(OBJECT(dev), "fabric-backend", fb,
+                                 &error_fatal);
+    }
     qdev_prop_set_uint64(dev, "cluster-id", tms->cluster_id);
     qdev_prop_set_uint32(dev, "credits", tms->credits);
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
@@ -438,6 +452,20 @@ static void tempest_set_fabric_key(Object *obj, const char *value,
     tms->fabric_key = g_strdup(value);
 }
 
+static char *tempest_get_fabric_backend(Object *obj, Error **errp)
+{
+    return g_strdup(TEMPEST_MACHINE(obj)->fabric_backend);
+}
+
+static void tempest_set_fabric_backend(Object *obj, const char *value,
+                                       Error **errp)
+{
+    TempestMachineState *tms = TEMPEST_MACHINE(obj);
+
+    g_free(tms->fabric_backend);
+    tms->fabric_backend = g_strdup(value);
+}
+
 static void tempest_instance_init(Object *obj)
 {
     TempestMachineState *tms = TEMPEST_MACHINE(obj);
@@ -446,6 +474,7 @@ static void tempest_instance_init(Object *obj)
     tms->num_nodes = 1;
     tms->fabric = g_strdup("");
     tms->fabric_key = g_strdup("");
+    tms->fabric_backend = g_strdup("");
     tms->credits = 32;
     tms->fabric_timeout = 30000;
     tms->tagmem = 64 * MiB;
@@ -459,6 +488,11 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "fabric", "How the nodes reach "
                                     "each other: unix:DIR, tcp:HOST:PORT or "
                                     "tcp:H0:P0;H1:P1;...");
+    object_property_add_str(obj, "fabric-backend", tempest_get_fabric_backend,
+                            tempest_set_fabric_backend);
+    object_property_set_description(obj, "fabric-backend", "Id of a fabric "
+                                    "object (-object tempest-fabric-socket) "
+                                    "instead of fabric=");
     object_property_add_str(obj, "fabric-key", tempest_get_fabric_key,
                             tempest_set_fabric_key);
     object_property_set_description(obj, "fabric-key", "Id of a secret "

@@ -629,7 +629,11 @@ static void nc_drop_packets(TempestNCState *s)
 static void nc_msg_free(TempestNCState *s)
 {
     migrate_del_blocker(&s->migration_blocker);
-    tempest_fabric_free(s->fabric);
+    if (s->fabric && s->fabric == s->fabric_backend) {
+        tempest_fabric_detach(s->fabric);   /* the user's object stays */
+    } else {
+        tempest_fabric_free(s->fabric);
+    }
     s->fabric = NULL;
     nc_drop_queues(s);
     nc_drop_packets(s);
@@ -656,14 +660,30 @@ bool tempest_nc_msg_realize(TempestNCState *s, Error **errp)
     s->sq_bh = qemu_bh_new(nc_sq_bh, s);
     tempest_nc_xfer_init(s);
 
-    s->fabric = tempest_fabric_new(s->fabric_spec, s->cluster_id, s->node_id,
-                                   s->num_nodes, s->credits,
-                                   s->fabric_timeout_ms, &nc_fabric_ops, s,
-                                   errp);
+    if (s->fabric_backend) {
+        /* A backend made with -object: its view of the cluster is ours. */
+        TempestFabric *fb = s->fabric_backend;
+
+        if (fb->node != s->node_id || fb->nodes != s->num_nodes) {
+            error_setg(errp, "fabric-backend: its node-id %u of %u is not "
+                       "this node's %u of %u", fb->node, fb->nodes,
+                       s->node_id, s->num_nodes);
+            goto fail;
+        }
+        if (!tempest_fabric_attach(fb, &nc_fabric_ops, s, errp)) {
+            goto fail;
+        }
+        s->fabric = fb;
+    } else {
+        s->fabric = tempest_fabric_new(s->fabric_spec, s->cluster_id,
+                                       s->node_id, s->num_nodes, s->credits,
+                                       s->fabric_timeout_ms, &nc_fabric_ops,
+                                       s, errp);
+    }
     if (!s->fabric) {
         goto fail;
     }
-    if (s->fabric_key && *s->fabric_key &&
+    if (!s->fabric_backend && s->fabric_key && *s->fabric_key &&
         !tempest_fabric_set_key(s->fabric, s->fabric_key, errp)) {
         goto fail;
     }

@@ -840,6 +840,8 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_STRING("cmdline", TempestNCState, cmdline),
     DEFINE_PROP_STRING("fabric", TempestNCState, fabric_spec),
     DEFINE_PROP_STRING("fabric-key", TempestNCState, fabric_key),
+    DEFINE_PROP_LINK("fabric-backend", TempestNCState, fabric_backend,
+                     TYPE_TEMPEST_FABRIC, TempestFabric *),
     DEFINE_PROP_UINT64("cluster-id", TempestNCState, cluster_id, 0),
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,

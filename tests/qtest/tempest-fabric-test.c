@@ -457,6 +457,45 @@ static void test_timers(void)
     qtest_quit(s);
 }
 
+/*
+ * The fabric as a backend object: -object tempest-fabric-socket with its
+ * own key, linked by the machine's fabric-backend; the nodes form the
+ * cluster and exchange a packet as with fabric=.
+ */
+static void test_backend_object(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    g_autofree char *key = g_strdup_printf("%s/key", dir);
+    QTestState *n[2];
+
+    g_assert_true(g_file_set_contents(key, "a key of twenty bytes", -1,
+                                      NULL));
+    for (unsigned i = 0; i < 2; i++) {
+        n[i] = qtest_initf("-object secret,id=k,file=%s "
+                           "-object tempest-fabric-socket,id=fab,"
+                           "addr=unix:%s,node-id=%u,num-nodes=2,"
+                           "cluster-id=9,key=k "
+                           "-M tempest,node-id=%u,num-nodes=2,"
+                           "fabric-backend=fab -m 128M", key, dir, i, i);
+    }
+    for (unsigned i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_rings(n[i], 16);
+    }
+    put_packet(n[0], SQ0_BASE, 0, 1, 0, 42, 8, 0x10);
+    qtest_writel(n[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmphex(tq_wait_mem32(n[1], RQ_BASE, ~0, TEMPEST_PKT_VALID | 8),
+                    ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmphex(qtest_readq(n[1], RQ_BASE + TEMPEST_PKT_WORD1), ==, 42);
+    for (unsigned i = 0; i < 2; i++) {
+        qtest_quit(n[i]);
+    }
+    unlink(key);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -470,5 +509,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/fabric/malformed-frames", test_malformed_frames);
     qtest_add_func("/tempest/fabric/timers", test_timers);
 
+    qtest_add_func("/tempest/fabric/backend-object", test_backend_object);
     return g_test_run();
 }

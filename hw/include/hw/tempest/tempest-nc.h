@@ -137,6 +137,7 @@ struct TempestNCState {
     char *cmdline;
     char *fabric_spec;
     char *fabric_key;       /* id of a secret object: the cluster's key */
+    TempestFabric *fabric_backend;  /* link: a fabric made with -object */
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout_ms;
