@@ -999,3 +999,45 @@ CASES += [
            r"node 1: chan_input_port\(port 1:1/1\): data and port mixed "
            r"up"]),
 ]
+
+
+def main(argv):
+    """Run the cases as a TAP producer (meson's 'guest' test):
+    cases.py [-k SUBSTRING] [--list]."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="cases.py")
+    p.add_argument("-k", default=None, help="only cases whose name has it")
+    p.add_argument("--list", action="store_true")
+    p.add_argument("--runs", default=os.path.join(ROOT, "build",
+                                                   "test-runs"))
+    a = p.parse_args(argv)
+    sel = [c for c in CASES if not a.k or a.k in "guest/" + c.name]
+    if a.list:
+        for c in sel:
+            print("guest/" + c.name)
+        return 0
+    print(f"1..{len(sel)}", flush=True)
+    failed = 0
+    for i, c in enumerate(sel, 1):
+        t0 = time.monotonic()
+        try:
+            ok, detail, output = c.run(a.runs)
+        except Exception as e:     # a harness error fails this case only
+            ok, detail, output = False, f"harness error: {e!r}", ""
+        took = f"{time.monotonic() - t0:.1f} s"
+        detail = f"{detail}, {took}" if detail else took
+        print(f"{'ok' if ok else 'not ok'} {i} guest/{c.name}", flush=True)
+        print(f"# {detail}", flush=True)
+        if not ok:
+            failed += 1
+            # The detail on stderr: meson shows it with the failure.
+            print(f"FAIL guest/{c.name} ({detail})", file=sys.stderr)
+            for line in output[-6000:].rstrip().splitlines():
+                print("    " + line, file=sys.stderr)
+            sys.stderr.flush()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

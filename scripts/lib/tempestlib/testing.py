@@ -17,6 +17,7 @@ test passed.
 import glob
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -84,6 +85,62 @@ def _tap(results, suite, cmd, env=None, cwd=None, timeout=600):
                        f"exit {rc}, {seen} results", out)
 
 
+# meson test --verbose: a TAP subtest ("▶ 3/7 NAME  OK"), and a test's
+# own line ("3/7 project:suite / NAME  OK  1.2s").
+_MESON_SUB = re.compile(r"^\s*\u25b6 \d+/\d+ (\S+)\s+"
+                        r"(OK|FAIL|SKIP|ERROR)\b")
+_MESON_TEST = re.compile(r"^\s*\d+/\d+ \S+ / (\S+)\s+(OK|FAIL|SKIP|TIMEOUT|"
+                         r"ERROR|EXPECTEDFAIL|UNEXPECTEDPASS)\b")
+
+
+def _failure_text(out, name):
+    """What a failed subtest said: its own block when the test printed one
+    ('FAIL name ...' on stderr, as cases.py does), else all of it."""
+    at = out.find(f"FAIL {name} (")
+    if at < 0:
+        return out
+    end = out.find("\nFAIL ", at + 1)
+    return out[at:end if end > 0 else len(out)]
+
+
+def _meson(results, suite, build_dir, names, test_args=(), mult=10):
+    """Run tests registered with meson (meson test, the ecosystem's way)
+    and record each TAP subtest; a test that fails as a whole (a crash, a
+    timeout, no results) is recorded too, with its output."""
+    cmd = ["meson", "test", "-C", build_dir, "--no-rebuild", "--verbose",
+           "--num-processes", "1", "--timeout-multiplier", str(mult)]
+    if test_args:
+        cmd.append("--test-args=" + " ".join(shlex.quote(a)
+                                             for a in test_args))
+    cmd += list(names)
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                       stdin=subprocess.DEVNULL)
+    out = r.stdout + r.stderr
+    seen = 0
+    broken = set()
+    for line in out.splitlines():
+        m = _MESON_SUB.match(line)
+        if m:
+            seen += 1
+            name = m.group(1)
+            name = f"{suite}{name}" if name.startswith("/") else \
+                name if name.startswith(suite + "/") else f"{suite}/{name}"
+            if m.group(2) == "SKIP":
+                print(f"SKIP {name}", flush=True)
+            else:
+                results.record(name, m.group(2) == "OK",
+                               output="" if m.group(2) == "OK" else
+                               _failure_text(out, name))
+            continue
+        m = _MESON_TEST.match(line)
+        if m and m.group(2) not in ("OK", "SKIP", "EXPECTEDFAIL") and \
+                m.group(1) not in broken:
+            broken.add(m.group(1))
+            results.record(f"{suite}/{m.group(1)}", False, m.group(2), out)
+    if seen == 0 and not broken and r.returncode != 0:
+        results.record(f"{suite}/meson", False, f"exit {r.returncode}", out)
+
+
 class _UnitResult(unittest.TestResult):
     """Report each Python unit test as it ends."""
 
@@ -129,20 +186,21 @@ def suite_unit_python(results, k):
 def suite_unit(results, k):
     suite_unit_python(results, k)
     tests = _test_programs(results, "unit", GUEST_BUILD, "tests/unit/test-*")
-    for t in tests:
-        if k and k not in os.path.basename(t):
-            continue
-        _tap(results, "unit/" + os.path.basename(t), [t, "--tap"])
+    names = [os.path.basename(t)[len("test-"):] for t in tests
+             if not k or k in os.path.basename(t)]
+    if names:
+        _meson(results, "unit", GUEST_BUILD, names)
 
 
 def suite_qtest(results, k):
+    """Our qtests, registered in QEMU's qtest suite by target-patches/0001,
+    through QEMU's own 'meson test' (its environment, its timeouts)."""
     tests = _test_programs(results, "qtest", QEMU_BUILD,
                            "tests/qtest/tempest-*")
-    env = dict(os.environ, QTEST_QEMU_BINARY=QEMU_BIN)
-    for t in tests:
-        if k and k not in os.path.basename(t):
-            continue
-        _tap(results, "qtest", [t, "--tap", "-k"], env=env)
+    names = ["qtest-aarch64/" + os.path.basename(t) for t in tests
+             if not k or k in os.path.basename(t)]
+    if names:
+        _meson(results, "qtest", QEMU_BUILD, names)
 
 
 def suite_tcg(results, k):
@@ -202,17 +260,10 @@ def suite_tcg(results, k):
 
 
 def suite_guest(results, k):
-    sys.path.insert(0, os.path.join(ROOT, "tests", "guest"))
-    import cases
-    for case in cases.CASES:
-        name = "guest/" + case.name
-        if k and k not in name:
-            continue
-        t0 = time.monotonic()
-        ok, detail, output = case.run(TEST_RUNS)
-        results.record(name, ok, f"{detail}, {time.monotonic() - t0:.1f} s"
-                       if detail else f"{time.monotonic() - t0:.1f} s",
-                       output)
+    """tests/guest/cases.py, registered with meson as the TAP test 'guest'
+    (tests/guest/meson.build)."""
+    _meson(results, "guest", GUEST_BUILD, ["guest"],
+           test_args=["-k", k] if k else [])
 
 
 def suite_style(results, k):
