@@ -44,6 +44,7 @@ REG32(ERR_INFO, TEMPEST_NC_ERR_INFO)
 REG32(ERR_COUNT, TEMPEST_NC_ERR_COUNT)
 REG32(SCRATCH, TEMPEST_NC_SCRATCH)
 REG32(EXIT, TEMPEST_NC_EXIT)
+    FIELD(EXIT, STATUS, 0, 8)
 REG32(FABRIC_STATE, TEMPEST_NC_FABRIC_STATE)
 REG32(PEERS_UP, TEMPEST_NC_PEERS_UP)
 REG32(PEERS_DOWN, TEMPEST_NC_PEERS_DOWN)
@@ -81,6 +82,7 @@ REG32(BCAST_SRC, TEMPEST_NC_BCAST_SRC)
 REG32(BCAST_VALUE_LO, TEMPEST_NC_BCAST_VALUE)
 REG32(BCAST_VALUE_HI, TEMPEST_NC_BCAST_VALUE + 4)
 REG32(AOR_SET, TEMPEST_NC_AOR_SET)
+    FIELD(AOR_SET, BIT, 0, 1)
 REG32(AOR_GLOBAL, TEMPEST_NC_AOR_GLOBAL)
 REG32(BCAST_LOST, TEMPEST_NC_BCAST_LOST)
 REG32(TAGMEM_SIZE_LO, TEMPEST_NC_TAGMEM_SIZE_LO)
@@ -382,10 +384,11 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
          * Never wait here (a vCPU holds the BQL): the BYE is queued, and
          * the fabric flushes what it can when the main loop tears down.
          */
-        trace_tempest_nc_exit(s->node_id, value & 0xff);
+        value = FIELD_EX32(value, EXIT, STATUS);
+        trace_tempest_nc_exit(s->node_id, value);
         qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_GUEST_SHUTDOWN,
-                                               value & 0xff);
-        tempest_fabric_bye(s->fabric, value & 0xff);
+                                               value);
+        tempest_fabric_bye(s->fabric, value);
         return;
     case A_IRQ_ENABLE:
         s->irq_enable = value;
@@ -405,7 +408,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         tempest_nc_bank(s)->op = value;
         return;
     case A_AOR_SET:
-        tempest_nc_aor_write(s, value);
+        tempest_nc_aor_write(s, FIELD_EX32(value, AOR_SET, BIT));
         return;
     case A_MAGIC:
     case A_VERSION:
@@ -627,7 +630,16 @@ static int tempest_nc_post_load(void *opaque, int version_id)
         return -EINVAL;
     }
     for (int i = 0; i < TEMPEST_NUM_RINGS; i++) {
-        if (s->ring[i].slots && !is_power_of_2(s->ring[i].slots)) {
+        TempestRing *r = &s->ring[i];
+
+        /* As RING_SETUP takes them; the load never widens what DMA sees. */
+        if (r->slots && (!is_power_of_2(r->slots) ||
+                         r->slots < TEMPEST_RING_MIN_SLOTS ||
+                         r->slots > TEMPEST_RING_MAX_SLOTS ||
+                         !tempest_nc_in_ram(s, r->base, (uint64_t)r->slots *
+                                            (i == TEMPEST_RING_CQ ?
+                                             TEMPEST_EV_SIZE :
+                                             TEMPEST_PKT_SIZE)))) {
             return -EINVAL;
         }
     }
