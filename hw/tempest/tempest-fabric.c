@@ -358,8 +358,9 @@ static void fabric_send_auth(FabricConn *c)
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_AUTH_SIZE];
 
     fabric_put_header(frame, FABRIC_AUTH, 0, FABRIC_AUTH_SIZE);
-    fabric_auth_mac(f->parent_obj.key, f->parent_obj.key_len, c->peer_nonce, c->nonce, f->cluster,
-                    f->node, c->hello_node, frame + FABRIC_HDR_SIZE);
+    fabric_auth_mac(f->parent_obj.key, f->parent_obj.key_len, c->peer_nonce,
+                    c->nonce, f->cluster, f->node, c->hello_node,
+                    frame + FABRIC_HDR_SIZE);
     fabric_conn_queue(c, frame, sizeof(frame));
 }
 
@@ -526,8 +527,9 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
             fabric_conn_close(c, "no AUTH after HELLO");
             return false;
         }
-        fabric_auth_mac(f->parent_obj.key, f->parent_obj.key_len, c->nonce, c->peer_nonce,
-                        f->cluster, c->hello_node, f->node, mac);
+        fabric_auth_mac(f->parent_obj.key, f->parent_obj.key_len, c->nonce,
+                        c->peer_nonce, f->cluster, c->hello_node, f->node,
+                        mac);
         why = !fabric_mac_equal(mac, body) ?
               "AUTH failed: the peer does not know the cluster's key" :
               f->peers[c->hello_node].conn || f->peers[c->hello_node].gone ?

@@ -603,7 +603,7 @@ static void test_auth_secret(void)
 
 typedef struct Flood {
     int fd;
-    volatile bool stop;
+    volatile bool stop;     /* set by the test, read by the thread */
     uint64_t frames;
 } Flood;
 

@@ -205,13 +205,14 @@ static inline long peer_rss_kib(pid_t pid)
 {
     g_autofree char *path = g_strdup_printf("/proc/%d/status", (int)pid);
     g_autofree char *text = NULL;
-    const char *p;
+    const char *p, *end;
+    long kib;
 
     if (!g_file_get_contents(path, &text, NULL, NULL)) {
         return -1;
     }
     p = strstr(text, "VmRSS:");
-    return p ? strtol(p + 6, NULL, 10) : -1;
+    return p && qemu_strtol(p + 6, &end, 10, &kib) == 0 ? kib : -1;
 }
 
 #endif /* TEMPEST_PEER_H */
