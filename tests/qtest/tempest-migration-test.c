@@ -248,6 +248,42 @@ static void test_tags(void)
     remove_state(path);
 }
 
+/*
+ * The same with TCG running a guest: the tag that refused its load, the
+ * count of refusals and its data come back, and the vCPUs' TLBs are
+ * refilled from the loaded tags (the restored node runs on).
+ */
+static void test_tags_tcg(void)
+{
+    g_autofree char *image = tq_guest_image();
+    g_autofree char *args = g_strdup_printf("-accel tcg -S -M tempest,"
+                                            "tagmem=1M -m 64M -kernel %s",
+                                            image);
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, TEMPEST_TAGMEM_BASE,
+                                 BLK, TEMPEST_TAG_INVALID), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_qmp_assert_success(s, "{'execute': 'cont'}");
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_TAG_FAULTS, ~0, 1), ==, 1);
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_TAG_FAULTS)), ==, 1);
+    g_assert_cmphex(qtest_readq(d, TQ_GUEST_MARK), ==, 1);
+    g_assert_cmpuint(tq_command3(d, TEMPEST_CMD_TAG_GET, TEMPEST_TAGMEM_BASE,
+                                 0, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==,
+                     TEMPEST_TAG_INVALID);
+    qtest_quit(d);
+    remove_state(path);
+    tq_remove_image(image);
+}
+
 /* A node of a cluster of several has a blocker naming its sockets. */
 static void test_cluster_blocked(void)
 {
@@ -299,6 +335,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/migration/timer", test_timer);
     qtest_add_func("/tempest/migration/queues", test_queues);
     qtest_add_func("/tempest/migration/tags", test_tags);
+    qtest_add_func("/tempest/migration/tags-tcg", test_tags_tcg);
     qtest_add_func("/tempest/migration/cluster-blocked",
                    test_cluster_blocked);
     qtest_add_func("/tempest/migration/xfer-refused", test_xfer_refused);

@@ -7,6 +7,7 @@
 #ifndef TEMPEST_QTEST_H
 #define TEMPEST_QTEST_H
 
+#include "qemu/bswap.h"
 #include "libqtest.h"
 #include "standard-headers/tempest/tempest-hw.h"
 
@@ -57,6 +58,51 @@ static inline uint32_t tq_wait_reg(QTestState *s, uint64_t off, uint32_t mask,
                                    uint32_t want)
 {
     return tq_wait_mem32(s, NC(off), mask, want);
+}
+
+/* Where the guest of tq_guest_image() stores 1. */
+#define TQ_GUEST_MARK   RAM(0xf00000)
+
+/*
+ * A raw image (the board's boot stub jumps to its first word, at EL1 with
+ * the MMU off): set VBAR_EL1 to a table of 'b .', load from the unchecked
+ * window's first block, store 1 at TQ_GUEST_MARK, then load from the
+ * checked window's first block and spin.  Returns the image's path.
+ */
+static inline char *tq_guest_image(void)
+{
+    static const uint32_t code[] = {
+        0x10004003,     /* adr   x3, . + 0x800 (the vectors) */
+        0xd518c003,     /* msr   vbar_el1, x3 */
+        0xd5033fdf,     /* isb */
+        0xd2c00405,     /* movz  x5, #0x20, lsl #32 (TEMPEST_TAGMEM_ALIAS) */
+        0xf94000a4,     /* ldr   x4, [x5] */
+        0xd2a81e06,     /* movz  x6, #0x40f0, lsl #16 (TQ_GUEST_MARK) */
+        0xd2800027,     /* movz  x7, #1 */
+        0xf90000c7,     /* str   x7, [x6] */
+        0xd2c00201,     /* movz  x1, #0x10, lsl #32 (TEMPEST_TAGMEM_BASE) */
+        0xf9400022,     /* ldr   x2, [x1] */
+        0x14000000,     /* b     . */
+    };
+    uint32_t image[0x1000 / 4];
+    g_autofree char *dir = g_dir_make_tmp("tempest-tags-XXXXXX", NULL);
+    char *path = g_strdup_printf("%s/guest.bin", dir);
+
+    for (int i = 0; i < ARRAY_SIZE(image); i++) {
+        image[i] = cpu_to_le32(i < ARRAY_SIZE(code) ? code[i] :
+                               0x14000000);     /* b . */
+    }
+    g_assert(g_file_set_contents(path, (char *)image, sizeof(image), NULL));
+    return path;
+}
+
+/* Remove tq_guest_image()'s image and its directory. */
+static inline void tq_remove_image(char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    unlink(path);
+    rmdir(dir);
 }
 
 #endif /* TEMPEST_QTEST_H */

@@ -9,46 +9,11 @@
  */
 
 #include "qemu/osdep.h"
-#include "qemu/bswap.h"
 #include "qobject/qdict.h"
 #include "tempest-qtest.h"
 
 #define BLK         (1 << TEMPEST_TAG_BLK_SHIFT)
 #define NC_PATH     "/machine/node-controller"
-#define MARK        RAM(0xf00000)
-
-/*
- * A raw image (the board's boot stub jumps to its first word, at EL1 with
- * the MMU off): set VBAR_EL1 to a table of 'b .', load from the unchecked
- * window's first block, store 1 at MARK, then load from the checked
- * window's first block and spin.  Returns the image's path.
- */
-static char *guest_image(void)
-{
-    static const uint32_t code[] = {
-        0x10004003,     /* adr   x3, . + 0x800 (the vectors) */
-        0xd518c003,     /* msr   vbar_el1, x3 */
-        0xd5033fdf,     /* isb */
-        0xd2c00405,     /* movz  x5, #0x20, lsl #32 (TEMPEST_TAGMEM_ALIAS) */
-        0xf94000a4,     /* ldr   x4, [x5] */
-        0xd2a81e06,     /* movz  x6, #0x40f0, lsl #16 (MARK) */
-        0xd2800027,     /* movz  x7, #1 */
-        0xf90000c7,     /* str   x7, [x6] */
-        0xd2c00201,     /* movz  x1, #0x10, lsl #32 (TEMPEST_TAGMEM_BASE) */
-        0xf9400022,     /* ldr   x2, [x1] */
-        0x14000000,     /* b     . */
-    };
-    uint32_t image[0x1000 / 4];
-    g_autofree char *dir = g_dir_make_tmp("tempest-tags-XXXXXX", NULL);
-    char *path = g_strdup_printf("%s/guest.bin", dir);
-
-    for (int i = 0; i < ARRAY_SIZE(image); i++) {
-        image[i] = cpu_to_le32(i < ARRAY_SIZE(code) ? code[i] :
-                               0x14000000);     /* b . */
-    }
-    g_assert(g_file_set_contents(path, (char *)image, sizeof(image), NULL));
-    return path;
-}
 
 static uint64_t tag_of(QTestState *s, uint64_t addr)
 {
@@ -141,14 +106,6 @@ static void test_alias(void)
     qtest_quit(s);
 }
 
-static void remove_image(char *path)
-{
-    g_autofree char *dir = g_path_get_dirname(path);
-
-    unlink(path);
-    rmdir(dir);
-}
-
 static QTestState *start_tcg(const char *image)
 {
     return qtest_initf("-accel tcg -S -M tempest,tagmem=1M -m 64M "
@@ -157,7 +114,7 @@ static QTestState *start_tcg(const char *image)
 
 /*
  * Run the guest: its load through the unchecked window passes (it stores
- * MARK), its load of the same frame through the checked window is
+ * TQ_GUEST_MARK), its load of the same frame through the checked window is
  * refused by the tag (TAG_FAULTS).
  */
 static void run_guest(QTestState *s)
@@ -167,7 +124,7 @@ static void run_guest(QTestState *s)
                      TEMPEST_CMD_SUCCESS);
     qtest_qmp_assert_success(s, "{'execute': 'cont'}");
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_TAG_FAULTS, ~0, 1), ==, 1);
-    g_assert_cmphex(qtest_readq(s, MARK), ==, 1);
+    g_assert_cmphex(qtest_readq(s, TQ_GUEST_MARK), ==, 1);
 }
 
 /*
@@ -179,7 +136,7 @@ static void run_guest(QTestState *s)
  */
 static void test_device_access(void)
 {
-    g_autofree char *image = guest_image();
+    g_autofree char *image = tq_guest_image();
     QTestState *s = start_tcg(image);
 
     run_guest(s);
@@ -192,7 +149,7 @@ static void test_device_access(void)
     g_assert_cmphex(qtest_readl(s, TEMPEST_TAGMEM_BASE + 16), ==, 0xfeed);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_TAG_FAULTS)), ==, 1);
     qtest_quit(s);
-    remove_image(image);
+    tq_remove_image(image);
 }
 
 static void qom_set_str(QTestState *s, const char *prop, const char *value)
@@ -217,7 +174,7 @@ static void qom_set_u32(QTestState *s, const char *prop, unsigned value)
  */
 static void test_unrealize_realize(void)
 {
-    g_autofree char *image = guest_image();
+    g_autofree char *image = tq_guest_image();
     QTestState *s = start_tcg(image);
     QDict *rsp;
 
@@ -243,7 +200,7 @@ static void test_unrealize_realize(void)
                      TEMPEST_TAG_WRITABLE);
     run_guest(s);
     qtest_quit(s);
-    remove_image(image);
+    tq_remove_image(image);
 }
 
 /* Without tagged memory the commands say the address is not there. */
