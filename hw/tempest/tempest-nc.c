@@ -314,7 +314,7 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = qatomic_read(&s->tag_faults);
         return true;
     case A_TAG_FLUSHES:
-        *value = s->tag_flushes;
+        *value = qatomic_read(&s->tag_flushes);
         return true;
     case A_XFER_ACTIVE:
         *value = s->xfer_active;

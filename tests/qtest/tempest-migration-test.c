@@ -284,6 +284,19 @@ static void test_tags_tcg(void)
     tq_remove_image(image);
 }
 
+/*
+ * A node alone in its cluster, with the default 64 MiB of tagged memory,
+ * has no migration blocker: it starts under -only-migratable.
+ */
+static void test_only_migratable(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M -only-migratable");
+
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_TAGMEM_SIZE_LO)), ==,
+                    64 << 20);
+    qtest_quit(s);
+}
+
 /* A node of a cluster of several has a blocker naming its sockets. */
 static void test_cluster_blocked(void)
 {
@@ -336,6 +349,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/migration/queues", test_queues);
     qtest_add_func("/tempest/migration/tags", test_tags);
     qtest_add_func("/tempest/migration/tags-tcg", test_tags_tcg);
+    qtest_add_func("/tempest/migration/only-migratable",
+                   test_only_migratable);
     qtest_add_func("/tempest/migration/cluster-blocked",
                    test_cluster_blocked);
     qtest_add_func("/tempest/migration/xfer-refused", test_xfer_refused);
