@@ -9,6 +9,7 @@
 #define TEMPEST_PEER_H
 
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qemu/sockets.h"
 #include "hw/tempest/fabric-proto.h"
 
