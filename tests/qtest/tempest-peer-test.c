@@ -684,6 +684,82 @@ static void test_flood(void)
     rmdir(dir);
 }
 
+/* CPU time (user + system) a process has used, in seconds. */
+static double cpu_seconds(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *text = NULL;
+    g_auto(GStrv) f = NULL;
+    const char *p;
+
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    p = strrchr(text, ')');
+    g_assert(p);
+    f = g_strsplit(p + 2, " ", -1);
+    /* state is field 3 of stat, so utime (14) and stime (15) are 11, 12 */
+    return (g_ascii_strtod(f[11], NULL) + g_ascii_strtod(f[12], NULL)) /
+           sysconf(_SC_CLK_TCK);
+}
+
+/*
+ * Out of file descriptors, the listening socket stays readable: the main
+ * loop spun at 100% CPU on it.  Now it stops watching it for a while.
+ * The node's CPU time over 3 s while connections wait at its door stays
+ * well under what a spinning loop burns (3 s of a core).
+ */
+static void test_fd_limit(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
+    g_autofree char *bin = g_strdup_printf("prlimit --nofile=48:48 %s",
+                                           getenv("QTEST_QEMU_BINARY"));
+    g_autofree char *args = NULL;
+    int fds[100], n = 0;
+    QTestState *s;
+    double t0, t1;
+
+    /* QEMU raises its soft limit to the hard one: prlimit sets both. */
+    g_setenv("TEMPEST_QEMU_LOWFD", bin, true);
+    args = g_strdup_printf("-M tempest,node-id=0,num-nodes=2,fabric=unix:%s,"
+                           "cluster-id=0x%llx -m 64M", dir,
+                           (unsigned long long)CLUSTER);
+    s = qtest_init_with_env("TEMPEST_QEMU_LOWFD", args, true);
+    /*
+     * Connect until the node has run out of descriptors and its backlog
+     * is full (a connect that waits 2 s in vain).
+     */
+    for (int tries = 0; n < 100 && tries < 200; ) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        fds[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+        if (connect(fds[n], (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+            n++;
+            tries = 0;
+        } else {
+            close(fds[n]);
+            tries++;
+            g_usleep(10 * 1000);
+        }
+    }
+    g_assert_cmpint(n, >, 10);
+    g_assert_cmpint(n, <, 100);
+    g_usleep(200 * 1000);   /* not a timing assertion: let it hit EMFILE */
+    t0 = cpu_seconds(qtest_pid(s));
+    g_usleep(3 * G_USEC_PER_SEC);
+    t1 = cpu_seconds(qtest_pid(s));
+    g_test_message("%d connections at the door of a node with 48 "
+                   "descriptors: %.2f s of CPU in 3 s", n, t1 - t0);
+    g_assert_cmpfloat(t1 - t0, <, 1.0);
+    /* It still serves its guest. */
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0);
+    for (int i = 0; i < n; i++) {
+        close(fds[i]);
+    }
+    qtest_quit(s);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -700,5 +776,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer/auth-refused", test_auth_refused);
     qtest_add_func("/tempest/peer/auth-secret", test_auth_secret);
     qtest_add_func("/tempest/peer/flood", test_flood);
+    qtest_add_func("/tempest/peer/fd-limit", test_fd_limit);
     return g_test_run();
 }
