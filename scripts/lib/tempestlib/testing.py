@@ -9,6 +9,8 @@ Suites, by layer:
          the QEMU tree and run on the tempest machine
   guest  real programs on booted clusters, through the real launcher
   style  QEMU's checkpatch.pl on our QEMU-side sources
+  fuzz   a short libFuzzer run of the node controller and the fabric, and
+         every saved reproducer replayed (scripts/tempest fuzz)
 
 The last line is 'N passed, M failed'; the exit status is 0 only if every
 test passed.
@@ -26,7 +28,7 @@ import unittest
 from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
 from .setup import qemu_source_dir
 
-SUITES = ["unit", "qtest", "tcg", "guest", "style"]
+SUITES = ["unit", "qtest", "tcg", "guest", "style", "fuzz"]
 TCG_TESTS = os.path.join(ROOT, "build", "tcg-tests")
 TEST_RUNS = os.path.join(ROOT, "build", "test-runs")
 
@@ -311,8 +313,13 @@ def suite_warnings(results):
                    "".join(lines))
 
 
+def suite_fuzz(results, k):
+    from . import fuzz
+    fuzz.suite(results, k)
+
+
 RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "tcg": suite_tcg,
-           "guest": suite_guest, "style": suite_style}
+           "guest": suite_guest, "style": suite_style, "fuzz": suite_fuzz}
 
 
 def run_suites(suites, k=None, verbose=False):
