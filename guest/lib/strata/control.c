@@ -195,7 +195,7 @@ static NORETURN node_gone(const char *what, const char *why)
     while (strata_ticks() < end) {
         rt_cpu_sleep(100000);
     }
-    StrataExit(1);
+    strata_exit_now(1);
 }
 
 static void coll_start(unsigned kind, unsigned fn, unsigned variant,

@@ -1,20 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libstrata core (sections 3 and 9.4): the globals, StrataInit,
- * StrataExit, StrataFail, ClearMemory, the random-number generator, the
- * timing functions, and the one way the library waits (strata_wait).
+ * libstrata core (sections 3 and 9.4): the globals, StrataInit's and
+ * StrataExit's steps on this node, StrataFail, ClearMemory, the
+ * random-number generator, the timing functions, the device's control
+ * events, and the one way the library waits (strata_wait).
+ *
+ * The core is libstrata's bottom layer: it calls no other file of the
+ * library.  While it waits it runs the message polls data.c sets
+ * (strata_set_poller); a node that fails flushes the print queue and
+ * writes the log through what debug.c sets (strata_set_output).
+ * StrataInit and StrataExit themselves, which involve every layer, are
+ * in init.c.
  *
  * Waiting: interrupts stay masked on the CPU (Strata's model), but the
  * node controller's interrupt is enabled at the device and the GIC, so a
  * pending event shows in ISR_EL1 without any device access and wakes WFI.
  * A waiter spins on ISR_EL1 and the receive ring (RAM) for the spin time
- * (none by default), then sleeps in rt_cpu_sleep(); the runtime runs our interrupt handler,
- * which only acknowledges.  Device registers are read only after an
- * interrupt, so spinning costs the device nothing.  Nor does the spin read
- * a clock: under TCG every counter register (CNTPCT, PMCCNTR) takes QEMU's
- * big lock, and a vCPU doing so in a loop starves the main loop that runs
- * the node controller; the spin counts turns instead, calibrated by
- * StrataInit.
+ * (none by default), then sleeps in rt_cpu_sleep(); the runtime runs our
+ * interrupt handler, which only acknowledges.  Device registers are read
+ * only after an interrupt, so spinning costs the device nothing.  Nor does
+ * the spin read a clock: under TCG every counter register (CNTPCT,
+ * PMCCNTR) takes QEMU's big lock, and a vCPU doing so in a loop starves
+ * the main loop that runs the node controller; the spin counts turns
+ * instead, calibrated by StrataInit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +54,8 @@ bool strata_ready;
 bool strata_exiting;
 unsigned strata_spin_turns = 64;
 uint64_t strata_origin_ticks;
+unsigned strata_peers_exited;
+unsigned strata_peers_failed;
 
 static unsigned random_seed = 1;
 static unsigned spin_us = DEFAULT_SPIN_US;
@@ -53,6 +63,36 @@ static unsigned spins_per_us = 1;
 static uint64_t timer_hz;
 static uint64_t cycle_base;         /* cycles at the time origin */
 static uint64_t cycle_reset;        /* CurrentCycle's origin */
+
+static bool no_msgs(unsigned mask)
+{
+    (void)mask;
+    return false;
+}
+
+static int no_flush(void)
+{
+    return 0;
+}
+
+/* Set by the layers above (strata_set_poller, strata_set_output). */
+static bool (*poll_fn)(unsigned mask) = no_msgs;
+static bool (*waiting_fn)(unsigned mask) = no_msgs;
+static int (*flush_fn)(void) = no_flush;
+static void (*log_fn)(const char *fmt, ...);
+
+void strata_set_poller(bool (*poll)(unsigned mask),
+                       bool (*waiting)(unsigned mask))
+{
+    poll_fn = poll ? poll : no_msgs;
+    waiting_fn = waiting ? waiting : no_msgs;
+}
+
+void strata_set_output(int (*flush)(void), void (*log)(const char *fmt, ...))
+{
+    flush_fn = flush ? flush : no_flush;
+    log_fn = log;
+}
 
 /* ---- time ------------------------------------------------------------- */
 
@@ -130,14 +170,14 @@ unsigned CurrentCycle(void)
     return (unsigned)(strata_cycles64() - cycle_reset);
 }
 
-void ResetCurrentCycle(void)
+void strata_set_origin(bool base)
 {
-    strata_require("ResetCurrentCycle");
-    Barrier();
     cycle_reset = strata_cycles64();
+    if (base) {
+        cycle_base = cycle_reset;
+    }
     strata_origin_ticks = strata_ticks();
     calibrate();
-    strata_trace_origin();
 }
 
 /* ---- waiting ------------------------------------------------------------ */
@@ -168,7 +208,7 @@ static void calibrate_spin(void)
     strata_ticks_to_ns(0);
     t0 = strata_ticks();
     for (i = 0; i < 4096; i++) {
-        hits += strata_msgs_waiting(POLL_BOTH) + irq_pending();
+        hits += waiting_fn(POLL_BOTH) + irq_pending();
         __asm__ volatile("" : : : "memory");
     }
     t1 = strata_ticks();
@@ -195,7 +235,7 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
         return;
     }
     for (;;) {
-        if (poll && strata_poll(poll)) {
+        if (poll && poll_fn(poll)) {
             spins = 0;
             if (done(arg)) {
                 return;
@@ -219,7 +259,7 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
         if (done(arg)) {
             return;
         }
-        if (poll && strata_msgs_waiting(poll)) {
+        if (poll && waiting_fn(poll)) {
             continue;
         }
         nc_rx_doorbell();
@@ -239,62 +279,49 @@ void strata_require(const char *call)
     }
 }
 
-/* ---- 3.5 Procedures ----------------------------------------------------- */
+/* ---- control events ----------------------------------------------------- */
 
-static bool exit_drained(void *arg)
+void strata_take_events(void)
 {
-    (void)arg;
-    return strata_sends_drained();
-}
+    struct nc_event *e;
+    struct nc_event ev;
 
-/*
- * The end of StrataExit(0): write out what is queued, then idle, handling
- * messages, until every node is here and no message is in flight: rounds
- * of (sent, received) sums until two rounds agree and the sums are equal.
- */
-static void exit_protocol(void)
-{
-    uint64_t in[2], out[2], prev[2] = { ~0ULL, ~0ULL };
-
-    strata_exiting = true;
-    EmptyPrintQ();
-    strata_trace_flush();
-    strata_coll_finish_pending();
-    strata_wait(exit_drained, NULL, POLL_BOTH, true);
-    for (;;) {
-        PollBothTilEmpty();
-        in[0] = strata_pkts_sent;
-        in[1] = strata_pkts_received;
-        strata_coll_u64(TEMPEST_COLL_UADD, TEMPEST_COLL_REDUCE, in, out, 2);
-        if (out[0] == out[1] && out[0] == prev[0] && out[1] == prev[1]) {
+    while ((e = nc_cq_peek()) != NULL) {
+        ev = *e;
+        nc_cq_pop(e);
+        switch (ev.ctl & TEMPEST_EV_TYPE_MASK) {
+        case TEMPEST_EV_PEER_DOWN:
+            if (ev.a == 0 && ev.b == 0) {
+                strata_peers_exited++;
+            } else {
+                strata_peers_failed++;
+            }
+            if (!strata_exiting || ev.a != 0 || ev.b != 0) {
+                fprintf(stderr, "*** strata: node %d: node %u is gone (%s "
+                        "%llu)\n", Self, (unsigned)ev.node,
+                        ev.a ? "connection lost" : "exit status",
+                        (unsigned long long)(ev.a ? 1 : ev.b));
+            }
+            break;
+        case TEMPEST_EV_SEND_ERROR:
+            fprintf(stderr, "*** strata: node %d: send to node %u failed: "
+                    "%s\n", Self, (unsigned)ev.node,
+                    nc_err_name((uint32_t)ev.b));
+            break;
+        default:
             break;
         }
-        prev[0] = out[0];
-        prev[1] = out[1];
-    }
-    fflush(stdout);
-}
-
-static void at_exit(void)
-{
-    /*
-     * main() returned, or exit() was called outside strata.h's macro:
-     * StrataExit(0)'s protocol, keeping the status exit() was given.
-     */
-    if (!strata_exiting && strata_ready) {
-        exit_protocol();
     }
 }
 
-void StrataInit(void)
+/* ---- 3.5 Procedures: this node's part ----------------------------------- */
+
+void strata_core_init(void)
 {
     uint32_t need = TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_CMD |
                     TEMPEST_NC_FEAT_COLL;
     unsigned n;
 
-    if (strata_ready) {
-        return;
-    }
     Self = (int)rt_node_id();
     PartitionSize = (int)rt_num_nodes();
     for (n = 0; (1U << n) < (unsigned)PartitionSize; n++) {
@@ -321,8 +348,10 @@ void StrataInit(void)
         rt_exit(1);
     }
     random_seed = (unsigned)Self + 1;
-    strata_data_init();
-    strata_control_init();
+}
+
+void strata_core_start(void)
+{
     if (rt_irq_register(NC_INTID, nc_irq, NULL) != 0 ||
         rt_irq_enable_spi(NC_INTID, rt_cpu_id(), false) != 0) {
         fprintf(stderr, "StrataFail: node %d: cannot take the node "
@@ -332,31 +361,16 @@ void StrataInit(void)
     nc_irq_enable(STRATA_IRQ_BITS);
     calibrate_spin();
     strata_ready = true;
-    SetAsyncGlobalOR(True);
-    atexit(at_exit);
-    Barrier();
-    cycle_base = strata_cycles64();
-    cycle_reset = cycle_base;
-    strata_origin_ticks = strata_ticks();
-    /* With every node running: the conditions timings will see. */
-    calibrate();
-    strata_trace_origin();
 }
 
-NORETURN StrataExit(int code)
+NORETURN strata_exit_now(int code)
 {
-    if (strata_exiting || !strata_ready) {
-        fflush(stdout);
-        rt_exit(code);
-    }
-    if (code != 0) {
+    if (!strata_exiting && strata_ready) {
         strata_exiting = true;
-        EmptyPrintQ();
-        fflush(stdout);
-        rt_exit(code);
+        flush_fn();
     }
-    exit_protocol();
-    exit(0);
+    fflush(stdout);
+    rt_exit(code);
 }
 
 NORETURN StrataFail(const char *fmt, ...)
@@ -367,12 +381,14 @@ NORETURN StrataFail(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    EmptyPrintQ();
+    flush_fn();
     fflush(stdout);
     fprintf(stderr, "StrataFail: %s\n", msg);
     fflush(stderr);
-    StrataLog("StrataFail: %s", msg);
-    StrataExit(-1);
+    if (log_fn) {
+        log_fn("StrataFail: %s", msg);
+    }
+    strata_exit_now(-1);
 }
 
 void ClearMemory(void *region, unsigned length_in_bytes)

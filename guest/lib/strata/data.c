@@ -13,6 +13,9 @@
  * ring into a bounded software queue of that network (copies of the
  * slots), which that network's polls empty first; when that queue is full
  * the poll stops, and the ring (and so the senders) wait.
+ *
+ * strata_data_init() gives the core these polls (strata_set_poller), so
+ * that every wait of the library (strata_wait) handles messages.
  */
 #include <string.h>
 
@@ -38,14 +41,15 @@ typedef void (*port_handler)(int);
 StrataPort StrataPortTable[STRATA_NUM_PORTS];
 uint64_t strata_pkts_sent;
 uint64_t strata_pkts_received;
-unsigned strata_peers_exited;
-unsigned strata_peers_failed;
 
 struct softq {
     struct nc_pkt *pkts;
     uint32_t head;
     uint32_t count;
 };
+
+static bool poll_nets(unsigned mask);
+static bool msgs_waiting(unsigned mask);
 
 static struct softq softq[2];
 static unsigned handler_depth;   /* handlers running, nested */
@@ -112,6 +116,7 @@ void strata_data_init(void)
         fprintf(stderr, "StrataFail: node %d: out of memory\n", Self);
         rt_exit(1);
     }
+    strata_set_poller(poll_nets, msgs_waiting);
 }
 
 static void check_proc(int proc, const char *call)
@@ -215,39 +220,6 @@ static void dispatch(struct nc_pkt *p, struct nc_pkt *slot)
     }
 }
 
-void strata_take_events(void)
-{
-    struct nc_event *e;
-    struct nc_event ev;
-
-    while ((e = nc_cq_peek()) != NULL) {
-        ev = *e;
-        nc_cq_pop(e);
-        switch (ev.ctl & TEMPEST_EV_TYPE_MASK) {
-        case TEMPEST_EV_PEER_DOWN:
-            if (ev.a == 0 && ev.b == 0) {
-                strata_peers_exited++;
-            } else {
-                strata_peers_failed++;
-            }
-            if (!strata_exiting || ev.a != 0 || ev.b != 0) {
-                fprintf(stderr, "*** strata: node %d: node %u is gone (%s "
-                        "%llu)\n", Self, (unsigned)ev.node,
-                        ev.a ? "connection lost" : "exit status",
-                        (unsigned long long)(ev.a ? 1 : ev.b));
-            }
-            break;
-        case TEMPEST_EV_SEND_ERROR:
-            fprintf(stderr, "*** strata: node %d: send to node %u failed: "
-                    "%s\n", Self, (unsigned)ev.node,
-                    nc_err_name((uint32_t)ev.b));
-            break;
-        default:
-            break;
-        }
-    }
-}
-
 /*
  * A program that idles in a polling loop would keep its vCPU's host thread
  * busy, and on a host with fewer cores than the cluster has threads that
@@ -318,7 +290,12 @@ static bool poll_net(unsigned net)
     }
 }
 
-bool strata_poll(unsigned mask)
+/*
+ * The core's poller (strata_set_poller): handles at most one message of
+ * each network in @mask; returns true if it handled one.  (poll_net()
+ * also takes control events.)
+ */
+static bool poll_nets(unsigned mask)
 {
     bool any = false;
 
@@ -331,7 +308,8 @@ bool strata_poll(unsigned mask)
     return any;
 }
 
-bool strata_msgs_waiting(unsigned mask)
+/* The core's poller: true if a message of a network in @mask waits. */
+static bool msgs_waiting(unsigned mask)
 {
     struct nc_pkt *p;
 
@@ -451,12 +429,12 @@ static void send_pkt(const struct send_mode *m, unsigned proc, uint8_t kind,
                 try_send((unsigned)m->net[i], proc, kind, w0, w1, data,
                          len)) {
                 if (!nested) {
-                    strata_poll(m->poll[i]);
+                    poll_nets(m->poll[i]);
                 }
                 return;
             }
             if (!deep) {
-                strata_poll(m->poll[i]);
+                poll_nets(m->poll[i]);
             }
         }
         if (++tries >= 64) {

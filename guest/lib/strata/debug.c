@@ -12,6 +12,10 @@
  * end of StrataInit's barrier, or the last ResetCurrentCycle), which every
  * node passes within a few network hops of the others.  The runtime
  * writes each line whole under the console lock.
+ *
+ * Above the core only (strata-internal.h): the core flushes the print
+ * queue and writes StrataFail's log line through what debug_register()
+ * gives it; OutputStateLog, which takes a barrier, is in init.c.
  */
 #include <string.h>
 
@@ -150,7 +154,7 @@ int EmptyPrintQ(void)
 
 /* ---- 9.3 Logging -------------------------------------------------------- */
 
-void strata_vlog(const char *fmt, va_list ap)
+static void strata_vlog(const char *fmt, va_list ap)
 {
     char text[LOG_TEXT + 1];
     int i;
@@ -317,9 +321,9 @@ Bool RecordStates(Bool on)
     return old;
 }
 
-void OutputStateLog(void)
+/* A failing node's print queue and log line (see strata_set_output). */
+__attribute__((constructor))
+static void debug_register(void)
 {
-    strata_require("OutputStateLog");
-    strata_trace_flush();
-    Barrier();
+    strata_set_output(EmptyPrintQ, StrataLog);
 }

@@ -1,9 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libstrata internals shared by its files (core.c, control.c, data.c,
- * debug.c).  Every name here is renamed in the debugging library as the
- * public ones are (STRATA_ISYM), so a program linked with libstrataD.a
- * never pulls an object of libstrata.a.
+ * libstrata internals shared by its files.  Every name here is renamed in
+ * the debugging library as the public ones are (STRATA_ISYM), so a
+ * program linked with libstrataD.a never pulls an object of libstrata.a.
+ *
+ * Layers: a file calls functions of the layers below it only (the unit
+ * test tests/unit/test_guest_layers.py checks it on the built objects):
+ *   init.c      StrataInit, StrataExit and its exit protocol,
+ *               ResetCurrentCycle, OutputStateLog: the calls that involve
+ *               every layer
+ *   control.c   the control network (4) and composite reductions (5)
+ *   data.c      the data network (6), block transfers (7, 8)
+ *   debug.c     the print queue, the log, state graphs (9, 10)
+ *   core.c      the globals, time, waiting, control events, StrataFail
+ * (control.c and data.c use debug.c only in the debugging library.)  The
+ * core calls nothing above it: data.c registers the message polls its
+ * waits run (strata_set_poller), debug.c the print queue and the log
+ * that a failing node flushes and writes (strata_set_output).
  */
 #ifndef STRATA_INTERNAL_H
 #define STRATA_INTERNAL_H
@@ -41,7 +54,7 @@
 #define POLL_RIGHT          (1U << NET_RIGHT)
 #define POLL_BOTH           (POLL_LEFT | POLL_RIGHT)
 
-/* ---- core.c ---------------------------------------------------------- */
+/* ---- core.c: calls nothing else of libstrata ---------------------------- */
 
 /* True once StrataInit() has run. */
 extern bool strata_ready STRATA_ISYM(strata_ready);
@@ -51,6 +64,49 @@ extern bool strata_exiting STRATA_ISYM(strata_exiting);
 extern unsigned strata_spin_turns STRATA_ISYM(strata_spin_turns);
 /* The generic timer at the time origin (end of StrataInit's barrier). */
 extern uint64_t strata_origin_ticks STRATA_ISYM(strata_origin_ticks);
+
+/*
+ * strata_set_poller: the message polls strata_wait() runs.  poll(mask)
+ * handles at most one message of each network in @mask and returns true
+ * if it handled one; waiting(mask) is true if a message of a network in
+ * @mask waits.  Without one (before StrataInit), no network is polled.
+ */
+void strata_set_poller(bool (*poll)(unsigned mask),
+                       bool (*waiting)(unsigned mask))
+    STRATA_ISYM(strata_set_poller);
+
+/*
+ * strata_set_output: what a node that fails or exits does with its
+ * output: flush() writes the print queue out; log() writes a line of
+ * the run's log (StrataFail's message).  Without them, nothing.
+ */
+void strata_set_output(int (*flush)(void), void (*log)(const char *fmt, ...))
+    STRATA_ISYM(strata_set_output);
+
+/*
+ * StrataInit's steps in the core: strata_core_init() finds who this node
+ * is and checks and starts the device and the cycle counter (ending the
+ * node, with a message, if it cannot); strata_core_start(), once the
+ * modules are initialised, takes the node controller's interrupt,
+ * calibrates the spin time (with the poller set) and sets strata_ready.
+ */
+void strata_core_init(void) STRATA_ISYM(strata_core_init);
+void strata_core_start(void) STRATA_ISYM(strata_core_start);
+
+/*
+ * strata_set_origin: the time origin is now (CurrentCycle() counts from
+ * here, and CurrentCycle64() too if @base); recalibrates the timing
+ * overhead.
+ */
+void strata_set_origin(bool base) STRATA_ISYM(strata_set_origin);
+
+/*
+ * strata_exit_now: StrataExit(@code) without the exit protocol, for a
+ * nonzero @code or a node exiting already or not initialised: flushes
+ * the print queue (if it is the first exit after StrataInit) and stdout,
+ * and ends the node.
+ */
+NORETURN strata_exit_now(int code) STRATA_ISYM(strata_exit_now);
 
 /*
  * strata_wait: returns once done(arg) is true.  Meanwhile handles the
@@ -76,6 +132,35 @@ uint64_t strata_ticks_to_ns(uint64_t ticks) STRATA_ISYM(strata_ticks_to_ns);
 /* strata_require: fails (StrataFail) if StrataInit() has not run. */
 void strata_require(const char *call) STRATA_ISYM(strata_require);
 
+/*
+ * strata_take_events: takes the device's control events (peers gone,
+ * send errors) and counts the peers that exited with status 0 and those
+ * that failed.
+ */
+void strata_take_events(void) STRATA_ISYM(strata_take_events);
+extern unsigned strata_peers_exited STRATA_ISYM(strata_peers_exited);
+extern unsigned strata_peers_failed STRATA_ISYM(strata_peers_failed);
+
+/* ---- debug.c ------------------------------------------------------------ */
+
+/* strata_trace_origin: the time origin moved (init, ResetCurrentCycle). */
+void strata_trace_origin(void) STRATA_ISYM(strata_trace_origin);
+
+/* strata_trace_flush: writes the recorded states out (no barrier). */
+void strata_trace_flush(void) STRATA_ISYM(strata_trace_flush);
+
+/* ---- data.c ------------------------------------------------------------ */
+
+/* Allocates the network queues and sets the core's poller. */
+void strata_data_init(void) STRATA_ISYM(strata_data_init);
+
+/* Packets this node posted, and packets it took off its receive ring. */
+extern uint64_t strata_pkts_sent STRATA_ISYM(strata_pkts_sent);
+extern uint64_t strata_pkts_received STRATA_ISYM(strata_pkts_received);
+
+/* strata_sends_drained: true if the device has taken every posted packet. */
+bool strata_sends_drained(void) STRATA_ISYM(strata_sends_drained);
+
 /* ---- control.c --------------------------------------------------------- */
 
 void strata_control_init(void) STRATA_ISYM(strata_control_init);
@@ -91,46 +176,6 @@ void strata_coll_u64(unsigned fn, unsigned variant, const uint64_t *in,
 
 /* strata_coll_finish_pending: completes a pending split-phase operation. */
 void strata_coll_finish_pending(void) STRATA_ISYM(strata_coll_finish_pending);
-
-/* ---- data.c ------------------------------------------------------------ */
-
-void strata_data_init(void) STRATA_ISYM(strata_data_init);
-
-/* Packets this node posted, and packets it took off its receive ring. */
-extern uint64_t strata_pkts_sent STRATA_ISYM(strata_pkts_sent);
-extern uint64_t strata_pkts_received STRATA_ISYM(strata_pkts_received);
-
-/*
- * strata_poll: handles at most one message of each network in @mask;
- * returns true if it handled one.  Also takes control events.
- */
-bool strata_poll(unsigned mask) STRATA_ISYM(strata_poll);
-
-/* strata_msgs_waiting: true if a message of a network in @mask waits. */
-bool strata_msgs_waiting(unsigned mask) STRATA_ISYM(strata_msgs_waiting);
-
-/*
- * strata_take_events: takes the device's control events (peers gone,
- * send errors) and counts the peers that exited with status 0 and those
- * that failed.
- */
-void strata_take_events(void) STRATA_ISYM(strata_take_events);
-extern unsigned strata_peers_exited STRATA_ISYM(strata_peers_exited);
-extern unsigned strata_peers_failed STRATA_ISYM(strata_peers_failed);
-
-/* strata_sends_drained: true if the device has taken every posted packet. */
-bool strata_sends_drained(void) STRATA_ISYM(strata_sends_drained);
-
-/* ---- debug.c ------------------------------------------------------------ */
-
-/* strata_vlog: StrataLog() with a va_list. */
-void strata_vlog(const char *fmt, va_list ap) STRATA_ISYM(strata_vlog);
-
-/* strata_trace_origin: the time origin moved (init, ResetCurrentCycle). */
-void strata_trace_origin(void) STRATA_ISYM(strata_trace_origin);
-
-/* strata_trace_flush: writes the recorded states out (no barrier). */
-void strata_trace_flush(void) STRATA_ISYM(strata_trace_flush);
 
 /*
  * In the debugging library: enter one of the library's states (section

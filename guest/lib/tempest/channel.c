@@ -15,7 +15,8 @@
  *       exactly the destination's size into its buffer, with the cookie
  *       TEMPEST_XFER_CLIENT_CHANNEL << 56 | destination << 32 | channel;
  *       XFER_SENT at the source runs the send callback, XFER_RECV at the
- *       destination marks it ready and runs the receive callback.
+ *       destination marks it ready and runs the receive callback (xfer.c
+ *       hands this client's events to chan_xfer_event).
  *
  * The source sends only after it has the destination's latest
  * notification (may_send), and the destination notifies a reset only
@@ -706,11 +707,18 @@ static void chan_recv(const struct tempest_xfer_event *ev)
     }
 }
 
-void tppi_chan_xfer_event(const struct tempest_xfer_event *ev)
+/* The transfer events of cookie client TEMPEST_XFER_CLIENT_CHANNEL. */
+static void chan_xfer_event(const struct tempest_xfer_event *ev)
 {
     if (ev->kind == TEMPEST_EV_XFER_SENT) {
         chan_sent(ev);
     } else {
         chan_recv(ev);
     }
+}
+
+TPPI_REGISTER
+static void chan_register(void)
+{
+    tppi_xfer_set_client(TEMPEST_XFER_CLIENT_CHANNEL, chan_xfer_event);
 }

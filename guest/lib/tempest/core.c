@@ -10,8 +10,14 @@
  *   - by nc_irq() on CPU 0, from the node controller's interrupt, when
  *     the node has one vCPU.
  * Each pt_step() runs at most one handler, choosing by priority: block
- * access and page faults (vm.c), control events (CQ) and due timers, then
- * the backlog, then the RQ.
+ * access and page faults, control events (CQ) and due timers, then the
+ * backlog, then the RQ.
+ *
+ * The core is libtempest's bottom layer: it calls no other file of the
+ * library.  The modules above register with it from their constructors
+ * (TPPI_REGISTER, before tempest_init() below): vm.c the faults' work,
+ * timer.c the timers' work and the TIMER event, xfer.c the XFER events;
+ * the core dispatches control events through a table indexed by type.
  *
  * A message that fits one packet is handled straight from its RQ slot
  * (freed after the handler); a longer one is reassembled per (source,
@@ -81,6 +87,43 @@ static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
 uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
 static tempest_peer_down_fn peer_down_fn;
+
+static void peer_down_event(const struct nc_event *ev);
+static void send_error_event(const struct nc_event *ev);
+
+/* Handlers of control events, by type (tppi_on_event). */
+static tppi_event_fn event_fns[TPPI_EV_TYPES] = {
+    [TEMPEST_EV_PEER_DOWN] = peer_down_event,
+    [TEMPEST_EV_SEND_ERROR] = send_error_event,
+};
+
+static bool no_work(void)
+{
+    return false;
+}
+
+/* The protocol thread's other work, by class (tppi_on_work). */
+static struct tppi_work work[TPPI_WORK_CLASSES] = {
+    [TPPI_WORK_FAULTS] = { no_work, no_work },
+    [TPPI_WORK_TIMERS] = { no_work, no_work },
+};
+
+/* ---- registration ---------------------------------------------------- */
+
+void tppi_on_event(unsigned type, tppi_event_fn fn)
+{
+    if (type < TPPI_EV_TYPES) {
+        event_fns[type] = fn;
+    }
+}
+
+void tppi_on_work(unsigned cls, const struct tppi_work *w)
+{
+    if (cls < TPPI_WORK_CLASSES) {
+        work[cls].pending = w && w->pending ? w->pending : no_work;
+        work[cls].step = w && w->step ? w->step : no_work;
+    }
+}
 
 /* ---- reports -------------------------------------------------------- */
 
@@ -469,50 +512,49 @@ done:
 
 /* ---- control events --------------------------------------------------- */
 
+static void peer_down_event(const struct nc_event *ev)
+{
+    tempest_peer_down_fn fn;
+
+    __atomic_fetch_add(&tppi_stats.peers_lost, 1, __ATOMIC_RELAXED);
+    if (ev->a == 0 && ev->b != 0) {
+        printf("*** node %u: lost node %u (it exited with status "
+               "%llu)\n", TPPI_self_address, (unsigned)ev->node,
+               (unsigned long long)ev->b);
+    } else if (ev->a != 0) {
+        printf("*** node %u: lost node %u (connection lost)\n",
+               TPPI_self_address, (unsigned)ev->node);
+    }
+    /* A peer that finished with status 0 is counted, not reported. */
+    fn = __atomic_load_n(&peer_down_fn, __ATOMIC_ACQUIRE);
+    if (fn) {
+        fn(ev->node);
+    }
+}
+
+static void send_error_event(const struct nc_event *ev)
+{
+    __atomic_fetch_add(&tppi_stats.send_errors, 1, __ATOMIC_RELAXED);
+    printf("*** node %u: send error: to node %u, ring %llu slot %llu: "
+           "%s (error %llu)\n", TPPI_self_address, (unsigned)ev->node,
+           (unsigned long long)ev->c, (unsigned long long)ev->a,
+           nc_err_name((uint32_t)ev->b), (unsigned long long)ev->b);
+}
+
 static void handle_event(struct nc_event *e)
 {
     uint32_t type = e->ctl & TEMPEST_EV_TYPE_MASK;
     struct nc_event ev = *e;
-    tempest_peer_down_fn fn;
+    tppi_event_fn fn;
 
     nc_cq_pop(e);
-    switch (type) {
-    case TEMPEST_EV_TIMER:
-        tppi_timer_event(ev.a, ev.b);
-        break;
-    case TEMPEST_EV_PEER_DOWN:
-        __atomic_fetch_add(&tppi_stats.peers_lost, 1, __ATOMIC_RELAXED);
-        if (ev.a == 0 && ev.b != 0) {
-            printf("*** node %u: lost node %u (it exited with status "
-                   "%llu)\n", TPPI_self_address, (unsigned)ev.node,
-                   (unsigned long long)ev.b);
-        } else if (ev.a != 0) {
-            printf("*** node %u: lost node %u (connection lost)\n",
-                   TPPI_self_address, (unsigned)ev.node);
-        }
-        /* A peer that finished with status 0 is counted, not reported. */
-        fn = __atomic_load_n(&peer_down_fn, __ATOMIC_ACQUIRE);
-        if (fn) {
-            fn(ev.node);
-        }
-        break;
-    case TEMPEST_EV_SEND_ERROR:
-        __atomic_fetch_add(&tppi_stats.send_errors, 1, __ATOMIC_RELAXED);
-        printf("*** node %u: send error: to node %u, ring %llu slot %llu: "
-               "%s (error %llu)\n", TPPI_self_address, (unsigned)ev.node,
-               (unsigned long long)ev.c, (unsigned long long)ev.a,
-               nc_err_name((uint32_t)ev.b), (unsigned long long)ev.b);
-        break;
-    case TEMPEST_EV_XFER_SENT:
-    case TEMPEST_EV_XFER_RECV:
-        tppi_xfer_event(&ev);           /* xfer.c */
-        break;
-    default:
-        tppi_report(&tppi_stats.bad_packets, "unknown control event type "
-                    "%u (node %u): ignored", (unsigned)type,
-                    (unsigned)ev.node);
-        break;
+    fn = type < TPPI_EV_TYPES ? event_fns[type] : NULL;
+    if (fn) {
+        fn(&ev);
+        return;
     }
+    tppi_report(&tppi_stats.bad_packets, "unknown control event type %u "
+                "(node %u): ignored", (unsigned)type, (unsigned)ev.node);
 }
 
 /* ---- the protocol thread ---------------------------------------------- */
@@ -520,8 +562,8 @@ static void handle_event(struct nc_event *e)
 /* True if pt_step() has something to do. */
 static bool pt_pending(void)
 {
-    return tppi_fault_pending() || nc_cq_peek() || tppi_timer_pending() ||
-           backlog.count || nc_rq_peek();
+    return work[TPPI_WORK_FAULTS].pending() || nc_cq_peek() ||
+           work[TPPI_WORK_TIMERS].pending() || backlog.count || nc_rq_peek();
 }
 
 /* Runs at most one event's handler; returns false if there was nothing. */
@@ -532,7 +574,7 @@ static bool pt_step(void)
     struct nc_pkt copy;
 
     /* Block access and page faults first (spec section 2). */
-    if (tppi_fault_step()) {
+    if (work[TPPI_WORK_FAULTS].step()) {
         return true;
     }
     e = nc_cq_peek();
@@ -540,7 +582,7 @@ static bool pt_step(void)
         handle_event(e);
         return true;
     }
-    if (tppi_timer_pending() && tppi_timer_run_one()) {
+    if (work[TPPI_WORK_TIMERS].step()) {
         return true;
     }
     if (backlog.count) {
@@ -670,6 +712,7 @@ static void flush_at_exit(void)
 
 /* ---- start-up ---------------------------------------------------------- */
 
+/* After every module's TPPI_REGISTER constructor (default priority). */
 __attribute__((constructor))
 static void tempest_init(void)
 {
@@ -686,7 +729,6 @@ static void tempest_init(void)
                TPPI_self_address);
         rt_exit(1);
     }
-    tppi_vm_init();
     rt_irq_register(NC_INTID, nc_irq, NULL);
     dedicated = rt_cpus_online() >= 2;
     pt_cpu = dedicated ? PT_CPU_DEDICATED : 0;

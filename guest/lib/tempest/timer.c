@@ -10,7 +10,9 @@
  * the deadline, B = TIMER_TAG) is armed whenever the earliest pending
  * deadline is not already covered by one armed for it or earlier.  Its
  * TEMPEST_EV_TIMER event marks timers due; the protocol thread then runs
- * them one per step, before any message, and re-arms for the next.
+ * them one per step, before any message, and re-arms for the next.  The
+ * event's handler and that work are registered with the core at start-up
+ * (timer_register).
  *
  * The heap is shared by computation code and the protocol thread: a
  * spinlock taken with IRQs masked (the protocol thread may be an
@@ -201,8 +203,10 @@ void TPPI_schedule_timer(int ticks, TPPI_TimerHandlerPtr fn, void *user_ptr)
     }
 }
 
-void tppi_timer_event(uint64_t a, uint64_t b)
+/* A TEMPEST_EV_TIMER event arrived: timers may be due. */
+static void timer_event(const struct nc_event *ev)
 {
+    uint64_t a = ev->a, b = ev->b;
     uint64_t flags;
     unsigned i;
 
@@ -222,12 +226,17 @@ void tppi_timer_event(uint64_t a, uint64_t b)
     tlock_drop(flags);
 }
 
-bool tppi_timer_pending(void)
+/* True while a timer event has not been fully dealt with. */
+static bool timer_pending(void)
 {
     return __atomic_load_n(&due, __ATOMIC_RELAXED);
 }
 
-bool tppi_timer_run_one(void)
+/*
+ * Runs the earliest due timer's handler, if one is due; returns true if
+ * it ran one.  When none is due, arms the device for the next.
+ */
+static bool timer_run_one(void)
 {
     uint64_t flags, now = nc_ticks();
     bool arm_it = false;
@@ -251,4 +260,19 @@ bool tppi_timer_run_one(void)
         arm(t.deadline, now);
     }
     return false;
+}
+
+/* The protocol thread's timer step: a due timer, if a timer event came. */
+static bool timer_step(void)
+{
+    return timer_pending() && timer_run_one();
+}
+
+TPPI_REGISTER
+static void timer_register(void)
+{
+    static const struct tppi_work w = { timer_pending, timer_step };
+
+    tppi_on_event(TEMPEST_EV_TIMER, timer_event);
+    tppi_on_work(TPPI_WORK_TIMERS, &w);
 }

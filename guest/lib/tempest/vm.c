@@ -32,12 +32,13 @@
  * polling briefly and then sleeping in WFI, until TPPI_resume_va() marks
  * the slot RESUMED; the instruction is then retried.  The protocol thread
  * takes QUEUED slots in arrival order before any timer or message
- * (tppi_fault_step, first thing in pt_step) and calls the handler the
- * fault needs given the page's mode and the block's tag *now*: if the
- * access is allowed by then, or the page is mapped by then, the thread is
- * resumed without a handler.  A fault of the protocol thread itself, one
- * before libtempest started, or one no handler is registered for, goes
- * back to the runtime as a crash report.
+ * (fault_step, the core's TPPI_WORK_FAULTS work, first thing in each of
+ * its steps) and calls the handler the fault needs given the page's mode
+ * and the block's tag *now*: if the access is allowed by then, or the
+ * page is mapped by then, the thread is resumed without a handler.  A
+ * fault of the protocol thread itself, one before libtempest started, or
+ * one no handler is registered for, goes back to the runtime as a crash
+ * report.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -755,7 +756,8 @@ static bool tag_allows(unsigned tag, bool is_write)
            (tag == TPPI_Blk_ReadOnly && !is_write);
 }
 
-bool tppi_fault_pending(void)
+/* True if a fault waits for the protocol thread. */
+static bool fault_pending(void)
 {
     unsigned i;
 
@@ -922,7 +924,12 @@ static void dispatch(unsigned cpu)
     bh((void *)va, p.usr_ptr, p.home);
 }
 
-bool tppi_fault_step(void)
+/*
+ * Runs the handler of the earliest fault waiting, if there is one; returns
+ * true if there was one.  First thing in every step of the protocol
+ * thread (faults come before timers and messages).
+ */
+static bool fault_step(void)
 {
     unsigned cpu, best = TEMPEST_MAX_CPUS;
     uint32_t st;
@@ -947,7 +954,11 @@ bool tppi_fault_step(void)
     return true;
 }
 
-void tppi_vm_init(void)
+TPPI_REGISTER
+static void vm_register(void)
 {
+    static const struct tppi_work w = { fault_pending, fault_step };
+
+    tppi_on_work(TPPI_WORK_FAULTS, &w);
     rt_fault_register(fault_hook);
 }

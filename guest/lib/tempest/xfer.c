@@ -4,8 +4,9 @@
  * TEMPEST_CMD_XFER, TEMPEST_CMD_BUF_POST and TEMPEST_CMD_FOP through the
  * command bank (FLASH's initiation protocol: arguments, operation, then
  * the committing read), and the dispatch of the XFER_SENT / XFER_RECV
- * control events to the owner of each transfer's cookie (channels here,
- * libmagic and programs through tempest_on_xfer()).
+ * control events (registered with the core) to the owner of each
+ * transfer's cookie (the channels through tppi_xfer_set_client(), libmagic
+ * and programs through tempest_on_xfer()).
  *
  * RETRY (all TEMPEST_XFER_MAX_OUT transfers of this node under way) is
  * retried: a few times at once, then computation code sleeps in
@@ -197,7 +198,15 @@ tempest_xfer_fn tempest_on_xfer(unsigned client, tempest_xfer_fn fn)
     return __atomic_exchange_n(&hooks[client], fn, __ATOMIC_ACQ_REL);
 }
 
-void tppi_xfer_event(const struct nc_event *e)
+void tppi_xfer_set_client(unsigned client, tempest_xfer_fn fn)
+{
+    if (client < TEMPEST_XFER_CLIENTS) {
+        __atomic_store_n(&hooks[client], fn, __ATOMIC_RELEASE);
+    }
+}
+
+/* A TEMPEST_EV_XFER_SENT or _XFER_RECV event: to its cookie's owner. */
+static void xfer_event(const struct nc_event *e)
 {
     struct tempest_xfer_event ev = {
         .kind = e->ctl & TEMPEST_EV_TYPE_MASK,
@@ -217,10 +226,6 @@ void tppi_xfer_event(const struct nc_event *e)
         ev.cookie = e->c;
     }
     client = (unsigned)(ev.cookie >> TEMPEST_XFER_CLIENT_SHIFT);
-    if (client == TEMPEST_XFER_CLIENT_CHANNEL) {
-        tppi_chan_xfer_event(&ev);
-        return;
-    }
     fn = client < TEMPEST_XFER_CLIENTS ?
          __atomic_load_n(&hooks[client], __ATOMIC_ACQUIRE) : NULL;
     if (fn) {
@@ -233,4 +238,11 @@ void tppi_xfer_event(const struct nc_event *e)
                     ev.node, (unsigned long long)ev.cookie,
                     tempest_cmd_reason_name(ev.error), (unsigned)ev.error);
     }
+}
+
+TPPI_REGISTER
+static void xfer_register(void)
+{
+    tppi_on_event(TEMPEST_EV_XFER_SENT, xfer_event);
+    tppi_on_event(TEMPEST_EV_XFER_RECV, xfer_event);
 }
