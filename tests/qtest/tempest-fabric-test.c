@@ -371,15 +371,13 @@ static void test_malformed_frames(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
     QTestState *s = start_node(dir, 0, 2, CLUSTER, "");
     uint8_t hello[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
-    FabricHello h = {
-        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = CLUSTER,
-        .node = 1, .nodes = 2, .credits = 32,
-    };
+    FabricHello h;
     uint8_t junk[4] = { 1, 2, 3, 4 };
     int fd;
 
     setup_rings(s, 16);
     fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0, true);
+    peer_hello(&h, CLUSTER, 1, 2);
     fabric_put_hello(hello, &h);
     stl_le_p(junk, 0x04030201);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,

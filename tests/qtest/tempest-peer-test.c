@@ -533,14 +533,12 @@ static void test_auth_refused(void)
     QTestState *s = start_node(dir, 0, 2, "");
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     uint8_t mac[FABRIC_AUTH_SIZE] = { 0 };
-    FabricHello h = {
-        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = CLUSTER,
-        .node = 1, .nodes = 2, .credits = 32,
-    };
+    FabricHello h;
     uint32_t len;
     int fd = unix_connect(path, &error_abort);
     char c;
 
+    peer_hello(&h, CLUSTER, 1, 2);
     fabric_put_hello(frame, &h);
     g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
     g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
@@ -569,10 +567,7 @@ static void test_auth_secret(void)
     const char key[] = "0123456789abcdef0123456789abcdef";
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     uint8_t mac[FABRIC_AUTH_SIZE], cid[8];
-    FabricHello h = {
-        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = CLUSTER,
-        .node = 1, .nodes = 2, .credits = 32,
-    }, theirs;
+    FabricHello h, theirs;
     QTestState *s;
     uint32_t len;
     int fd;
@@ -585,6 +580,7 @@ static void test_auth_secret(void)
 
     /* Knows the cluster id only: its proof is refused. */
     fd = unix_connect(path, &error_abort);
+    peer_hello(&h, CLUSTER, 1, 2);
     fabric_put_hello(frame, &h);
     g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
     g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,

@@ -56,6 +56,19 @@ static inline uint16_t peer_read_frame(int fd, uint8_t *buf, size_t cap,
     return h.type;
 }
 
+/* A correct HELLO of node self of nodes, with a fresh random nonce. */
+static inline void peer_hello(FabricHello *h, uint64_t cluster,
+                              unsigned self, unsigned nodes)
+{
+    *h = (FabricHello) {
+        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = cluster,
+        .node = self, .nodes = nodes, .credits = 32,
+    };
+    for (int i = 0; i < FABRIC_NONCE_SIZE; i++) {
+        h->nonce[i] = g_random_int();
+    }
+}
+
 /*
  * Connect to node 'to' of the cluster at dir (Unix sockets) as node
  * 'self' of 'nodes', and authenticate with the key (the cluster id when
@@ -70,10 +83,7 @@ static inline int peer_join(const char *dir, unsigned to, unsigned self,
     g_autofree char *path = g_strdup_printf("%s/node%u.sock", dir, to);
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     uint8_t mac[FABRIC_AUTH_SIZE], cid[8];
-    FabricHello h = {
-        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = cluster,
-        .node = self, .nodes = nodes, .credits = 32,
-    }, theirs;
+    FabricHello h, theirs;
     uint32_t len;
     int fd = -1;
 
@@ -89,9 +99,7 @@ static inline int peer_join(const char *dir, unsigned to, unsigned self,
         key = cid;
         key_len = sizeof(cid);
     }
-    for (int i = 0; i < FABRIC_NONCE_SIZE; i++) {
-        h.nonce[i] = g_random_int();
-    }
+    peer_hello(&h, cluster, self, nodes);
     fabric_put_hello(frame, &h);
     g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
     g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
@@ -139,10 +147,7 @@ static inline int peer_accept(int lfd, unsigned self, unsigned from,
 {
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     uint8_t mac[FABRIC_AUTH_SIZE], key[8];
-    FabricHello h = {
-        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = cluster,
-        .node = self, .nodes = nodes, .credits = 32,
-    }, theirs;
+    FabricHello h, theirs;
     uint32_t len;
     int fd = accept(lfd, NULL, NULL);
 
@@ -152,9 +157,7 @@ static inline int peer_accept(int lfd, unsigned self, unsigned from,
                      FABRIC_HELLO);
     fabric_get_hello(frame + FABRIC_HDR_SIZE, &theirs);
     g_assert_cmpuint(theirs.node, ==, from);
-    for (int i = 0; i < FABRIC_NONCE_SIZE; i++) {
-        h.nonce[i] = g_random_int();
-    }
+    peer_hello(&h, cluster, self, nodes);
     fabric_put_hello(frame, &h);
     g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
     fabric_auth_mac(key, sizeof(key), theirs.nonce, h.nonce, cluster, self,
