@@ -241,7 +241,7 @@ def nc_seeds():
 
 (OP_RAW, OP_DATA, OP_CREDIT, OP_COLL, OP_XFER, OP_MESH, OP_BYE, OP_HELLO,
  OP_FLOOD, OP_DISCONNECT, OP_RECONNECT, OP_STRANGER, OP_RUN, OP_MMIO_WRITE,
- OP_MMIO_READ, OP_CMD, OP_RINGS, OP_SEND, OP_RQ_FREE) = range(19)
+ OP_MMIO_READ, OP_CMD, OP_RINGS, OP_SEND, OP_RQ_FREE, OP_PAUSE) = range(20)
 XK_HDR, XK_DATA, XK_GO, XK_ACK, XK_ABORT, XK_FOP_REQ, XK_FOP_REP = \
     range(1, 8)
 
@@ -425,13 +425,77 @@ def fabric_seeds():
                       bytes([OP_RAW]) + u16(2) + bytes([0, 0]) +
                       u32(0x7fffffff)]
     r["exit"] = [f_rings(), f_w(k["TEMPEST_NC_EXIT"], 7), f_run()]
+    # A peer that stops reading while node 0 sends a big transfer and
+    # answers a flood of fetch-and-op requests, then reads again.
+    r["slow-reader"] = [f_rings(), bytes([OP_PAUSE, 1]),
+                        f_cmd(k["TEMPEST_CMD_XFER"], 1, 0, 0xffff, 0),
+                        f_run(8),
+                        bytes([OP_FLOOD]) + u16(2000) + bytes([OP_XFER]) +
+                        f_xfer(XK_FOP_REQ, bytes([0]) + u64(8) + u64(1) +
+                               u64(0))[1:],
+                        f_run(8), bytes([OP_PAUSE, 0]), f_run(8),
+                        f_xfer(XK_ACK, u32(0))]
+    return r
+
+
+def child_seeds():
+    """QEMU as node 1, the harness node 0: the root's side of each
+    exchange (results down the tree, broadcasts, the async OR)."""
+    k = K
+    st = k["TEMPEST_NC_COLL_STATUS"]
+    r = {}
+    r["coll"] = [f_cmd(k["TEMPEST_CMD_COLL_START"], 0, k["TEMPEST_COLL_ADD"],
+                       5), f_run(),
+                 f_coll(k["FABRIC_COLL_DOWN"], pool=entry(1, 0, 42)),
+                 f_run(), f_r(st), f_r(k["TEMPEST_NC_COLL_RESULT"], 1),
+                 f_coll(k["FABRIC_COLL_DOWN"], pool=entry(1, 0, 42))]
+    r["coll-vector"] = [f_cmd(k["TEMPEST_CMD_COLL_START"], 0,
+                              k["TEMPEST_COLL_MAX"] |
+                              k["TEMPEST_COLL_SCAN"] << 8, 0, 4, 64, 1),
+                        f_run(),
+                        f_coll(k["FABRIC_COLL_DOWN"], fn=4, variant=1,
+                               lanes=4, pool=entry(1, 1, 1, 2, 3, 4)),
+                        f_run(), f_r(st), f_r(k["TEMPEST_NC_COLL_ERROR"])]
+    # Results with fewer lanes than the node asked for (issue 9, 2).
+    r["coll-down-short"] = [f_cmd(k["TEMPEST_CMD_COLL_START"], 0,
+                                  k["TEMPEST_COLL_ADD"], 0, 8, 64),
+                            f_run(),
+                            f_coll(k["FABRIC_COLL_DOWN"], lanes=1,
+                                   pool=entry(1, 0, 7)), f_run(), f_r(st)]
+    r["allgather"] = [f_cmd(k["TEMPEST_CMD_COLL_START"], 1, 0, 9, 0, 128),
+                      f_run(),
+                      f_coll(k["FABRIC_COLL_DOWN"], kind=2, count=2, flags=4,
+                             pool=entry(0, 0, 3) + entry(1, 0, 9)),
+                      f_run(), f_r(st)]
+    r["bcast"] = [f_cmd(k["TEMPEST_CMD_BCAST"], 0x77), f_run(),
+                  f_coll(k["FABRIC_BCAST_ACK"], kind=0, lanes=0, count=0),
+                  f_r(k["TEMPEST_NC_BCAST_SENT"]),
+                  f_coll(k["FABRIC_BCAST_DOWN"], kind=0, flags=4,
+                         pool=entry(0, 0, 0x99)), f_run(),
+                  f_r(k["TEMPEST_NC_BCAST_POP"]),
+                  f_r(k["TEMPEST_NC_BCAST_VALUE"], 1)]
+    r["aor"] = [f_w(k["TEMPEST_NC_AOR_SET"], 1), f_run(),
+                f_coll(k["FABRIC_AOR_DOWN"], kind=0, lanes=0, flags=4,
+                       pool=entry(0, 1)), f_run(),
+                f_r(k["TEMPEST_NC_AOR_GLOBAL"]),
+                bytes([OP_MESH]) + u32(k["FABRIC_MESH_ALL"]),
+                bytes([OP_MESH]) + u32(k["FABRIC_MESH_MINE"])]
     return r
 
 
 def seeds(target):
-    """(file name, bytes) of every seed of target ('nc' or 'fabric')."""
-    table = nc_seeds() if target == "nc" else fabric_seeds()
-    return [(name, join(ops)) for name, ops in sorted(table.items())]
+    """(file name, bytes) of every seed of target ('nc' or 'fabric').  A
+    fabric input starts with the roles: 0, QEMU is node 0 and the harness
+    node 1; 1, the other way round.  Every fabric seed is given in both."""
+    if target == "nc":
+        return [(name, join(ops)) for name, ops in sorted(nc_seeds().items())]
+    out = []
+    for name, ops in sorted(fabric_seeds().items()):
+        out.append(("node0-" + name, b"\0" + join(ops)))
+        out.append(("node1-" + name, b"\1" + join(ops)))
+    for name, ops in sorted(child_seeds().items()):
+        out.append(("node1-child-" + name, b"\1" + join(ops)))
+    return out
 
 
 if __name__ == "__main__":

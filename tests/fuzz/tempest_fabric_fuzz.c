@@ -3,25 +3,30 @@
  * tempest-fabric: a libFuzzer target that drives a Tempest node's fabric
  * as its peer would (docs/fuzzing.rst).
  *
- * QEMU runs the tempest machine as node 0 of a two-node cluster on a Unix
- * socket directory, and this harness is node 1.  Every input starts from
- * the same state: the node controller is unrealized and realized again
- * (a fresh fabric of its own), reset, its RAM arena cleared; the harness
- * connects, says HELLO, proves it knows the cluster's key (AUTH, the
- * key being the cluster id as no secret is given), says MESH 1, and runs
- * the main loop until FABRIC_STATE reads READY.  The input is then a sequence of operations separated by "FUZZ"
- * (as in generic-fuzz): the first byte of each picks the operation, the
- * rest are its operands (missing operand bytes read as 0).  Peer
- * operations send frames (raw bytes, or well-formed frames of every type
- * with fuzzed fields), floods, disconnects and strangers' connections;
- * guest operations poke registers, run commands and fill the rings, so
- * that what a peer sends meets the state the device is in.  The main loop
- * runs after every operation, and what the node sends is read, parsed and
- * checked: a node that sends a frame the wire format does not allow is a
- * bug, reported by abort().
+ * QEMU runs the tempest machine as one node of a two-node cluster on a
+ * Unix socket directory, and this harness is the other.  The first byte
+ * of an input picks the roles: bit 0 clear, QEMU is node 0 (the root of
+ * the combining tree, which accepts) and the harness node 1; set, QEMU is
+ * node 1 (a child, which dials node 0) and the harness node 0.  Every
+ * input starts from the same state: the node controller is unrealized,
+ * given its node id, realized again (a fresh fabric of its own), reset,
+ * its RAM arena cleared; the harness connects or accepts, exchanges HELLO
+ * and AUTH (the key is the cluster id, as no secret is given), says MESH
+ * 1 or 2, and runs the main loop until FABRIC_STATE reads READY.
  *
- * The layout of every operation is in the table below op_names[]; the
- * seed corpus (tests/fuzz/seeds.py) writes the same layout.
+ * The rest is a sequence of operations separated by "FUZZ" (as in
+ * generic-fuzz): the first byte of each picks the operation, the rest are
+ * its operands (missing operand bytes read as 0).  Peer operations send
+ * frames (raw bytes, or well-formed frames of every type with fuzzed
+ * fields), floods, disconnects and strangers' connections, or stop
+ * reading; guest operations poke registers, run commands and fill the
+ * rings, so that what a peer sends meets the state the device is in.  The
+ * main loop runs after every operation, and what the node sends is read,
+ * parsed and checked: a node that sends a frame the wire format does not
+ * allow is a bug, reported by abort().
+ *
+ * The operands of every operation are listed in the enum below; the seed
+ * corpus (tests/fuzz/seeds.py) writes the same layout.
  */
 
 #include "qemu/osdep.h"
@@ -84,6 +89,7 @@ enum {
     OP_RINGS,       /* log2 slots of SQ0, SQ1, RQ, CQ */
     OP_SEND,        /* flags, kind, len, dest16, word0..2 */
     OP_RQ_FREE,     /* count */
+    OP_PAUSE,       /* on: stop reading node 0's bytes (0: read again) */
     OP_NUM,
 };
 
@@ -125,6 +131,7 @@ typedef struct Peer {
     uint32_t coll_seq;          /* node 0's collective we would join */
     uint32_t xfer_mid;          /* the last message id node 0 used */
     bool got_hello;             /* node 0's HELLO came, with its nonce */
+    bool paused;                /* a slow reader: node 0's bytes wait */
     uint8_t nonce[FABRIC_NONCE_SIZE];       /* node 0's, this link */
     size_t budget;              /* bytes we may still write this input */
     uint8_t *rx;                /* node 0's bytes not yet parsed */
@@ -134,7 +141,9 @@ typedef struct Peer {
 
 static Peer peer = { .fd = -1 };
 static char *sock_dir;
-static char *sock_path;
+static char *sock_path[2];      /* DIR/node0.sock, DIR/node1.sock */
+static int role;                /* QEMU's node id; the harness is 1 - role */
+static int listen_fd = -1;      /* the harness's socket, as node 0 */
 static DeviceState *node;
 static const uint8_t zeros[ARENA_SIZE];
 
@@ -212,7 +221,10 @@ static void peer_frame(const FabricHeader *h, const uint8_t *body)
         peer.owed[h->net]++;
         break;
     case FABRIC_COLL:
-        if (body[4] == FABRIC_COLL_DOWN) {
+        /* The collective to answer (a child's UP) or to join next. */
+        if (body[4] == FABRIC_COLL_UP) {
+            peer.coll_seq = fabric_ld32(body);
+        } else if (body[4] == FABRIC_COLL_DOWN) {
             peer.coll_seq = fabric_ld32(body) + 1;
         }
         break;
@@ -225,7 +237,7 @@ static void peer_frame(const FabricHeader *h, const uint8_t *body)
 /* Read and parse what node 0 has sent; a frame it may not send aborts. */
 static void peer_read(void)
 {
-    while (peer.fd >= 0) {
+    while (peer.fd >= 0 && !peer.paused) {
         ssize_t n;
         size_t off = 0;
 
@@ -339,46 +351,95 @@ static void send_hello(QTestState *s, const FabricHello *h)
     link_write(s, &peer.fd, frame, sizeof(frame));
 }
 
-static const FabricHello good_hello = {
-    .magic = FABRIC_MAGIC, .version = FABRIC_VERSION, .cluster = TF_CLUSTER,
-    .node = 1, .nodes = 2, .credits = TF_CREDITS,
-    .nonce = "tempest-fuzz-n1",
-};
+/* The harness's HELLO, as node 1 - role. */
+static FabricHello our_hello(void)
+{
+    return (FabricHello) {
+        .magic = FABRIC_MAGIC, .version = FABRIC_VERSION,
+        .cluster = TF_CLUSTER, .node = 1 - role, .nodes = 2,
+        .credits = TF_CREDITS, .nonce = "tempest-fuzz-nn",
+    };
+}
 
-/* Node 1's proof that it knows the key (the cluster id, as no secret). */
+/* The harness's proof that it knows the key (the cluster id). */
 static void send_auth(QTestState *s)
 {
     uint8_t key[8], mac[FABRIC_AUTH_SIZE];
+    FabricHello h = our_hello();
 
     fabric_st64(key, TF_CLUSTER);
-    fabric_auth_mac(key, sizeof(key), peer.nonce, good_hello.nonce,
-                    TF_CLUSTER, 1, 0, mac);
+    fabric_auth_mac(key, sizeof(key), peer.nonce, h.nonce, TF_CLUSTER,
+                    1 - role, role, mac);
     peer_send(s, FABRIC_AUTH, 0, mac, sizeof(mac));
 }
 
-/*
- * Connect as node 1: HELLO, node 0's HELLO, AUTH; with mesh, also say
- * "connected to every node".
- */
-static void peer_connect(QTestState *s, bool mesh)
+/* Run the main loop until QEMU's HELLO has come on the link. */
+static bool wait_hello(QTestState *s)
 {
-    peer.fd = unix_connect_path(sock_path);
-    if (peer.fd < 0) {
-        return;
-    }
-    peer.rx_len = 0;
-    peer.got_hello = false;
-    send_hello(s, &good_hello);
     for (int i = 0; i < 1000 && peer.fd >= 0 && !peer.got_hello; i++) {
         pump(s, 1);
     }
-    if (!peer.got_hello) {
+    return peer.got_hello;
+}
+
+static void link_reset(void)
+{
+    peer.rx_len = 0;
+    peer.got_hello = false;
+    peer.paused = false;
+}
+
+/*
+ * Connect to QEMU's socket: HELLO, its HELLO, AUTH; with mesh, also say
+ * "connected to every node".  As node 1 that is the way in; as node 0 it
+ * is a connection QEMU (node 1, which accepts only from nodes above it)
+ * must refuse.
+ */
+static void peer_connect(QTestState *s, bool mesh)
+{
+    FabricHello h = our_hello();
+
+    peer.fd = unix_connect_path(sock_path[role]);
+    if (peer.fd < 0) {
+        return;
+    }
+    link_reset();
+    send_hello(s, &h);
+    if (!wait_hello(s)) {
         return;     /* refused: the link is closed or will be */
     }
     send_auth(s);
     if (mesh) {
         peer_send_u32(s, FABRIC_MESH, 0, FABRIC_MESH_MINE);
     }
+}
+
+/*
+ * As node 0: take QEMU's call (its connect runs in a thread of QEMU's,
+ * its completion in the main loop), answer its HELLO with ours and AUTH,
+ * and declare the cluster ready (MESH 2).
+ */
+static void peer_accept(QTestState *s)
+{
+    FabricHello h = our_hello();
+
+    for (int i = 0; i < 20000 && peer.fd < 0; i++) {
+        pump(s, 1);
+        peer.fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK);
+        if (peer.fd < 0 && i > 100) {
+            g_usleep(100);
+        }
+    }
+    if (peer.fd < 0) {
+        return;
+    }
+    link_reset();
+    if (!wait_hello(s)) {
+        return;
+    }
+    send_hello(s, &h);
+    send_auth(s);
+    peer_send_u32(s, FABRIC_MESH, 0, FABRIC_MESH_ALL);
 }
 
 static void peer_close_all(void)
@@ -391,6 +452,24 @@ static void peer_close_all(void)
         close(peer.strangers[i]);
     }
     peer.nstrangers = 0;
+    if (listen_fd >= 0) {
+        close(listen_fd);
+        listen_fd = -1;
+        unlink(sock_path[0]);
+    }
+}
+
+/* As node 0, the harness listens where node 1 dials: DIR/node0.sock. */
+static void peer_listen(void)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+    listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    g_assert(listen_fd >= 0);
+    g_strlcpy(sa.sun_path, sock_path[0], sizeof(sa.sun_path));
+    unlink(sock_path[0]);
+    g_assert(bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    g_assert(listen(listen_fd, 4) == 0);
 }
 
 /* Run QEMU's main loop without blocking, and read what node 0 sent. */
@@ -499,8 +578,11 @@ static void op_coll(QTestState *s, Cursor *c)
     for (unsigned i = 0; i < count; i++) {
         uint8_t *e = body + FABRIC_COLL_HDR + i * esz;
 
-        /* Entry fields cycle through the pool; the node is ours unless */
-        /* flag 4 lets the pool say it too. */
+        /*
+         * Entry fields cycle through the pool; the node is 1 (the
+         * harness's contribution to node 0, or node 1's result from the
+         * harness as node 0) unless flag 4 lets the pool say it too.
+         */
         for (size_t b = 0; npool && b < esz; b++) {
             e[b] = pool[(i * esz + b) % npool];
         }
@@ -586,7 +668,7 @@ static void op_bye(QTestState *s, Cursor *c)
 static void op_hello(QTestState *s, Cursor *c)
 {
     uint8_t flags = take8(c);
-    FabricHello h = good_hello;
+    FabricHello h = our_hello();
     uint32_t magic = take32(c), version = take32(c);
     uint64_t cluster = take64(c);
     uint32_t nd = take32(c), nodes = take32(c), credits = take32(c);
@@ -660,7 +742,7 @@ static void op_stranger(QTestState *s, Cursor *c)
     if (peer.nstrangers == MAX_STRANGERS) {
         return;
     }
-    fd = unix_connect_path(sock_path);
+    fd = unix_connect_path(sock_path[role]);
     if (fd < 0) {
         return;
     }
@@ -815,10 +897,10 @@ static void op_send(QTestState *s, Cursor *c)
     peer.sq_tail[ring] = (peer.sq_tail[ring] + 1) % peer.sq_slots[ring];
     switch (flags >> 1 & 3) {
     case 0:
-        dest = 1;
+        dest = 1 - role;    /* the harness */
         break;
     case 1:
-        dest = 0;
+        dest = role;        /* itself */
         break;
     }
     fabric_st16(pkt + TEMPEST_PKT_NODE, dest);
@@ -849,6 +931,11 @@ static void op_rq_free(QTestState *s, Cursor *c)
     qtest_writel(s, NC(TEMPEST_NC_RQ_DOORBELL), 1);
 }
 
+static void op_pause(QTestState *s, Cursor *c)
+{
+    peer.paused = take8(c) != 0;
+}
+
 static OpFn *const ops[OP_NUM] = {
     [OP_RAW] = op_raw,
     [OP_DATA] = op_data,
@@ -869,6 +956,7 @@ static OpFn *const ops[OP_NUM] = {
     [OP_RINGS] = op_rings,
     [OP_SEND] = op_send,
     [OP_RQ_FREE] = op_rq_free,
+    [OP_PAUSE] = op_pause,
 };
 
 /* ------------------------------------------------------------------ */
@@ -876,8 +964,9 @@ static OpFn *const ops[OP_NUM] = {
 /* ------------------------------------------------------------------ */
 
 /*
- * A fresh node: unrealize and realize the node controller (its fabric
- * goes and comes back), reset it, clear the arena, and join as node 1.
+ * A fresh node with node id role: unrealize the node controller (its
+ * fabric goes), give it its id, realize and reset it, clear the arena,
+ * and join it as the other node.
  */
 static void fresh_node(QTestState *s)
 {
@@ -885,6 +974,10 @@ static void fresh_node(QTestState *s)
 
     peer_close_all();
     object_property_set_bool(OBJECT(node), "realized", false, &error_abort);
+    object_property_set_uint(OBJECT(node), "node-id", role, &error_abort);
+    if (role) {
+        peer_listen();
+    }
     object_property_set_bool(OBJECT(node), "realized", true, &error_abort);
     device_cold_reset(node);
     /* Not qtest_memset(): QEMU 10.0's fuzz wrapper of it leaks its buffer. */
@@ -897,7 +990,11 @@ static void fresh_node(QTestState *s)
     peer.rq_head = peer.rq_slots = 0;
     peer.coll_seq = peer.xfer_mid = 0;
     peer.budget = WRITE_BUDGET;
-    peer_connect(s, true);
+    if (role) {
+        peer_accept(s);
+    } else {
+        peer_connect(s, true);
+    }
     for (i = 0; i < 1000; i++) {
         pump(s, 1);
         if (qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)) ==
@@ -905,8 +1002,8 @@ static void fresh_node(QTestState *s)
             return;
         }
     }
-    fprintf(stderr, "tempest-fabric: node 0 did not become READY after a "
-            "correct HELLO, AUTH and MESH (state %u)\n",
+    fprintf(stderr, "tempest-fabric: node %d did not become READY after a "
+            "correct HELLO, AUTH and MESH (state %u)\n", role,
             qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)));
     abort();
 }
@@ -914,8 +1011,10 @@ static void fresh_node(QTestState *s)
 static void tempest_fabric_fuzz(QTestState *s, const unsigned char *data,
                                 size_t size)
 {
-    const unsigned char *cmd = data;
+    const unsigned char *cmd = data + 1;
 
+    role = size ? data[0] & 1 : 0;
+    size = size ? size - 1 : 0;
     fresh_node(s);
     while (cmd && size) {
         const unsigned char *next = memmem(cmd, size, SEPARATOR,
@@ -934,6 +1033,7 @@ static void tempest_fabric_fuzz(QTestState *s, const unsigned char *data,
         size -= len + strlen(SEPARATOR);
         cmd = next + strlen(SEPARATOR);
     }
+    peer.paused = false;
     pump(s, 4);
     peer_close_all();
     pump(s, 1);
@@ -941,8 +1041,10 @@ static void tempest_fabric_fuzz(QTestState *s, const unsigned char *data,
 
 static void cleanup(void)
 {
-    if (sock_path) {
-        unlink(sock_path);
+    for (int i = 0; i < 2; i++) {
+        if (sock_path[i]) {
+            unlink(sock_path[i]);
+        }
     }
     if (sock_dir) {
         rmdir(sock_dir);
@@ -953,7 +1055,9 @@ static void tempest_fabric_pre_vm_init(void)
 {
     sock_dir = g_dir_make_tmp("tempest-fuzz-XXXXXX", NULL);
     g_assert(sock_dir);
-    sock_path = g_strdup_printf("%s/node0.sock", sock_dir);
+    for (int i = 0; i < 2; i++) {
+        sock_path[i] = g_strdup_printf("%s/node%d.sock", sock_dir, i);
+    }
     peer.rx = g_malloc(RX_SIZE);
     atexit(cleanup);
 }

@@ -85,7 +85,7 @@ def symbolizer():
     return found[-1] if found else None
 
 
-def fuzz_env():
+def fuzz_env(replay=False):
     env = dict(os.environ)
     tmp = os.path.join(FUZZ_DIR, "tmp")     # the fabric target's sockets
     os.makedirs(tmp, exist_ok=True)
@@ -95,13 +95,16 @@ def fuzz_env():
     # crash that libFuzzer saves, not a line in a log.  A 64 MB quarantine
     # (not 256) still catches a use after free within an input, and keeps
     # the process's memory near 300 MB instead of growing past 1 GB.
-    env["ASAN_OPTIONS"] = ":".join([
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [
         "detect_leaks=1", "symbolize=1", "handle_abort=1",
         "quarantine_size_mb=64", "allocator_may_return_null=0",
-        env.get("ASAN_OPTIONS", "")]).strip(":")
-    env["UBSAN_OPTIONS"] = ":".join([
+        # A replay unwinds every allocation fully, through glib (built
+        # without frame pointers): a leak's report then names its caller.
+        "fast_unwind_on_malloc=0" if replay else "",
+        env.get("ASAN_OPTIONS")]))
+    env["UBSAN_OPTIONS"] = ":".join(filter(None, [
         "halt_on_error=1", "abort_on_error=1", "print_stacktrace=1",
-        "symbolize=1", env.get("UBSAN_OPTIONS", "")]).strip(":")
+        "symbolize=1", env.get("UBSAN_OPTIONS")]))
     sym = symbolizer()
     if sym:
         env["ASAN_SYMBOLIZER_PATH"] = sym
@@ -137,9 +140,12 @@ class Stats:
         m = re.search(r"cov: (\d+) ft: (\d+) corp: (\d+)", line)
         if m:
             self.cov, self.ft, self.corpus = map(int, m.groups())
-        m = re.search(r"exec/s: (\d+)", line)
+        m = re.search(r"exec/s:? (\d+)", line)     # fork mode: no colon
         if m:
             self.rate = int(m.group(1))
+        m = re.match(r"#(\d+)", line)
+        if m:
+            self.execs = max(self.execs, int(m.group(1)))
         m = re.search(r"rss: (\d+)Mb", line)
         if m:
             self.rss = max(self.rss, int(m.group(1)))
@@ -170,7 +176,7 @@ class Stats:
                 f"peak rss {self.rss} MB")
 
 
-def libfuzzer(target, args, log, seconds_hint=None, echo=True):
+def libfuzzer(target, args, log, echo=True, replay=False):
     """Run the fuzz binary on target with libFuzzer's args; returns (exit
     status, Stats).  Everything goes to log; progress lines are echoed
     about every 10 s."""
@@ -181,7 +187,7 @@ def libfuzzer(target, args, log, seconds_hint=None, echo=True):
         lf.write(" ".join(cmd) + "\n")
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
-                             errors="replace", env=fuzz_env(),
+                             errors="replace", env=fuzz_env(replay),
                              stdin=subprocess.DEVNULL, cwd=FUZZ_DIR)
         for line in p.stdout:
             lf.write(line)
@@ -214,7 +220,12 @@ def fuzz_target(target, seconds, keep_going=False, extra=()):
     say(f"fuzz: {target} ({TARGETS[target]}) for {seconds} s "
         f"(log: {rel(log)})")
     t0 = time.monotonic()
+    before = set(os.listdir(artifacts))
     rc, stats = libfuzzer(target, args, log)
+    # Whatever libFuzzer saved (fork mode says so only in its children's
+    # logs): every new file in the artifacts directory.
+    stats.artifacts = sorted(os.path.join(artifacts, f)
+                             for f in set(os.listdir(artifacts)) - before)
     ok = rc == 0 and not stats.artifacts
     say(f"fuzz: {target}: {'ok' if ok else 'FAILED'} after "
         f"{time.monotonic() - t0:.0f} s: {stats.summary()}")
@@ -241,7 +252,8 @@ def replay(path, target=None, echo=True):
     log = os.path.join(FUZZ_DIR, "replay.log")
     os.makedirs(FUZZ_DIR, exist_ok=True)
     rc, stats = libfuzzer(target, [f"-timeout={INPUT_TIMEOUT}",
-                                   os.path.abspath(path)], log, echo=False)
+                                   os.path.abspath(path)], log, echo=False,
+                          replay=True)
     with open(log, errors="replace") as f:
         out = f.read()
     if echo:
