@@ -337,6 +337,8 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_uint32(dev, "credits", tms->credits);
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
     qdev_prop_set_uint64(dev, "tagmem-size", tms->tagmem);
+    object_property_set_link(OBJECT(dev), "memory",
+                             OBJECT(get_system_memory()), &error_fatal);
     sysbus_realize(s, &error_fatal);
     sysbus_mmio_map(s, 0, base);
     sysbus_connect_irq(s, 0, qdev_get_gpio_in(tms->gic, irq));

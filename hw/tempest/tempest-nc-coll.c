@@ -20,8 +20,7 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/log.h"
-#include "exec/address-spaces.h"
-#include "hw/tempest/tempest-nc.h"
+#include "tempest-nc-internal.h"
 #include "fabric-proto.h"
 #include "coll-math.h"
 #include "trace.h"
@@ -270,9 +269,7 @@ static void coll_down(TempestNCState *s, const CollHeader *h,
 
     if (!error) {
         if (s->coll_vector) {
-            if (address_space_write(&address_space_memory, s->coll_dest,
-                                    MEMTXATTRS_UNSPECIFIED, out,
-                                    nout * 8) != MEMTX_OK) {
+            if (!tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
                 error = TEMPEST_COLL_E_DMA;
             }
         } else {
@@ -365,7 +362,7 @@ static void coll_try_complete(TempestNCState *s, TempestCollRound *r)
     coll_send(s, coll_parent(s, s->node_id), b, r->count);
 }
 
-uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b)
+static uint32_t coll_cmd_start(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t kind = b->arg[0], fn = b->arg[1] & 0xff;
     uint64_t variant = (b->arg[1] >> 8) & 0xff, lanes = b->arg[3];
@@ -402,9 +399,7 @@ uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b)
         uint64_t src = b->arg[2];
 
         if (!tempest_nc_in_ram(s, src, lanes * 8) ||
-            address_space_read(&address_space_memory, src,
-                               MEMTXATTRS_UNSPECIFIED, vals,
-                               lanes * 8) != MEMTX_OK) {
+            !tempest_nc_dma_read(s, src, vals, lanes * 8)) {
             b->reason = TEMPEST_CMD_E_BAD_ADDR;
             return TEMPEST_CMD_FAIL;
         }
@@ -498,7 +493,7 @@ static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
     }
 }
 
-uint32_t tempest_nc_bcast(TempestNCState *s, TempestCmdBank *b)
+static uint32_t coll_cmd_bcast(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t value = b->arg[0];
 
@@ -624,9 +619,10 @@ static bool coll_up_entries_ok(TempestNCState *s, TempestCollRound *r,
     return true;
 }
 
-void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
-                           const uint8_t *body, size_t len)
+static void coll_fabric_frame(void *opaque, unsigned peer,
+                              const uint8_t *body, size_t len)
 {
+    TempestNCState *s = opaque;
     CollHeader h = {
         .seq = fabric_ld32(body), .dir = body[4], .kind = body[5],
         .fn = body[6], .variant = body[7], .lanes = fabric_ld16(body + 8),
@@ -725,7 +721,7 @@ void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
 }
 
 /* A node is gone: the tree is broken; a pending collective fails. */
-void tempest_nc_coll_peer_down(TempestNCState *s)
+static void coll_peer_down(TempestNCState *s, unsigned peer)
 {
     coll_rounds_free(s);
     if (s->coll_status == TEMPEST_COLL_ST_PENDING) {
@@ -737,7 +733,7 @@ void tempest_nc_coll_peer_down(TempestNCState *s)
     }
 }
 
-void tempest_nc_coll_reset(TempestNCState *s)
+static void coll_reset(TempestNCState *s)
 {
     TempestBcast *w;
 
@@ -763,3 +759,80 @@ void tempest_nc_coll_reset(TempestNCState *s)
         memset(s->aor_bits, 0, s->num_nodes * sizeof(bool));
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* Life cycle                                                          */
+/* ------------------------------------------------------------------ */
+
+static const TempestNCCommand coll_commands[] = {
+    { TEMPEST_CMD_COLL_START, coll_cmd_start },
+    { TEMPEST_CMD_BCAST, coll_cmd_bcast },
+    { 0, NULL }
+};
+
+static const TempestNCHooks coll_hooks = {
+    .name = "coll",
+    .commands = coll_commands,
+    .coll = coll_fabric_frame,
+    .peer_down = coll_peer_down,
+};
+
+static bool coll_realize(TempestNCState *s, Error **errp)
+{
+    QSIMPLEQ_INIT(&s->bcastq);
+    s->aor_bits = g_new0(bool, s->num_nodes);
+    tempest_nc_register(s, &coll_hooks);
+    return true;
+}
+
+static void coll_unrealize(TempestNCState *s)
+{
+    coll_reset(s);
+    g_clear_pointer(&s->aor_bits, g_free);
+}
+
+/* Control network: the latched broadcast word and the lost count. */
+static bool coll_vmstate_needed(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    return s->bcast_lost || s->bcast_src || s->bcast_value;
+}
+
+const VMStateDescription vmstate_tempest_nc_coll = {
+    .name = TYPE_TEMPEST_NC "/coll",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = coll_vmstate_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(bcast_lost, TempestNCState),
+        VMSTATE_UINT32(bcast_src, TempestNCState),
+        VMSTATE_UINT64(bcast_value, TempestNCState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The global OR's bits (in the main section): alone in its cluster, this
+ * node is the root, and its own bit is the whole OR.
+ */
+static int coll_post_load(TempestNCState *s)
+{
+    if (s->aor_set > 1 || s->aor_global > 1 ||
+        (s->num_nodes == 1 && s->aor_global != s->aor_set)) {
+        return -EINVAL;
+    }
+    if (s->num_nodes == 1) {
+        s->aor_bits[0] = s->aor_set;
+        s->aor_count = s->aor_set;
+    }
+    return 0;
+}
+
+const TempestNCEngine tempest_nc_coll_engine = {
+    .name = "coll",
+    .realize = coll_realize,
+    .unrealize = coll_unrealize,
+    .reset = coll_reset,
+    .post_load = coll_post_load,
+};

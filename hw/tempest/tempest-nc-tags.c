@@ -40,7 +40,7 @@
 #include "hw/sysbus.h"
 #include "migration/vmstate.h"
 #include "system/tcg.h"
-#include "hw/tempest/tempest-nc.h"
+#include "tempest-nc-internal.h"
 #include "trace.h"
 
 #define BLK_SHIFT           TEMPEST_TAG_BLK_SHIFT
@@ -172,7 +172,7 @@ static void nc_tags_exclusive(CPUState *cs, run_on_cpu_data data)
     g_free(w);
 }
 
-uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b)
+static uint32_t tags_cmd_set(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t addr = b->arg[0], len = b->arg[1], tag = b->arg[2];
     uint64_t first, n;
@@ -224,7 +224,7 @@ uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b)
     return TEMPEST_CMD_RETRY;
 }
 
-uint32_t tempest_nc_tag_get(TempestNCState *s, TempestCmdBank *b)
+static uint32_t tags_cmd_get(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t addr = b->arg[0];
 
@@ -254,11 +254,23 @@ static void nc_tags_recount(TempestNCState *s)
     }
 }
 
-bool tempest_nc_tags_realize(TempestNCState *s, Error **errp)
+static const TempestNCCommand tags_commands[] = {
+    { TEMPEST_CMD_TAG_SET, tags_cmd_set },
+    { TEMPEST_CMD_TAG_GET, tags_cmd_get },
+    { 0, NULL }
+};
+
+static const TempestNCHooks tags_hooks = {
+    .name = "tags",
+    .commands = tags_commands,
+};
+
+static bool tags_realize(TempestNCState *s, Error **errp)
 {
     SysBusDevice *sbd = SYS_BUS_DEVICE(s);
     uint64_t blocks = s->tagmem_size >> BLK_SHIFT;
 
+    tempest_nc_register(s, &tags_hooks);
     if (!s->tagmem_size) {
         return true;
     }
@@ -322,8 +334,8 @@ static void nc_tag_tables_free(TagTables *t)
     g_free(t);
 }
 
-/* Undo tempest_nc_tags_realize (the regions stay: see there). */
-void tempest_nc_tags_unrealize(TempestNCState *s)
+/* Undo tags_realize (the regions stay: see there). */
+static void tags_unrealize(TempestNCState *s)
 {
     TagTables *t;
 
@@ -343,7 +355,7 @@ void tempest_nc_tags_unrealize(TempestNCState *s)
 }
 
 /* Reset runs with every vCPU paused. */
-void tempest_nc_tags_reset(TempestNCState *s)
+static void tags_reset(TempestNCState *s)
 {
     if (s->tags) {
         for (uint64_t b = 0; b < s->tag_blocks; b++) {
@@ -398,4 +410,11 @@ const VMStateDescription vmstate_tempest_nc_tags = {
         VMSTATE_UINT32(tag_flushes, TempestNCState),
         VMSTATE_END_OF_LIST()
     }
+};
+
+const TempestNCEngine tempest_nc_tags_engine = {
+    .name = "tags",
+    .realize = tags_realize,
+    .unrealize = tags_unrealize,
+    .reset = tags_reset,
 };

@@ -25,8 +25,8 @@
 #include "qemu/atomic.h"
 #include "qemu/main-loop.h"
 #include "qemu/units.h"
-#include "exec/address-spaces.h"
-#include "hw/tempest/tempest-nc.h"
+#include "system/runstate.h"
+#include "tempest-nc-internal.h"
 #include "fabric-proto.h"
 #include "trace.h"
 
@@ -47,11 +47,11 @@ enum {
 #define FOP_BODY    (4 + 4 + 8 + 8 + 8)
 #define REP_BODY    (4 + 4 + 8)
 
-typedef enum {
+enum {
     OUT_SENDING,
     OUT_WAIT_GO,
     OUT_WAIT_ACK,
-} OutState;
+};
 
 struct TempestXferOut {
     QTAILQ_ENTRY(TempestXferOut) next;
@@ -61,10 +61,11 @@ struct TempestXferOut {
     uint64_t where;         /* destination address, or type */
     uint32_t flags;
     uint64_t cookie;
-    OutState state;
+    uint32_t state;         /* OUT_* */
 };
 
 struct TempestXferIn {
+    QTAILQ_ENTRY(TempestXferIn) mig_next;  /* on xfer_in_mig while saved */
     uint32_t src, mid;
     uint64_t len, got;
     uint64_t addr;          /* where the data goes; valid unless waiting */
@@ -74,7 +75,7 @@ struct TempestXferIn {
 };
 
 struct TempestXferBuf {
-    QSIMPLEQ_ENTRY(TempestXferBuf) next;
+    QTAILQ_ENTRY(TempestXferBuf) next;
     uint32_t type;
     uint64_t addr, len;
 };
@@ -168,7 +169,7 @@ static bool xfer_take_buffer(TempestNCState *s, TempestXferIn *in,
     TempestXferBuf *b, *fit = NULL;
     bool any = false;
 
-    QSIMPLEQ_FOREACH(b, &s->xfer_bufs, next) {
+    QTAILQ_FOREACH(b, &s->xfer_bufs, next) {
         if (b->type == in->type) {
             any = true;
             if (b->len >= in->len) {
@@ -181,7 +182,7 @@ static bool xfer_take_buffer(TempestNCState *s, TempestXferIn *in,
     if (!fit) {
         return false;
     }
-    QSIMPLEQ_REMOVE(&s->xfer_bufs, fit, TempestXferBuf, next);
+    QTAILQ_REMOVE(&s->xfer_bufs, fit, next);
     s->xfer_nbufs--;
     in->addr = fit->addr;
     g_free(fit);
@@ -259,8 +260,7 @@ static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
     if (in->refused) {
         return;     /* its sender is told; drop what was already sent */
     }
-    if (address_space_write(&address_space_memory, in->addr + offset,
-                            MEMTXATTRS_UNSPECIFIED, data, n) != MEMTX_OK) {
+    if (!tempest_nc_dma_write(s, in->addr + offset, data, n)) {
         /* Tells the sender, which may be this node (then frees in). */
         xfer_in_refuse(s, in);
         return;
@@ -301,16 +301,15 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
      * Guest RAM is mapped, not copied: the fabric writes it to the socket
      * directly (and copies only what the socket does not take at once).
      */
-    data = address_space_map(&address_space_memory, o->src + at, &plen,
-                             false, MEMTXATTRS_UNSPECIFIED);
+    data = address_space_map(&s->dma_as, o->src + at, &plen, false,
+                             MEMTXATTRS_UNSPECIFIED);
     if (!data || plen < n) {
         if (data) {
-            address_space_unmap(&address_space_memory, data, plen, false, 0);
+            address_space_unmap(&s->dma_as, data, plen, false, 0);
         }
         plen = 0;
         data = copy = g_malloc(n);
-        if (address_space_read(&address_space_memory, o->src + at,
-                               MEMTXATTRS_UNSPECIFIED, copy, n) != MEMTX_OK) {
+        if (!tempest_nc_dma_read(s, o->src + at, copy, n)) {
             memset(copy, 0, n);     /* checked at the command: cannot be */
         }
     }
@@ -332,7 +331,7 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
         xfer_frame(s, dest, XFER_DATA, mid, off, sizeof(off), data, n);
     }
     if (plen) {
-        address_space_unmap(&address_space_memory, data, plen, false, plen);
+        address_space_unmap(&s->dma_as, data, plen, false, plen);
     }
     return last ? STEP_LAST : STEP_MORE;
 }
@@ -344,6 +343,9 @@ static void xfer_pump(void *opaque)
     TempestXferOut *o, *next;
     bool more = false;
 
+    if (!runstate_is_running()) {
+        return;     /* no DMA while the VM is stopped: see xfer_vm_state */
+    }
     QTAILQ_FOREACH_SAFE(o, &s->xfer_out, next, next) {
         if (o->state == OUT_SENDING) {
             more |= xfer_out_step(s, o) == STEP_MORE;
@@ -357,21 +359,23 @@ static void xfer_pump(void *opaque)
     }
     /*
      * Yield to the main loop between rounds; full queues wait for
-     * tempest_nc_xfer_drained().
+     * xfer_fabric_drained().
      */
     if (more) {
         qemu_bh_schedule(s->xfer_bh);
     }
 }
 
-void tempest_nc_xfer_drained(TempestNCState *s, unsigned peer)
+static void xfer_fabric_drained(void *opaque, unsigned peer)
 {
+    TempestNCState *s = opaque;
+
     if (!QTAILQ_EMPTY(&s->xfer_out)) {
         qemu_bh_schedule(s->xfer_bh);
     }
 }
 
-uint32_t tempest_nc_xfer_start(TempestNCState *s, TempestCmdBank *b)
+static uint32_t xfer_cmd_start(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t dest = b->arg[0], src = b->arg[1], len = b->arg[2];
     uint64_t where = b->arg[3], cookie = b->arg[4], flags = b->arg[5];
@@ -433,7 +437,7 @@ uint32_t tempest_nc_xfer_start(TempestNCState *s, TempestCmdBank *b)
     return TEMPEST_CMD_SUCCESS;
 }
 
-uint32_t tempest_nc_buf_post(TempestNCState *s, TempestCmdBank *b)
+static uint32_t xfer_cmd_buf_post(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t type = b->arg[0], addr = b->arg[1], len = b->arg[2];
     TempestXferBuf *buf;
@@ -453,7 +457,7 @@ uint32_t tempest_nc_buf_post(TempestNCState *s, TempestCmdBank *b)
     buf->type = type;
     buf->addr = addr;
     buf->len = len;
-    QSIMPLEQ_INSERT_TAIL(&s->xfer_bufs, buf, next);
+    QTAILQ_INSERT_TAIL(&s->xfer_bufs, buf, next);
     s->xfer_nbufs++;
 
     /* A message may have been waiting for just this. */
@@ -487,11 +491,11 @@ static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
     if ((addr & 7) || !tempest_nc_in_ram(s, addr, 8) || op > TEMPEST_FOP_CAS) {
         return false;
     }
-    p = address_space_map(&address_space_memory, addr, &plen, true,
+    p = address_space_map(&s->dma_as, addr, &plen, true,
                           MEMTXATTRS_UNSPECIFIED);
     if (!p || plen < 8) {
         if (p) {
-            address_space_unmap(&address_space_memory, p, plen, true, 0);
+            address_space_unmap(&s->dma_as, p, plen, true, 0);
         }
         return false;
     }
@@ -507,11 +511,11 @@ static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
         *old = qatomic_cmpxchg(p, cmp, operand);
         break;
     }
-    address_space_unmap(&address_space_memory, p, plen, true, 8);
+    address_space_unmap(&s->dma_as, p, plen, true, 8);
     return true;
 }
 
-uint32_t tempest_nc_fop(TempestNCState *s, TempestCmdBank *b)
+static uint32_t xfer_cmd_fop(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t home = b->arg[0], addr = b->arg[1], op = b->arg[2];
     uint8_t req[FOP_BODY];
@@ -573,9 +577,10 @@ static void xfer_drop(TempestNCState *s, unsigned peer, const char *why)
     trace_tempest_nc_xfer_drop(s->node_id, peer, why);
 }
 
-void tempest_nc_xfer_frame(TempestNCState *s, unsigned peer,
-                           const uint8_t *body, size_t len)
+static void xfer_fabric_frame(void *opaque, unsigned peer,
+                              const uint8_t *body, size_t len)
 {
+    TempestNCState *s = opaque;
     uint8_t kind = body[0];
     uint32_t mid = fabric_ld32(body + 4);
     const uint8_t *p = body + FABRIC_XFER_HDR;
@@ -668,7 +673,7 @@ void tempest_nc_xfer_frame(TempestNCState *s, unsigned peer,
 }
 
 /* A node is gone: its transfers and requests fail, its messages go. */
-void tempest_nc_xfer_peer_down(TempestNCState *s, unsigned peer)
+static void xfer_peer_down(TempestNCState *s, unsigned peer)
 {
     TempestXferOut *o, *next;
     GHashTableIter it;
@@ -698,17 +703,28 @@ void tempest_nc_xfer_peer_down(TempestNCState *s, unsigned peer)
     }
 }
 
-void tempest_nc_xfer_init(TempestNCState *s)
-{
-    QTAILQ_INIT(&s->xfer_out);
-    QSIMPLEQ_INIT(&s->xfer_bufs);
-    s->xfer_in = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
-                                       g_free);
-    s->xfer_in_count = g_new0(uint32_t, s->num_nodes);
-    s->xfer_bh = qemu_bh_new(xfer_pump, s);
-}
 
-void tempest_nc_xfer_reset(TempestNCState *s)
+/* ------------------------------------------------------------------ */
+/* Life cycle                                                          */
+/* ------------------------------------------------------------------ */
+
+static const TempestNCCommand xfer_commands[] = {
+    { TEMPEST_CMD_XFER, xfer_cmd_start },
+    { TEMPEST_CMD_BUF_POST, xfer_cmd_buf_post },
+    { TEMPEST_CMD_FOP, xfer_cmd_fop },
+    { 0, NULL }
+};
+
+static const TempestNCHooks xfer_hooks = {
+    .name = "xfer",
+    .commands = xfer_commands,
+    .xfer = xfer_fabric_frame,
+    .tx_drained = xfer_fabric_drained,
+    .peer_down = xfer_peer_down,
+};
+
+/* Forget every transfer, message being received and posted buffer. */
+static void xfer_drop_queues(TempestNCState *s)
 {
     TempestXferOut *o;
     TempestXferBuf *b;
@@ -717,30 +733,320 @@ void tempest_nc_xfer_reset(TempestNCState *s)
         QTAILQ_REMOVE(&s->xfer_out, o, next);
         g_free(o);
     }
-    while ((b = QSIMPLEQ_FIRST(&s->xfer_bufs))) {
-        QSIMPLEQ_REMOVE_HEAD(&s->xfer_bufs, next);
+    while ((b = QTAILQ_FIRST(&s->xfer_bufs))) {
+        QTAILQ_REMOVE(&s->xfer_bufs, b, next);
         g_free(b);
     }
+    QTAILQ_INIT(&s->xfer_in_mig);   /* only borrowed xfer_in's entries */
     if (s->xfer_in) {
         g_hash_table_remove_all(s->xfer_in);
-    }
-    if (s->xfer_in_count) {
         memset(s->xfer_in_count, 0, s->num_nodes * sizeof(uint32_t));
     }
     s->xfer_active = 0;
     s->xfer_nbufs = 0;
     s->xfer_waiting = 0;
+}
+
+/*
+ * A stopped VM's memory does not change under it (a snapshot, a save, a
+ * debugger sees it still): the engine sends no frame while the VM is
+ * stopped, and goes on when it runs again.  Frames from other nodes are
+ * still taken (a stopped node of a cluster cannot be saved).
+ */
+static void xfer_vm_state(void *opaque, bool running, RunState state)
+{
+    TempestNCState *s = opaque;
+
+    if (running && !QTAILQ_EMPTY(&s->xfer_out)) {
+        qemu_bh_schedule(s->xfer_bh);
+    }
+}
+
+static bool xfer_realize(TempestNCState *s, Error **errp)
+{
+    QTAILQ_INIT(&s->xfer_out);
+    QTAILQ_INIT(&s->xfer_bufs);
+    QTAILQ_INIT(&s->xfer_in_mig);
+    s->xfer_in = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                       g_free);
+    s->xfer_in_count = g_new0(uint32_t, s->num_nodes);
+    s->xfer_bh = qemu_bh_new(xfer_pump, s);
+    s->xfer_vmse = qemu_add_vm_change_state_handler(xfer_vm_state, s);
+    tempest_nc_register(s, &xfer_hooks);
+    return true;
+}
+
+static void xfer_reset(TempestNCState *s)
+{
+    xfer_drop_queues(s);
     s->xfer_sent_bytes = 0;
     s->xfer_recv_bytes = 0;
 }
 
-void tempest_nc_xfer_free(TempestNCState *s)
+static void xfer_unrealize(TempestNCState *s)
 {
-    tempest_nc_xfer_reset(s);
-    g_hash_table_destroy(s->xfer_in);
-    s->xfer_in = NULL;
-    g_free(s->xfer_in_count);
-    s->xfer_in_count = NULL;
-    qemu_bh_delete(s->xfer_bh);
-    s->xfer_bh = NULL;
+    if (!s->xfer_in) {
+        return;
+    }
+    xfer_reset(s);
+    g_clear_pointer(&s->xfer_in, g_hash_table_destroy);
+    g_clear_pointer(&s->xfer_in_count, g_free);
+    g_clear_pointer(&s->xfer_vmse, qemu_del_vm_change_state_handler);
+    g_clear_pointer(&s->xfer_bh, qemu_bh_delete);
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Only a node alone in its cluster migrates (a node joined to others has
+ * a blocker), so every transfer here is one to the node itself: its
+ * outgoing half (xfer_out), its incoming half (xfer_in, which travels as
+ * the list xfer_in_mig) and the posted buffers all move, and the loaded
+ * transfers carry on where they were.
+ */
+static const VMStateDescription vmstate_tempest_xfer_out = {
+    .name = TYPE_TEMPEST_NC "/xfer-out",
+    .version_id = 2,        /* a QTAILQ loads its entries at its version */
+    .minimum_version_id = 2,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(mid, TempestXferOut),
+        VMSTATE_UINT32(dest, TempestXferOut),
+        VMSTATE_UINT64(src, TempestXferOut),
+        VMSTATE_UINT64(len, TempestXferOut),
+        VMSTATE_UINT64(sent, TempestXferOut),
+        VMSTATE_UINT64(where, TempestXferOut),
+        VMSTATE_UINT32(flags, TempestXferOut),
+        VMSTATE_UINT64(cookie, TempestXferOut),
+        VMSTATE_UINT32(state, TempestXferOut),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_tempest_xfer_in = {
+    .name = TYPE_TEMPEST_NC "/xfer-in",
+    .version_id = 2,        /* a QTAILQ loads its entries at its version */
+    .minimum_version_id = 2,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(src, TempestXferIn),
+        VMSTATE_UINT32(mid, TempestXferIn),
+        VMSTATE_UINT64(len, TempestXferIn),
+        VMSTATE_UINT64(got, TempestXferIn),
+        VMSTATE_UINT64(addr, TempestXferIn),
+        VMSTATE_UINT32(type, TempestXferIn),
+        VMSTATE_BOOL(typed, TempestXferIn),
+        VMSTATE_BOOL(waiting, TempestXferIn),
+        VMSTATE_BOOL(refused, TempestXferIn),
+        VMSTATE_UINT64(cookie, TempestXferIn),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_tempest_xfer_buf = {
+    .name = TYPE_TEMPEST_NC "/xfer-buf",
+    .version_id = 2,        /* a QTAILQ loads its entries at its version */
+    .minimum_version_id = 2,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(type, TempestXferBuf),
+        VMSTATE_UINT64(addr, TempestXferBuf),
+        VMSTATE_UINT64(len, TempestXferBuf),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static const VMStateDescription vmstate_tempest_bank_fop = {
+    .name = TYPE_TEMPEST_NC "/bank-fop",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(fop_state, TempestCmdBank),
+        VMSTATE_UINT32(fop_id, TempestCmdBank),
+        VMSTATE_UINT32(fop_home, TempestCmdBank),
+        VMSTATE_UINT32(fop_reason, TempestCmdBank),
+        VMSTATE_UINT64(fop_value, TempestCmdBank),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool xfer_vmstate_needed(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
+        if (s->bank[i].fop_state != FOP_IDLE) {
+            return true;
+        }
+    }
+    return s->xfer_sent_bytes || s->xfer_recv_bytes || s->xfer_next_mid ||
+           s->xfer_next_fop || !QTAILQ_EMPTY(&s->xfer_out) ||
+           !QTAILQ_EMPTY(&s->xfer_bufs) || g_hash_table_size(s->xfer_in);
+}
+
+/* The messages being received go into the stream as a list. */
+static int xfer_vmstate_pre_save(void *opaque)
+{
+    TempestNCState *s = opaque;
+    GHashTableIter it;
+    gpointer value;
+
+    QTAILQ_INIT(&s->xfer_in_mig);
+    g_hash_table_iter_init(&it, s->xfer_in);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+        QTAILQ_INSERT_TAIL(&s->xfer_in_mig, (TempestXferIn *)value, mig_next);
+    }
+    return 0;
+}
+
+static int xfer_vmstate_post_save(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    QTAILQ_INIT(&s->xfer_in_mig);
+    return 0;
+}
+
+static int xfer_vmstate_pre_load(void *opaque)
+{
+    xfer_drop_queues(opaque);
+    return 0;
+}
+
+/* A loaded transfer: one to this node that the engine could be holding. */
+static bool xfer_out_loaded_ok(TempestNCState *s, TempestXferOut *o)
+{
+    bool typed = o->flags & TEMPEST_XFER_TYPED;
+
+    if (o->dest != s->node_id || !o->len || o->len > TEMPEST_XFER_MAX ||
+        o->sent > o->len || o->flags & ~TEMPEST_XFER_TYPED ||
+        !tempest_nc_in_ram(s, o->src, o->len)) {
+        return false;
+    }
+    if (!typed) {
+        return o->state == OUT_SENDING &&
+               tempest_nc_in_ram(s, o->where, o->len);
+    }
+    return o->where <= UINT32_MAX && (o->state == OUT_SENDING ||
+                                      (o->state == OUT_WAIT_GO && !o->sent));
+}
+
+/*
+ * A loaded message being received: the other half of a loaded transfer
+ * to this node, stored as far as that one has sent.
+ */
+static bool xfer_in_loaded_ok(TempestNCState *s, TempestXferIn *in)
+{
+    TempestXferOut *o = xfer_find_out(s, in->src, in->mid);
+
+    if (in->src != s->node_id || !o || in->len != o->len ||
+        in->got != o->sent || in->refused ||
+        in->typed != !!(o->flags & TEMPEST_XFER_TYPED) ||
+        in->waiting != (o->state == OUT_WAIT_GO)) {
+        return false;
+    }
+    if (!in->typed) {
+        return in->addr == o->where;
+    }
+    return in->type == o->where &&
+           (in->waiting || tempest_nc_in_ram(s, in->addr, in->len));
+}
+
+static int xfer_vmstate_post_load(void *opaque, int version_id)
+{
+    TempestNCState *s = opaque;
+    TempestXferOut *o, *o2;
+    TempestXferBuf *b;
+    TempestXferIn *in;
+    uint32_t nin = 0;
+    int ret = 0;
+
+    for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
+        /* A request waits for another node: never saved (the blocker). */
+        if (s->bank[i].fop_state > FOP_FAILED ||
+            s->bank[i].fop_state == FOP_PENDING) {
+            ret = -EINVAL;
+        }
+    }
+    QTAILQ_FOREACH(o, &s->xfer_out, next) {
+        if (!xfer_out_loaded_ok(s, o)) {
+            ret = -EINVAL;
+        }
+        for (o2 = QTAILQ_NEXT(o, next); o2; o2 = QTAILQ_NEXT(o2, next)) {
+            if (o2->mid == o->mid) {
+                ret = -EINVAL;
+            }
+        }
+        s->xfer_active++;
+    }
+    QTAILQ_FOREACH(b, &s->xfer_bufs, next) {
+        if (!tempest_nc_in_ram(s, b->addr, b->len) ||
+            b->len > TEMPEST_XFER_MAX) {
+            ret = -EINVAL;
+        }
+        s->xfer_nbufs++;
+    }
+    if (s->xfer_active > TEMPEST_XFER_MAX_OUT ||
+        s->xfer_nbufs > TEMPEST_XFER_MAX_BUFS) {
+        ret = -EINVAL;
+    }
+    while ((in = QTAILQ_FIRST(&s->xfer_in_mig))) {
+        uint64_t *key;
+
+        QTAILQ_REMOVE(&s->xfer_in_mig, in, mig_next);
+        if (ret || !xfer_in_loaded_ok(s, in) ||
+            g_hash_table_contains(s->xfer_in,
+                                  &(uint64_t){ in_key(in->src, in->mid) })) {
+            ret = -EINVAL;
+            g_free(in);
+            continue;
+        }
+        key = g_new(uint64_t, 1);
+        *key = in_key(in->src, in->mid);
+        g_hash_table_insert(s->xfer_in, key, in);
+        s->xfer_in_count[in->src]++;
+        s->xfer_waiting += in->waiting;
+        nin++;
+    }
+    /* Every transfer to this node has its incoming half. */
+    if (nin != s->xfer_active) {
+        ret = -EINVAL;
+    }
+    return ret;
+}
+
+/*
+ * Transfer engine and fetch-and-op: the counters, each bank's request
+ * and (version 2) the transfers, messages and posted buffers.
+ */
+const VMStateDescription vmstate_tempest_nc_xfer = {
+    .name = TYPE_TEMPEST_NC "/xfer",
+    .version_id = 2,
+    .minimum_version_id = 1,
+    .needed = xfer_vmstate_needed,
+    .pre_save = xfer_vmstate_pre_save,
+    .post_save = xfer_vmstate_post_save,
+    .pre_load = xfer_vmstate_pre_load,
+    .post_load = xfer_vmstate_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(xfer_sent_bytes, TempestNCState),
+        VMSTATE_UINT64(xfer_recv_bytes, TempestNCState),
+        VMSTATE_UINT32(xfer_next_mid, TempestNCState),
+        VMSTATE_UINT32(xfer_next_fop, TempestNCState),
+        VMSTATE_STRUCT_ARRAY(bank, TempestNCState, TEMPEST_MAX_CPUS, 1,
+                             vmstate_tempest_bank_fop, TempestCmdBank),
+        VMSTATE_QTAILQ_V(xfer_out, TempestNCState, 2,
+                         vmstate_tempest_xfer_out, TempestXferOut, next),
+        VMSTATE_QTAILQ_V(xfer_in_mig, TempestNCState, 2,
+                         vmstate_tempest_xfer_in, TempestXferIn, mig_next),
+        VMSTATE_QTAILQ_V(xfer_bufs, TempestNCState, 2,
+                         vmstate_tempest_xfer_buf, TempestXferBuf, next),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+const TempestNCEngine tempest_nc_xfer_engine = {
+    .name = "xfer",
+    .realize = xfer_realize,
+    .unrealize = xfer_unrealize,
+    .reset = xfer_reset,
+};

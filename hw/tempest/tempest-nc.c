@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Tempest node controller (after Stanford FLASH's MAGIC).
+ * Tempest node controller (after Stanford FLASH's MAGIC): the device.
  *
- * Version 1.0 is the skeleton the rest of the machine grows on: identity
- * and capability registers, an error status the guest can read, the
- * program's command line, and an exit register that ends this QEMU with
- * the guest's status.  The register map is defined in ONE place,
- * include/standard-headers/tempest/tempest-hw.h, and described in
- * docs/node-controller.rst.
+ * This file decodes the registers, dispatches committed commands through
+ * the table the engines filled (tempest-nc-internal.h), and runs the life
+ * cycle: realize (the core, then each engine, then the fabric and the
+ * migration blocker, undone in reverse on failure), unrealize, reset and
+ * the VMState, with one subsection per engine.  The register map is
+ * defined in ONE place, include/standard-headers/tempest/tempest-hw.h,
+ * and described in docs/node-controller.rst.
  */
 
 #include "qemu/osdep.h"
@@ -18,12 +19,12 @@
 #include "hw/irq.h"
 #include "hw/qdev-properties.h"
 #include "hw/registerfields.h"
+#include "migration/blocker.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"
 #include "hw/core/cpu.h"
 #include "qemu/timer.h"
-#include "hw/tempest/tempest-nc.h"
-#include "standard-headers/tempest/tempest-hw.h"
+#include "tempest-nc-internal.h"
 #include "trace.h"
 
 REG32(MAGIC, TEMPEST_NC_MAGIC)
@@ -102,43 +103,13 @@ REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
      TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
-static const char *const tempest_nc_err_names[] = {
-    [TEMPEST_NC_ERR_NONE] = "none",
-    [TEMPEST_NC_ERR_BAD_OFFSET] = "no register at this offset",
-    [TEMPEST_NC_ERR_BAD_SIZE] = "bad access size or alignment",
-    [TEMPEST_NC_ERR_READ_ONLY] = "write to a read-only register",
-    [TEMPEST_NC_ERR_WRITE_ONLY] = "read of a write-only register",
-    [TEMPEST_NC_ERR_BAD_DEST] = "send to a node not in the cluster",
-    [TEMPEST_NC_ERR_BAD_LEN] = "send slot longer than a packet",
-    [TEMPEST_NC_ERR_PEER_DOWN] = "send to a node that is gone",
-    [TEMPEST_NC_ERR_NO_RING] = "doorbell for a ring not set up",
-    [TEMPEST_NC_ERR_BAD_VALUE] = "value out of range",
-    [TEMPEST_NC_ERR_DMA] = "ring memory could not be accessed",
+/* The engines, in the order they are realized (and reset). */
+static const TempestNCEngine *const tempest_nc_engines[] = {
+    &tempest_nc_tags_engine,
+    &tempest_nc_msg_engine,
+    &tempest_nc_coll_engine,
+    &tempest_nc_xfer_engine,
 };
-
-/*
- * Record a guest error: the guest reads it back from ERR_STATUS/ERR_INFO,
- * a person sees it with -d guest_errors or the trace event.
- */
-void tempest_nc_guest_error(TempestNCState *s, uint32_t code, uint64_t info,
-                            unsigned size)
-{
-    s->err_status = code;
-    s->err_info = info;
-    s->err_count++;
-    trace_tempest_nc_error(s->node_id, code, info, size);
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "%s: node %u: %s (0x%" PRIx64 ", size %u)\n",
-                  TYPE_TEMPEST_NC, s->node_id, tempest_nc_err_names[code],
-                  info, size);
-}
-
-bool tempest_nc_in_ram(TempestNCState *s, uint64_t addr, uint64_t len)
-{
-    uint64_t end = s->ram_base + s->ram_size;
-
-    return len && addr >= s->ram_base && addr < end && len <= end - addr;
-}
 
 /* The accessing vCPU's command bank; bank 0 for qtest (no CPU). */
 static TempestCmdBank *tempest_nc_bank(TempestNCState *s)
@@ -146,6 +117,29 @@ static TempestCmdBank *tempest_nc_bank(TempestNCState *s)
     int cpu = current_cpu ? current_cpu->cpu_index : 0;
 
     return &s->bank[cpu < TEMPEST_MAX_CPUS ? cpu : 0];
+}
+
+/*
+ * FLASH's final read: the engine that registered the op validates, then
+ * acts; nothing happened before.
+ */
+static uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b)
+{
+    TempestNCCommandFn *fn = b->op < TEMPEST_NC_NUM_OPS ? s->cmd[b->op] :
+                             NULL;
+    uint32_t status;
+
+    b->reason = TEMPEST_CMD_E_NONE;
+    b->result = 0;
+    status = fn ? fn(s, b) : tempest_nc_cmd_fail(b, TEMPEST_CMD_E_BAD_OP);
+    trace_tempest_nc_command(s->node_id, b->op, b->arg[0], b->arg[1],
+                             status, b->reason);
+    if (status == TEMPEST_CMD_FAIL) {
+        qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: command %u failed, "
+                      "reason %u\n", TYPE_TEMPEST_NC, s->node_id, b->op,
+                      b->reason);
+    }
+    return status;
 }
 
 static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
@@ -204,10 +198,10 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = s->scratch;
         return true;
     case A_FABRIC_STATE:
-        *value = tempest_nc_fabric_state(s);
+        *value = tempest_fabric_state(s->fabric);
         return true;
     case A_PEERS_UP:
-        *value = tempest_nc_peers_up(s);
+        *value = tempest_fabric_peers_up(s->fabric);
         return true;
     case A_PEERS_DOWN:
         *value = s->peers_down;
@@ -547,14 +541,13 @@ static void tempest_nc_reset_hold(Object *obj, ResetType type)
     TempestNCState *s = TEMPEST_NC(obj);
 
     trace_tempest_nc_reset(s->node_id);
-    s->err_status = TEMPEST_NC_ERR_NONE;
-    s->err_info = 0;
-    s->err_count = 0;
+    tempest_nc_core_reset(s);
     s->scratch = 0;
-    s->peers_down = 0;
-    s->dropped = 0;
-    tempest_nc_msg_reset(s);
-    tempest_nc_tags_reset(s);
+    memset(s->bank, 0, sizeof(s->bank));
+    for (int i = 0; i < ARRAY_SIZE(tempest_nc_engines); i++) {
+        tempest_nc_engines[i]->reset(s);
+    }
+    tempest_nc_update_irq(s);
 }
 
 static void tempest_nc_init(Object *obj)
@@ -573,6 +566,7 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
     ERRP_GUARD();
     TempestNCState *s = TEMPEST_NC(dev);
     size_t len = s->cmdline ? strlen(s->cmdline) : 0;
+    int i;
 
     if (s->num_nodes < 1 || s->num_nodes > TEMPEST_MAX_NODES) {
         error_setg(errp, "num-nodes must be between 1 and %d (got %u)",
@@ -605,12 +599,35 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
         return;
     }
     s->cmdline_len = len;
-    if (!tempest_nc_tags_realize(s, errp)) {
+    if (!tempest_nc_core_realize(s, errp)) {
         return;
     }
-    if (!tempest_nc_msg_realize(s, errp)) {
-        tempest_nc_tags_unrealize(s);
+    for (i = 0; i < ARRAY_SIZE(tempest_nc_engines); i++) {
+        if (!tempest_nc_engines[i]->realize(s, errp)) {
+            goto fail;
+        }
     }
+    if (!tempest_nc_fabric_attach(s, errp)) {
+        goto fail;
+    }
+    if (s->num_nodes > 1) {
+        error_setg(&s->migration_blocker, "%s: node %u is joined to %u "
+                   "other nodes by live sockets: the connections, and the "
+                   "packets, transfers, fetch-and-ops and collectives under "
+                   "way with those nodes, cannot migrate", TYPE_TEMPEST_NC,
+                   s->node_id, s->num_nodes - 1);
+        if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+            tempest_nc_fabric_detach(s);
+            goto fail;
+        }
+    }
+    return;
+
+fail:
+    while (i-- > 0) {
+        tempest_nc_engines[i]->unrealize(s);
+    }
+    tempest_nc_core_unrealize(s);
 }
 
 /* Undo realize, in reverse. */
@@ -618,59 +635,25 @@ static void tempest_nc_unrealize(DeviceState *dev)
 {
     TempestNCState *s = TEMPEST_NC(dev);
 
-    tempest_nc_msg_unrealize(s);
-    tempest_nc_tags_unrealize(s);
+    migrate_del_blocker(&s->migration_blocker);
+    tempest_nc_fabric_detach(s);
+    for (int i = ARRAY_SIZE(tempest_nc_engines) - 1; i >= 0; i--) {
+        tempest_nc_engines[i]->unrealize(s);
+    }
+    tempest_nc_core_unrealize(s);
 }
 
 static int tempest_nc_post_load(void *opaque, int version_id)
 {
     TempestNCState *s = TEMPEST_NC(opaque);
+    int ret = tempest_nc_core_post_load(s);
 
-    if (s->err_status >= ARRAY_SIZE(tempest_nc_err_names)) {
-        return -EINVAL;
-    }
-    for (int i = 0; i < TEMPEST_NUM_RINGS; i++) {
-        TempestRing *r = &s->ring[i];
-
-        /* As RING_SETUP takes them; the load never widens what DMA sees. */
-        if (r->slots && (!is_power_of_2(r->slots) ||
-                         r->slots < TEMPEST_RING_MIN_SLOTS ||
-                         r->slots > TEMPEST_RING_MAX_SLOTS ||
-                         !tempest_nc_in_ram(s, r->base, (uint64_t)r->slots *
-                                            (i == TEMPEST_RING_CQ ?
-                                             TEMPEST_EV_SIZE :
-                                             TEMPEST_PKT_SIZE)))) {
-            return -EINVAL;
+    for (int i = 0; i < ARRAY_SIZE(tempest_nc_engines) && !ret; i++) {
+        if (tempest_nc_engines[i]->post_load) {
+            ret = tempest_nc_engines[i]->post_load(s);
         }
     }
-    if (s->aor_set > 1 || s->aor_global > 1 ||
-        (s->num_nodes == 1 && s->aor_global != s->aor_set)) {
-        return -EINVAL;
-    }
-    /* Alone in its cluster this node is the root of the global OR. */
-    tempest_nc_aor_write(s, s->aor_set);
-    return tempest_nc_msg_post_load(s);
-}
-
-/*
- * The transfer engine's queues (transfers under way, typed transfers
- * waiting for a buffer, posted receive buffers) are not in the stream
- * yet: rather than lose them, the save fails and says so.
- */
-static int tempest_nc_pre_save(void *opaque)
-{
-    TempestNCState *s = TEMPEST_NC(opaque);
-    unsigned in = s->xfer_in ? g_hash_table_size(s->xfer_in) : 0;
-
-    if (s->xfer_active || s->xfer_nbufs || in) {
-        error_report("%s: node %u cannot be saved now: its transfer engine "
-                     "holds %u transfers under way, %u messages being "
-                     "received and %u posted receive buffers, which do not "
-                     "migrate yet", TYPE_TEMPEST_NC, s->node_id,
-                     s->xfer_active, in, s->xfer_nbufs);
-        return -EBUSY;
-    }
-    return 0;
+    return ret;
 }
 
 static const VMStateDescription vmstate_tempest_ring = {
@@ -713,86 +696,6 @@ static const VMStateDescription vmstate_tempest_timer = {
     }
 };
 
-/* Control network: the latched broadcast word and the lost count. */
-static bool tempest_nc_coll_needed(void *opaque)
-{
-    TempestNCState *s = TEMPEST_NC(opaque);
-
-    return s->bcast_lost || s->bcast_src || s->bcast_value;
-}
-
-static const VMStateDescription vmstate_tempest_nc_coll = {
-    .name = TYPE_TEMPEST_NC "/coll",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = tempest_nc_coll_needed,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(bcast_lost, TempestNCState),
-        VMSTATE_UINT32(bcast_src, TempestNCState),
-        VMSTATE_UINT64(bcast_value, TempestNCState),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
-static const VMStateDescription vmstate_tempest_bank_fop = {
-    .name = TYPE_TEMPEST_NC "/bank-fop",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(fop_state, TempestCmdBank),
-        VMSTATE_UINT32(fop_id, TempestCmdBank),
-        VMSTATE_UINT32(fop_home, TempestCmdBank),
-        VMSTATE_UINT32(fop_reason, TempestCmdBank),
-        VMSTATE_UINT64(fop_value, TempestCmdBank),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
-/* Transfer engine and fetch-and-op: counters and each bank's request. */
-static bool tempest_nc_xfer_needed(void *opaque)
-{
-    TempestNCState *s = TEMPEST_NC(opaque);
-
-    for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
-        if (s->bank[i].fop_state != FOP_IDLE) {
-            return true;
-        }
-    }
-    return s->xfer_sent_bytes || s->xfer_recv_bytes || s->xfer_next_mid ||
-           s->xfer_next_fop;
-}
-
-static int tempest_nc_xfer_post_load(void *opaque, int version_id)
-{
-    TempestNCState *s = TEMPEST_NC(opaque);
-
-    for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
-        /* A request waits for another node: never saved (the blocker). */
-        if (s->bank[i].fop_state > FOP_FAILED ||
-            s->bank[i].fop_state == FOP_PENDING) {
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
-static const VMStateDescription vmstate_tempest_nc_xfer = {
-    .name = TYPE_TEMPEST_NC "/xfer",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = tempest_nc_xfer_needed,
-    .post_load = tempest_nc_xfer_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT64(xfer_sent_bytes, TempestNCState),
-        VMSTATE_UINT64(xfer_recv_bytes, TempestNCState),
-        VMSTATE_UINT32(xfer_next_mid, TempestNCState),
-        VMSTATE_UINT32(xfer_next_fop, TempestNCState),
-        VMSTATE_STRUCT_ARRAY(bank, TempestNCState, TEMPEST_MAX_CPUS, 1,
-                             vmstate_tempest_bank_fop, TempestCmdBank),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
 /*
  * The state of a node that can be saved: one alone in its cluster (a node
  * joined to others by live sockets has a migration blocker).  One
@@ -802,7 +705,6 @@ static const VMStateDescription vmstate_tempest_nc = {
     .name = TYPE_TEMPEST_NC,
     .version_id = 3,
     .minimum_version_id = 3,
-    .pre_save = tempest_nc_pre_save,
     .post_load = tempest_nc_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(err_status, TempestNCState),
@@ -854,6 +756,8 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_STRING("fabric-key", TempestNCState, fabric_key),
     DEFINE_PROP_LINK("fabric-backend", TempestNCState, fabric_backend,
                      TYPE_TEMPEST_FABRIC, TempestFabric *),
+    DEFINE_PROP_LINK("memory", TempestNCState, dma_mr, TYPE_MEMORY_REGION,
+                     MemoryRegion *),
     DEFINE_PROP_UINT64("cluster-id", TempestNCState, cluster_id, 0),
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,

@@ -6,7 +6,10 @@
  * QEMU interface:
  *  + sysbus MMIO region 0: the register file (TEMPEST_NC_SIZE bytes),
  *    laid out as in include/standard-headers/tempest/tempest-hw.h
- *  + sysbus IRQ 0: the node controller interrupt (unused by version 1.0)
+ *  + sysbus IRQ 0: the node controller interrupt
+ *  + QOM link "memory": the MemoryRegion the device's DMA sees (the
+ *    board links its system memory); rings, transfers, fetch-and-op and
+ *    collective results go through an AddressSpace over it
  *  + QOM property "node-id": this node's index in its cluster
  *  + QOM property "num-nodes": the number of nodes in the cluster
  *  + QOM property "num-cpus": the number of vCPUs of this node
@@ -24,11 +27,15 @@
  *    sysbus MMIO region 1 is the tagged memory (map it at
  *    TEMPEST_TAGMEM_BASE) and region 2 the same frames unchecked, a
  *    second RAM region over the same host memory (TEMPEST_TAGMEM_ALIAS)
+ *
+ * Everything below the state struct is the device's own: its functions
+ * are declared in hw/tempest/tempest-nc-internal.h, not here.
  */
 #ifndef HW_TEMPEST_TEMPEST_NC_H
 #define HW_TEMPEST_TEMPEST_NC_H
 
 #include "hw/sysbus.h"
+#include "exec/memory.h"
 #include "qemu/queue.h"
 #include "qemu/timer.h"
 #include "qom/object.h"
@@ -55,6 +62,12 @@ enum {
 typedef struct TempestXferOut TempestXferOut;
 typedef struct TempestXferIn TempestXferIn;
 typedef struct TempestXferBuf TempestXferBuf;
+typedef struct TempestNCHooks TempestNCHooks;
+
+/* Command ops are below this (TEMPEST_CMD_* in tempest-hw.h). */
+#define TEMPEST_NC_NUM_OPS      16
+/* Engines that may register with the core (tempest-nc-internal.h). */
+#define TEMPEST_NC_MAX_ENGINES  8
 
 /* One vCPU's command bank (FLASH's initiation protocol). */
 typedef struct TempestCmdBank {
@@ -69,6 +82,9 @@ typedef struct TempestCmdBank {
     uint32_t fop_reason;
     uint64_t fop_value;
 } TempestCmdBank;
+
+/* An engine's handler of one command op: TEMPEST_CMD_SUCCESS, RETRY, FAIL. */
+typedef uint32_t TempestNCCommandFn(TempestNCState *s, TempestCmdBank *b);
 
 typedef struct TempestTimer {
     uint32_t armed;
@@ -138,6 +154,7 @@ struct TempestNCState {
     char *fabric_spec;
     char *fabric_key;       /* id of a secret object: the cluster's key */
     TempestFabric *fabric_backend;  /* link: a fabric made with -object */
+    MemoryRegion *dma_mr;           /* link "memory": what DMA sees */
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout_ms;
@@ -204,10 +221,12 @@ struct TempestNCState {
 
     /* Transfer engine (tempest-nc-xfer.c) */
     QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */
-    QSIMPLEQ_HEAD(, TempestXferBuf) xfer_bufs;  /* posted receive buffers */
+    QTAILQ_HEAD(, TempestXferBuf) xfer_bufs;    /* posted receive buffers */
     GHashTable *xfer_in;                        /* (src, mid) -> XferIn */
+    QTAILQ_HEAD(, TempestXferIn) xfer_in_mig;   /* xfer_in, while saved */
     uint32_t *xfer_in_count;    /* per source: messages being received */
     QEMUBH *xfer_bh;
+    VMChangeStateEntry *xfer_vmse;              /* pauses it while stopped */
     uint32_t xfer_active;
     uint32_t xfer_nbufs;
     uint32_t xfer_waiting;
@@ -216,63 +235,19 @@ struct TempestNCState {
     uint64_t xfer_sent_bytes;
     uint64_t xfer_recv_bytes;
 
-    /* Derived at realize */
-    uint32_t cmdline_len;
+    /* Derived at realize (tempest-nc-core.c unless said) */
+    uint32_t cmdline_len;           /* tempest-nc.c */
+    AddressSpace dma_as;            /* over dma_mr */
+    bool dma_as_ready;
+    TempestNCCommandFn *cmd[TEMPEST_NC_NUM_OPS];    /* registered by engines */
+    const TempestNCHooks *hooks[TEMPEST_NC_MAX_ENGINES];
+    unsigned nhooks;
+    TempestFabricOps fabric_ops;    /* the engines' callbacks, composed */
     TempestFabric *fabric;
     QEMUTimer *tick_timer;      /* QEMU_CLOCK_VIRTUAL: the next timer */
     QEMUTimer *retry_timer;     /* QEMU_CLOCK_REALTIME: RQ/CQ was full */
     QEMUBH *sq_bh;              /* credit came back: run the send rings */
-    Error *migration_blocker;
+    Error *migration_blocker;   /* tempest-nc.c */
 };
-
-/* tempest-nc-msg.c: rings, doorbells, timers, commands */
-bool tempest_nc_msg_realize(TempestNCState *s, Error **errp);
-int tempest_nc_msg_post_load(TempestNCState *s);
-extern const VMStateDescription vmstate_tempest_nc_msg;
-void tempest_nc_msg_unrealize(TempestNCState *s);
-void tempest_nc_msg_reset(TempestNCState *s);
-void tempest_nc_update_irq(TempestNCState *s);
-void tempest_nc_raise(TempestNCState *s, uint32_t bits);
-void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value);
-void tempest_nc_rq_doorbell(TempestNCState *s);
-uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b);
-uint32_t tempest_nc_fabric_state(TempestNCState *s);
-uint32_t tempest_nc_peers_up(TempestNCState *s);
-void tempest_nc_guest_error(TempestNCState *s, uint32_t code, uint64_t info,
-                            unsigned size);
-/* Is [addr, addr + len) inside the node's RAM (len > 0)? */
-bool tempest_nc_in_ram(TempestNCState *s, uint64_t addr, uint64_t len);
-
-/* tempest-nc-coll.c: the control network */
-uint32_t tempest_nc_coll_start(TempestNCState *s, TempestCmdBank *b);
-uint32_t tempest_nc_bcast(TempestNCState *s, TempestCmdBank *b);
-bool tempest_nc_bcast_pop(TempestNCState *s);
-void tempest_nc_aor_write(TempestNCState *s, uint32_t bit);
-void tempest_nc_coll_frame(TempestNCState *s, unsigned peer,
-                           const uint8_t *body, size_t len);
-void tempest_nc_coll_peer_down(TempestNCState *s);
-void tempest_nc_coll_reset(TempestNCState *s);
-
-/* tempest-nc-xfer.c: the transfer engine and fetch-and-op */
-void tempest_nc_xfer_init(TempestNCState *s);
-void tempest_nc_xfer_reset(TempestNCState *s);
-void tempest_nc_xfer_free(TempestNCState *s);
-uint32_t tempest_nc_xfer_start(TempestNCState *s, TempestCmdBank *b);
-uint32_t tempest_nc_buf_post(TempestNCState *s, TempestCmdBank *b);
-uint32_t tempest_nc_fop(TempestNCState *s, TempestCmdBank *b);
-void tempest_nc_xfer_frame(TempestNCState *s, unsigned peer,
-                           const uint8_t *body, size_t len);
-void tempest_nc_xfer_drained(TempestNCState *s, unsigned peer);
-void tempest_nc_xfer_peer_down(TempestNCState *s, unsigned peer);
-void tempest_nc_post_event(TempestNCState *s, uint32_t type, uint32_t node,
-                           uint64_t a, uint64_t b, uint64_t c);
-
-/* tempest-nc-tags.c: tagged memory */
-bool tempest_nc_tags_realize(TempestNCState *s, Error **errp);
-void tempest_nc_tags_unrealize(TempestNCState *s);
-extern const VMStateDescription vmstate_tempest_nc_tags;
-void tempest_nc_tags_reset(TempestNCState *s);
-uint32_t tempest_nc_tag_set(TempestNCState *s, TempestCmdBank *b);
-uint32_t tempest_nc_tag_get(TempestNCState *s, TempestCmdBank *b);
 
 #endif /* HW_TEMPEST_TEMPEST_NC_H */
