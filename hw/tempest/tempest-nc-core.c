@@ -81,14 +81,14 @@ bool tempest_nc_in_ram(TempestNCState *s, uint64_t addr, uint64_t len)
 bool tempest_nc_dma_read(TempestNCState *s, uint64_t addr, void *buf,
                          size_t len)
 {
-    return address_space_read(&s->dma_as, addr, MEMTXATTRS_UNSPECIFIED, buf,
+    return address_space_read(s->dma_as, addr, MEMTXATTRS_UNSPECIFIED, buf,
                               len) == MEMTX_OK;
 }
 
 bool tempest_nc_dma_write(TempestNCState *s, uint64_t addr, const void *buf,
                           size_t len)
 {
-    return address_space_write(&s->dma_as, addr, MEMTXATTRS_UNSPECIFIED, buf,
+    return address_space_write(s->dma_as, addr, MEMTXATTRS_UNSPECIFIED, buf,
                                len) == MEMTX_OK;
 }
 
@@ -413,8 +413,12 @@ bool tempest_nc_core_realize(TempestNCState *s, Error **errp)
         error_setg(errp, "%s: the 'memory' link is not set", TYPE_TEMPEST_NC);
         return false;
     }
-    address_space_init(&s->dma_as, s->dma_mr, TYPE_TEMPEST_NC "-dma");
-    s->dma_as_ready = true;
+    /*
+     * On the heap: its destruction runs after an RCU grace period, which
+     * must not find a realize of this same device using it again.
+     */
+    s->dma_as = g_new0(AddressSpace, 1);
+    address_space_init(s->dma_as, s->dma_mr, TYPE_TEMPEST_NC "-dma");
     QTAILQ_INIT(&s->evq);
     s->evq_len = 0;
     s->tick_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, nc_timer_fire, s);
@@ -432,9 +436,9 @@ void tempest_nc_core_unrealize(TempestNCState *s)
     memset(s->hooks, 0, sizeof(s->hooks));
     s->nhooks = 0;
     memset(&s->fabric_ops, 0, sizeof(s->fabric_ops));
-    if (s->dma_as_ready) {
-        address_space_destroy(&s->dma_as);
-        s->dma_as_ready = false;
+    if (s->dma_as) {
+        address_space_destroy_free(s->dma_as);
+        s->dma_as = NULL;
     }
 }
 

@@ -301,11 +301,11 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
      * Guest RAM is mapped, not copied: the fabric writes it to the socket
      * directly (and copies only what the socket does not take at once).
      */
-    data = address_space_map(&s->dma_as, o->src + at, &plen, false,
+    data = address_space_map(s->dma_as, o->src + at, &plen, false,
                              MEMTXATTRS_UNSPECIFIED);
     if (!data || plen < n) {
         if (data) {
-            address_space_unmap(&s->dma_as, data, plen, false, 0);
+            address_space_unmap(s->dma_as, data, plen, false, 0);
         }
         plen = 0;
         data = copy = g_malloc(n);
@@ -331,7 +331,7 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
         xfer_frame(s, dest, XFER_DATA, mid, off, sizeof(off), data, n);
     }
     if (plen) {
-        address_space_unmap(&s->dma_as, data, plen, false, plen);
+        address_space_unmap(s->dma_as, data, plen, false, plen);
     }
     return last ? STEP_LAST : STEP_MORE;
 }
@@ -491,11 +491,11 @@ static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
     if ((addr & 7) || !tempest_nc_in_ram(s, addr, 8) || op > TEMPEST_FOP_CAS) {
         return false;
     }
-    p = address_space_map(&s->dma_as, addr, &plen, true,
+    p = address_space_map(s->dma_as, addr, &plen, true,
                           MEMTXATTRS_UNSPECIFIED);
     if (!p || plen < 8) {
         if (p) {
-            address_space_unmap(&s->dma_as, p, plen, true, 0);
+            address_space_unmap(s->dma_as, p, plen, true, 0);
         }
         return false;
     }
@@ -511,7 +511,7 @@ static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
         *old = qatomic_cmpxchg(p, cmp, operand);
         break;
     }
-    address_space_unmap(&s->dma_as, p, plen, true, 8);
+    address_space_unmap(s->dma_as, p, plen, true, 8);
     return true;
 }
 

@@ -237,8 +237,7 @@ struct TempestNCState {
 
     /* Derived at realize (tempest-nc-core.c unless said) */
     uint32_t cmdline_len;           /* tempest-nc.c */
-    AddressSpace dma_as;            /* over dma_mr */
-    bool dma_as_ready;
+    AddressSpace *dma_as;           /* over dma_mr; freed through RCU */
     TempestNCCommandFn *cmd[TEMPEST_NC_NUM_OPS];    /* registered by engines */
     const TempestNCHooks *hooks[TEMPEST_NC_MAX_ENGINES];
     unsigned nhooks;
