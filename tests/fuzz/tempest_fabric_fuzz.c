@@ -34,6 +34,7 @@
 #include <sys/un.h>
 
 #include "qemu/main-loop.h"
+#include "qemu/rcu.h"
 #include "qemu/units.h"
 #include "qom/object.h"
 #include "hw/qdev-core.h"
@@ -41,6 +42,8 @@
 #include "tests/qtest/libqtest.h"
 #include "standard-headers/tempest/tempest-hw.h"
 #include "hw/tempest/fabric-proto.h"
+/* tempest_nc_fabric_attach/detach: see fresh_node() */
+#include "hw/tempest/tempest-nc-internal.h"
 #include "fuzz.h"
 
 #define SEPARATOR       "FUZZ"
@@ -56,6 +59,7 @@
 #define DATA_SIZE       (ARENA_SIZE - 0x40000)
 
 #define MAX_STRANGERS   16
+#define SETUP_MS        5000    /* to connect and become READY */
 #define MAX_FLOOD       2048
 #define WRITE_BUDGET    (32 * MiB)      /* bytes to the node per input */
 #define RX_SIZE         (FABRIC_HDR_SIZE + FABRIC_MAX_BODY + 64 * KiB)
@@ -373,12 +377,36 @@ static void send_auth(QTestState *s)
     peer_send(s, FABRIC_AUTH, 0, mac, sizeof(mac));
 }
 
+/*
+ * Run the main loop until done() or for SETUP_MS of real time: QEMU's
+ * dial completes in a thread of its own, which a loaded host may not run
+ * for a while.  Busy at first, then sleeping a little between turns.
+ */
+static bool pump_until(QTestState *s, bool (*done)(QTestState *s))
+{
+    gint64 end = g_get_monotonic_time() + SETUP_MS * 1000;
+
+    for (int i = 0; !done(s); i++) {
+        if (g_get_monotonic_time() > end) {
+            return false;
+        }
+        pump(s, 1);
+        if (i > 200) {
+            g_usleep(50);
+        }
+    }
+    return true;
+}
+
+static bool hello_or_closed(QTestState *s)
+{
+    return peer.fd < 0 || peer.got_hello;
+}
+
 /* Run the main loop until QEMU's HELLO has come on the link. */
 static bool wait_hello(QTestState *s)
 {
-    for (int i = 0; i < 1000 && peer.fd >= 0 && !peer.got_hello; i++) {
-        pump(s, 1);
-    }
+    pump_until(s, hello_or_closed);
     return peer.got_hello;
 }
 
@@ -414,6 +442,16 @@ static void peer_connect(QTestState *s, bool mesh)
     }
 }
 
+/* A call from QEMU that says HELLO (one that hangs up is dropped). */
+static bool called(QTestState *s)
+{
+    if (peer.fd < 0) {
+        peer.fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK);
+        link_reset();
+    }
+    return peer.fd >= 0 && peer.got_hello;
+}
+
 /*
  * As node 0: take QEMU's call (its connect runs in a thread of QEMU's,
  * its completion in the main loop), answer its HELLO with ours and AUTH,
@@ -423,23 +461,11 @@ static void peer_accept(QTestState *s)
 {
     FabricHello h = our_hello();
 
-    for (int i = 0; i < 20000 && peer.fd < 0; i++) {
-        pump(s, 1);
-        peer.fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK);
-        if (peer.fd < 0 && i > 100) {
-            g_usleep(100);
-        }
+    if (pump_until(s, called)) {
+        send_hello(s, &h);
+        send_auth(s);
+        peer_send_u32(s, FABRIC_MESH, 0, FABRIC_MESH_ALL);
     }
-    if (peer.fd < 0) {
-        return;
-    }
-    link_reset();
-    if (!wait_hello(s)) {
-        return;
-    }
-    send_hello(s, &h);
-    send_auth(s);
-    peer_send_u32(s, FABRIC_MESH, 0, FABRIC_MESH_ALL);
 }
 
 static void peer_close_all(void)
@@ -963,22 +989,71 @@ static OpFn *const ops[OP_NUM] = {
 /* The target                                                          */
 /* ------------------------------------------------------------------ */
 
+static void rcu_nothing(struct rcu_head *head)
+{
+}
+
 /*
- * A fresh node with node id role: unrealize the node controller (its
- * fabric goes), give it its id, realize and reset it, clear the arena,
- * and join it as the other node.
+ * Run every pending RCU callback, as QEMU's monitor does between taking a
+ * device away and adding one (drain_call_rcu() in qdev-monitor.c):
+ * unrealize leaves some (address_space_destroy's), and realizing the same
+ * device again before they ran would hand them its new state.  The RCU
+ * thread batches callbacks (30, or 10 ms): it gets 32.
+ */
+static void rcu_flush(void)
+{
+    static struct rcu_head nudge[32];
+
+    for (int i = 0; i < ARRAY_SIZE(nudge); i++) {
+        call_rcu1(&nudge[i], rcu_nothing);
+    }
+    drain_call_rcu();
+}
+
+static bool ready(QTestState *s)
+{
+    return qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)) ==
+           TEMPEST_FABRIC_READY;
+}
+
+/*
+ * A fresh node with node id role: a new fabric for the node controller,
+ * which is then reset, the arena cleared, and the harness joins it as
+ * the other node.  The fabric is made again by the functions realize
+ * and unrealize use (tempest_nc_fabric_detach/attach), not by a whole
+ * unrealize and realize: that needs an RCU drain each time (the DMA
+ * address space), and the RCU thread sleeps 10 ms after every batch, so
+ * inputs would cost 7 ms more.  TEMPEST_FUZZ_REREALIZE=1 in the
+ * environment does the whole unrealize, realize instead (to check that
+ * a finding does not come from this shortcut).
  */
 static void fresh_node(QTestState *s)
 {
-    int i;
+    static int rerealize = -1;
 
-    peer_close_all();
-    object_property_set_bool(OBJECT(node), "realized", false, &error_abort);
-    object_property_set_uint(OBJECT(node), "node-id", role, &error_abort);
-    if (role) {
-        peer_listen();
+    if (rerealize < 0) {
+        rerealize = getenv("TEMPEST_FUZZ_REREALIZE") != NULL;
     }
-    object_property_set_bool(OBJECT(node), "realized", true, &error_abort);
+    peer_close_all();
+    if (rerealize) {
+        object_property_set_bool(OBJECT(node), "realized", false,
+                                 &error_abort);
+        rcu_flush();
+        object_property_set_uint(OBJECT(node), "node-id", role,
+                                 &error_abort);
+        if (role) {
+            peer_listen();
+        }
+        object_property_set_bool(OBJECT(node), "realized", true,
+                                 &error_abort);
+    } else {
+        tempest_nc_fabric_detach(TEMPEST_NC(node));
+        TEMPEST_NC(node)->node_id = role;
+        if (role) {
+            peer_listen();
+        }
+        tempest_nc_fabric_attach(TEMPEST_NC(node), &error_abort);
+    }
     device_cold_reset(node);
     /* Not qtest_memset(): QEMU 10.0's fuzz wrapper of it leaks its buffer. */
     qtest_memwrite(s, ARENA, zeros, ARENA_SIZE);
@@ -995,12 +1070,8 @@ static void fresh_node(QTestState *s)
     } else {
         peer_connect(s, true);
     }
-    for (i = 0; i < 1000; i++) {
-        pump(s, 1);
-        if (qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)) ==
-            TEMPEST_FABRIC_READY) {
-            return;
-        }
+    if (pump_until(s, ready)) {
+        return;
     }
     fprintf(stderr, "tempest-fabric: node %d did not become READY after a "
             "correct HELLO, AUTH and MESH (state %u)\n", role,
