@@ -120,6 +120,12 @@ def _parse_bench(text, prefix):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
 
 
+def _pair_ratio(subject, reference, key):
+    """(median, min, max) of subject[i][key] / reference[i][key]: ratios
+    of measurements taken in the same round, one after the other."""
+    return _med([a[key] / b[key] for a, b in zip(subject, reference)])
+
+
 def _medians(samples):
     out = {}
     for key, _ in AM_METRICS:
@@ -141,15 +147,22 @@ def bench_am(repeat):
         return _parse_bench(_cluster(elf, 2, args, f"am-smp{smp}", smp=smp),
                             "am_bench")
 
-    ref = _medians([host() for _ in range(repeat)])
-    raw = {smp: [guest(smp) for _ in range(repeat)] for smp in (2, 1)}
+    # Reference and subjects interleaved (host, smp 2, smp 1, host, ...):
+    # the machine drifts, so each ratio is taken within one round and the
+    # median of the rounds' ratios is reported with their spread.
+    refs, raw = [], {2: [], 1: []}
+    for _ in range(repeat):
+        refs.append(host())
+        for smp in raw:
+            raw[smp].append(guest(smp))
+    ref = _medians(refs)
     modes = {smp: _medians(samples) for smp, samples in raw.items()}
     rows = []
     for key, what in AM_METRICS:
         rows.append((f"host UDS, {what} (reference)", ref[key], 1.0))
         for smp, med in modes.items():
             rows.append((f"AM --smp {smp}, {what}", med[key],
-                         med[key][0] / ref[key][0]))
+                         _pair_ratio(raw[smp], refs, key)))
     # How late a timer runs in a message storm (tests/guest/am_timers.c
     # checks only that it runs first), against that mode's round trip.
     for smp, samples in raw.items():
@@ -360,15 +373,25 @@ def run(name, repeat, as_json=False, out=None):
         if n not in BENCHES:
             raise StepError(f"bench: no benchmark '{n}' (have: "
                             f"{', '.join(BENCHES)})")
-        say(f"bench {n}: median of {repeat} runs")
+        load = os.getloadavg()
+        say(f"bench {n}: median of {repeat} runs; load average "
+            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         rows = BENCHES[n](repeat)
-        results[n] = [{"what": w, "median_s": m[0], "min_s": m[1],
-                       "max_s": m[2], "ratio": r} for w, m, r in rows]
-        if not as_json:
-            for w, m, r in rows:
+        results[n] = []
+        for w, m, r in rows:
+            # r: a ratio of medians, or (median, min, max) of per-round
+            # ratios where reference and subject were interleaved.
+            rr = r if isinstance(r, tuple) else (r, r, r)
+            results[n].append({"what": w, "median_s": m[0], "min_s": m[1],
+                               "max_s": m[2], "ratio": rr[0],
+                               "ratio_min": rr[1], "ratio_max": rr[2],
+                               "loadavg": load[0]})
+            if not as_json:
+                spread = (f" [{rr[1]:.2f}-{rr[2]:.2f}]"
+                          if isinstance(r, tuple) else "")
                 print(f"  {w:<54} {_fmt(m[0])}  (min {_fmt(m[1]).strip()}"
-                      f", max {_fmt(m[2]).strip()})  ratio {r:5.2f}",
-                      file=out, flush=True)
+                      f", max {_fmt(m[2]).strip()})  ratio {rr[0]:5.2f}"
+                      f"{spread}", file=out, flush=True)
     if as_json:
         print(json.dumps(results, indent=2), file=out, flush=True)
     return 0
