@@ -26,6 +26,10 @@ never asserted).
          active-message round trip; the active-message round trip while a
          64 MiB transfer runs, against the idle one and the transfer's
          time.
+  scale  hello on 16 and 64 nodes (wall time, against 16) and the CPU an
+         idle cluster of 64 nodes costs the host (guest/bench/
+         idle_bench.c: the nodes' CPU time while they sleep 5 s, a run
+         that sleeps minus one that does not), as a fraction of a core.
   tags   tagged memory (guest/bench/tags_bench.c): a memory-bound loop
          over untagged RAM (the reference), tagged all-Writable pages and
          pages with one restricted block; a local fault-handler-resume
@@ -37,6 +41,7 @@ never asserted).
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -295,8 +300,56 @@ def _bulk_busy(guests):
              xfer, rtt[0] / xfer[0])]
 
 
+# ---- scale ---------------------------------------------------------------
+SCALE_NODES = (16, 64)
+SCALE_IDLE_NODES = 64
+SCALE_IDLE_MS = 5000
+
+
+def _children_cpu():
+    """CPU seconds (user + system) of this process's reaped children: the
+    QEMUs of the clusters run so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def bench_scale(repeat):
+    """Hello on 16 and 64 nodes (wall time, against 16), and what an idle
+    cluster of 64 nodes costs the host: the nodes' CPU time while they
+    sleep SCALE_IDLE_MS (a run that sleeps minus one that does not), as a
+    fraction of one core."""
+    hello = build.guest_program("examples/hello/hello.elf")
+    idle = build.guest_program("bench/idle_bench.elf")
+
+    def boot(n):
+        return lambda: _cluster(hello, n, [], f"scale-{n}", smp=1,
+                                mem="64M")
+
+    ref = _median_time(boot(SCALE_NODES[0]), repeat)
+    rows = [(f"hello, {SCALE_NODES[0]} nodes (reference)", ref, 1.0)]
+    for n in SCALE_NODES[1:]:
+        m = _median_time(boot(n), repeat)
+        rows.append((f"hello, {n} nodes", m, m[0] / ref[0]))
+
+    def idle_cpu(ms):
+        c0 = _children_cpu()
+        _cluster(idle, SCALE_IDLE_NODES, [str(ms)], f"idle-{ms}", smp=1,
+                 mem="64M")
+        return _children_cpu() - c0
+
+    fractions = []
+    for _ in range(repeat):
+        base = idle_cpu(0)
+        fractions.append(max(0.0, idle_cpu(SCALE_IDLE_MS) - base) /
+                         (SCALE_IDLE_MS / 1000))
+    f = _med(fractions)
+    rows.append((f"idle {SCALE_IDLE_NODES} nodes, CPU s per s (ratio: of "
+                 "one core)", f, f[0]))
+    return rows
+
+
 BENCHES = {"boot": bench_boot, "am": bench_am, "strata": bench_strata,
-           "bulk": bench_bulk}
+           "bulk": bench_bulk, "scale": bench_scale}
 
 
 # ---- tags: tagged memory, block access faults, shared memory -------------
