@@ -28,7 +28,9 @@
 /*
  * What a peer can make this node hold (docs/fabric.rst, "Trust"):
  * - before its HELLO and AUTH a connection has FABRIC_RX_PENDING bytes of
- *   buffer, at most FABRIC_MAX_PENDING such connections exist, and each
+ *   buffer, at most FABRIC_MAX_PENDING (or two per node of the cluster,
+ *   if that is more: every node below may be dialling at once) such
+ *   connections exist, and each
  *   has FABRIC_HELLO_MS to prove it knows the cluster's key;
  * - a connected peer is read at most FABRIC_READ_BUDGET bytes per turn of
  *   the main loop, so a flood cannot starve the vCPUs or the other peers;
@@ -801,7 +803,7 @@ static void fabric_accept(void *opaque)
         return;
     }
     trace_tempest_fabric_accept(f->node);
-    if (f->npending >= FABRIC_MAX_PENDING) {
+    if (f->npending >= MAX(FABRIC_MAX_PENDING, 2 * f->nodes)) {
         /* Too many strangers at once: this one is refused at the door. */
         f->dropped_conns++;
         fabric_drop(f, -1, "too many connections before HELLO");

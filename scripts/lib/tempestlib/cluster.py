@@ -399,6 +399,10 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
         machine += f",tagmem={tagmem}"
     if fabric:
         machine += f",fabric={fabric},cluster-id={cluster:#x}"
+        # Node 0's wait for the cluster starts when it starts; the last
+        # QEMU of a large cluster starts much later on a small host
+        # (256 nodes on 2 cores: about 25 s), so the wait grows with it.
+        machine += f",fabric-timeout={30000 + 200 * nodes}"
     if fabric and key_file:
         # The key stays off the command line (anyone can read that in
         # /proc): QEMU reads it from a file only this user can open.
