@@ -8,6 +8,7 @@ change, by resetting to that tag.  Our sources are overlaid by symbolic
 links, so an edit in hw/ is seen by ninja at once and rebuilds in seconds.
 """
 
+import contextlib
 import fcntl
 import glob
 import hashlib
@@ -250,16 +251,23 @@ def build_guest(jobs):
         f"{rel(GUEST_BUILD)}")
 
 
-def build_all(jobs=None):
+@contextlib.contextmanager
+def build_lock(who="build"):
+    """One build at a time per tree: a second 'build', 'test', 'bench' or
+    'fuzz' started meanwhile waits here instead of racing ninja and the
+    patches of the shared QEMU tree."""
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
-    # One build at a time per tree: a second 'build', 'test' or 'bench'
-    # started meanwhile waits here instead of racing ninja and the patches.
     with open(os.path.join(ROOT, "build", ".build-lock"), "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            say("build: another build of this tree is running; waiting")
+            say(f"{who}: another build of this tree is running; waiting")
             fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def build_all(jobs=None):
+    with build_lock():
         build_qemu(jobs)
         build_guest(jobs)
 

@@ -17,8 +17,6 @@ corpus earlier runs grew (build/fuzz/corpus/TARGET); what crashes, hangs
 or trips a sanitizer is saved in build/fuzz/artifacts/TARGET.
 """
 
-import contextlib
-import fcntl
 import glob
 import os
 import re
@@ -50,18 +48,10 @@ def configure_args(src):
     ]
 
 
-@contextlib.contextmanager
 def build_lock():
     """The main build's lock: the QEMU tree is shared, and preparing it
     (patches, overlay) must not happen while the other build compiles."""
-    os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
-    with open(os.path.join(ROOT, "build", ".build-lock"), "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say("fuzz: another build of this tree is running; waiting")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return build.build_lock("fuzz")
 
 
 def build_fuzz(jobs=None):
