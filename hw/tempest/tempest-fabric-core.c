@@ -84,6 +84,7 @@ void tempest_fabric_detach(TempestFabric *f)
 }
 
 TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
+                                  const char *key_secret,
                                   unsigned node, unsigned nodes,
                                   unsigned credits, unsigned timeout_ms,
                                   const TempestFabricOps *ops, void *opaque,
@@ -93,6 +94,7 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
     TempestFabric *f = TEMPEST_FABRIC(o);
 
     object_property_set_str(o, "addr", spec ? spec : "", &error_abort);
+    f->key_secret = g_strdup(key_secret);
     f->cluster = cluster;
     f->node = node;
     f->nodes = nodes;
@@ -111,12 +113,6 @@ void tempest_fabric_free(TempestFabric *f)
         tempest_fabric_detach(f);
         object_unref(OBJECT(f));
     }
-}
-
-bool tempest_fabric_set_key(TempestFabric *f, const char *secret_id,
-                            Error **errp)
-{
-    return fabric_load_key(f, secret_id, errp);
 }
 
 /* The calls of the node controller, to the backend. */

@@ -378,15 +378,10 @@ bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
         s->fabric = f;
         return true;
     }
-    f = tempest_fabric_new(s->fabric_spec, s->cluster_id, s->node_id,
-                           s->num_nodes, s->credits, s->fabric_timeout_ms,
-                           &s->fabric_ops, s, errp);
+    f = tempest_fabric_new(s->fabric_spec, s->cluster_id, s->fabric_key,
+                           s->node_id, s->num_nodes, s->credits,
+                           s->fabric_timeout_ms, &s->fabric_ops, s, errp);
     if (!f) {
-        return false;
-    }
-    if (s->fabric_key && *s->fabric_key &&
-        !tempest_fabric_set_key(f, s->fabric_key, errp)) {
-        tempest_fabric_free(f);
         return false;
     }
     s->fabric = f;

@@ -107,22 +107,17 @@ void tempest_fabric_detach(TempestFabric *f);
  * own, from its properties).  spec: "unix:DIR" (node i listens at
  * DIR/node<i>.sock), "tcp:HOST:PORT" (node i listens at HOST:PORT+i), or
  * "tcp:H0:P0;H1:P1;..." (one address per node).  With one node no socket
- * is made and the fabric is ready.  tempest_fabric_free() detaches and
- * drops it.
+ * is made and the fabric is ready.  key_secret: the id of a secret object
+ * (-object secret,id=...,file=...) holding the cluster's key, or NULL or
+ * "" for the cluster id.  tempest_fabric_free() detaches and drops it.
  */
 TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
+                                  const char *key_secret,
                                   unsigned node, unsigned nodes,
                                   unsigned credits, unsigned timeout_ms,
                                   const TempestFabricOps *ops, void *opaque,
                                   Error **errp);
 void tempest_fabric_free(TempestFabric *f);
-/*
- * Take the cluster's key from the secret object secret_id (-object
- * secret,id=...,file=...) instead of the cluster id.  Call it right after
- * tempest_fabric_new(), before the main loop runs.
- */
-bool tempest_fabric_set_key(TempestFabric *f, const char *secret_id,
-                            Error **errp);
 
 int tempest_fabric_state(TempestFabric *f);     /* TEMPEST_FABRIC_* */
 unsigned tempest_fabric_peers_up(TempestFabric *f);
