@@ -598,21 +598,23 @@ static void coll_drop(TempestNCState *s, unsigned peer, const char *why)
 
 /*
  * May a child's entries join the round?  Each must be of a node of the
- * child's subtree that has no entry in yet: so a round holds at most one
- * entry per node, and what goes up never exceeds the largest frame.
+ * child's subtree that has no entry in yet (marked in r->nodes_in as it
+ * is checked): so a round holds at most one entry per node, and what goes
+ * up never exceeds the largest frame.  Marks left by a refused frame are
+ * harmless: they are all in this child's subtree, which no other child
+ * reports, and the child has reported.
  */
 static bool coll_up_entries_ok(TempestNCState *s, TempestCollRound *r,
                                unsigned peer, const CollHeader *h,
                                const uint8_t *entries)
 {
     size_t esz = FABRIC_COLL_ENTRY(h->lanes);
-    g_autofree unsigned long *seen = bitmap_new(s->num_nodes);
 
     for (uint32_t i = 0; i < h->count; i++) {
         uint32_t node = fabric_ld32(entries + i * esz);
 
         if (node >= s->num_nodes || !coll_in_subtree(s, peer, node) ||
-            test_bit(node, r->nodes_in) || test_and_set_bit(node, seen)) {
+            test_and_set_bit(node, r->nodes_in)) {
             return false;
         }
     }
@@ -660,9 +662,6 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
             coll_drop(s, peer, "UP with entries not of its subtree");
             r->error = TEMPEST_COLL_E_MISMATCH;
         } else if (r->lanes == h.lanes) {
-            for (uint32_t i = 0; i < h.count; i++) {
-                set_bit(fabric_ld32(entries + i * esz), r->nodes_in);
-            }
             g_byte_array_append(r->entries, entries, h.count * esz);
             r->count += h.count;
         }
