@@ -64,18 +64,6 @@ static uint32_t coll_start(QTestState *s, unsigned kind, unsigned fn,
                       value, lanes, dest, seg);
 }
 
-static uint32_t coll_wait(QTestState *s)
-{
-    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-    uint32_t st;
-
-    while ((st = qtest_readl(s, NC(TEMPEST_NC_COLL_STATUS))) ==
-           TEMPEST_COLL_ST_PENDING && g_get_monotonic_time() < end) {
-        g_usleep(200);
-    }
-    return st;
-}
-
 /* A barrier (an OR reduction) on every node; waits until all are done. */
 static void barrier_all(Cluster *c)
 {
@@ -85,7 +73,7 @@ static void barrier_all(Cluster *c)
                                     0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
     }
     for (unsigned i = 0; i < c->n; i++) {
-        g_assert_cmpuint(coll_wait(c->node[i]), ==, TEMPEST_COLL_ST_DONE);
+        g_assert_cmpuint(tq_coll_wait(c->node[i]), ==, TEMPEST_COLL_ST_DONE);
     }
 }
 
@@ -101,7 +89,7 @@ static void scalar_round(Cluster *c, unsigned fn, unsigned variant,
                          TEMPEST_CMD_SUCCESS);
     }
     for (unsigned i = 0; i < c->n; i++) {
-        g_assert_cmpuint(coll_wait(c->node[i]), ==, TEMPEST_COLL_ST_DONE);
+        g_assert_cmpuint(tq_coll_wait(c->node[i]), ==, TEMPEST_COLL_ST_DONE);
         g_assert_cmphex(qtest_readq(c->node[i], NC(TEMPEST_NC_COLL_RESULT)),
                         ==, want[i]);
     }
@@ -177,7 +165,7 @@ static void test_five_nodes(void)
         uint64_t got[3];
         uint64_t before = i * (i - 1) / 2;
 
-        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_DONE);
+        g_assert_cmpuint(tq_coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_DONE);
         qtest_memread(c.node[i], DST_BUF, got, sizeof(got));
         g_assert_cmpuint(got[0], ==, before);
         g_assert_cmpuint(got[1], ==, 100 * before);
@@ -192,7 +180,7 @@ static void test_five_nodes(void)
     for (unsigned i = 0; i < 5; i++) {
         uint64_t got[5];
 
-        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_DONE);
+        g_assert_cmpuint(tq_coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_DONE);
         qtest_memread(c.node[i], DST_BUF, got, sizeof(got));
         for (unsigned j = 0; j < 5; j++) {
             g_assert_cmphex(got[j], ==, 0x1000 + j * j);
@@ -330,7 +318,7 @@ static void test_failures(void)
                                     0, 0), ==, TEMPEST_CMD_SUCCESS);
     }
     for (unsigned i = 0; i < 3; i++) {
-        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_ERROR);
+        g_assert_cmpuint(tq_coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_ERROR);
         g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_COLL_ERROR)),
                          ==, TEMPEST_COLL_E_MISMATCH);
     }
@@ -344,7 +332,7 @@ static void test_failures(void)
     qtest_quit(c.node[2]);
     c.node[2] = NULL;
     for (unsigned i = 0; i < 2; i++) {
-        g_assert_cmpuint(coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_ERROR);
+        g_assert_cmpuint(tq_coll_wait(c.node[i]), ==, TEMPEST_COLL_ST_ERROR);
         g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_COLL_ERROR)),
                          ==, TEMPEST_COLL_E_PEER_DOWN);
     }

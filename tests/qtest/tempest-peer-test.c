@@ -32,19 +32,6 @@ static void wait_ready(QTestState *s)
                      TEMPEST_FABRIC_READY);
 }
 
-/* Wait until the collective is no longer pending; returns its status. */
-static uint32_t coll_done(QTestState *s)
-{
-    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-    uint32_t st;
-
-    while ((st = qtest_readl(s, NC(TEMPEST_NC_COLL_STATUS))) ==
-           TEMPEST_COLL_ST_PENDING && g_get_monotonic_time() < end) {
-        g_usleep(500);
-    }
-    return st;
-}
-
 /* Wait until a register reaches at least want; returns the last value. */
 static uint32_t wait_at_least(QTestState *s, uint32_t reg, uint32_t want)
 {
@@ -154,7 +141,7 @@ static void test_coll_up_maximal(void)
                                            TEMPEST_COLL_MAX_LANES,
                                            TEMPEST_COLL_E_MISMATCH);
     peer_send(t.fd0, FABRIC_COLL, 0, down->data, down->len);
-    g_assert_cmpuint(coll_done(t.s), ==, TEMPEST_COLL_ST_ERROR);
+    g_assert_cmpuint(tq_coll_wait(t.s), ==, TEMPEST_COLL_ST_ERROR);
     g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_COLL_ERROR)), ==,
                      TEMPEST_COLL_E_MISMATCH);
     /* ... and passes down to its child. */
@@ -201,7 +188,7 @@ static void test_coll_down_short(void)
             peer_coll_entry(down, 0, 0, 1, 77);     /* one of four */
         }
         peer_send(t.fd0, FABRIC_COLL, 0, down->data, down->len);
-        g_assert_cmpuint(coll_done(t.s), ==, TEMPEST_COLL_ST_ERROR);
+        g_assert_cmpuint(tq_coll_wait(t.s), ==, TEMPEST_COLL_ST_ERROR);
         g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_COLL_ERROR)), ==,
                          TEMPEST_COLL_E_MISMATCH);
         qtest_memread(t.s, DST_BUF, after, sizeof(after));

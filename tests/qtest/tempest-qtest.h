@@ -60,6 +60,22 @@ static inline uint32_t tq_wait_reg(QTestState *s, uint64_t off, uint32_t mask,
     return tq_wait_mem32(s, NC(off), mask, want);
 }
 
+/*
+ * Wait until the collective is no longer pending (or TQ_WAIT_US have
+ * passed); returns COLL_STATUS.
+ */
+static inline uint32_t tq_coll_wait(QTestState *s)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    uint32_t st;
+
+    while ((st = qtest_readl(s, NC(TEMPEST_NC_COLL_STATUS))) ==
+           TEMPEST_COLL_ST_PENDING && g_get_monotonic_time() < end) {
+        g_usleep(200);
+    }
+    return st;
+}
+
 /* Where the guest of tq_guest_image() stores 1. */
 #define TQ_GUEST_MARK   RAM(0xf00000)
 
