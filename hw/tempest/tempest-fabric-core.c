@@ -174,6 +174,13 @@ void tempest_fabric_bye(TempestFabric *f, uint32_t status)
     }
 }
 
+void tempest_fabric_poll(TempestFabric *f, bool polling)
+{
+    if (f && f->fc->poll) {
+        f->fc->poll(f, polling);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* The QOM type                                                        */
 /* ------------------------------------------------------------------ */

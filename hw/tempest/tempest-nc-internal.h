@@ -155,6 +155,7 @@ extern const TempestNCEngine tempest_nc_msg_engine;
 extern const VMStateDescription vmstate_tempest_nc_msg;
 void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value);
 void tempest_nc_rq_doorbell(TempestNCState *s);
+void tempest_nc_poll(TempestNCState *s, bool polling);
 
 /* tempest-nc-coll.c: the control network */
 extern const TempestNCEngine tempest_nc_coll_engine;

@@ -103,6 +103,19 @@ void tempest_nc_rq_doorbell(TempestNCState *s)
     tempest_nc_cq_deliver(s);
 }
 
+/*
+ * POLL: a CPU of the guest polls its rings (1) or stops polling (0).  The
+ * fabric takes what peers left in shared memory, which arrives here
+ * through the packet callback, so a polling node sees a message without
+ * its QEMU's main loop waking.
+ */
+void tempest_nc_poll(TempestNCState *s, bool polling)
+{
+    trace_tempest_nc_poll(s->node_id, polling);
+    tempest_fabric_poll(s->fabric, polling);
+    tempest_nc_rq_doorbell(s);
+}
+
 /* ------------------------------------------------------------------ */
 /* Sending (SQ0, SQ1)                                                  */
 /* ------------------------------------------------------------------ */

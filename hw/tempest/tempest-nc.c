@@ -57,6 +57,7 @@ REG32(IRQ_ENABLE, TEMPEST_NC_IRQ_ENABLE)
 REG32(IRQ_ACK, TEMPEST_NC_IRQ_ACK)
 REG32(SQ_DOORBELL, TEMPEST_NC_SQ_DOORBELL)
 REG32(RQ_DOORBELL, TEMPEST_NC_RQ_DOORBELL)
+REG32(POLL, TEMPEST_NC_POLL)
 REG32(SQ0_HEAD, TEMPEST_NC_SQ0_HEAD)
 REG32(SQ1_HEAD, TEMPEST_NC_SQ1_HEAD)
 REG32(RQ_TAIL, TEMPEST_NC_RQ_TAIL)
@@ -100,7 +101,8 @@ REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
      TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
-     TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER)
+     TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER | \
+     TEMPEST_NC_FEAT_POLL)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -330,6 +332,7 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
     case A_RQ_DOORBELL:
+    case A_POLL:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_WRITE_ONLY, offset, 4);
         *value = 0;
         return false;
@@ -397,6 +400,13 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         return;
     case A_RQ_DOORBELL:
         tempest_nc_rq_doorbell(s);
+        return;
+    case A_POLL:
+        if (value > 1) {
+            tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_VALUE, offset, 4);
+            return;
+        }
+        tempest_nc_poll(s, value);
         return;
     case A_CMD_OP:
         tempest_nc_bank(s)->op = value;

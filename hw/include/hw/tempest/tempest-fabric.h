@@ -91,6 +91,8 @@ struct TempestFabricClass {
                       size_t body_len);
     size_t (*tx_queued)(TempestFabric *f, unsigned peer);
     void (*bye)(TempestFabric *f, uint32_t status);
+    /* Optional: only a backend with shared-memory links has it. */
+    void (*poll)(TempestFabric *f, bool polling);
 };
 
 /*
@@ -151,5 +153,12 @@ void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
 size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer);
 /* Tell every peer this node exits with status, as far as can be sent. */
 void tempest_fabric_bye(TempestFabric *f, uint32_t status);
+/*
+ * The guest polls (polling) or has stopped polling (it is about to sleep
+ * or to compute): take what peers left in shared memory now, and from
+ * now on let them ring this node's doorbell only when it is not polling.
+ * A backend without shared memory has nothing to do.
+ */
+void tempest_fabric_poll(TempestFabric *f, bool polling);
 
 #endif /* HW_TEMPEST_TEMPEST_FABRIC_H */

@@ -109,6 +109,7 @@
 #define TEMPEST_NC_EXIT             0x080   /* write: end QEMU, status&0xff */
 #define TEMPEST_NC_SQ_DOORBELL      0x084   /* write n: send ring n has work */
 #define TEMPEST_NC_RQ_DOORBELL      0x088   /* write any value: slots freed */
+#define TEMPEST_NC_POLL             0x08C   /* write 1: polling, 0: not (1.5) */
 #define TEMPEST_NC_SQ0_HEAD         0x090   /* next slot the device reads */
 #define TEMPEST_NC_SQ1_HEAD         0x094
 #define TEMPEST_NC_RQ_TAIL          0x098   /* next slot the device writes */
@@ -172,7 +173,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    4
+#define TEMPEST_NC_VERSION_MINOR    5
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -186,6 +187,7 @@
 #define TEMPEST_NC_FEAT_COLL        (1U << 6)   /* the control network */
 #define TEMPEST_NC_FEAT_TAGS        (1U << 7)   /* tagged memory */
 #define TEMPEST_NC_FEAT_XFER        (1U << 8)   /* transfers, fetch-and-op */
+#define TEMPEST_NC_FEAT_POLL        (1U << 9)   /* the POLL register */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
