@@ -63,10 +63,23 @@ enum {
     FABRIC_XFER = 6,
     FABRIC_MESH = 7,
     FABRIC_AUTH = 8,
+    FABRIC_SHM = 9,         /* setting up a shared-memory link (u32 step) */
+    FABRIC_BELL = 10,       /* doorbell of a shared-memory link (empty) */
 };
 
 #define FABRIC_MESH_MINE        1
 #define FABRIC_MESH_ALL         2
+
+/* HELLO flags */
+#define FABRIC_HELLO_SHM        (1U << 0)   /* can take a shared-memory link */
+
+/* FABRIC_SHM steps (docs/fabric.rst, "Shared memory") */
+enum {
+    FABRIC_SHM_OFFER = 1,   /* dialler: the link's file is ready */
+    FABRIC_SHM_ACK = 2,     /* acceptor: mapped; my frames go there now */
+    FABRIC_SHM_NACK = 3,    /* acceptor: could not; stay on the socket */
+    FABRIC_SHM_SWITCH = 4,  /* dialler: my frames go there now */
+};
 
 #define FABRIC_XFER_HDR         8       /* kind, 3 bytes 0, message id */
 
@@ -97,6 +110,7 @@ typedef struct FabricHello {
     uint32_t nodes;
     uint32_t credits;
     uint8_t nonce[FABRIC_NONCE_SIZE];
+    uint32_t flags;         /* FABRIC_HELLO_* (body offset 28) */
 } FabricHello;
 
 /* What a parser makes of the bytes it has. */
@@ -162,6 +176,7 @@ static inline void fabric_put_hello(uint8_t *p, const FabricHello *h)
     fabric_st32(p + 16, h->node);
     fabric_st32(p + 20, h->nodes);
     fabric_st32(p + 24, h->credits);
+    fabric_st32(p + 28, h->flags);
     memcpy(p + 32, h->nonce, FABRIC_NONCE_SIZE);
 }
 
@@ -173,6 +188,7 @@ static inline void fabric_get_hello(const uint8_t *body, FabricHello *h)
     h->node = fabric_ld32(body + 16);
     h->nodes = fabric_ld32(body + 20);
     h->credits = fabric_ld32(body + 24);
+    h->flags = fabric_ld32(body + 28);
     memcpy(h->nonce, body + 32, FABRIC_NONCE_SIZE);
 }
 
@@ -263,6 +279,12 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
     case FABRIC_AUTH:
         return hdr->len == FABRIC_AUTH_SIZE && hdr->net == 0 ?
                FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    case FABRIC_SHM:
+        return hdr->len == 4 && hdr->net == 0 ? FABRIC_PARSE_OK :
+               FABRIC_PARSE_BAD;
+    case FABRIC_BELL:
+        return hdr->len == 0 && hdr->net == 0 ? FABRIC_PARSE_OK :
+               FABRIC_PARSE_BAD;
     case FABRIC_COLL: {
         const uint8_t *b = buf + FABRIC_HDR_SIZE;
         uint32_t lanes, count;

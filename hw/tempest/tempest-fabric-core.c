@@ -90,10 +90,14 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
                                   const TempestFabricOps *ops, void *opaque,
                                   Error **errp)
 {
-    Object *o = object_new(TYPE_TEMPEST_FABRIC_SOCKET);
+    bool shm = spec && g_str_has_prefix(spec, "shm:");
+    Object *o = object_new(shm ? TYPE_TEMPEST_FABRIC_SHM :
+                           TYPE_TEMPEST_FABRIC_SOCKET);
     TempestFabric *f = TEMPEST_FABRIC(o);
+    g_autofree char *addr = shm ? g_strdup_printf("unix:%s", spec + 4) :
+                            g_strdup(spec ? spec : "");
 
-    object_property_set_str(o, "addr", spec ? spec : "", &error_abort);
+    object_property_set_str(o, "addr", addr, &error_abort);
     f->key_secret = g_strdup(key_secret);
     f->cluster = cluster;
     f->node = node;

@@ -19,10 +19,9 @@
 #include "system/system.h"
 #include "qom/object_interfaces.h"
 #include "hw/tempest/tempest-fabric.h"
-#include "fabric-proto.h"
+#include "tempest-fabric-internal.h"
 #include "trace.h"
 
-#define FABRIC_RX_BUF       (1 * MiB)   /* grows for larger frames */
 #define FABRIC_RETRY_MS     20
 #define FABRIC_BYE_MS       200
 /*
@@ -44,92 +43,8 @@
 #define FABRIC_RX_PENDING   (FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE)
 #define FABRIC_MAX_PENDING  64
 #define FABRIC_HELLO_MS     10000
-#define FABRIC_READ_BUDGET  (256 * KiB)
 #define FABRIC_TX_PAUSE     (8 * MiB)
 #define FABRIC_ACCEPT_PAUSE_MS 100
-
-typedef struct FabricConn FabricConn;
-typedef struct FabricSocket FabricSocket;
-#define SOCK(obj) container_of(obj, FabricSocket, parent_obj)
-
-typedef struct FabricPeer {
-    FabricConn *conn;           /* NULL until its HELLO, and once gone */
-    bool up;
-    bool gone;
-    bool exited;                /* said BYE before going */
-    uint32_t exit_status;
-    uint32_t credit[2];         /* DATA frames we may still send */
-    uint32_t allowed[2];        /* DATA frames it may still send us */
-    uint32_t owed[2];           /* credit taken by the guest, not yet sent */
-    uint32_t seq_out[2];
-    uint32_t seq_in[2];
-} FabricPeer;
-
-struct FabricConn {
-    FabricSocket *fab;
-    QIOChannelSocket *sioc;
-    int fd;
-    int peer;                   /* -1 until its HELLO and AUTH */
-    int called;                 /* outgoing: the node we called, else -1 */
-    int hello_node;             /* the node its HELLO named, else -1 */
-    bool broken;                /* a write failed: closed from close_bh */
-    bool reading, writing;      /* the fd handlers that are set */
-    int64_t born_ms;            /* when it was made (pending ones expire) */
-    uint8_t nonce[FABRIC_NONCE_SIZE];       /* ours, for this connection */
-    uint8_t peer_nonce[FABRIC_NONCE_SIZE];  /* its, from its HELLO */
-    uint8_t *rx;
-    size_t rx_len;
-    size_t rx_size;
-    GByteArray *tx;             /* bytes waiting for the socket, from tx_off */
-    size_t tx_off;
-};
-
-/* Bytes queued for the socket and not yet written. */
-static size_t conn_pending(FabricConn *c)
-{
-    return c->tx->len - c->tx_off;
-}
-
-/* An asynchronous connect under way to a lower node. */
-typedef struct FabricDial {
-    FabricSocket *fab;         /* NULL once the fabric is gone */
-    unsigned node;
-    QIOChannelSocket *sioc;
-} FabricDial;
-
-/* The socket backend: one stream socket per pair of nodes. */
-struct FabricSocket {
-    TempestFabric parent_obj;
-    char *spec;                 /* property "addr" */
-    const TempestFabricOps *ops;
-    void *opaque;
-    uint64_t cluster;
-    unsigned node;
-    unsigned nodes;
-    unsigned credits;
-    unsigned credit_batch;
-    int state;
-    unsigned peers_up;
-    bool refusal_reported;      /* a refused connection was logged */
-    bool *meshed;               /* node 0: which nodes reported MESH_MINE */
-    unsigned nmeshed;
-    char **addrs;               /* listening address of every node */
-    char *unix_path;            /* our socket file, removed at the end */
-    QIOChannelSocket *listener;
-    GList *pending;             /* connections before their HELLO */
-    FabricPeer *peers;
-    QEMUTimer *connect_timer;
-    int64_t deadline_ms;
-    QEMUBH *close_bh;           /* closes broken links from the main loop */
-    FabricDial **dials;         /* per lower node: a connect under way */
-    unsigned npending;          /* entries of 'pending' */
-    QEMUTimer *pending_timer;   /* expires connections that never HELLO */
-    QEMUTimer *accept_timer;    /* resumes accepting after EMFILE */
-    Notifier exit_notifier;     /* flushes the BYEs when QEMU exits */
-    uint64_t dropped_conns;     /* refused before HELLO (limits) */
-};
-
-static void fabric_conn_close(FabricConn *c, const char *why);
 
 static void fabric_set_state(FabricSocket *f, int state)
 {
@@ -193,6 +108,8 @@ static bool fabric_parse_spec(FabricSocket *f, const char *spec,
 
 static void fabric_conn_writable(void *opaque);
 static void fabric_conn_readable(void *opaque);
+static void fabric_conn_close(FabricConn *c, const char *why);
+static bool fabric_conn_parse(FabricConn *c, uint8_t *buf, size_t *len);
 
 /*
  * Read unless too much waits for the peer (FABRIC_TX_PAUSE); write while
@@ -200,7 +117,7 @@ static void fabric_conn_readable(void *opaque);
  */
 static void fabric_conn_update_handlers(FabricConn *c)
 {
-    bool writing = conn_pending(c) != 0;
+    bool writing = sock_pending(c) != 0;
     bool reading = conn_pending(c) < FABRIC_TX_PAUSE;
 
     if (reading != c->reading || writing != c->writing) {
@@ -212,14 +129,18 @@ static void fabric_conn_update_handlers(FabricConn *c)
         c->writing = writing;
         qemu_set_fd_handler(c->fd, reading ? fabric_conn_readable : NULL,
                             writing ? fabric_conn_writable : NULL, c);
+        if (reading && c->shm) {
+            /* Its ring was not read meanwhile either. */
+            qemu_bh_schedule(c->fab->drain_bh);
+        }
     }
 }
 
 /* Write what is queued; returns false when the connection broke. */
 static bool fabric_conn_flush(FabricConn *c)
 {
-    while (conn_pending(c)) {
-        ssize_t n = write(c->fd, c->tx->data + c->tx_off, conn_pending(c));
+    while (sock_pending(c)) {
+        ssize_t n = write(c->fd, c->tx->data + c->tx_off, sock_pending(c));
 
         if (n < 0) {
             if (errno == EINTR) {
@@ -233,7 +154,7 @@ static bool fabric_conn_flush(FabricConn *c)
         c->tx_off += n;
     }
     /* Written bytes are dropped in bulk, not moved after every write. */
-    if (!conn_pending(c)) {
+    if (!sock_pending(c)) {
         g_byte_array_set_size(c->tx, 0);
         c->tx_off = 0;
     } else if (c->tx_off >= 1 * MiB && c->tx_off >= c->tx->len / 2) {
@@ -243,15 +164,22 @@ static bool fabric_conn_flush(FabricConn *c)
     return true;
 }
 
+static void fabric_conn_drained(FabricConn *c)
+{
+    if (!conn_pending(c) && c->peer >= 0) {
+        c->fab->ops->tx_drained(c->fab->opaque, c->peer);
+    }
+}
+
 /*
  * Queue a frame given in up to three parts (frame header, body head, body)
  * and write as much as the socket takes.
  */
-static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
-                               const uint8_t *b, size_t blen,
+static void fabric_sock_queue3(FabricConn *c, const uint8_t *a,
+                               size_t alen, const uint8_t *b, size_t blen,
                                const uint8_t *d, size_t dlen)
 {
-    bool was_empty = conn_pending(c) == 0;
+    bool was_empty = sock_pending(c) == 0;
     struct iovec iov[3] = {
         { (void *)a, alen }, { (void *)b, blen }, { (void *)d, dlen },
     };
@@ -293,9 +221,25 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
     }
     fabric_conn_update_handlers(c);
     /* Emptied here rather than in fabric_conn_writable(): say so too. */
-    if (!was_empty && !conn_pending(c) && c->peer >= 0) {
-        c->fab->ops->tx_drained(c->fab->opaque, c->peer);
+    if (!was_empty && !sock_pending(c)) {
+        fabric_conn_drained(c);
     }
+}
+
+/* A frame to the peer: into the shared-memory ring, or the socket. */
+static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
+                               const uint8_t *b, size_t blen,
+                               const uint8_t *d, size_t dlen)
+{
+    if (fabric_shm_sending(c)) {
+        const struct iovec iov[3] = {
+            { (void *)a, alen }, { (void *)b, blen }, { (void *)d, dlen },
+        };
+
+        fabric_shm_queue3(c, iov);
+        return;
+    }
+    fabric_sock_queue3(c, a, alen, b, blen, d, dlen);
 }
 
 static void fabric_close_broken(void *opaque)
@@ -333,8 +277,8 @@ static void fabric_conn_writable(void *opaque)
         return;
     }
     fabric_conn_update_handlers(c);
-    if (!conn_pending(c) && c->peer >= 0) {
-        c->fab->ops->tx_drained(c->fab->opaque, c->peer);
+    if (!sock_pending(c)) {
+        fabric_conn_drained(c);
     }
 }
 
@@ -345,7 +289,7 @@ static void fabric_send_hello(FabricConn *c)
     FabricHello h = {
         .magic = FABRIC_MAGIC, .version = FABRIC_VERSION,
         .cluster = f->cluster, .node = f->node, .nodes = f->nodes,
-        .credits = f->credits,
+        .credits = f->credits, .flags = f->shm ? FABRIC_HELLO_SHM : 0,
     };
 
     memcpy(h.nonce, c->nonce, FABRIC_NONCE_SIZE);
@@ -443,6 +387,7 @@ static void fabric_peer_up(FabricSocket *f, FabricConn *c, unsigned id)
 
 static void fabric_conn_free(FabricConn *c)
 {
+    fabric_shm_free(c);
     qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
     object_unref(OBJECT(c->sioc));
     g_byte_array_free(c->tx, true);
@@ -547,6 +492,9 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
             return false;
         }
         fabric_peer_up(f, c, c->hello_node);
+        if (c->called >= 0) {
+            fabric_shm_offer(c);
+        }
         return true;
     }
     if (c->peer < 0) {
@@ -569,6 +517,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
             return false;
         }
         c->hello_node = h.node;
+        c->hello_flags = h.flags;
         memcpy(c->peer_nonce, h.nonce, FABRIC_NONCE_SIZE);
         if (c->called < 0) {
             fabric_send_hello(c);
@@ -617,6 +566,9 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     case FABRIC_COLL:
         f->ops->coll(f->opaque, c->peer, body, hdr->len);
         return true;
+    case FABRIC_SHM:
+    case FABRIC_BELL:
+        return fabric_shm_frame(c, hdr, body);
     case FABRIC_XFER:
         f->ops->xfer(f->opaque, c->peer, body, hdr->len);
         return true;
@@ -646,6 +598,36 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     return true;
 }
 
+static bool fabric_conn_parse(FabricConn *c, uint8_t *buf, size_t *len)
+{
+    FabricSocket *f = c->fab;
+    size_t off = 0;
+
+    for (;;) {
+        FabricHeader hdr;
+        size_t flen = 0;
+        FabricParse r = fabric_parse(buf + off, *len - off, &hdr, &flen);
+
+        if (r == FABRIC_PARSE_NEED_MORE) {
+            break;
+        }
+        if (r == FABRIC_PARSE_FATAL) {
+            fabric_drop(f, c->peer, "frame length impossible: stream lost");
+            fabric_conn_close(c, "malformed stream");
+            return false;
+        }
+        if (r == FABRIC_PARSE_BAD) {
+            fabric_drop(f, c->peer, "malformed frame");
+        } else if (!fabric_frame(c, &hdr, buf + off + FABRIC_HDR_SIZE)) {
+            return false;
+        }
+        off += flen;
+    }
+    memmove(buf, buf + off, *len - off);
+    *len -= off;
+    return true;
+}
+
 /* Read and handle what the socket has, until it has no more. */
 static void fabric_conn_readable(void *opaque)
 {
@@ -654,7 +636,7 @@ static void fabric_conn_readable(void *opaque)
     size_t budget = FABRIC_READ_BUDGET;
 
     for (;;) {
-        size_t off = 0, space;
+        size_t space;
         ssize_t n;
 
         if (c->peer >= 0 && c->rx_size < FABRIC_RX_BUF) {
@@ -677,8 +659,12 @@ static void fabric_conn_readable(void *opaque)
             c->rx = g_realloc(c->rx, c->rx_size);
         }
         space = MIN(c->rx_size - c->rx_len, budget);
-        n = read(c->fd, c->rx + c->rx_len, space);
+        n = fabric_shm_read(c, c->rx + c->rx_len, space);
         if (n == 0) {
+            /* What it put in its ring before it went is still to read. */
+            if (c->shm && !fabric_shm_drain(c, SIZE_MAX)) {
+                return;
+            }
             fabric_conn_close(c, "connection closed");
             return;
         }
@@ -689,32 +675,9 @@ static void fabric_conn_readable(void *opaque)
             return;
         }
         c->rx_len += n;
-
-        for (;;) {
-            FabricHeader hdr;
-            size_t flen = 0;
-            FabricParse r = fabric_parse(c->rx + off, c->rx_len - off, &hdr,
-                                         &flen);
-
-            if (r == FABRIC_PARSE_NEED_MORE) {
-                break;
-            }
-            if (r == FABRIC_PARSE_FATAL) {
-                fabric_drop(f, c->peer,
-                            "frame length impossible: stream lost");
-                fabric_conn_close(c, "malformed stream");
-                return;
-            }
-            if (r == FABRIC_PARSE_BAD) {
-                fabric_drop(f, c->peer, "malformed frame");
-            } else if (!fabric_frame(c, &hdr,
-                                     c->rx + off + FABRIC_HDR_SIZE)) {
-                return;
-            }
-            off += flen;
+        if (!fabric_conn_parse(c, c->rx, &c->rx_len)) {
+            return;
         }
-        memmove(c->rx, c->rx + off, c->rx_len - off);
-        c->rx_len -= off;
         budget -= n;
         if ((size_t)n < space || !budget || !c->reading) {
             /*
@@ -738,6 +701,7 @@ static FabricConn *fabric_conn_new(FabricSocket *f, QIOChannelSocket *sioc,
     c->peer = -1;
     c->called = called;
     c->hello_node = -1;
+    c->passed_fd = -1;
     c->born_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
     qemu_guest_getrandom_nofail(c->nonce, sizeof(c->nonce));
     c->rx_size = FABRIC_RX_PENDING;
@@ -909,6 +873,15 @@ static void fabric_exit_flush(Notifier *n, void *data);
 
 static void sock_stop(TempestFabric *obj);
 
+static const FabricLinkUp fabric_link_up = {
+    .drop = fabric_drop,
+    .close = fabric_conn_close,
+    .sock_queue3 = fabric_sock_queue3,
+    .send_u32 = fabric_send_u32,
+    .parse = fabric_conn_parse,
+    .drained = fabric_conn_drained,
+};
+
 /* Attached to its node controller: listen, and start connecting. */
 static bool sock_start(TempestFabric *obj, Error **errp)
 {
@@ -941,6 +914,10 @@ static bool sock_start(TempestFabric *obj, Error **errp)
         goto fail;
     }
     if (!fabric_parse_spec(f, spec, errp)) {
+        goto fail;
+    }
+    if (object_dynamic_cast(OBJECT(f), TYPE_TEMPEST_FABRIC_SHM) &&
+        !fabric_shm_start(f, &fabric_link_up, errp)) {
         goto fail;
     }
 
@@ -989,6 +966,7 @@ static void sock_stop(TempestFabric *obj)
     if (f->exit_notifier.notify) {
         qemu_remove_exit_notifier(&f->exit_notifier);
     }
+    fabric_shm_stop(f);
     if (f->connect_timer) {
         timer_free(f->connect_timer);
     }
@@ -1186,7 +1164,10 @@ static void fabric_exit_flush(Notifier *n, void *data)
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricConn *c = f->peers[i].conn;
 
-        while (i != f->node && c && !c->broken && conn_pending(c)) {
+        if (i != f->node && c && !c->broken && c->shm) {
+            fabric_shm_exit_flush(c, deadline);
+        }
+        while (i != f->node && c && !c->broken && sock_pending(c)) {
             int64_t left = deadline - qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
             GPollFD pfd = { .fd = c->fd, .events = G_IO_OUT };
 
@@ -1195,6 +1176,15 @@ static void fabric_exit_flush(Notifier *n, void *data)
                 break;
             }
         }
+    }
+}
+
+static void sock_poll(TempestFabric *obj, bool polling)
+{
+    FabricSocket *f = SOCK(obj);
+
+    if (f->shm) {
+        fabric_shm_poll(f, polling);
     }
 }
 
@@ -1243,6 +1233,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->send_xfer = sock_send_xfer;
     fc->tx_queued = sock_tx_queued;
     fc->bye = sock_bye;
+    fc->poll = sock_poll;
     object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
     object_class_property_set_description(oc, "addr",
         "unix:DIR, tcp:HOST:PORT or tcp:H0:P0;H1:P1;...");

@@ -131,6 +131,7 @@ static void source(void)
           TEMPEST_CHAN_E_SIZE);
     check("send with a NULL buffer", tempest_channel_send(1, ch, NULL, SIZE),
           TEMPEST_CHAN_E_BAD_ARG);
+    wait_step(1);           /* the destination's early reset is done */
     xu_fill(sbuf, SIZE, 1);
     check("first send", tempest_channel_send(1, ch, sbuf, SIZE),
           TEMPEST_CHAN_OK);
@@ -183,6 +184,7 @@ static void destination(void)
         am_fail("a second destination for one channel was accepted");
     }
     TPPI_reset_channel(0, chan_id);         /* before any data: reported */
+    tell(0, 1);     /* only now may the first send come (else it is real) */
     /* An address no RAM is at, for the refused send. */
     if (TPPI_set_channel_dst(0, chan2_id,
                              (void *)(uintptr_t)(TEMPEST_RAM_BASE +

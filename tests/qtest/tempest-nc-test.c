@@ -41,7 +41,7 @@ static void test_identity(void)
                     TEMPEST_NC_FEAT_FABRIC | TEMPEST_NC_FEAT_MSG |
                     TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD |
                     TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS |
-                    TEMPEST_NC_FEAT_XFER);
+                    TEMPEST_NC_FEAT_XFER | TEMPEST_NC_FEAT_POLL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
                      TEMPEST_FABRIC_CONNECTING);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_CPUS)), ==, 3);
@@ -120,6 +120,18 @@ static void test_access_rights(void)
     qtest_writel(s, NC(TEMPEST_NC_CMDLINE), 0x41414141);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_READ_ONLY);
+    /* POLL takes 1 (polling) or 0 (not), and cannot be read. */
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    qtest_writel(s, NC(TEMPEST_NC_POLL), 1);
+    qtest_writel(s, NC(TEMPEST_NC_POLL), 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_NONE);
+    qtest_writel(s, NC(TEMPEST_NC_POLL), 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_VALUE);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_POLL)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_WRITE_ONLY);
     qtest_quit(s);
 }
 

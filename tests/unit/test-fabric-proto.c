@@ -25,7 +25,7 @@ static void test_hello(void)
     uint8_t buf[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     FabricHello in = { FABRIC_MAGIC, FABRIC_VERSION, 0x123456789abcdefULL,
                        3, 8, 32, { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                   13, 14, 15, 16 } }, out;
+                                   13, 14, 15, 16 }, FABRIC_HELLO_SHM }, out;
     FabricHeader hdr;
     size_t len = 0;
 
@@ -38,6 +38,7 @@ static void test_hello(void)
     g_assert_cmphex(out.magic, ==, in.magic);
     g_assert_cmphex(out.cluster, ==, in.cluster);
     g_assert_cmpuint(out.node, ==, 3);
+    g_assert_cmphex(out.flags, ==, FABRIC_HELLO_SHM);
     g_assert_cmpuint(out.nodes, ==, 8);
     g_assert_cmpuint(out.credits, ==, 32);
     g_assert(memcmp(out.nonce, in.nonce, FABRIC_NONCE_SIZE) == 0);
@@ -134,6 +135,19 @@ static void test_bad_frames(void)
                     FABRIC_PARSE_OK);
     fabric_put_header(buf, FABRIC_DATA, 0, 3);      /* shorter than a slot */
     g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 3, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
+    fabric_put_header(buf, FABRIC_SHM, 0, 4);       /* a step: 4 bytes */
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 4, &hdr, &len), ==,
+                    FABRIC_PARSE_OK);
+    fabric_put_header(buf, FABRIC_SHM, 0, 8);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 8, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
+    fabric_put_header(buf, FABRIC_BELL, 0, 0);      /* BELL is empty */
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE, &hdr, &len), ==,
+                    FABRIC_PARSE_OK);
+    g_assert_cmpuint(len, ==, FABRIC_HDR_SIZE);
+    fabric_put_header(buf, FABRIC_BELL, 0, 4);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 4, &hdr, &len), ==,
                     FABRIC_PARSE_BAD);
 }
 

@@ -84,7 +84,11 @@ def run_parser(add_help=True):
                         "written)")
     p.add_argument("--tcp", action="store_true",
                    help="join the nodes over TCP on 127.0.0.1 instead of "
-                        "Unix-domain sockets")
+                        "Unix-domain sockets (implies --fabric socket)")
+    p.add_argument("--fabric", choices=FABRICS, default=None,
+                   help="shm: Unix sockets whose links become shared "
+                        "memory; socket: the sockets carry everything "
+                        f"(default: ${FABRIC_ENV} or shm)")
     p.add_argument("--credits", type=positive, default=None,
                    help="packets in flight per peer and network "
                         "(machine default 32)")
@@ -382,11 +386,26 @@ def free_port_base(count):
     raise StepError(f"run: found no {count} free consecutive TCP ports")
 
 
-def fabric_spec(nodes, tcp, sock_dir):
+FABRICS = ("shm", "socket")
+FABRIC_ENV = "TEMPEST_FABRIC"
+
+
+def fabric_kind(kind=None):
+    """The fabric a run uses: kind, else $TEMPEST_FABRIC, else shm."""
+    kind = kind or os.environ.get(FABRIC_ENV) or "shm"
+    if kind not in FABRICS:
+        raise StepError(f"run: fabric '{kind}' is none of "
+                        f"{', '.join(FABRICS)}")
+    return kind
+
+
+def fabric_spec(nodes, tcp, sock_dir, kind=None):
     if nodes == 1:
         return None
     if tcp:
         return f"tcp:127.0.0.1:{free_port_base(nodes)}"
+    if fabric_kind(kind) == "shm":
+        return f"shm:{sock_dir}"
     return f"unix:{sock_dir}"
 
 
@@ -442,12 +461,13 @@ def new_run_dir(program):
 
 def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
-                tcp=False, credits=None, tagmem=None):
+                tcp=False, credits=None, tagmem=None, fabric=None):
     """Boot the cluster and wait for it; returns a RunResult.  A program or
     a setting the machine would refuse raises StepError before anything is
     started."""
     check_program(program)
     check_settings(nodes, smp, mem, tagmem, credits, timeout)
+    fabric = fabric_kind(fabric)
     if not os.path.exists(QEMU_BIN):
         raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
     out = out or sys.stdout
@@ -482,7 +502,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     # one per run in a file of that directory, keeps other clusters' nodes
     # and other users out (docs/fabric.rst, "Trust").
     sock_dir = tempfile.mkdtemp(prefix="tempest-")
-    fabric = fabric_spec(nodes, tcp, sock_dir)
+    fabric = fabric_spec(nodes, tcp, sock_dir, fabric)
     cluster = random.getrandbits(63) | 1
     key_file = os.path.join(sock_dir, "key")
     fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -631,6 +651,7 @@ def run_cli(args):
                       mem=args.mem, cpu=args.cpu, timeout=args.timeout,
                       run_dir=args.run_dir, echo=not args.quiet,
                       extra=args.qemu_arg, tcp=args.tcp,
-                      credits=args.credits, tagmem=args.tagmem)
+                      credits=args.credits, tagmem=args.tagmem,
+                      fabric=args.fabric)
     say(f"run: {res.summary}")
     return res.status

@@ -29,6 +29,8 @@
  */
 #define TYPE_TEMPEST_FABRIC "tempest-fabric"
 #define TYPE_TEMPEST_FABRIC_SOCKET "tempest-fabric-socket"
+/* Sockets, and shared memory between the nodes that share a host */
+#define TYPE_TEMPEST_FABRIC_SHM "tempest-fabric-shm"
 OBJECT_DECLARE_TYPE(TempestFabric, TempestFabricClass, TEMPEST_FABRIC)
 
 typedef struct TempestFabricOps {
@@ -105,10 +107,11 @@ bool tempest_fabric_attach(TempestFabric *f, const TempestFabricOps *ops,
 void tempest_fabric_detach(TempestFabric *f);
 
 /*
- * A socket fabric made and attached in one step (the node controller's
- * own, from its properties).  spec: "unix:DIR" (node i listens at
- * DIR/node<i>.sock), "tcp:HOST:PORT" (node i listens at HOST:PORT+i), or
- * "tcp:H0:P0;H1:P1;..." (one address per node).  With one node no socket
+ * A fabric made and attached in one step (the node controller's own, from
+ * its properties).  spec: "unix:DIR" (node i listens at DIR/node<i>.sock),
+ * "shm:DIR" (the same sockets, and every link a shared-memory one: the
+ * tempest-fabric-shm backend), "tcp:HOST:PORT" (node i listens at
+ * HOST:PORT+i), or "tcp:H0:P0;H1:P1;..." (one address per node).  With one node no socket
  * is made and the fabric is ready.  key_secret: the id of a secret object
  * (-object secret,id=...,file=...) holding the cluster's key, or NULL or
  * "" for the cluster id.  tempest_fabric_free() detaches and drops it.

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A byte ring in memory shared by two processes: one direction of a
+ * shared-memory link of the fabric (docs/fabric.rst, "Shared memory").
+ *
+ * One producer and one consumer, each in its own QEMU.  The producer
+ * copies frames in and publishes them by moving 'tail'; the consumer
+ * copies them out and gives the room back by moving 'head'.  Both are
+ * counts of bytes since the ring was made (they never wrap; a 64-bit count
+ * outlives any run).  Each side keeps its own index privately and only
+ * reads the other's from shared memory, and the other side is untrusted:
+ * an index that is impossible (more bytes than the ring, or going back)
+ * makes the ring broken, never an out-of-bounds access.
+ *
+ * Doorbells: the consumer sets 'sleeping' while nobody on its side polls
+ * the ring; a producer that publishes while it is set rings the doorbell
+ * once ('belled', cleared by the consumer when it drains).  A producer
+ * that finds no room sets 'tx_waiting'; the consumer that makes room rings
+ * back.  Each flag is written, then a full barrier, then the other side's
+ * state is read, so of two racing sides at least one sees the other
+ * (Dekker): no wake-up is lost.
+ *
+ * Pure C (no QEMU headers): tests/unit/test-fabric-ring.c runs it on the
+ * host, in two processes.
+ */
+#ifndef HW_TEMPEST_FABRIC_RING_H
+#define HW_TEMPEST_FABRIC_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define FABRIC_RING_MAGIC       0x47525054U     /* "TPRG" */
+#define FABRIC_RING_CTL_SIZE    256             /* control before the data */
+#define FABRIC_RING_MIN         4096
+#define FABRIC_RING_MAX         (16U << 20)
+
+/* The control block, at the start of the ring's shared memory. */
+typedef struct FabricRingCtl {
+    /* Set by the ring's maker before the other side maps it */
+    uint32_t magic;
+    uint32_t size;              /* data bytes: a power of 2 */
+    uint8_t pad0[56];
+    /* The producer's cache line */
+    uint64_t tail;              /* bytes published */
+    uint32_t tx_waiting;        /* the producer waits for room */
+    uint32_t belled;            /* rang since the consumer last looked */
+    uint8_t pad1[48];
+    /* The consumer's cache line */
+    uint64_t head;              /* bytes taken */
+    uint32_t sleeping;          /* ring the doorbell for new bytes */
+    uint8_t pad2[52];
+} FabricRingCtl;
+
+/* One side's view of a ring: its own index, the size it trusts. */
+typedef struct FabricRing {
+    FabricRingCtl *ctl;
+    uint8_t *data;
+    uint32_t size;
+    uint64_t pos;               /* tail (producer) or head (consumer) */
+    bool broken;                /* the other side broke the ring */
+} FabricRing;
+
+static inline size_t fabric_ring_bytes(uint32_t size)
+{
+    return FABRIC_RING_CTL_SIZE + size;
+}
+
+static inline bool fabric_ring_size_ok(uint32_t size)
+{
+    return size >= FABRIC_RING_MIN && size <= FABRIC_RING_MAX &&
+           !(size & (size - 1));
+}
+
+/* Make a ring in mem (fabric_ring_bytes(size) bytes, zeroed). */
+static inline void fabric_ring_format(void *mem, uint32_t size)
+{
+    FabricRingCtl *c = (FabricRingCtl *)mem;
+
+    memset(c, 0, sizeof(*c));
+    c->size = size;
+    c->sleeping = 1;            /* nobody polls it yet */
+    __atomic_store_n(&c->magic, FABRIC_RING_MAGIC, __ATOMIC_RELEASE);
+}
+
+/*
+ * Take the ring at mem, which must be a ring of the size expected: the
+ * size is ours, never the other side's word.  producer: which side we are.
+ */
+static inline bool fabric_ring_attach(FabricRing *r, void *mem,
+                                      uint32_t size, bool producer)
+{
+    FabricRingCtl *c = (FabricRingCtl *)mem;
+
+    memset(r, 0, sizeof(*r));
+    if (!fabric_ring_size_ok(size) ||
+        __atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != FABRIC_RING_MAGIC ||
+        c->size != size) {
+        return false;
+    }
+    r->ctl = c;
+    r->data = (uint8_t *)mem + FABRIC_RING_CTL_SIZE;
+    r->size = size;
+    r->pos = __atomic_load_n(producer ? &c->tail : &c->head,
+                             __ATOMIC_ACQUIRE);
+    return true;
+}
+
+/* Producer: bytes of room now (0 and broken if the head is impossible). */
+static inline size_t fabric_ring_room(FabricRing *r)
+{
+    uint64_t head = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
+
+    if (head > r->pos || r->pos - head > r->size) {
+        r->broken = true;
+    }
+    return r->broken ? 0 : r->size - (size_t)(r->pos - head);
+}
+
+static inline void fabric_ring_copy_in(FabricRing *r, uint64_t at,
+                                       const uint8_t *src, size_t len)
+{
+    size_t off = at & (r->size - 1), first = r->size - off;
+
+    if (first > len) {
+        first = len;
+    }
+    memcpy(r->data + off, src, first);
+    memcpy(r->data, src + first, len - first);
+}
+
+/*
+ * Producer: copy in as much of iov as there is room for, publish it, and
+ * return how many bytes went in.  A byte stream: a frame may go in part.
+ */
+static inline size_t fabric_ring_write(FabricRing *r,
+                                       const struct iovec *iov, int iovcnt)
+{
+    size_t room = fabric_ring_room(r), done = 0;
+
+    for (int i = 0; i < iovcnt && room; i++) {
+        size_t n = iov[i].iov_len < room ? iov[i].iov_len : room;
+
+        fabric_ring_copy_in(r, r->pos + done,
+                            (const uint8_t *)iov[i].iov_base, n);
+        done += n;
+        room -= n;
+    }
+    if (done) {
+        r->pos += done;
+        __atomic_store_n(&r->ctl->tail, r->pos, __ATOMIC_RELEASE);
+    }
+    return done;
+}
+
+/*
+ * Producer, after publishing: should the doorbell ring?  Yes when the
+ * consumer sleeps and nobody rang since it last looked.
+ */
+static inline bool fabric_ring_need_bell(FabricRing *r)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return __atomic_load_n(&r->ctl->sleeping, __ATOMIC_RELAXED) &&
+           !__atomic_exchange_n(&r->ctl->belled, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Producer, out of room: ask to be rung when there is some.  Returns true
+ * if room appeared meanwhile (write again instead of waiting).
+ */
+static inline bool fabric_ring_wait_room(FabricRing *r)
+{
+    __atomic_store_n(&r->ctl->tx_waiting, 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return fabric_ring_room(r) != 0;
+}
+
+/* Consumer: bytes published and not taken (0 and broken if impossible). */
+static inline size_t fabric_ring_avail(FabricRing *r)
+{
+    uint64_t tail = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
+
+    if (tail < r->pos || tail - r->pos > r->size) {
+        r->broken = true;
+    }
+    return r->broken ? 0 : (size_t)(tail - r->pos);
+}
+
+/*
+ * Consumer: copy out up to max bytes and give their room back.  Returns
+ * the bytes copied; *ring_back says the producer waits for room and must
+ * be rung.
+ */
+static inline size_t fabric_ring_read(FabricRing *r, uint8_t *buf,
+                                      size_t max, bool *ring_back)
+{
+    size_t n = fabric_ring_avail(r), off, first;
+
+    *ring_back = false;
+    if (n > max) {
+        n = max;
+    }
+    if (!n) {
+        return 0;
+    }
+    off = r->pos & (r->size - 1);
+    first = r->size - off < n ? r->size - off : n;
+    memcpy(buf, r->data + off, first);
+    memcpy(buf + first, r->data, n - first);
+    r->pos += n;
+    __atomic_store_n(&r->ctl->head, r->pos, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&r->ctl->tx_waiting, __ATOMIC_RELAXED) &&
+        __atomic_exchange_n(&r->ctl->tx_waiting, 0, __ATOMIC_SEQ_CST)) {
+        *ring_back = true;
+    }
+    return n;
+}
+
+/*
+ * Consumer: someone polls (sleeping false) or nobody does (true).  After
+ * going to sleep the caller must look at the ring once more: bytes
+ * published before the producer could see the flag are not rung for.
+ */
+static inline void fabric_ring_set_sleeping(FabricRing *r, bool sleeping)
+{
+    __atomic_store_n(&r->ctl->sleeping, sleeping, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Consumer, woken by the doorbell: the next publish may ring again. */
+static inline void fabric_ring_bell_heard(FabricRing *r)
+{
+    __atomic_store_n(&r->ctl->belled, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+#endif /* HW_TEMPEST_FABRIC_RING_H */

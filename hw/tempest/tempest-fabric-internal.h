@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The fabric's socket and shared-memory backends: what their two files
+ * share, and nobody else.  tempest-fabric.c holds the sockets (the links,
+ * forming the cluster, the frame protocol); tempest-fabric-shm.c turns a
+ * link between two nodes of one host into shared memory, the socket
+ * staying for the doorbell and to learn that the peer is gone.
+ */
+#ifndef HW_TEMPEST_TEMPEST_FABRIC_INTERNAL_H
+#define HW_TEMPEST_TEMPEST_FABRIC_INTERNAL_H
+
+#include "qemu/timer.h"
+#include "io/channel-socket.h"
+#include "hw/tempest/tempest-fabric.h"
+#include "fabric-proto.h"
+
+#define FABRIC_RX_BUF       (1 * MiB)   /* grows for larger frames */
+#define FABRIC_READ_BUDGET  (256 * KiB)
+
+typedef struct FabricShm FabricShm;
+typedef struct FabricLinkUp FabricLinkUp;
+typedef struct FabricConn FabricConn;
+typedef struct FabricSocket FabricSocket;
+#define SOCK(obj) container_of(obj, FabricSocket, parent_obj)
+
+typedef struct FabricPeer {
+    FabricConn *conn;           /* NULL until its HELLO, and once gone */
+    bool up;
+    bool gone;
+    bool exited;                /* said BYE before going */
+    uint32_t exit_status;
+    uint32_t credit[2];         /* DATA frames we may still send */
+    uint32_t allowed[2];        /* DATA frames it may still send us */
+    uint32_t owed[2];           /* credit taken by the guest, not yet sent */
+    uint32_t seq_out[2];
+    uint32_t seq_in[2];
+} FabricPeer;
+
+struct FabricConn {
+    FabricSocket *fab;
+    QIOChannelSocket *sioc;
+    int fd;
+    int peer;                   /* -1 until its HELLO and AUTH */
+    int called;                 /* outgoing: the node we called, else -1 */
+    int hello_node;             /* the node its HELLO named, else -1 */
+    bool broken;                /* a write failed: closed from close_bh */
+    bool reading, writing;      /* the fd handlers that are set */
+    int64_t born_ms;            /* when it was made (pending ones expire) */
+    uint8_t nonce[FABRIC_NONCE_SIZE];       /* ours, for this connection */
+    uint8_t peer_nonce[FABRIC_NONCE_SIZE];  /* its, from its HELLO */
+    uint8_t *rx;
+    size_t rx_len;
+    size_t rx_size;
+    GByteArray *tx;             /* bytes waiting for the socket, from tx_off */
+    size_t tx_off;
+    uint32_t hello_flags;       /* the peer's HELLO flags */
+    FabricShm *shm;             /* its shared-memory link, or NULL */
+    int passed_fd;              /* a descriptor the peer sent, or -1 */
+};
+
+/* Bytes queued for the socket and not yet written. */
+static inline size_t sock_pending(FabricConn *c)
+{
+    return c->tx->len - c->tx_off;
+}
+
+/* An asynchronous connect under way to a lower node. */
+typedef struct FabricDial {
+    FabricSocket *fab;         /* NULL once the fabric is gone */
+    unsigned node;
+    QIOChannelSocket *sioc;
+} FabricDial;
+
+/* The socket backend: one stream socket per pair of nodes. */
+struct FabricSocket {
+    TempestFabric parent_obj;
+    char *spec;                 /* property "addr" */
+    const TempestFabricOps *ops;
+    void *opaque;
+    uint64_t cluster;
+    unsigned node;
+    unsigned nodes;
+    unsigned credits;
+    unsigned credit_batch;
+    int state;
+    unsigned peers_up;
+    bool refusal_reported;      /* a refused connection was logged */
+    bool *meshed;               /* node 0: which nodes reported MESH_MINE */
+    unsigned nmeshed;
+    char **addrs;               /* listening address of every node */
+    char *unix_path;            /* our socket file, removed at the end */
+    QIOChannelSocket *listener;
+    GList *pending;             /* connections before their HELLO */
+    FabricPeer *peers;
+    QEMUTimer *connect_timer;
+    int64_t deadline_ms;
+    QEMUBH *close_bh;           /* closes broken links from the main loop */
+    FabricDial **dials;         /* per lower node: a connect under way */
+    unsigned npending;          /* entries of 'pending' */
+    QEMUTimer *pending_timer;   /* expires connections that never HELLO */
+    QEMUTimer *accept_timer;    /* resumes accepting after EMFILE */
+    Notifier exit_notifier;     /* flushes the BYEs when QEMU exits */
+    uint64_t dropped_conns;     /* refused before HELLO (limits) */
+    /* Shared-memory links (tempest-fabric-shm): */
+    bool shm;                   /* links become shared memory */
+    const FabricLinkUp *up;     /* for the links: see FabricLinkUp */
+    bool polling;               /* the guest polls (tempest_fabric_poll) */
+    int64_t last_poll_ns;
+    QEMUTimer *poll_timer;      /* a guest that stopped polling silently */
+    QEMUBH *drain_bh;           /* reads the rings again (after a pause) */
+    bool shm_reported;          /* a failed link was logged */
+};
+
+/*
+ * What a shared-memory link calls back in the socket backend.  The
+ * socket backend is above the links (it calls tempest-fabric-shm.c by
+ * name); the links reach it only through this table, which
+ * fabric_shm_start() is given, so the two files never call each other in
+ * circles (tests/unit/test_nc_layering.py).
+ */
+struct FabricLinkUp {
+    void (*drop)(FabricSocket *f, int peer, const char *why);
+    void (*close)(FabricConn *c, const char *why);
+    /* Write a frame of up to three parts to the socket itself. */
+    void (*sock_queue3)(FabricConn *c, const uint8_t *a, size_t alen,
+                        const uint8_t *b, size_t blen,
+                        const uint8_t *d, size_t dlen);
+    void (*send_u32)(FabricConn *c, uint16_t type, unsigned net,
+                     uint32_t value);
+    /*
+     * Handle the whole frames at the start of buf (*len bytes), keep the
+     * rest there; false when c was closed meanwhile.
+     */
+    bool (*parse)(FabricConn *c, uint8_t *buf, size_t *len);
+    /* Every queue of c is empty: tell the engines, if c is a peer's. */
+    void (*drained)(FabricConn *c);
+};
+
+/* tempest-fabric-shm.c */
+/* Both ends proved themselves: the dialler offers a shared-memory link. */
+void fabric_shm_offer(FabricConn *c);
+/* read() from c's socket, keeping a descriptor the peer passes. */
+ssize_t fabric_shm_read(FabricConn *c, void *buf, size_t len);
+/* A FABRIC_SHM or FABRIC_BELL frame; false when c was closed. */
+bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
+                      const uint8_t *body);
+/* Frames go into the ring (c->shm set and switched)? */
+bool fabric_shm_sending(FabricConn *c);
+void fabric_shm_queue3(FabricConn *c, const struct iovec *iov);
+size_t fabric_shm_pending(FabricConn *c);
+/* Read the ring's frames (at most budget bytes); false when c closed. */
+bool fabric_shm_drain(FabricConn *c, size_t budget);
+void fabric_shm_poll(FabricSocket *f, bool polling);
+/* QEMU exits: put what is queued into the rings, waiting until deadline. */
+void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms);
+void fabric_shm_free(FabricConn *c);
+bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
+                      Error **errp);
+void fabric_shm_stop(FabricSocket *f);
+
+/* Bytes queued for the peer and not yet written (socket and ring). */
+static inline size_t conn_pending(FabricConn *c)
+{
+    return sock_pending(c) + (c->shm ? fabric_shm_pending(c) : 0);
+}
+
+#endif /* HW_TEMPEST_TEMPEST_FABRIC_INTERNAL_H */

@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The Tempest fabric's shared-memory backend (tempest-fabric-shm): the
+ * socket backend, whose links between nodes of one host become shared
+ * memory once both ends have proved themselves.
+ *
+ * The dialling node makes the link: a sealed memfd (it cannot shrink, so
+ * a peer cannot make our accesses fault) holding two byte rings, one per
+ * direction (fabric-ring.h), and passes it over the Unix socket with its
+ * OFFER.  The acceptor checks it, maps it and answers ACK; from then on
+ * its frames go into its ring.  The dialler reads the ACK, answers SWITCH
+ * and does the same.  Each side reads the other's ring only after the
+ * last frame the other sent on the socket, so every frame is delivered
+ * once and in order.  The frames are the socket backend's own (DATA under
+ * credit, CREDIT, COLL, XFER, BYE), parsed by the same code.
+ *
+ * After the switch the socket carries only BELL frames, the doorbell of a
+ * node that is not polling, and its end (a peer that dies closes it).  A
+ * node whose guest polls (tempest_fabric_poll) reads the rings from the
+ * polling vCPU: a message then reaches it without its main loop waking.
+ * docs/fabric.rst, "Shared memory", says it in full.
+ */
+
+#include "qemu/osdep.h"
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include "qapi/error.h"
+#include "qemu/error-report.h"
+#include "qemu/main-loop.h"
+#include "qemu/memfd.h"
+#include "qemu/units.h"
+#include "tempest-fabric-internal.h"
+#include "fabric-ring.h"
+#include "trace.h"
+
+#define FABRIC_SHM_RING     (256 * KiB)     /* data bytes per direction */
+#define FABRIC_SHM_MAGIC    0x4d485354U     /* "TSHM" */
+#define FABRIC_SHM_VERSION  1
+#define FABRIC_SHM_HDR      4096            /* the link's header page */
+#define FABRIC_SHM_SEALS    (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+/* A guest that stopped writing POLL for this long stopped polling. */
+#define FABRIC_POLL_IDLE_NS (1000 * 1000)
+
+struct FabricShm {
+    void *map;
+    size_t map_len;
+    FabricRing tx, rx;
+    bool tx_on;                 /* our frames go into tx */
+    bool rx_on;                 /* the peer's frames come from rx */
+    GByteArray *txq;            /* frames waiting for room, from txq_off */
+    size_t txq_off;
+    uint8_t *rxbuf;             /* FABRIC_RX_BUF: frames are parsed here */
+    size_t rx_len;
+};
+
+static size_t shm_ring_span(void)
+{
+    return ROUND_UP(fabric_ring_bytes(FABRIC_SHM_RING), 4096);
+}
+
+static size_t shm_map_len(void)
+{
+    return FABRIC_SHM_HDR + 2 * shm_ring_span();
+}
+
+/* Ring 0 carries the dialler's frames, ring 1 the acceptor's. */
+static void *shm_ring_mem(FabricShm *sh, unsigned ring)
+{
+    return (uint8_t *)sh->map + FABRIC_SHM_HDR + ring * shm_ring_span();
+}
+
+static void shm_report(FabricSocket *f, unsigned peer, const char *why)
+{
+    trace_tempest_fabric_shm(f->node, peer, why);
+    if (!f->shm_reported) {
+        f->shm_reported = true;
+        warn_report("tempest fabric: node %u: no shared memory with node "
+                    "%u (%s): the socket carries the link", f->node, peer,
+                    why);
+    }
+}
+
+static FabricShm *shm_new(void *map)
+{
+    FabricShm *sh = g_new0(FabricShm, 1);
+
+    sh->map = map;
+    sh->map_len = shm_map_len();
+    sh->txq = g_byte_array_new();
+    sh->rxbuf = g_malloc(FABRIC_RX_BUF);
+    return sh;
+}
+
+void fabric_shm_free(FabricConn *c)
+{
+    FabricShm *sh = c->shm;
+
+    if (c->passed_fd >= 0) {
+        close(c->passed_fd);
+        c->passed_fd = -1;
+    }
+    if (!sh) {
+        return;
+    }
+    munmap(sh->map, sh->map_len);
+    g_byte_array_free(sh->txq, true);
+    g_free(sh->rxbuf);
+    g_free(sh);
+    c->shm = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Making the link                                                     */
+/* ------------------------------------------------------------------ */
+
+ssize_t fabric_shm_read(FabricConn *c, void *buf, size_t len)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+    } ctl;
+    struct iovec iov = { buf, len };
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+    };
+    ssize_t n;
+
+    if (!c->fab->shm) {
+        return read(c->fd, buf, len);
+    }
+    n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); n >= 0 && cm;
+         cm = CMSG_NXTHDR(&msg, cm)) {
+        size_t nfds;
+
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfds; i++) {
+            int fd;
+
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            /* One descriptor is kept (the OFFER's); a peer cannot pile. */
+            if (c->passed_fd >= 0) {
+                close(c->passed_fd);
+            }
+            c->passed_fd = fd;
+        }
+    }
+    return n;
+}
+
+/* Write the link's header page. */
+static void shm_put_header(uint8_t *p, uint64_t cluster, unsigned dialler,
+                           unsigned acceptor)
+{
+    fabric_st32(p, FABRIC_SHM_MAGIC);
+    fabric_st32(p + 4, FABRIC_SHM_VERSION);
+    fabric_st64(p + 8, cluster);
+    fabric_st32(p + 16, dialler);
+    fabric_st32(p + 20, acceptor);
+    fabric_st32(p + 24, FABRIC_SHM_RING);
+}
+
+void fabric_shm_offer(FabricConn *c)
+{
+    FabricSocket *f = c->fab;
+    uint8_t frame[FABRIC_HDR_SIZE + 4];
+    struct iovec iov = { frame, sizeof(frame) };
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
+    };
+    struct cmsghdr *cm;
+    void *map;
+    int fd;
+
+    if (!f->shm || !(c->hello_flags & FABRIC_HELLO_SHM) || c->shm ||
+        sock_pending(c)) {
+        return;
+    }
+    fd = qemu_memfd_create("tempest-link", shm_map_len(), false, 0,
+                           FABRIC_SHM_SEALS & ~F_SEAL_SEAL, NULL);
+    if (fd < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL) < 0) {
+        shm_report(f, c->peer, "cannot make a sealed memfd");
+        goto out;
+    }
+    map = mmap(NULL, shm_map_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+               0);
+    if (map == MAP_FAILED) {
+        shm_report(f, c->peer, "cannot map the memfd");
+        goto out;
+    }
+    shm_put_header(map, f->cluster, f->node, c->peer);
+    c->shm = shm_new(map);
+    fabric_ring_format(shm_ring_mem(c->shm, 0), FABRIC_SHM_RING);
+    fabric_ring_format(shm_ring_mem(c->shm, 1), FABRIC_SHM_RING);
+    fabric_ring_attach(&c->shm->tx, shm_ring_mem(c->shm, 0),
+                       FABRIC_SHM_RING, true);
+    fabric_ring_attach(&c->shm->rx, shm_ring_mem(c->shm, 1),
+                       FABRIC_SHM_RING, false);
+
+    fabric_put_header(frame, FABRIC_SHM, 0, 4);
+    fabric_st32(frame + FABRIC_HDR_SIZE, FABRIC_SHM_OFFER);
+    cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    /* The socket's queue is empty (checked): 12 bytes go in one call. */
+    if (sendmsg(c->fd, &msg, MSG_NOSIGNAL) != sizeof(frame)) {
+        shm_report(f, c->peer, "cannot pass the memfd");
+        fabric_shm_free(c);
+    } else {
+        trace_tempest_fabric_shm(f->node, c->peer, "offered");
+    }
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+/* The acceptor: check the dialler's memfd and map it; NULL if not good. */
+static const char *shm_take(FabricConn *c)
+{
+    FabricSocket *f = c->fab;
+    int fd = c->passed_fd, seals;
+    struct stat st;
+    uint8_t *map;
+    FabricShm *sh;
+
+    c->passed_fd = -1;
+    if (fd < 0) {
+        return "no memfd came with the OFFER";
+    }
+    seals = fcntl(fd, F_GET_SEALS);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_size != (off_t)shm_map_len() || seals < 0 ||
+        (seals & FABRIC_SHM_SEALS) != FABRIC_SHM_SEALS) {
+        close(fd);
+        return "the OFFER's memfd is not a sealed one of the link's size";
+    }
+    map = mmap(NULL, shm_map_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+               0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        return "cannot map the OFFER's memfd";
+    }
+    sh = shm_new(map);
+    if (fabric_ld32(map) != FABRIC_SHM_MAGIC ||
+        fabric_ld32(map + 4) != FABRIC_SHM_VERSION ||
+        fabric_ld64(map + 8) != f->cluster ||
+        fabric_ld32(map + 16) != (uint32_t)c->peer ||
+        fabric_ld32(map + 20) != f->node ||
+        fabric_ld32(map + 24) != FABRIC_SHM_RING ||
+        !fabric_ring_attach(&sh->rx, shm_ring_mem(sh, 0), FABRIC_SHM_RING,
+                            false) ||
+        !fabric_ring_attach(&sh->tx, shm_ring_mem(sh, 1), FABRIC_SHM_RING,
+                            true)) {
+        c->shm = sh;
+        fabric_shm_free(c);
+        return "the OFFER's link is not one for this pair of nodes";
+    }
+    c->shm = sh;
+    return NULL;
+}
+
+/* Start reading the peer's ring: its socket said everything before. */
+static void shm_rx_on(FabricConn *c)
+{
+    c->shm->rx_on = true;
+    fabric_ring_set_sleeping(&c->shm->rx, !c->fab->polling);
+}
+
+static void shm_bell(FabricConn *c)
+{
+    uint8_t frame[FABRIC_HDR_SIZE];
+
+    fabric_put_header(frame, FABRIC_BELL, 0, 0);
+    c->fab->up->sock_queue3(c, frame, sizeof(frame), NULL, 0, NULL, 0);
+}
+
+/* Move queued frames into the ring while it has room. */
+static void shm_flush(FabricConn *c)
+{
+    FabricShm *sh = c->shm;
+    bool had = sh->txq->len > sh->txq_off;
+    size_t moved = 0;
+
+    while (sh->txq->len > sh->txq_off) {
+        struct iovec iov = { sh->txq->data + sh->txq_off,
+                             sh->txq->len - sh->txq_off };
+        size_t n = fabric_ring_write(&sh->tx, &iov, 1);
+
+        sh->txq_off += n;
+        moved += n;
+        if (!n && !fabric_ring_wait_room(&sh->tx)) {
+            break;      /* rung when the peer makes room */
+        }
+    }
+    if (sh->tx.broken) {
+        c->fab->up->drop(c->fab, c->peer, "shared-memory ring broken");
+        c->broken = true;
+        qemu_bh_schedule(c->fab->close_bh);
+        return;
+    }
+    if (moved && fabric_ring_need_bell(&sh->tx)) {
+        shm_bell(c);
+    }
+    if (sh->txq_off == sh->txq->len) {
+        g_byte_array_set_size(sh->txq, 0);
+        sh->txq_off = 0;
+        if (had) {
+            c->fab->up->drained(c);
+        }
+    }
+}
+
+bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
+                      const uint8_t *body)
+{
+    FabricSocket *f = c->fab;
+    FabricShm *sh = c->shm;
+    bool dialler = c->called >= 0;
+    const char *why;
+    uint32_t step;
+
+    if (hdr->type == FABRIC_BELL) {
+        if (!sh || !sh->tx_on) {
+            f->up->drop(f, c->peer, "BELL without a shared-memory link");
+            return true;
+        }
+        if (sh->rx_on) {
+            fabric_ring_bell_heard(&sh->rx);
+        }
+        shm_flush(c);
+        return !sh->rx_on || fabric_shm_drain(c, FABRIC_READ_BUDGET);
+    }
+
+    step = fabric_ld32(body);
+    switch (step) {
+    case FABRIC_SHM_OFFER:
+        if (dialler || sh || !f->shm) {
+            f->up->drop(f, c->peer, "unexpected shared-memory OFFER");
+            if (!dialler && !sh) {
+                f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_NACK);
+            }
+            return true;
+        }
+        why = shm_take(c);
+        if (why) {
+            shm_report(f, c->peer, why);
+            f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_NACK);
+            return true;
+        }
+        f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_ACK);
+        c->shm->tx_on = true;
+        trace_tempest_fabric_shm(f->node, c->peer, "accepted");
+        return true;
+    case FABRIC_SHM_ACK:
+        if (!dialler || !sh || sh->tx_on) {
+            break;
+        }
+        shm_rx_on(c);
+        f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_SWITCH);
+        sh->tx_on = true;
+        trace_tempest_fabric_shm(f->node, c->peer, "switched");
+        return fabric_shm_drain(c, FABRIC_READ_BUDGET);
+    case FABRIC_SHM_NACK:
+        if (!dialler || !sh || sh->tx_on) {
+            break;
+        }
+        fabric_shm_free(c);
+        shm_report(f, c->peer, "the peer refused it");
+        return true;
+    case FABRIC_SHM_SWITCH:
+        if (dialler || !sh || sh->rx_on) {
+            break;
+        }
+        shm_rx_on(c);
+        return fabric_shm_drain(c, FABRIC_READ_BUDGET);
+    }
+    f->up->drop(f, c->peer, "unexpected shared-memory step");
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Moving frames                                                       */
+/* ------------------------------------------------------------------ */
+
+bool fabric_shm_sending(FabricConn *c)
+{
+    return c->shm && c->shm->tx_on;
+}
+
+size_t fabric_shm_pending(FabricConn *c)
+{
+    return c->shm->txq->len - c->shm->txq_off;
+}
+
+void fabric_shm_queue3(FabricConn *c, const struct iovec *iov)
+{
+    FabricShm *sh = c->shm;
+    size_t done = 0, skip;
+
+    if (c->broken) {
+        return;     /* closing: the peer will be reported down */
+    }
+    if (sh->txq->len == sh->txq_off) {
+        /* Nothing ahead of it: straight from the caller's memory. */
+        done = fabric_ring_write(&sh->tx, iov, 3);
+        if (sh->tx.broken) {
+            shm_flush(c);       /* reports it */
+            return;
+        }
+        if (done && fabric_ring_need_bell(&sh->tx)) {
+            shm_bell(c);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        skip = MIN(done, iov[i].iov_len);
+        done -= skip;
+        if (iov[i].iov_len > skip) {
+            g_byte_array_append(sh->txq, (uint8_t *)iov[i].iov_base + skip,
+                                iov[i].iov_len - skip);
+        }
+    }
+    if (sh->txq->len > sh->txq_off && fabric_ring_wait_room(&sh->tx)) {
+        shm_flush(c);
+    }
+}
+
+bool fabric_shm_drain(FabricConn *c, size_t budget)
+{
+    FabricShm *sh = c->shm;
+
+    if (!sh || !sh->rx_on || !c->reading) {
+        return true;
+    }
+    while (budget) {
+        bool ring_back;
+        size_t n = fabric_ring_read(&sh->rx, sh->rxbuf + sh->rx_len,
+                                    MIN(FABRIC_RX_BUF - sh->rx_len, budget),
+                                    &ring_back);
+
+        if (sh->rx.broken) {
+            c->fab->up->drop(c->fab, c->peer, "shared-memory ring broken");
+            c->fab->up->close(c, "shared-memory ring broken");
+            return false;
+        }
+        if (ring_back) {
+            shm_bell(c);
+        }
+        if (!n) {
+            return true;
+        }
+        sh->rx_len += n;
+        budget -= n;
+        /* The buffer holds a largest frame: it always makes progress. */
+        if (!c->fab->up->parse(c, sh->rxbuf, &sh->rx_len)) {
+            return false;
+        }
+        sh = c->shm;
+        if (!sh || !sh->rx_on || !c->reading) {
+            return true;
+        }
+    }
+    return true;
+}
+
+static void shm_drain_all(FabricSocket *f)
+{
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (c && c->shm && c->shm->rx_on) {
+            fabric_shm_drain(c, FABRIC_READ_BUDGET);
+        }
+    }
+}
+
+static void shm_drain_bh(void *opaque)
+{
+    shm_drain_all(opaque);
+}
+
+static void shm_set_polling(FabricSocket *f, bool polling)
+{
+    f->polling = polling;
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (c && c->shm && c->shm->rx_on) {
+            fabric_ring_set_sleeping(&c->shm->rx, !polling);
+        }
+    }
+}
+
+void fabric_shm_poll(FabricSocket *f, bool polling)
+{
+    if (polling) {
+        f->last_poll_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        if (!f->polling) {
+            shm_set_polling(f, true);
+            timer_mod(f->poll_timer, f->last_poll_ns + FABRIC_POLL_IDLE_NS);
+        }
+    } else if (f->polling) {
+        shm_set_polling(f, false);
+        timer_del(f->poll_timer);
+    }
+    /* After the flags: what came before a peer could see them is read. */
+    shm_drain_all(f);
+}
+
+/* The guest stopped polling without saying so: peers ring again. */
+static void shm_poll_timeout(void *opaque)
+{
+    FabricSocket *f = opaque;
+    int64_t idle_at = f->last_poll_ns + FABRIC_POLL_IDLE_NS;
+
+    if (!f->polling) {
+        return;
+    }
+    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < idle_at) {
+        timer_mod(f->poll_timer, idle_at);
+        return;
+    }
+    fabric_shm_poll(f, false);
+}
+
+void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms)
+{
+    FabricShm *sh = c->shm;
+
+    if (!sh->tx_on) {
+        return;
+    }
+    while (sh->txq->len > sh->txq_off && !sh->tx.broken &&
+           qemu_clock_get_ms(QEMU_CLOCK_REALTIME) < deadline_ms) {
+        shm_flush(c);
+        if (sh->txq->len > sh->txq_off) {
+            g_usleep(100);
+        }
+    }
+    /* The peer may sleep: the BYE is in the ring, wake it to read it. */
+    shm_bell(c);
+}
+
+bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
+                      Error **errp)
+{
+    if (!g_str_has_prefix(f->spec, "unix:")) {
+        error_setg(errp, "fabric: shared memory needs Unix sockets between "
+                   "the nodes (unix:DIR), not '%s'", f->spec);
+        return false;
+    }
+    f->shm = true;
+    f->up = up;
+    f->poll_timer = timer_new_ns(QEMU_CLOCK_REALTIME, shm_poll_timeout, f);
+    f->drain_bh = qemu_bh_new(shm_drain_bh, f);
+    return true;
+}
+
+void fabric_shm_stop(FabricSocket *f)
+{
+    if (f->poll_timer) {
+        timer_free(f->poll_timer);
+        f->poll_timer = NULL;
+    }
+    if (f->drain_bh) {
+        qemu_bh_delete(f->drain_bh);
+        f->drain_bh = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The QOM type                                                        */
+/* ------------------------------------------------------------------ */
+
+static const TypeInfo shm_info = {
+    .name = TYPE_TEMPEST_FABRIC_SHM,
+    .parent = TYPE_TEMPEST_FABRIC_SOCKET,
+};
+
+static void shm_register_types(void)
+{
+    type_register_static(&shm_info);
+}
+
+type_init(shm_register_types)
