@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/memfd.h"
@@ -583,9 +584,34 @@ void fabric_shm_stop(FabricSocket *f)
 /* The QOM type                                                        */
 /* ------------------------------------------------------------------ */
 
+/* "shm-links" (read-only): the links that went over to shared memory. */
+static void shm_get_links(Object *obj, Visitor *v, const char *name,
+                          void *opaque, Error **errp)
+{
+    FabricSocket *f = container_of(TEMPEST_FABRIC(obj), FabricSocket,
+                                   parent_obj);
+    uint32_t n = 0;
+
+    for (unsigned i = 0; f->peers && i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        n += c && c->shm && c->shm->tx_on && c->shm->rx_on;
+    }
+    visit_type_uint32(v, name, &n, errp);
+}
+
+static void shm_class_init(ObjectClass *oc, void *data)
+{
+    object_class_property_add(oc, "shm-links", "uint32", shm_get_links,
+                              NULL, NULL, NULL);
+    object_class_property_set_description(oc, "shm-links",
+        "links to peers that are in shared memory now");
+}
+
 static const TypeInfo shm_info = {
     .name = TYPE_TEMPEST_FABRIC_SHM,
     .parent = TYPE_TEMPEST_FABRIC_SOCKET,
+    .class_init = shm_class_init,
 };
 
 static void shm_register_types(void)

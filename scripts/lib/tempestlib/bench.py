@@ -420,10 +420,13 @@ def _fmt(seconds):
     return f"{seconds * 1000:9.1f} ms"
 
 
-def run(name, repeat, as_json=False, out=None):
+def run(name, repeat, as_json=False, out=None, fabric=None):
     """Run the benchmarks; the table (or with as_json the JSON alone) goes
-    to out (standard output), progress to standard error."""
+    to out (standard output), progress to standard error.  fabric: of
+    every cluster (cluster.fabric_kind)."""
     out = out or sys.stdout
+    fabric = cluster.fabric_kind(fabric)
+    os.environ[cluster.FABRIC_ENV] = fabric     # for every run below
     if not os.path.exists(QEMU_BIN):
         raise StepError("bench: QEMU is not built")
     names = [name] if name else list(BENCHES)
@@ -433,8 +436,8 @@ def run(name, repeat, as_json=False, out=None):
             raise StepError(f"bench: no benchmark '{n}' (have: "
                             f"{', '.join(BENCHES)})")
         load = os.getloadavg()
-        say(f"bench {n}: median of {repeat} runs; load average "
-            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        say(f"bench {n}: median of {repeat} runs, fabric {fabric}; load "
+            f"average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         rows = BENCHES[n](repeat)
         results[n] = []
         for w, m, r in rows:
@@ -444,7 +447,7 @@ def run(name, repeat, as_json=False, out=None):
             results[n].append({"what": w, "median_s": m[0], "min_s": m[1],
                                "max_s": m[2], "ratio": rr[0],
                                "ratio_min": rr[1], "ratio_max": rr[2],
-                               "loadavg": load[0]})
+                               "loadavg": load[0], "fabric": fabric})
             if not as_json:
                 spread = (f" [{rr[1]:.2f}-{rr[2]:.2f}]"
                           if isinstance(r, tuple) else "")

@@ -87,7 +87,8 @@ def run_parser(add_help=True):
                         "Unix-domain sockets (implies --fabric socket)")
     p.add_argument("--fabric", choices=FABRICS, default=None,
                    help="shm: Unix sockets whose links become shared "
-                        "memory; socket: the sockets carry everything "
+                        "memory; socket: the Unix sockets carry "
+                        "everything; tcp: as --tcp "
                         f"(default: ${FABRIC_ENV} or shm)")
     p.add_argument("--credits", type=positive, default=None,
                    help="packets in flight per peer and network "
@@ -386,7 +387,7 @@ def free_port_base(count):
     raise StepError(f"run: found no {count} free consecutive TCP ports")
 
 
-FABRICS = ("shm", "socket")
+FABRICS = ("shm", "socket", "tcp")
 FABRIC_ENV = "TEMPEST_FABRIC"
 
 
@@ -402,7 +403,7 @@ def fabric_kind(kind=None):
 def fabric_spec(nodes, tcp, sock_dir, kind=None):
     if nodes == 1:
         return None
-    if tcp:
+    if tcp or fabric_kind(kind) == "tcp":
         return f"tcp:127.0.0.1:{free_port_base(nodes)}"
     if fabric_kind(kind) == "shm":
         return f"shm:{sock_dir}"

@@ -262,10 +262,12 @@ def suite_tcg(results, k):
 
 
 def suite_guest(results, k):
-    """tests/guest/cases.py, registered with meson as the TAP test 'guest'
-    (tests/guest/meson.build)."""
-    _meson(results, "guest", GUEST_BUILD, ["guest"],
-           test_args=["-k", k] if k else [])
+    """tests/guest/cases.py, registered with meson as the TAP tests 'guest'
+    (the shared-memory fabric), 'guest-socket' (every link its Unix
+    socket) and 'guest-tcp' (TCP); tests/guest/meson.build."""
+    for name in ("guest", "guest-socket", "guest-tcp"):
+        _meson(results, name, GUEST_BUILD, [name],
+               test_args=["-k", k] if k else [])
 
 
 def suite_style(results, k):
