@@ -319,6 +319,8 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_string(dev, "cmdline",
                          ms->kernel_cmdline ? ms->kernel_cmdline : "");
     qdev_prop_set_string(dev, "fabric", tms->fabric);
+    object_property_set_link(OBJECT(dev), "ram", OBJECT(ms->ram),
+                             &error_abort);
     qdev_prop_set_string(dev, "fabric-key", tms->fabric_key);
     if (*tms->fabric_backend) {
         Object *fb = object_resolve_path_component(object_get_objects_root(),

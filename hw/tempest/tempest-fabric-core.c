@@ -178,6 +178,22 @@ void tempest_fabric_bye(TempestFabric *f, uint32_t status)
     }
 }
 
+void tempest_fabric_share_ram(TempestFabric *f, int fd, void *host,
+                              uint64_t base, uint64_t size)
+{
+    f->ram_fd = fd;
+    f->ram_host = host;
+    f->ram_base = base;
+    f->ram_size = size;
+}
+
+void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
+                              uint64_t *base, uint64_t *size)
+{
+    return f && f->fc->peer_ram ? f->fc->peer_ram(f, peer, base, size) :
+           NULL;
+}
+
 void tempest_fabric_poll(TempestFabric *f, bool polling)
 {
     if (f && f->fc->poll) {
@@ -212,6 +228,7 @@ static void fabric_instance_init(Object *obj)
     TempestFabric *f = TEMPEST_FABRIC(obj);
 
     f->fc = TEMPEST_FABRIC_GET_CLASS(obj);
+    f->ram_fd = -1;
     f->nodes = 1;
     f->credits = 32;
     f->timeout_ms = 30000;

@@ -55,7 +55,7 @@ struct FabricConn {
     size_t tx_off;
     uint32_t hello_flags;       /* the peer's HELLO flags */
     FabricShm *shm;             /* its shared-memory link, or NULL */
-    int passed_fd;              /* a descriptor the peer sent, or -1 */
+    int passed_fd[2];           /* descriptors the peer sent, or -1 */
 };
 
 /* Bytes queued for the socket and not yet written. */
@@ -151,6 +151,7 @@ size_t fabric_shm_pending(FabricConn *c);
 /* Read the ring's frames (at most budget bytes); false when c closed. */
 bool fabric_shm_drain(FabricConn *c, size_t budget);
 void fabric_shm_poll(FabricSocket *f, bool polling);
+void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size);
 /* QEMU exits: put what is queued into the rings, waiting until deadline. */
 void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms);
 void fabric_shm_free(FabricConn *c);

@@ -52,6 +52,19 @@ struct FabricShm {
     size_t txq_off;
     uint8_t *rxbuf;             /* FABRIC_RX_BUF: frames are parsed here */
     size_t rx_len;
+    void *peer_ram;             /* the peer's guest RAM, or NULL */
+    uint64_t peer_ram_base, peer_ram_size;
+};
+
+/* The header page: offsets of its fields */
+enum {
+    SHM_H_MAGIC = 0,
+    SHM_H_VERSION = 4,
+    SHM_H_CLUSTER = 8,
+    SHM_H_DIALLER = 16,
+    SHM_H_ACCEPTOR = 20,
+    SHM_H_RING = 24,
+    SHM_H_RAM = 32,     /* [2] x (u64 base, u64 size): dialler, acceptor */
 };
 
 static size_t shm_ring_span(void)
@@ -92,16 +105,36 @@ static FabricShm *shm_new(void *map)
     return sh;
 }
 
+/* Forget the descriptors the peer passed and nobody took. */
+static void shm_passed_close(FabricConn *c)
+{
+    for (int i = 0; i < 2; i++) {
+        if (c->passed_fd[i] >= 0) {
+            close(c->passed_fd[i]);
+            c->passed_fd[i] = -1;
+        }
+    }
+}
+
+/* Take the i-th descriptor the peer passed (-1 if none). */
+static int shm_passed_take(FabricConn *c, int i)
+{
+    int fd = c->passed_fd[i];
+
+    c->passed_fd[i] = -1;
+    return fd;
+}
+
 void fabric_shm_free(FabricConn *c)
 {
     FabricShm *sh = c->shm;
 
-    if (c->passed_fd >= 0) {
-        close(c->passed_fd);
-        c->passed_fd = -1;
-    }
+    shm_passed_close(c);
     if (!sh) {
         return;
+    }
+    if (sh->peer_ram) {
+        munmap(sh->peer_ram, sh->peer_ram_size);
     }
     munmap(sh->map, sh->map_len);
     g_byte_array_free(sh->txq, true);
@@ -138,16 +171,21 @@ ssize_t fabric_shm_read(FabricConn *c, void *buf, size_t len)
         if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
             continue;
         }
+        /*
+         * The descriptors of the last message are kept, at most two (an
+         * OFFER's link and RAM): a peer cannot pile them up.
+         */
+        shm_passed_close(c);
         nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (size_t i = 0; i < nfds; i++) {
             int fd;
 
             memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            /* One descriptor is kept (the OFFER's); a peer cannot pile. */
-            if (c->passed_fd >= 0) {
-                close(c->passed_fd);
+            if (i < 2) {
+                c->passed_fd[i] = fd;
+            } else {
+                close(fd);
             }
-            c->passed_fd = fd;
         }
     }
     return n;
@@ -157,28 +195,115 @@ ssize_t fabric_shm_read(FabricConn *c, void *buf, size_t len)
 static void shm_put_header(uint8_t *p, uint64_t cluster, unsigned dialler,
                            unsigned acceptor)
 {
-    fabric_st32(p, FABRIC_SHM_MAGIC);
-    fabric_st32(p + 4, FABRIC_SHM_VERSION);
-    fabric_st64(p + 8, cluster);
-    fabric_st32(p + 16, dialler);
-    fabric_st32(p + 20, acceptor);
-    fabric_st32(p + 24, FABRIC_SHM_RING);
+    fabric_st32(p + SHM_H_MAGIC, FABRIC_SHM_MAGIC);
+    fabric_st32(p + SHM_H_VERSION, FABRIC_SHM_VERSION);
+    fabric_st64(p + SHM_H_CLUSTER, cluster);
+    fabric_st32(p + SHM_H_DIALLER, dialler);
+    fabric_st32(p + SHM_H_ACCEPTOR, acceptor);
+    fabric_st32(p + SHM_H_RING, FABRIC_SHM_RING);
+}
+
+/* Our RAM in the header (side 0: the dialler's, 1: the acceptor's). */
+static int shm_put_ram(FabricSocket *f, uint8_t *map, unsigned side)
+{
+    TempestFabric *tf = &f->parent_obj;
+    bool shared = tf->ram_fd >= 0;
+
+    fabric_st64(map + SHM_H_RAM + 16 * side, shared ? tf->ram_base : 0);
+    fabric_st64(map + SHM_H_RAM + 16 * side + 8, shared ? tf->ram_size : 0);
+    return shared ? tf->ram_fd : -1;
+}
+
+/*
+ * Map the peer's RAM that came as fd, if the header announces it (side:
+ * the peer's); without it the link works, transfers and fetch-and-op go
+ * as frames.  The memfd must be sealed against shrinking (as
+ * memory-backend-memfd's are): else the peer could make our accesses
+ * fault.
+ */
+static void shm_map_ram(FabricConn *c, int fd, unsigned side)
+{
+    FabricShm *sh = c->shm;
+    const uint8_t *h = (const uint8_t *)sh->map + SHM_H_RAM + 16 * side;
+    uint64_t base = fabric_ld64(h), size = fabric_ld64(h + 8);
+    int seals = fd >= 0 ? fcntl(fd, F_GET_SEALS) : -1;
+    struct stat st;
+    void *ram;
+
+    if (fd < 0 || !size) {
+        goto out;
+    }
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 ||
+        !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size ||
+        size & (qemu_real_host_page_size() - 1) || base + size < base) {
+        shm_report(c->fab, c->peer, "its RAM is not a sealed memfd of the "
+                   "size it says");
+        goto out;
+    }
+    ram = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ram == MAP_FAILED) {
+        shm_report(c->fab, c->peer, "cannot map its RAM");
+        goto out;
+    }
+    sh->peer_ram = ram;
+    sh->peer_ram_base = base;
+    sh->peer_ram_size = size;
+    trace_tempest_fabric_shm(c->fab->node, c->peer, "peer RAM mapped");
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size)
+{
+    FabricShm *sh = c->shm;
+
+    if (!sh->tx_on || !sh->rx_on || !sh->peer_ram) {
+        return NULL;
+    }
+    *base = sh->peer_ram_base;
+    *size = sh->peer_ram_size;
+    return sh->peer_ram;
+}
+
+/*
+ * Send a FABRIC_SHM step on the socket with up to two descriptors; false
+ * if it could not go (the socket's queue must be empty: 12 bytes then go
+ * in one call).
+ */
+static bool shm_send_step(FabricConn *c, uint32_t step, const int *fds,
+                          int nfds)
+{
+    uint8_t frame[FABRIC_HDR_SIZE + 4];
+    struct iovec iov = { frame, sizeof(frame) };
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 2)];
+    } ctl;
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+    struct cmsghdr *cm;
+
+    fabric_put_header(frame, FABRIC_SHM, 0, 4);
+    fabric_st32(frame + FABRIC_HDR_SIZE, step);
+    if (nfds) {
+        memset(&ctl, 0, sizeof(ctl));
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+    }
+    return !sock_pending(c) &&
+           sendmsg(c->fd, &msg, MSG_NOSIGNAL) == sizeof(frame);
 }
 
 void fabric_shm_offer(FabricConn *c)
 {
     FabricSocket *f = c->fab;
-    uint8_t frame[FABRIC_HDR_SIZE + 4];
-    struct iovec iov = { frame, sizeof(frame) };
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1,
-        .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf),
-    };
-    struct cmsghdr *cm;
+    int fds[2], nfds = 1;
     void *map;
     int fd;
 
@@ -206,16 +331,10 @@ void fabric_shm_offer(FabricConn *c)
                        FABRIC_SHM_RING, true);
     fabric_ring_attach(&c->shm->rx, shm_ring_mem(c->shm, 1),
                        FABRIC_SHM_RING, false);
-
-    fabric_put_header(frame, FABRIC_SHM, 0, 4);
-    fabric_st32(frame + FABRIC_HDR_SIZE, FABRIC_SHM_OFFER);
-    cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    /* The socket's queue is empty (checked): 12 bytes go in one call. */
-    if (sendmsg(c->fd, &msg, MSG_NOSIGNAL) != sizeof(frame)) {
+    fds[0] = fd;
+    fds[1] = shm_put_ram(f, map, 0);
+    nfds += fds[1] >= 0;
+    if (!shm_send_step(c, FABRIC_SHM_OFFER, fds, nfds)) {
         shm_report(f, c->peer, "cannot pass the memfd");
         fabric_shm_free(c);
     } else {
@@ -231,12 +350,11 @@ out:
 static const char *shm_take(FabricConn *c)
 {
     FabricSocket *f = c->fab;
-    int fd = c->passed_fd, seals;
+    int fd = shm_passed_take(c, 0), seals;
     struct stat st;
     uint8_t *map;
     FabricShm *sh;
 
-    c->passed_fd = -1;
     if (fd < 0) {
         return "no memfd came with the OFFER";
     }
@@ -269,6 +387,7 @@ static const char *shm_take(FabricConn *c)
         return "the OFFER's link is not one for this pair of nodes";
     }
     c->shm = sh;
+    shm_map_ram(c, shm_passed_take(c, 1), 0);
     return NULL;
 }
 
@@ -331,6 +450,7 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
     bool dialler = c->called >= 0;
     const char *why;
     uint32_t step;
+    int fd;
 
     if (hdr->type == FABRIC_BELL) {
         if (!sh || !sh->tx_on) {
@@ -360,7 +480,13 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
             f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_NACK);
             return true;
         }
-        f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_ACK);
+        fd = shm_put_ram(f, c->shm->map, 1);
+        if (!shm_send_step(c, FABRIC_SHM_ACK, &fd, fd >= 0)) {
+            /* Not a word could go: the link stays on its socket. */
+            fabric_shm_free(c);
+            shm_report(f, c->peer, "cannot answer its OFFER");
+            return true;
+        }
         c->shm->tx_on = true;
         trace_tempest_fabric_shm(f->node, c->peer, "accepted");
         return true;
@@ -368,6 +494,7 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
         if (!dialler || !sh || sh->tx_on) {
             break;
         }
+        shm_map_ram(c, shm_passed_take(c, 0), 1);
         shm_rx_on(c);
         f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_SWITCH);
         sh->tx_on = true;

@@ -701,7 +701,7 @@ static FabricConn *fabric_conn_new(FabricSocket *f, QIOChannelSocket *sioc,
     c->peer = -1;
     c->called = called;
     c->hello_node = -1;
-    c->passed_fd = -1;
+    c->passed_fd[0] = c->passed_fd[1] = -1;
     c->born_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
     qemu_guest_getrandom_nofail(c->nonce, sizeof(c->nonce));
     c->rx_size = FABRIC_RX_PENDING;
@@ -1179,6 +1179,18 @@ static void fabric_exit_flush(Notifier *n, void *data)
     }
 }
 
+static void *sock_peer_ram(TempestFabric *obj, unsigned peer,
+                           uint64_t *base, uint64_t *size)
+{
+    FabricSocket *f = SOCK(obj);
+
+    if (peer >= f->nodes || !f->peers[peer].conn ||
+        !f->peers[peer].conn->shm) {
+        return NULL;
+    }
+    return fabric_shm_peer_ram(f->peers[peer].conn, base, size);
+}
+
 static void sock_poll(TempestFabric *obj, bool polling)
 {
     FabricSocket *f = SOCK(obj);
@@ -1234,6 +1246,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->tx_queued = sock_tx_queued;
     fc->bye = sock_bye;
     fc->poll = sock_poll;
+    fc->peer_ram = sock_peer_ram;
     object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
     object_class_property_set_description(oc, "addr",
         "unix:DIR, tcp:HOST:PORT or tcp:H0:P0;H1:P1;...");

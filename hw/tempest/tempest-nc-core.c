@@ -18,6 +18,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "hw/irq.h"
+#include "exec/cpu-common.h"
 #include "tempest-nc-internal.h"
 #include "trace.h"
 
@@ -351,6 +352,22 @@ static void nc_fabric_dropped(void *opaque, int peer, const char *why)
     s->dropped++;
 }
 
+/*
+ * The guest's RAM is a shared memfd (memory-backend-memfd,share=on, as
+ * scripts/tempest run makes it): peers on this host may map it.
+ */
+static void nc_share_ram(TempestNCState *s)
+{
+    int fd = s->ram_mr ? memory_region_get_fd(s->ram_mr) : -1;
+
+    if (fd >= 0 && s->ram_mr->ram_block &&
+        qemu_ram_is_shared(s->ram_mr->ram_block)) {
+        tempest_fabric_share_ram(s->fabric, fd,
+                                 memory_region_get_ram_ptr(s->ram_mr),
+                                 s->ram_base, memory_region_size(s->ram_mr));
+    }
+}
+
 bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
 {
     TempestFabric *f;
@@ -376,6 +393,7 @@ bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
             return false;
         }
         s->fabric = f;
+        nc_share_ram(s);
         return true;
     }
     f = tempest_fabric_new(s->fabric_spec, s->cluster_id, s->fabric_key,
@@ -385,6 +403,7 @@ bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
         return false;
     }
     s->fabric = f;
+    nc_share_ram(s);
     return true;
 }
 

@@ -482,6 +482,21 @@ static uint32_t xfer_cmd_buf_post(TempestNCState *s, TempestCmdBank *b)
 /* ------------------------------------------------------------------ */
 
 /* At the home node: do it on the guest's word, atomically. */
+/* The operation itself, on the 8 bytes at p: a host atomic. */
+static uint64_t xfer_fop_apply(uint64_t *p, uint32_t op, uint64_t operand,
+                               uint64_t cmp)
+{
+    /* The guest is little-endian, like the hosts this runs on. */
+    switch (op) {
+    case TEMPEST_FOP_ADD:
+        return qatomic_fetch_add(p, operand);
+    case TEMPEST_FOP_SWAP:
+        return qatomic_xchg(p, operand);
+    default:
+        return qatomic_cmpxchg(p, cmp, operand);
+    }
+}
+
 static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
                            uint64_t operand, uint64_t cmp, uint64_t *old)
 {
@@ -499,19 +514,35 @@ static bool xfer_fop_local(TempestNCState *s, uint32_t op, uint64_t addr,
         }
         return false;
     }
-    /* The guest is little-endian, like the hosts this runs on. */
-    switch (op) {
-    case TEMPEST_FOP_ADD:
-        *old = qatomic_fetch_add(p, operand);
-        break;
-    case TEMPEST_FOP_SWAP:
-        *old = qatomic_xchg(p, operand);
-        break;
-    default:
-        *old = qatomic_cmpxchg(p, cmp, operand);
-        break;
-    }
+    *old = xfer_fop_apply(p, op, operand, cmp);
     address_space_unmap(s->dma_as, p, plen, true, 8);
+    return true;
+}
+
+/*
+ * The home node's RAM is mapped here (a shared-memory link): the
+ * operation is the same host atomic its own controller would do, on the
+ * same memory, checked against the home's RAM as the home checks it.
+ * Returns false (and does nothing) when the RAM is not mapped here.
+ */
+static bool xfer_fop_shared(TempestNCState *s, unsigned home,
+                            TempestCmdBank *b, uint32_t *status)
+{
+    uint64_t base, size, addr = b->arg[1];
+    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, home, &base, &size);
+
+    if (!ram) {
+        return false;
+    }
+    if (addr < base || addr - base > size - 8 || size < 8) {
+        b->reason = TEMPEST_CMD_E_BAD_ADDR;
+        *status = TEMPEST_CMD_FAIL;
+        return true;
+    }
+    b->result = xfer_fop_apply((uint64_t *)(ram + (addr - base)), b->arg[2],
+                               b->arg[3], b->arg[4]);
+    s->xfer_fop_shared++;
+    *status = TEMPEST_CMD_SUCCESS;
     return true;
 }
 
@@ -519,6 +550,7 @@ static uint32_t xfer_cmd_fop(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t home = b->arg[0], addr = b->arg[1], op = b->arg[2];
     uint8_t req[FOP_BODY];
+    uint32_t status;
 
     switch (b->fop_state) {
     case FOP_PENDING:
@@ -554,6 +586,9 @@ static uint32_t xfer_cmd_fop(TempestNCState *s, TempestCmdBank *b)
     if (!tempest_fabric_peer_up(s->fabric, home)) {
         b->reason = TEMPEST_CMD_E_PEER_DOWN;
         return TEMPEST_CMD_FAIL;
+    }
+    if (xfer_fop_shared(s, home, b, &status)) {
+        return status;
     }
     b->fop_state = FOP_PENDING;
     b->fop_id = s->xfer_next_fop++;
@@ -781,6 +816,7 @@ static void xfer_reset(TempestNCState *s)
     xfer_drop_queues(s);
     s->xfer_sent_bytes = 0;
     s->xfer_recv_bytes = 0;
+    s->xfer_fop_shared = 0;
 }
 
 static void xfer_unrealize(TempestNCState *s)

@@ -12,6 +12,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "exec/tcg-mmio-fast.h"
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "qemu/log.h"
@@ -97,6 +98,7 @@ REG32(XFER_SENT_HI, TEMPEST_NC_XFER_SENT_HI)
 REG32(XFER_RECV_LO, TEMPEST_NC_XFER_RECV_LO)
 REG32(XFER_RECV_HI, TEMPEST_NC_XFER_RECV_HI)
 REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
+REG32(FOP_SHARED, TEMPEST_NC_FOP_SHARED)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
@@ -328,6 +330,9 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_XFER_WAITING:
         *value = s->xfer_waiting;
         return true;
+    case A_FOP_SHARED:
+        *value = s->xfer_fop_shared;
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -472,6 +477,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_XFER_RECV_LO:
     case A_XFER_RECV_HI:
     case A_XFER_WAITING:
+    case A_FOP_SHARED:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     }
@@ -631,6 +637,11 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
             goto fail;
         }
     }
+    /*
+     * No access of ours looks at the CPU's state: TCG need not end a
+     * translation block at each one (1-3 us each otherwise).
+     */
+    tcg_mmio_fast_register(&s->iomem);
     return;
 
 fail:
@@ -645,6 +656,7 @@ static void tempest_nc_unrealize(DeviceState *dev)
 {
     TempestNCState *s = TEMPEST_NC(dev);
 
+    tcg_mmio_fast_unregister(&s->iomem);
     migrate_del_blocker(&s->migration_blocker);
     tempest_nc_fabric_detach(s);
     for (int i = ARRAY_SIZE(tempest_nc_engines) - 1; i >= 0; i--) {
@@ -767,6 +779,8 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_LINK("fabric-backend", TempestNCState, fabric_backend,
                      TYPE_TEMPEST_FABRIC, TempestFabric *),
     DEFINE_PROP_LINK("memory", TempestNCState, dma_mr, TYPE_MEMORY_REGION,
+                     MemoryRegion *),
+    DEFINE_PROP_LINK("ram", TempestNCState, ram_mr, TYPE_MEMORY_REGION,
                      MemoryRegion *),
     DEFINE_PROP_UINT64("cluster-id", TempestNCState, cluster_id, 0),
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),

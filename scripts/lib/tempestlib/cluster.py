@@ -430,10 +430,18 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
         secret = ["-object", f"secret,id=tempest-key,file={key_file}"]
     if credits:
         machine += f",credits={credits}"
+    ram = []
+    if fabric and fabric.startswith("shm:"):
+        # RAM in a sealed memfd that peers on this host map: transfers and
+        # fetch-and-op go straight to it (docs/fabric.rst, "Shared
+        # memory").
+        machine += ",memory-backend=tempest.ram"
+        ram = ["-object", f"memory-backend-memfd,id=tempest.ram,size={mem},"
+               "share=on"]
     cmd = [QEMU_BIN, "-M", machine, "-smp", str(smp), "-m", mem,
            "-nodefaults", "-no-user-config", "-display", "none",
            "-serial", "stdio", "-kernel", program,
-           "-append", guest_cmdline(program, args)] + secret
+           "-append", guest_cmdline(program, args)] + secret + ram
     if cpu:
         cmd += ["-cpu", cpu]
     return cmd + list(extra)

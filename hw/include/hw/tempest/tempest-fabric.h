@@ -70,6 +70,10 @@ struct TempestFabric {
     void *opaque;
     uint8_t *key;               /* the cluster's key (AUTH) */
     size_t key_len;
+    /* This node's RAM, if it is shared memory (tempest_fabric_share_ram) */
+    int ram_fd;
+    void *ram_host;
+    uint64_t ram_base, ram_size;
     struct TempestFabricClass *fc;
 };
 
@@ -93,8 +97,10 @@ struct TempestFabricClass {
                       size_t body_len);
     size_t (*tx_queued)(TempestFabric *f, unsigned peer);
     void (*bye)(TempestFabric *f, uint32_t status);
-    /* Optional: only a backend with shared-memory links has it. */
+    /* Optional: only a backend with shared-memory links has them. */
     void (*poll)(TempestFabric *f, bool polling);
+    void *(*peer_ram)(TempestFabric *f, unsigned peer, uint64_t *base,
+                      uint64_t *size);
 };
 
 /*
@@ -163,5 +169,19 @@ void tempest_fabric_bye(TempestFabric *f, uint32_t status);
  * A backend without shared memory has nothing to do.
  */
 void tempest_fabric_poll(TempestFabric *f, bool polling);
+/*
+ * This node's guest RAM is shared memory: fd (a sealed memfd, e.g. of
+ * memory-backend-memfd,share=on) mapped here at host, the guest's
+ * [base, base + size).  A backend with shared-memory links offers it to
+ * its peers on this host, which map it (bulk copies, fetch-and-op).
+ */
+void tempest_fabric_share_ram(TempestFabric *f, int fd, void *host,
+                              uint64_t base, uint64_t size);
+/*
+ * peer's guest RAM mapped in this process, and its guest base and size;
+ * NULL if it is not (another host, a socket link, not shared).
+ */
+void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
+                              uint64_t *base, uint64_t *size);
 
 #endif /* HW_TEMPEST_TEMPEST_FABRIC_H */

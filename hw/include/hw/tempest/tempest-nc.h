@@ -155,6 +155,7 @@ struct TempestNCState {
     char *fabric_key;       /* id of a secret object: the cluster's key */
     TempestFabric *fabric_backend;  /* link: a fabric made with -object */
     MemoryRegion *dma_mr;           /* link "memory": what DMA sees */
+    MemoryRegion *ram_mr;           /* link "ram": the guest's RAM */
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout_ms;
@@ -230,6 +231,7 @@ struct TempestNCState {
     uint32_t xfer_active;
     uint32_t xfer_nbufs;
     uint32_t xfer_waiting;
+    uint32_t xfer_fop_shared;   /* fetch-and-ops done on a home's mapped RAM */
     uint32_t xfer_next_mid;
     uint32_t xfer_next_fop;
     uint64_t xfer_sent_bytes;

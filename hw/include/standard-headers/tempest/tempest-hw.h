@@ -166,6 +166,7 @@
 #define TEMPEST_NC_XFER_RECV_LO     0x190   /* bytes stored by transfers */
 #define TEMPEST_NC_XFER_RECV_HI     0x194
 #define TEMPEST_NC_XFER_WAITING     0x198   /* typed messages with no buffer */
+#define TEMPEST_NC_FOP_SHARED       0x19C   /* fetch-and-ops on a peer's RAM */
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
