@@ -468,6 +468,13 @@ CASES += [
     am("am-storm-all-4-smp2", "am_storm", 4, 2, args=["all", "100000"]),
     am("am-storm-all-4-smp1", "am_storm", 4, 1, args=["all", "100000"]),
     am("am-storm-reply-4", "am_storm", 4, 2, args=["reply", "100000"]),
+    # tempest.h tempest_wait, tempest_wait_until; docs/tempest.rst "Where
+    # handlers run": an idle wait sleeps until an interrupt (a few sleeps
+    # for a 300 ms timer, not one a millisecond), a deadline wait returns
+    # at its deadline, round trips while the peer waits, and the spins'
+    # POLL writes are no guest error; both protocol-thread modes.
+    am("am-idle-smp1", "am_idle", 2, 1),
+    am("am-idle-smp2", "am_idle", 2, 2),
     am("am-storm-all-8", "am_storm", 8, 1, args=["all", "100000"]),
     # Tempest 3.5 and 2 (priorities): deadline order beyond the device's
     # 256 timers, equal delays in scheduling order, chained timers, and a

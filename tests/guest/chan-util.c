@@ -37,16 +37,15 @@ void cu_watchdog(unsigned seconds)
     TPPI_schedule_timer((int)(seconds * TPPI_TICKS_PER_SEC), watchdog, NULL);
 }
 
-static int after(void *arg)
+static int never(void *arg)
 {
-    return am_ticks() >= *(uint64_t *)arg;
+    (void)arg;
+    return 0;
 }
 
 void cu_sleep_ms(unsigned ms)
 {
-    uint64_t until = am_ticks() + (uint64_t)ms * 1000;
-
-    tempest_wait(after, &until);
+    tempest_wait_until(never, NULL, rt_time_ns() + (uint64_t)ms * 1000000);
 }
 
 static void stuck(const char *what)

@@ -64,27 +64,11 @@ uint64_t xu_reg64(unsigned off)
     return (uint64_t)rt_nc_read(off) | (uint64_t)rt_nc_read(off + 4) << 32;
 }
 
-struct xu_wait_arg {
-    int (*cond)(void *);
-    void *arg;
-    uint64_t deadline;
-};
-
-static int xu_wait_cond(void *arg)
-{
-    struct xu_wait_arg *w = arg;
-
-    return w->cond(w->arg) || rt_time_ns() >= w->deadline;
-}
-
 int xu_wait(int (*cond)(void *), void *arg, unsigned limit_s,
             const char *what)
 {
-    struct xu_wait_arg w = {
-        cond, arg, rt_time_ns() + (uint64_t)limit_s * 1000000000ULL
-    };
-
-    tempest_wait(xu_wait_cond, &w);
+    tempest_wait_until(cond, arg,
+                       rt_time_ns() + (uint64_t)limit_s * 1000000000ULL);
     if (cond(arg)) {
         return 0;
     }

@@ -16,6 +16,7 @@
 #define NEED_VERSION    ((1U << 16) | 1U)
 
 struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
+bool nc_poll_present;
 
 static bool ready;
 
@@ -193,6 +194,8 @@ int nc_init(void)
         setup_ring(TEMPEST_RING_CQ, NC_CQ_SLOTS, TEMPEST_EV_SIZE)) {
         return -1;
     }
+    nc_poll_present = (features & TEMPEST_NC_FEAT_POLL) &&
+                      nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
     ready = true;
     return 0;
 }

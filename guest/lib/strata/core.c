@@ -16,10 +16,13 @@
  * node controller's interrupt is enabled at the device and the GIC, so a
  * pending event shows in ISR_EL1 without any device access and wakes WFI.
  * A waiter spins on ISR_EL1 and the receive ring (RAM) for the spin time
- * (none by default), then sleeps in rt_cpu_sleep(); the runtime runs our
- * interrupt handler, which only acknowledges.  Device registers are read
- * only after an interrupt, so spinning costs the device nothing.  Nor does
- * the spin read a clock: under TCG every counter register (CNTPCT,
+ * (none by default), writing the node controller's POLL register on every
+ * turn (nc_poll: a fabric with shared memory hands over what peers left
+ * there) and POLL = 0 when it stops, then sleeps in rt_cpu_sleep() with
+ * no time limit (everything a wait waits for raises one of
+ * STRATA_IRQ_BITS); the runtime runs our interrupt handler, which only
+ * acknowledges.  Device registers are read only after an interrupt.  Nor
+ * does the spin read a clock: under TCG every counter register (CNTPCT,
  * PMCCNTR) takes QEMU's big lock, and a vCPU doing so in a loop starves
  * the main loop that runs the node controller; the spin counts turns
  * instead, calibrated by StrataInit.
@@ -30,7 +33,6 @@
 
 #include "strata-internal.h"
 
-#define SLEEP_US            1000
 /*
  * Measured on the 2-core development host (scripts/tempest bench strata):
  * spinning 20 us made a 2-node barrier twice as slow as sleeping at once
@@ -39,6 +41,7 @@
  */
 #define DEFAULT_SPIN_US     0
 #define CALIBRATE_SAMPLES   2048
+#define CALIBRATE_POLLS     64
 #define PARK_MILLER_M       2147483647U     /* 2^31 - 1 */
 #define PARK_MILLER_A       16807U
 
@@ -199,10 +202,14 @@ static inline bool irq_pending(void)
     return isr & (1U << 7);
 }
 
-/* Turns of an idle strata_wait() loop per microsecond, roughly. */
+/*
+ * Turns of an idle strata_wait() loop per microsecond, roughly: 4096
+ * turns' looks at RAM, plus one POLL write per turn, timed on
+ * CALIBRATE_POLLS writes (each takes QEMU's global lock: a few will do).
+ */
 static void calibrate_spin(void)
 {
-    uint64_t t0, t1;
+    uint64_t t0, t1, t2;
     unsigned i, hits = 0;
 
     strata_ticks_to_ns(0);
@@ -212,7 +219,14 @@ static void calibrate_spin(void)
         __asm__ volatile("" : : : "memory");
     }
     t1 = strata_ticks();
-    t1 = strata_ticks_to_ns(t1 - t0);
+    for (i = 0; i < CALIBRATE_POLLS; i++) {
+        hits += nc_poll(true);
+    }
+    t2 = strata_ticks();
+    nc_poll(false);
+    t1 = strata_ticks_to_ns(t1 - t0) +
+         (nc_poll_present ? strata_ticks_to_ns(t2 - t1) *
+                            (4096 / CALIBRATE_POLLS) : 0);
     spins_per_us = t1 ? (unsigned)(4096ULL * 1000 / t1) : 1;
     spins_per_us = spins_per_us ? spins_per_us : 1;
     strata_spin_turns = spin_us * spins_per_us;
@@ -229,6 +243,7 @@ static void nc_irq(unsigned intid, void *arg)
 void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
 {
     unsigned spins = 0, max_spins = strata_spin_turns;
+    bool polling = false;
 
     nc_irq_ack(STRATA_IRQ_BITS);
     if (done(arg)) {
@@ -238,23 +253,33 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
         if (poll && poll_fn(poll)) {
             spins = 0;
             if (done(arg)) {
-                return;
+                break;
             }
             continue;
         }
         if (irq_pending()) {
             nc_irq_ack(STRATA_IRQ_BITS);
             if (done(arg)) {
-                return;
+                break;
             }
         } else if (cheap && done(arg)) {
-            return;
+            break;
         }
         if (++spins < max_spins) {
+            /* Spinning: the device hands over what peers left. */
+            polling = nc_poll(true);
             continue;
         }
         spins = 0;
-        /* Sleep: acknowledge first, so anything later wakes the WFI. */
+        /*
+         * Sleep: stop polling and acknowledge first, so anything later
+         * wakes the WFI; every condition a wait has is the device's, so
+         * the WFI needs no time limit.
+         */
+        if (polling) {
+            polling = false;
+            nc_poll(false);
+        }
         nc_irq_ack(STRATA_IRQ_BITS);
         if (done(arg)) {
             return;
@@ -263,10 +288,13 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
             continue;
         }
         nc_rx_doorbell();
-        rt_cpu_sleep(SLEEP_US);
+        rt_cpu_sleep(0);
         if (done(arg)) {
             return;
         }
+    }
+    if (polling) {
+        nc_poll(false);
     }
 }
 

@@ -111,7 +111,8 @@ NORETURN strata_exit_now(int code) STRATA_ISYM(strata_exit_now);
 /*
  * strata_wait: returns once done(arg) is true.  Meanwhile handles the
  * messages of the networks in @poll, spins for the spin time and then
- * sleeps until the node controller interrupts (or a millisecond passes).
+ * sleeps until the node controller interrupts: done() must be something
+ * the device signals with one of STRATA_IRQ_BITS.
  * done() is re-evaluated after every interrupt and after handled
  * messages; if @cheap (done() reads only RAM), on every turn.
  */

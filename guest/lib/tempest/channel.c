@@ -322,7 +322,7 @@ int tempest_channel_send(TPPI_NodeId dest, int channel, const void *buffer,
         g.dest = dest;
         g.id = channel;
         g.deadline = rt_time_ns() + TEMPEST_CHAN_GRACE_MS * 1000000ULL;
-        tempest_wait(grace_over, &g);
+        tempest_wait_until(grace_over, &g, g.deadline);
         flags = chan_lock();
         s = src_find(dest, channel, false);
     }

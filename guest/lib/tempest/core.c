@@ -9,6 +9,18 @@
  *     controller's RQ and CQ interrupts routed to CPU 1;
  *   - by nc_irq() on CPU 0, from the node controller's interrupt, when
  *     the node has one vCPU.
+ *
+ * Waiting.  Every sleep here is a WFI without a time limit, entered with
+ * IRQs masked after the condition was checked (a pending interrupt still
+ * ends the WFI): what can end it is always an interrupt, the node
+ * controller's, the wake SGI of wake_waiters(), or the CPU's timer of a
+ * wait with a deadline (tempest_wait_until).  A spin (spin_us, on the
+ * CPU that polls: pt_main(), or tempest_wait() on a one-vCPU node, with
+ * IRQs unmasked so that handlers run in it) writes the node controller's
+ * POLL register on every turn (nc_poll: a fabric with shared memory then
+ * hands over what peers left without waking the node's main loop) and
+ * POLL = 0 when it ends, before the CPU sleeps or goes back to the
+ * program.
  * Each pt_step() runs at most one handler, choosing by priority: block
  * access and page faults, control events (CQ) and due timers, then the
  * backlog, then the RQ.
@@ -38,8 +50,7 @@
                              TEMPEST_NC_IRQ_SQ)
 #define PT_CPU_DEDICATED    1
 #define WAKE_EVERY          64      /* handlers between wake-ups of waiters */
-#define CLOCK_EVERY         64      /* idle polls between clock reads */
-#define WAIT_SLEEP_US       1000
+#define CLOCK_EVERY         16      /* spin turns between clock reads */
 #define DRAIN_MARGIN        (NC_RQ_SLOTS / 8)   /* see tppi_drain_to_backlog */
 
 TPPI_NodeId TPPI_self_address;
@@ -557,6 +568,54 @@ static void handle_event(struct nc_event *e)
                 "(node %u): ignored", (unsigned)type, (unsigned)ev.node);
 }
 
+/* ---- spinning ---------------------------------------------------------- */
+
+/* A spin of the polling CPU: spin_begin(), then spin_turn() while true. */
+struct spin {
+    uint64_t start;         /* rt_time_ns() at spin_begin() */
+    uint64_t ns;            /* how long: spin_us then */
+    unsigned turns;
+};
+
+/* True while the node controller has been told the CPU polls. */
+static bool polling;
+
+static void spin_begin(struct spin *sp)
+{
+    sp->ns = (uint64_t)spin_us * 1000;
+    sp->start = sp->ns ? rt_time_ns() : 0;
+    sp->turns = 0;
+}
+
+/*
+ * One turn of a spin: returns false once it has lasted sp->ns, else tells
+ * the node controller this CPU polls (which may raise its interrupt) and
+ * returns true.  The clock only every CLOCK_EVERY turns: under TCG
+ * reading it takes QEMU's global lock, which the other vCPUs' device
+ * accesses (sends, tag changes) and the main loop wait for; each POLL
+ * write takes it too, once.
+ */
+static bool spin_turn(struct spin *sp)
+{
+    if (sp->ns == 0 ||
+        (++sp->turns % CLOCK_EVERY == 0 &&
+         rt_time_ns() - sp->start >= sp->ns)) {
+        return false;
+    }
+    polling = nc_poll(true);
+    __asm__ volatile("yield");
+    return true;
+}
+
+/* The spin is over: peers must ring the doorbell again (POLL = 0). */
+static void spin_end(void)
+{
+    if (polling) {
+        polling = false;
+        nc_poll(false);
+    }
+}
+
 /* ---- the protocol thread ---------------------------------------------- */
 
 /* True if pt_step() has something to do. */
@@ -620,16 +679,16 @@ static void nc_irq(unsigned intid, void *arg)
 
 static void pt_main(void *arg)
 {
-    uint64_t idle_since = 0;
-    uint64_t spin_ns;
-    unsigned polls = 0;
+    struct spin sp = { 0 };
+    bool spinning = false;
     bool worked = false;
 
     (void)arg;
     nc_irq_enable(NC_IRQ_BITS);
     for (;;) {
         if (pt_step()) {
-            idle_since = 0;
+            /* Still polling: the thread comes straight back to it. */
+            spinning = false;
             worked = true;
             continue;
         }
@@ -639,25 +698,16 @@ static void pt_main(void *arg)
             worked = false;
         }
         wake_sq_waiters();
-        spin_ns = (uint64_t)spin_us * 1000;
-        if (spin_ns) {
-            if (idle_since == 0) {
-                idle_since = rt_time_ns();
-                polls = 0;
-                continue;
-            }
-            /*
-             * The clock only every CLOCK_EVERY polls: under TCG reading
-             * it takes QEMU's global lock, which the other vCPUs' device
-             * accesses (sends, tag changes) wait for.
-             */
-            if (++polls % CLOCK_EVERY ||
-                rt_time_ns() - idle_since < spin_ns) {
-                __asm__ volatile("yield");
-                continue;
-            }
+        if (!spinning) {
+            spin_begin(&sp);
+            spinning = true;
         }
-        idle_since = 0;
+        if (spin_turn(&sp)) {
+            continue;
+        }
+        spinning = false;
+        /* POLL = 0 first: what comes after it raises the interrupt. */
+        spin_end();
         nc_rx_doorbell();
         nc_irq_ack(NC_IRQ_BITS);
         if (pt_pending()) {
@@ -668,25 +718,64 @@ static void pt_main(void *arg)
     }
 }
 
-void tempest_wait(int (*cond)(void *arg), void *arg)
+/*
+ * On a one-vCPU node, computation code's wait spins first, with IRQs
+ * unmasked: the node controller's interrupt runs handlers in the middle
+ * of the spin, so a reply is handled without a WFI round trip.  Returns
+ * true if cond(arg) came true meanwhile.
+ */
+static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
+{
+    struct spin sp;
+    bool met = false;
+
+    spin_begin(&sp);
+    while (!(met = cond(arg) != 0) &&
+           (deadline == 0 || sp.turns % CLOCK_EVERY ||
+            rt_time_ns() < deadline) &&
+           spin_turn(&sp)) {
+        /* handlers run from the interrupt */
+    }
+    spin_end();
+    return met;
+}
+
+int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     unsigned cpu = rt_cpu_id();
-    uint64_t flags;
+    uint64_t flags, now;
+    int met;
 
-    if (cond == NULL || tppi_on_protocol_thread()) {
-        return;
+    if (cond == NULL) {
+        return 0;
+    }
+    if (tppi_on_protocol_thread()) {
+        return cond(arg);
+    }
+    if (!dedicated && cpu == pt_cpu && !rt_irq_masked() &&
+        wait_spin(cond, arg, deadline)) {
+        return 1;
     }
     for (;;) {
         flags = rt_irq_save();
         __atomic_fetch_or(&waiters, 1U << cpu, __ATOMIC_SEQ_CST);
-        if (cond(arg)) {
+        met = cond(arg);
+        now = deadline ? rt_time_ns() : 0;
+        if (met || (deadline && now >= deadline)) {
             __atomic_fetch_and(&waiters, ~(1U << cpu), __ATOMIC_RELAXED);
             rt_irq_restore(flags);
-            return;
+            return met ? 1 : 0;
         }
-        rt_cpu_sleep(WAIT_SLEEP_US);
+        /* No time limit: the protocol thread's wake-up ends the WFI. */
+        __atomic_fetch_add(&tppi_stats.waits, 1, __ATOMIC_RELAXED);
+        rt_cpu_sleep(deadline ? (deadline - now + 999) / 1000 : 0);
         rt_irq_restore(flags);
     }
+}
+
+void tempest_wait(int (*cond)(void *arg), void *arg)
+{
+    tempest_wait_until(cond, arg, 0);
 }
 
 int tempest_flush(unsigned max_ms)

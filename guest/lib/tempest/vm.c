@@ -834,8 +834,11 @@ static bool fault_hook(const struct rt_fault *f)
             __asm__ volatile("yield");
             continue;
         }
-        /* IRQs are masked: the wake-up (or the interrupt) ends the WFI. */
-        rt_cpu_sleep(1000);
+        /*
+         * IRQs are masked: slot_resume()'s wake-up (or, on a one-vCPU
+         * node, the interrupt whose handler resumes us) ends the WFI.
+         */
+        rt_cpu_sleep(0);
     }
     __atomic_store_n(&s->state, FS_IDLE, __ATOMIC_RELEASE);
     return true;

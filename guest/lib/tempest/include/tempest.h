@@ -580,14 +580,28 @@ int tempest_msg_F(tempest_msg *m, int len);
 int tempest_msg_send(tempest_msg *m);
 
 /*
- * tempest_wait: waits until cond(arg) returns non-zero, sleeping in
- * between (the CPU is woken when the protocol thread has run handlers, or
- * after at most 1 ms), and returns.  For computation code waiting for
- * what handlers do; cond() is called with IRQs masked, so it must be
- * short and must not block.  In a handler it returns at once (a handler
- * must not wait).  @cond NULL: returns at once.
+ * tempest_wait: waits until cond(arg) returns non-zero and returns.  For
+ * computation code waiting for what handlers do: cond() is re-checked
+ * only when the protocol thread has run handlers (it wakes the waiting
+ * CPU) or an interrupt of the waiting CPU's own arrives, so a condition
+ * that only time or another computation CPU makes true needs
+ * tempest_wait_until().  On a one-vCPU node it first spins for the spin
+ * time (tempest_set_spin_us) with IRQs unmasked, handlers running in the
+ * spin; then, like on any node, it sleeps in WFI without a time limit.
+ * cond() is called with IRQs masked while it sleeps, so it must be short
+ * and must not block.  In a handler it returns at once (a handler must
+ * not wait).  @cond NULL: returns at once.
  */
 void tempest_wait(int (*cond)(void *arg), void *arg);
+
+/*
+ * tempest_wait_until: tempest_wait(cond, arg) that also returns once
+ * rt_time_ns() (<tempest/rt.h>) has reached @deadline (0: no deadline),
+ * the CPU's timer waking it then.  Returns 1 if cond(arg) came true, 0 at
+ * the deadline or if @cond is NULL.  In a handler it returns cond(arg) at
+ * once.
+ */
+int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline);
 
 /*
  * tempest_flush: waits, sleeping, until the node controller has taken
@@ -630,6 +644,7 @@ struct tempest_stats {
     uint64_t blk_faults;        /* block access fault handlers called */
     uint64_t resumes;           /* suspended threads resumed */
     uint64_t bad_blocks;        /* bad block specifiers, changes, pages */
+    uint64_t waits;             /* times tempest_wait went to sleep */
 };
 
 /* tempest_get_stats: copies the counters to *@s (nothing if NULL). */
@@ -650,9 +665,12 @@ uint64_t tempest_page_frame(void *va);
 unsigned tempest_protocol_cpu(void);
 
 /*
- * tempest_set_spin_us: sets how long the dedicated protocol thread polls
- * an empty node before it sleeps in WFI (default TEMPEST_SPIN_US_DEFAULT;
- * 0: sleep at once).  Longer: lower latency, more host CPU used.
+ * tempest_set_spin_us: sets how long the CPU that polls for messages (the
+ * dedicated protocol thread, or on a one-vCPU node computation code in
+ * tempest_wait) spins on an empty node, telling the node controller it
+ * polls (TEMPEST_NC_POLL), before it sleeps in WFI (default
+ * TEMPEST_SPIN_US_DEFAULT; 0: sleep at once).  Longer: lower latency,
+ * more host CPU used.
  */
 #define TEMPEST_SPIN_US_DEFAULT 20
 void tempest_set_spin_us(unsigned us);

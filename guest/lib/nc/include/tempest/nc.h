@@ -22,6 +22,12 @@
  * slot's CTL word at once but ring RQ_DOORBELL only every NC_FREE_BATCH
  * slots, or when the caller asks (nc_rx_doorbell()), e.g. before it
  * sleeps.
+ *
+ * Polling (version 1.5, TEMPEST_NC_FEAT_POLL): a CPU that spins on the
+ * rings says so with nc_poll(true) on every turn, so a fabric with
+ * shared-memory links hands it what peers left there without the node's
+ * QEMU main loop waking; and nc_poll(false) before it sleeps or goes back
+ * to computing, so peers ring the node's doorbell again.
  */
 #ifndef TEMPEST_NC_H
 #define TEMPEST_NC_H
@@ -85,6 +91,9 @@ struct nc_ring {
 };
 
 extern struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
+
+/* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
+extern bool nc_poll_present;
 
 /* ---- registers ----------------------------------------------------- */
 
@@ -323,6 +332,25 @@ static inline struct nc_event *nc_cq_peek(void)
 static inline void nc_cq_pop(struct nc_event *e)
 {
     nc_ring_pop(TEMPEST_RING_CQ, &e->ctl);
+}
+
+/*
+ * nc_poll: tells the node controller that the calling CPU polls the rings
+ * (@on: take what peers left in shared memory now; the device moves it
+ * into the RQ and CQ and raises IRQ_RQ / IRQ_CQ as usual) or stops
+ * polling (!@on: it is about to sleep or to compute; peers ring the
+ * doorbell from now on).  Writes TEMPEST_NC_POLL; does nothing and
+ * returns false when the device has no POLL register (before nc_init()
+ * too), else returns true.  Each call is a device access: under TCG it
+ * takes QEMU's global lock.
+ */
+static inline bool nc_poll(bool on)
+{
+    if (!nc_poll_present) {
+        return false;
+    }
+    nc_reg_write(TEMPEST_NC_POLL, on ? 1 : 0);
+    return true;
 }
 
 /* ---- interrupt ----------------------------------------------------- */
