@@ -31,6 +31,7 @@
 #include "trace.h"
 
 #define XFER_FRAME_DATA     (64 * KiB)      /* 1024 components */
+#define XFER_PUT_DATA       (256 * KiB)     /* a direct copy's step */
 #define XFER_TX_HIGH        (256 * KiB)     /* queued per peer, at most */
 
 enum {
@@ -41,6 +42,7 @@ enum {
     XFER_ABORT,         /* the sender stops: forget the message */
     XFER_FOP_REQ,       /* u32 op, u32 0, u64 addr, u64 operand, u64 cmp */
     XFER_FOP_REP,       /* u32 status, u32 0, u64 old value */
+    XFER_PUT,           /* u64 offset, u64 n: stored in your RAM directly */
 };
 
 #define HDR_BODY    (8 + 8 + 4 + 4 + 8)
@@ -62,6 +64,8 @@ struct TempestXferOut {
     uint32_t flags;
     uint64_t cookie;
     uint32_t state;         /* OUT_* */
+    uint64_t dst;           /* where the data goes in the peer's RAM */
+    bool direct;            /* dst is known: copy RAM to RAM (not saved) */
 };
 
 struct TempestXferIn {
@@ -216,7 +220,11 @@ static void xfer_in_go(TempestNCState *s, TempestXferIn *in)
             qemu_bh_schedule(s->xfer_bh);
         }
     } else {
-        xfer_frame(s, in->src, XFER_GO, in->mid, NULL, 0, NULL, 0);
+        uint8_t addr[8];
+
+        /* Where: a sender that maps our RAM copies straight there. */
+        fabric_st64(addr, in->addr);
+        xfer_frame(s, in->src, XFER_GO, in->mid, addr, sizeof(addr), NULL, 0);
     }
 }
 
@@ -254,6 +262,19 @@ static void xfer_in_header(TempestNCState *s, unsigned src, uint32_t mid,
     }
 }
 
+/* n bytes at offset were stored in our RAM by the sender itself. */
+static void xfer_in_put(TempestNCState *s, TempestXferIn *in, uint64_t n)
+{
+    if (in->refused) {
+        return;
+    }
+    in->got += n;
+    s->xfer_recv_bytes += n;
+    if (in->got == in->len) {
+        xfer_in_done(s, in);
+    }
+}
+
 static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
                          uint64_t offset, const uint8_t *data, size_t n)
 {
@@ -282,6 +303,44 @@ typedef enum {
     STEP_LAST,          /* the last frame went (o may be gone) */
 } StepResult;
 
+/*
+ * The peer's RAM is mapped here and o's destination is known (checked
+ * against that RAM as the peer checks it): copy one step RAM to RAM and
+ * say so with a PUT.  False if o cannot go this way.
+ */
+static bool xfer_out_put(TempestNCState *s, TempestXferOut *o,
+                         StepResult *res)
+{
+    uint64_t base, size, n = MIN(o->len - o->sent, XFER_PUT_DATA);
+    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, o->dest, &base,
+                                           &size);
+    uint8_t put[16];
+
+    if (!ram || !o->direct || o->dst < base || o->dst - base > size ||
+        o->len > size - (o->dst - base)) {
+        return false;
+    }
+    if (tempest_fabric_tx_queued(s->fabric, o->dest) >= XFER_TX_HIGH) {
+        *res = STEP_BLOCKED;
+        return true;
+    }
+    if (!tempest_nc_dma_read(s, o->src + o->sent,
+                             ram + (o->dst - base) + o->sent, n)) {
+        return false;   /* checked at the command: cannot be */
+    }
+    fabric_st64(put, o->sent);
+    fabric_st64(put + 8, n);
+    o->sent += n;
+    s->xfer_sent_bytes += n;
+    s->xfer_put_bytes += n;
+    if (o->sent == o->len) {
+        o->state = OUT_WAIT_ACK;
+    }
+    xfer_frame(s, o->dest, XFER_PUT, o->mid, put, sizeof(put), NULL, 0);
+    *res = o->sent == o->len ? STEP_LAST : STEP_MORE;
+    return true;
+}
+
 /* Send one frame of o. */
 static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
 {
@@ -292,7 +351,11 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
     uint8_t *data;
     uint8_t off[8];
     bool last;
+    StepResult res;
 
+    if (dest != s->node_id && xfer_out_put(s, o, &res)) {
+        return res;
+    }
     if (dest != s->node_id &&
         tempest_fabric_tx_queued(s->fabric, dest) >= XFER_TX_HIGH) {
         return STEP_BLOCKED;
@@ -411,6 +474,9 @@ static uint32_t xfer_cmd_start(TempestNCState *s, TempestCmdBank *b)
     o->len = len;
     o->where = where;
     o->flags = flags;
+    /* Untyped: the sender names the place; typed: the receiver's GO. */
+    o->dst = where;
+    o->direct = !(flags & TEMPEST_XFER_TYPED);
     o->cookie = cookie;
     o->state = flags & TEMPEST_XFER_TYPED ? OUT_WAIT_GO : OUT_SENDING;
     QTAILQ_INSERT_TAIL(&s->xfer_out, o, next);
@@ -650,15 +716,29 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
         }
         xfer_in_data(s, in, fabric_ld64(p), p + 8, n - 8);
         return;
+    case XFER_PUT:
+        /* The data is in our RAM already: only the count moves on. */
+        if (n != 16 || !in || in->waiting ||
+            fabric_ld64(p) != in->got ||
+            fabric_ld64(p + 8) > in->len - in->got) {
+            xfer_drop(s, peer, "PUT for no transfer, or out of place");
+            return;
+        }
+        xfer_in_put(s, in, fabric_ld64(p + 8));
+        return;
     case XFER_ABORT:
         if (in) {
             xfer_in_forget(s, in);
         }
         return;
     case XFER_GO:
-        if (!o || o->state != OUT_WAIT_GO) {
+        if (!o || o->state != OUT_WAIT_GO || (n != 0 && n != 8)) {
             xfer_drop(s, peer, "GO for no waiting transfer");
             return;
+        }
+        if (n == 8) {
+            o->dst = fabric_ld64(p);
+            o->direct = true;
         }
         o->state = OUT_SENDING;
         qemu_bh_schedule(s->xfer_bh);
@@ -817,6 +897,7 @@ static void xfer_reset(TempestNCState *s)
     s->xfer_sent_bytes = 0;
     s->xfer_recv_bytes = 0;
     s->xfer_fop_shared = 0;
+    s->xfer_put_bytes = 0;
 }
 
 static void xfer_unrealize(TempestNCState *s)

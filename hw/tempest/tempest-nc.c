@@ -99,6 +99,8 @@ REG32(XFER_RECV_LO, TEMPEST_NC_XFER_RECV_LO)
 REG32(XFER_RECV_HI, TEMPEST_NC_XFER_RECV_HI)
 REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
 REG32(FOP_SHARED, TEMPEST_NC_FOP_SHARED)
+REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
+REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
@@ -333,6 +335,11 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_FOP_SHARED:
         *value = s->xfer_fop_shared;
         return true;
+    case A_XFER_PUT_LO:
+    case A_XFER_PUT_HI:
+        *value = extract64(s->xfer_put_bytes,
+                           offset == A_XFER_PUT_LO ? 0 : 32, 32);
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -478,6 +485,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_XFER_RECV_HI:
     case A_XFER_WAITING:
     case A_FOP_SHARED:
+    case A_XFER_PUT_LO:
+    case A_XFER_PUT_HI:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     }

@@ -232,6 +232,7 @@ struct TempestNCState {
     uint32_t xfer_nbufs;
     uint32_t xfer_waiting;
     uint32_t xfer_fop_shared;   /* fetch-and-ops done on a home's mapped RAM */
+    uint64_t xfer_put_bytes;    /* sent straight into a peer's mapped RAM */
     uint32_t xfer_next_mid;
     uint32_t xfer_next_fop;
     uint64_t xfer_sent_bytes;

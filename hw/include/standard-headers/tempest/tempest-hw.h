@@ -167,6 +167,8 @@
 #define TEMPEST_NC_XFER_RECV_HI     0x194
 #define TEMPEST_NC_XFER_WAITING     0x198   /* typed messages with no buffer */
 #define TEMPEST_NC_FOP_SHARED       0x19C   /* fetch-and-ops on a peer's RAM */
+#define TEMPEST_NC_XFER_PUT_LO      0x1A0   /* bytes sent into a peer's RAM */
+#define TEMPEST_NC_XFER_PUT_HI      0x1A4
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
