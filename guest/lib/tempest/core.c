@@ -752,11 +752,15 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
     if (tppi_on_protocol_thread()) {
         return cond(arg);
     }
-    if (!dedicated && cpu == pt_cpu && !rt_irq_masked() &&
-        wait_spin(cond, arg, deadline)) {
-        return 1;
-    }
     for (;;) {
+        /*
+         * Spin again after every wake-up: the node is busy then, and the
+         * next message (a reply, the next ping) is likely near.
+         */
+        if (!dedicated && cpu == pt_cpu && !rt_irq_masked() &&
+            wait_spin(cond, arg, deadline)) {
+            return 1;
+        }
         flags = rt_irq_save();
         __atomic_fetch_or(&waiters, 1U << cpu, __ATOMIC_SEQ_CST);
         met = cond(arg);

@@ -672,7 +672,7 @@ unsigned tempest_protocol_cpu(void);
  * TEMPEST_SPIN_US_DEFAULT; 0: sleep at once).  Longer: lower latency,
  * more host CPU used.
  */
-#define TEMPEST_SPIN_US_DEFAULT 20
+#define TEMPEST_SPIN_US_DEFAULT 50
 void tempest_set_spin_us(unsigned us);
 
 /* ---- bulk transfer: channel results, the transfer engine ----------- */
