@@ -143,6 +143,9 @@ static inline size_t fabric_ring_write(FabricRing *r,
     for (int i = 0; i < iovcnt && room; i++) {
         size_t n = iov[i].iov_len < room ? iov[i].iov_len : room;
 
+        if (!n) {
+            continue;   /* an empty part may have no address at all */
+        }
         fabric_ring_copy_in(r, r->pos + done,
                             (const uint8_t *)iov[i].iov_base, n);
         done += n;

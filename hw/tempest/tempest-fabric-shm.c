@@ -559,8 +559,9 @@ void fabric_shm_queue3(FabricConn *c, const struct iovec *iov)
                                 iov[i].iov_len - skip);
         }
     }
-    if (sh->txq->len > sh->txq_off && fabric_ring_wait_room(&sh->tx)) {
-        shm_flush(c);
+    if (sh->txq->len > sh->txq_off &&
+        (fabric_ring_wait_room(&sh->tx) || sh->tx.broken)) {
+        shm_flush(c);       /* moves what fits now, or reports the break */
     }
 }
 
