@@ -240,4 +240,30 @@ static inline void fabric_ring_bell_heard(FabricRing *r)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/*
+ * A shared-memory link of the fabric (tempest-fabric-shm.c, docs/fabric.rst
+ * "Shared memory"): a sealed memfd of a header page, then ring 0 (the
+ * dialler's frames) and ring 1 (the acceptor's), each on a page boundary.
+ */
+#define FABRIC_LINK_MAGIC       0x4d485354U     /* "TSHM" */
+#define FABRIC_LINK_VERSION     1
+#define FABRIC_LINK_HDR         4096
+#define FABRIC_LINK_RING        (256 * 1024)    /* data bytes per direction */
+
+/* The header page's fields (little-endian) */
+enum {
+    FABRIC_LINK_H_MAGIC = 0,        /* u32 */
+    FABRIC_LINK_H_VERSION = 4,      /* u32 */
+    FABRIC_LINK_H_CLUSTER = 8,      /* u64 */
+    FABRIC_LINK_H_DIALLER = 16,     /* u32 */
+    FABRIC_LINK_H_ACCEPTOR = 20,    /* u32 */
+    FABRIC_LINK_H_RING = 24,        /* u32: FABRIC_LINK_RING */
+    FABRIC_LINK_H_RAM = 32,         /* [2] x (u64 base, u64 size) */
+};
+
+/* One ring's pages, and the whole link */
+#define FABRIC_LINK_SPAN \
+    ((FABRIC_RING_CTL_SIZE + FABRIC_LINK_RING + 4095) & ~(size_t)4095)
+#define FABRIC_LINK_BYTES       (FABRIC_LINK_HDR + 2 * FABRIC_LINK_SPAN)
+
 #endif /* HW_TEMPEST_FABRIC_RING_H */

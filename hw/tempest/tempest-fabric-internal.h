@@ -44,7 +44,9 @@ struct FabricConn {
     int called;                 /* outgoing: the node we called, else -1 */
     int hello_node;             /* the node its HELLO named, else -1 */
     bool broken;                /* a write failed: closed from close_bh */
-    bool reading, writing;      /* the fd handlers that are set */
+    const char *broken_why;     /* what broke it, if not a socket write */
+    bool reading, writing;      /* reading the peer (not paused); writing */
+    bool sock_reading;          /* the socket's read handler is set */
     int64_t born_ms;            /* when it was made (pending ones expire) */
     uint8_t nonce[FABRIC_NONCE_SIZE];       /* ours, for this connection */
     uint8_t peer_nonce[FABRIC_NONCE_SIZE];  /* its, from its HELLO */
@@ -134,6 +136,8 @@ struct FabricLinkUp {
     bool (*parse)(FabricConn *c, uint8_t *buf, size_t *len);
     /* Every queue of c is empty: tell the engines, if c is a peer's. */
     void (*drained)(FabricConn *c);
+    /* What c has queued changed: pause or resume reading it. */
+    void (*update)(FabricConn *c);
 };
 
 /* tempest-fabric-shm.c */
@@ -150,6 +154,8 @@ void fabric_shm_queue3(FabricConn *c, const struct iovec *iov);
 size_t fabric_shm_pending(FabricConn *c);
 /* Read the ring's frames (at most budget bytes); false when c closed. */
 bool fabric_shm_drain(FabricConn *c, size_t budget);
+/* The peer's socket closed: read what its ring holds now, no more. */
+bool fabric_shm_drain_last(FabricConn *c);
 void fabric_shm_poll(FabricSocket *f, bool polling);
 void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size);
 /* QEMU exits: put what is queued into the rings, waiting until deadline. */

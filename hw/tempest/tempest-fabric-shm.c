@@ -34,10 +34,6 @@
 #include "fabric-ring.h"
 #include "trace.h"
 
-#define FABRIC_SHM_RING     (256 * KiB)     /* data bytes per direction */
-#define FABRIC_SHM_MAGIC    0x4d485354U     /* "TSHM" */
-#define FABRIC_SHM_VERSION  1
-#define FABRIC_SHM_HDR      4096            /* the link's header page */
 #define FABRIC_SHM_SEALS    (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 /* A guest that stopped writing POLL for this long stopped polling. */
 #define FABRIC_POLL_IDLE_NS (1000 * 1000)
@@ -52,35 +48,17 @@ struct FabricShm {
     size_t txq_off;
     uint8_t *rxbuf;             /* FABRIC_RX_BUF: frames are parsed here */
     size_t rx_len;
+    bool draining;              /* frames of rx are being handled */
     void *peer_ram;             /* the peer's guest RAM, or NULL */
     uint64_t peer_ram_base, peer_ram_size;
 };
 
-/* The header page: offsets of its fields */
-enum {
-    SHM_H_MAGIC = 0,
-    SHM_H_VERSION = 4,
-    SHM_H_CLUSTER = 8,
-    SHM_H_DIALLER = 16,
-    SHM_H_ACCEPTOR = 20,
-    SHM_H_RING = 24,
-    SHM_H_RAM = 32,     /* [2] x (u64 base, u64 size): dialler, acceptor */
-};
 
-static size_t shm_ring_span(void)
-{
-    return ROUND_UP(fabric_ring_bytes(FABRIC_SHM_RING), 4096);
-}
-
-static size_t shm_map_len(void)
-{
-    return FABRIC_SHM_HDR + 2 * shm_ring_span();
-}
 
 /* Ring 0 carries the dialler's frames, ring 1 the acceptor's. */
 static void *shm_ring_mem(FabricShm *sh, unsigned ring)
 {
-    return (uint8_t *)sh->map + FABRIC_SHM_HDR + ring * shm_ring_span();
+    return (uint8_t *)sh->map + FABRIC_LINK_HDR + ring * FABRIC_LINK_SPAN;
 }
 
 static void shm_report(FabricSocket *f, unsigned peer, const char *why)
@@ -99,7 +77,7 @@ static FabricShm *shm_new(void *map)
     FabricShm *sh = g_new0(FabricShm, 1);
 
     sh->map = map;
-    sh->map_len = shm_map_len();
+    sh->map_len = FABRIC_LINK_BYTES;
     sh->txq = g_byte_array_new();
     sh->rxbuf = g_malloc(FABRIC_RX_BUF);
     return sh;
@@ -195,12 +173,12 @@ ssize_t fabric_shm_read(FabricConn *c, void *buf, size_t len)
 static void shm_put_header(uint8_t *p, uint64_t cluster, unsigned dialler,
                            unsigned acceptor)
 {
-    fabric_st32(p + SHM_H_MAGIC, FABRIC_SHM_MAGIC);
-    fabric_st32(p + SHM_H_VERSION, FABRIC_SHM_VERSION);
-    fabric_st64(p + SHM_H_CLUSTER, cluster);
-    fabric_st32(p + SHM_H_DIALLER, dialler);
-    fabric_st32(p + SHM_H_ACCEPTOR, acceptor);
-    fabric_st32(p + SHM_H_RING, FABRIC_SHM_RING);
+    fabric_st32(p + FABRIC_LINK_H_MAGIC, FABRIC_LINK_MAGIC);
+    fabric_st32(p + FABRIC_LINK_H_VERSION, FABRIC_LINK_VERSION);
+    fabric_st64(p + FABRIC_LINK_H_CLUSTER, cluster);
+    fabric_st32(p + FABRIC_LINK_H_DIALLER, dialler);
+    fabric_st32(p + FABRIC_LINK_H_ACCEPTOR, acceptor);
+    fabric_st32(p + FABRIC_LINK_H_RING, FABRIC_LINK_RING);
 }
 
 /* Our RAM in the header (side 0: the dialler's, 1: the acceptor's). */
@@ -209,8 +187,8 @@ static int shm_put_ram(FabricSocket *f, uint8_t *map, unsigned side)
     TempestFabric *tf = &f->parent_obj;
     bool shared = tf->ram_fd >= 0;
 
-    fabric_st64(map + SHM_H_RAM + 16 * side, shared ? tf->ram_base : 0);
-    fabric_st64(map + SHM_H_RAM + 16 * side + 8, shared ? tf->ram_size : 0);
+    fabric_st64(map + FABRIC_LINK_H_RAM + 16 * side, shared ? tf->ram_base : 0);
+    fabric_st64(map + FABRIC_LINK_H_RAM + 16 * side + 8, shared ? tf->ram_size : 0);
     return shared ? tf->ram_fd : -1;
 }
 
@@ -224,7 +202,7 @@ static int shm_put_ram(FabricSocket *f, uint8_t *map, unsigned side)
 static void shm_map_ram(FabricConn *c, int fd, unsigned side)
 {
     FabricShm *sh = c->shm;
-    const uint8_t *h = (const uint8_t *)sh->map + SHM_H_RAM + 16 * side;
+    const uint8_t *h = (const uint8_t *)sh->map + FABRIC_LINK_H_RAM + 16 * side;
     uint64_t base = fabric_ld64(h), size = fabric_ld64(h + 8);
     int seals = fd >= 0 ? fcntl(fd, F_GET_SEALS) : -1;
     struct stat st;
@@ -311,13 +289,13 @@ void fabric_shm_offer(FabricConn *c)
         sock_pending(c)) {
         return;
     }
-    fd = qemu_memfd_create("tempest-link", shm_map_len(), false, 0,
+    fd = qemu_memfd_create("tempest-link", FABRIC_LINK_BYTES, false, 0,
                            FABRIC_SHM_SEALS & ~F_SEAL_SEAL, NULL);
     if (fd < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL) < 0) {
         shm_report(f, c->peer, "cannot make a sealed memfd");
         goto out;
     }
-    map = mmap(NULL, shm_map_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+    map = mmap(NULL, FABRIC_LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                0);
     if (map == MAP_FAILED) {
         shm_report(f, c->peer, "cannot map the memfd");
@@ -325,12 +303,12 @@ void fabric_shm_offer(FabricConn *c)
     }
     shm_put_header(map, f->cluster, f->node, c->peer);
     c->shm = shm_new(map);
-    fabric_ring_format(shm_ring_mem(c->shm, 0), FABRIC_SHM_RING);
-    fabric_ring_format(shm_ring_mem(c->shm, 1), FABRIC_SHM_RING);
+    fabric_ring_format(shm_ring_mem(c->shm, 0), FABRIC_LINK_RING);
+    fabric_ring_format(shm_ring_mem(c->shm, 1), FABRIC_LINK_RING);
     fabric_ring_attach(&c->shm->tx, shm_ring_mem(c->shm, 0),
-                       FABRIC_SHM_RING, true);
+                       FABRIC_LINK_RING, true);
     fabric_ring_attach(&c->shm->rx, shm_ring_mem(c->shm, 1),
-                       FABRIC_SHM_RING, false);
+                       FABRIC_LINK_RING, false);
     fds[0] = fd;
     fds[1] = shm_put_ram(f, map, 0);
     nfds += fds[1] >= 0;
@@ -360,27 +338,27 @@ static const char *shm_take(FabricConn *c)
     }
     seals = fcntl(fd, F_GET_SEALS);
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-        st.st_size != (off_t)shm_map_len() || seals < 0 ||
+        st.st_size != (off_t)FABRIC_LINK_BYTES || seals < 0 ||
         (seals & FABRIC_SHM_SEALS) != FABRIC_SHM_SEALS) {
         close(fd);
         return "the OFFER's memfd is not a sealed one of the link's size";
     }
-    map = mmap(NULL, shm_map_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+    map = mmap(NULL, FABRIC_LINK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                0);
     close(fd);
     if (map == MAP_FAILED) {
         return "cannot map the OFFER's memfd";
     }
     sh = shm_new(map);
-    if (fabric_ld32(map) != FABRIC_SHM_MAGIC ||
-        fabric_ld32(map + 4) != FABRIC_SHM_VERSION ||
-        fabric_ld64(map + 8) != f->cluster ||
-        fabric_ld32(map + 16) != (uint32_t)c->peer ||
-        fabric_ld32(map + 20) != f->node ||
-        fabric_ld32(map + 24) != FABRIC_SHM_RING ||
-        !fabric_ring_attach(&sh->rx, shm_ring_mem(sh, 0), FABRIC_SHM_RING,
+    if (fabric_ld32(map + FABRIC_LINK_H_MAGIC) != FABRIC_LINK_MAGIC ||
+        fabric_ld32(map + FABRIC_LINK_H_VERSION) != FABRIC_LINK_VERSION ||
+        fabric_ld64(map + FABRIC_LINK_H_CLUSTER) != f->cluster ||
+        fabric_ld32(map + FABRIC_LINK_H_DIALLER) != (uint32_t)c->peer ||
+        fabric_ld32(map + FABRIC_LINK_H_ACCEPTOR) != f->node ||
+        fabric_ld32(map + FABRIC_LINK_H_RING) != FABRIC_LINK_RING ||
+        !fabric_ring_attach(&sh->rx, shm_ring_mem(sh, 0), FABRIC_LINK_RING,
                             false) ||
-        !fabric_ring_attach(&sh->tx, shm_ring_mem(sh, 1), FABRIC_SHM_RING,
+        !fabric_ring_attach(&sh->tx, shm_ring_mem(sh, 1), FABRIC_LINK_RING,
                             true)) {
         c->shm = sh;
         fabric_shm_free(c);
@@ -427,6 +405,7 @@ static void shm_flush(FabricConn *c)
     if (sh->tx.broken) {
         c->fab->up->drop(c->fab, c->peer, "shared-memory ring broken");
         c->broken = true;
+        c->broken_why = "shared-memory ring broken";
         qemu_bh_schedule(c->fab->close_bh);
         return;
     }
@@ -436,9 +415,10 @@ static void shm_flush(FabricConn *c)
     if (sh->txq_off == sh->txq->len) {
         g_byte_array_set_size(sh->txq, 0);
         sh->txq_off = 0;
-        if (had) {
-            c->fab->up->drained(c);
-        }
+    }
+    c->fab->up->update(c);      /* may resume reading a paused peer */
+    if (had && sh->txq_off == sh->txq->len) {
+        c->fab->up->drained(c);
     }
 }
 
@@ -452,6 +432,11 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
     uint32_t step;
     int fd;
 
+    if (sh && sh->draining) {
+        /* Steps and doorbells come on the socket, never in the ring. */
+        f->up->drop(f, c->peer, "a BELL or SHM step inside the ring");
+        return true;
+    }
     if (hdr->type == FABRIC_BELL) {
         if (!sh || !sh->tx_on) {
             f->up->drop(f, c->peer, "BELL without a shared-memory link");
@@ -562,6 +547,8 @@ void fabric_shm_queue3(FabricConn *c, const struct iovec *iov)
     if (sh->txq->len > sh->txq_off &&
         (fabric_ring_wait_room(&sh->tx) || sh->tx.broken)) {
         shm_flush(c);       /* moves what fits now, or reports the break */
+    } else if (sh->txq->len > sh->txq_off) {
+        c->fab->up->update(c);  /* queued: past FABRIC_TX_PAUSE, pause */
     }
 }
 
@@ -569,8 +556,8 @@ bool fabric_shm_drain(FabricConn *c, size_t budget)
 {
     FabricShm *sh = c->shm;
 
-    if (!sh || !sh->rx_on || !c->reading) {
-        return true;
+    if (!sh || !sh->rx_on || !c->reading || sh->draining) {
+        return true;    /* (a callback of a frame being handled: later) */
     }
     while (budget) {
         bool ring_back;
@@ -592,15 +579,28 @@ bool fabric_shm_drain(FabricConn *c, size_t budget)
         sh->rx_len += n;
         budget -= n;
         /* The buffer holds a largest frame: it always makes progress. */
+        sh->draining = true;
         if (!c->fab->up->parse(c, sh->rxbuf, &sh->rx_len)) {
-            return false;
+            return false;   /* c and sh are gone */
         }
+        sh->draining = false;
         sh = c->shm;
         if (!sh || !sh->rx_on || !c->reading) {
             return true;
         }
     }
     return true;
+}
+
+bool fabric_shm_drain_last(FabricConn *c)
+{
+    FabricShm *sh = c->shm;
+
+    if (!sh || !sh->rx_on) {
+        return true;
+    }
+    c->reading = true;      /* its last words are read even if paused */
+    return fabric_shm_drain(c, fabric_ring_avail(&sh->rx));
 }
 
 static void shm_drain_all(FabricSocket *f)

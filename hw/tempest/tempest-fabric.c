@@ -119,20 +119,29 @@ static void fabric_conn_update_handlers(FabricConn *c)
 {
     bool writing = sock_pending(c) != 0;
     bool reading = conn_pending(c) < FABRIC_TX_PAUSE;
+    /*
+     * A shared-memory link's socket carries only doorbells: it is always
+     * read (the peer's ring-back is what lets our queue drain); the pause
+     * is of its ring (fabric_shm_drain looks at c->reading).
+     */
+    bool sock_reading = reading || fabric_shm_sending(c);
 
-    if (reading != c->reading || writing != c->writing) {
+    if (reading != c->reading || writing != c->writing ||
+        sock_reading != c->sock_reading) {
         if (reading != c->reading) {
             trace_tempest_fabric_pause(c->fab->node, c->peer, !reading,
                                        conn_pending(c));
         }
-        c->reading = reading;
-        c->writing = writing;
-        qemu_set_fd_handler(c->fd, reading ? fabric_conn_readable : NULL,
-                            writing ? fabric_conn_writable : NULL, c);
-        if (reading && c->shm) {
+        if (reading && !c->reading && c->shm) {
             /* Its ring was not read meanwhile either. */
             qemu_bh_schedule(c->fab->drain_bh);
         }
+        c->reading = reading;
+        c->writing = writing;
+        c->sock_reading = sock_reading;
+        qemu_set_fd_handler(c->fd,
+                            sock_reading ? fabric_conn_readable : NULL,
+                            writing ? fabric_conn_writable : NULL, c);
     }
 }
 
@@ -250,7 +259,7 @@ static void fabric_close_broken(void *opaque)
         FabricConn *c = f->peers[i].conn;
 
         if (c && c->broken) {
-            fabric_conn_close(c, "write failed");
+            fabric_conn_close(c, c->broken_why ?: "write failed");
         }
     }
     for (GList *l = f->pending, *next; l; l = next) {
@@ -661,8 +670,12 @@ static void fabric_conn_readable(void *opaque)
         space = MIN(c->rx_size - c->rx_len, budget);
         n = fabric_shm_read(c, c->rx + c->rx_len, space);
         if (n == 0) {
-            /* What it put in its ring before it went is still to read. */
-            if (c->shm && !fabric_shm_drain(c, SIZE_MAX)) {
+            /*
+             * What it put in its ring before it went is still to read: at
+             * most a ringful (another holder of the memory could go on
+             * writing).
+             */
+            if (c->shm && !fabric_shm_drain_last(c)) {
                 return;
             }
             fabric_conn_close(c, "connection closed");
@@ -880,6 +893,7 @@ static const FabricLinkUp fabric_link_up = {
     .send_u32 = fabric_send_u32,
     .parse = fabric_conn_parse,
     .drained = fabric_conn_drained,
+    .update = fabric_conn_update_handlers,
 };
 
 /* Attached to its node controller: listen, and start connecting. */

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * QTest of the Tempest fabric and the node controller's messaging: two
- * QEMUs joined by the real fabric (Unix sockets), driven through their
- * registers and rings with no guest CPU; and a fake peer speaking the wire
- * format to check that bad frames are dropped and counted
- * (docs/node-controller.rst, docs/fabric.rst; issue 3 parts 1 and 2).
+ * QEMUs joined by the real fabric, driven through their registers and
+ * rings with no guest CPU; and a fake peer speaking the wire format to
+ * check that bad frames are dropped and counted (docs/node-controller.rst,
+ * docs/fabric.rst; issue 3 parts 1 and 2).  The cases that join QEMUs run
+ * twice: under /tempest/fabric/ over Unix sockets (fabric=unix:DIR), under
+ * /tempest/fabric-shm/ with every link in shared memory (fabric=shm:DIR;
+ * docs/fabric.rst, "Shared memory": both backends behave alike).
  */
 
 #include "qemu/osdep.h"
@@ -25,12 +28,36 @@ typedef struct Cluster {
     QTestState *node[2];
 } Cluster;
 
+/* The transport of the case running: "unix" or "shm" (see on_shm()). */
+static const char *fabric_kind = "unix";
+
 static QTestState *start_node(const char *dir, unsigned id, unsigned nodes,
                               uint64_t cluster, const char *extra)
 {
     return qtest_initf("-M tempest,node-id=%u,num-nodes=%u,"
-                       "fabric=unix:%s,cluster-id=0x%" PRIx64 "%s -m 128M",
-                       id, nodes, dir, cluster, extra);
+                       "fabric=%s:%s,cluster-id=0x%" PRIx64 "%s -m 128M",
+                       id, nodes, fabric_kind, dir, cluster, extra);
+}
+
+/*
+ * Over shared memory: wait until both nodes have mapped their link (the
+ * memfd node 1 made, which node 0 maps only when it accepts the OFFER and
+ * answers ACK), so that what the case sends goes through the rings.
+ */
+static void wait_shm_mapped(Cluster *c)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = qtest_pid(c->node[i]);
+
+        while (peer_memfd_count(pid, "tempest-link", false) != 1 &&
+               g_get_monotonic_time() < end) {
+            g_usleep(1000);
+        }
+        g_assert_cmpuint(peer_memfd_count(pid, "tempest-link", false), ==,
+                         1);
+    }
 }
 
 static void setup_rings(QTestState *s, unsigned rq_slots)
@@ -76,6 +103,9 @@ static void start_cluster(Cluster *c, const char *extra)
                          TEMPEST_FABRIC_READY);
         g_assert_cmpuint(qtest_readl(c->node[i], NC(TEMPEST_NC_PEERS_UP)),
                          ==, 1);
+    }
+    if (!strcmp(fabric_kind, "shm")) {
+        wait_shm_mapped(c);
     }
 }
 
@@ -156,8 +186,8 @@ static void test_bad_rings(void)
                              SQ0_BASE, 24), ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_SIZE);
-    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, 9, SQ0_BASE, 16), ==,
-                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, 9, SQ0_BASE, 16),
+                     ==, TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
                      TEMPEST_CMD_E_BAD_RING);
     g_assert_cmpuint(tq_command3(s, 99, 0, 0, 0), ==, TEMPEST_CMD_FAIL);
@@ -456,12 +486,17 @@ static void test_timers(void)
 }
 
 /*
- * The fabric as a backend object: -object tempest-fabric-socket with its
- * own key, linked by the machine's fabric-backend; the nodes form the
- * cluster and exchange a packet as with fabric=.
+ * The fabric as a backend object: -object tempest-fabric-socket (data is
+ * the type; or tempest-fabric-shm) with its own key, linked by the
+ * machine's fabric-backend; the nodes form the cluster and exchange a
+ * packet as with fabric=.  The shared-memory backend's "shm-links" says
+ * that the link of each node went over to shared memory (docs/fabric.rst,
+ * "Shared memory"); the socket backend has no such property.
  */
-static void test_backend_object(void)
+static void test_backend_object(gconstpointer data)
 {
+    const char *type = data;
+    bool shm = !strcmp(type, "tempest-fabric-shm");
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
     g_autofree char *key = g_strdup_printf("%s/key", dir);
     QTestState *n[2];
@@ -470,11 +505,12 @@ static void test_backend_object(void)
                                       NULL));
     for (unsigned i = 0; i < 2; i++) {
         n[i] = qtest_initf("-object secret,id=k,file=%s "
-                           "-object tempest-fabric-socket,id=fab,"
+                           "-object %s,id=fab,"
                            "addr=unix:%s,node-id=%u,num-nodes=2,"
                            "cluster-id=9,key=k "
                            "-M tempest,node-id=%u,num-nodes=2,"
-                           "fabric-backend=fab -m 128M", key, dir, i, i);
+                           "fabric-backend=fab -m 128M", key, type, dir, i,
+                           i);
     }
     for (unsigned i = 0; i < 2; i++) {
         g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
@@ -482,17 +518,58 @@ static void test_backend_object(void)
                          TEMPEST_FABRIC_READY);
         setup_rings(n[i], 16);
     }
+    if (shm) {
+        /* Both ends switched (node 1 on the ACK, node 0 on the SWITCH). */
+        for (unsigned i = 0; i < 2; i++) {
+            g_assert_cmpuint(peer_wait_shm_links(n[i], "/objects/fab", 1),
+                             ==, 1);
+        }
+    }
     put_packet(n[0], SQ0_BASE, 0, 1, 0, 42, 8, 0x10);
     qtest_writel(n[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
     g_assert_cmphex(tq_wait_mem32(n[1], RQ_BASE, ~0, TEMPEST_PKT_VALID | 8),
                     ==, TEMPEST_PKT_VALID | 8);
     g_assert_cmphex(qtest_readq(n[1], RQ_BASE + TEMPEST_PKT_WORD1), ==, 42);
+    if (shm) {
+        for (unsigned i = 0; i < 2; i++) {
+            g_assert_cmpuint(peer_shm_links(n[i], "/objects/fab"), ==, 1);
+            g_assert_cmpuint(peer_memfd_count(qtest_pid(n[i]),
+                                              "tempest-link", false), ==, 1);
+        }
+    }
     for (unsigned i = 0; i < 2; i++) {
         qtest_quit(n[i]);
     }
     unlink(key);
     rmdir(dir);
 }
+
+/* Run the case *data (a GTestFunc) with fabric=shm:DIR. */
+static void on_shm(gconstpointer data)
+{
+    const GTestFunc *fn = data;
+
+    fabric_kind = "shm";
+    (*fn)();
+    fabric_kind = "unix";
+}
+
+/*
+ * The cases that join nodes, run on both transports (bad-rings, bad-sends
+ * and timers run one node, which has no fabric).  Over shared memory,
+ * malformed-frames is a node whose peer takes no shm link (no SHM flag in
+ * its HELLO): its frames come on the socket, read with recvmsg().
+ */
+static const struct {
+    const char *name;
+    GTestFunc fn;
+} both[] = {
+    { "packet-crosses", test_packet_crosses },
+    { "flow-control", test_flow_control },
+    { "peer-down", test_peer_down },
+    { "wrong-cluster", test_wrong_cluster },
+    { "malformed-frames", test_malformed_frames },
+};
 
 int main(int argc, char **argv)
 {
@@ -507,6 +584,16 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/fabric/malformed-frames", test_malformed_frames);
     qtest_add_func("/tempest/fabric/timers", test_timers);
 
-    qtest_add_func("/tempest/fabric/backend-object", test_backend_object);
+    qtest_add_data_func("/tempest/fabric/backend-object",
+                        "tempest-fabric-socket", test_backend_object);
+
+    for (int i = 0; i < ARRAY_SIZE(both); i++) {
+        g_autofree char *path = g_strdup_printf("/tempest/fabric-shm/%s",
+                                                both[i].name);
+
+        qtest_add_data_func(path, &both[i].fn, on_shm);
+    }
+    qtest_add_data_func("/tempest/fabric-shm/backend-object",
+                        "tempest-fabric-shm", test_backend_object);
     return g_test_run();
 }

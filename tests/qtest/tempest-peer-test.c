@@ -85,17 +85,6 @@ static void inner_stop(Inner *t)
     g_free(t->dir);
 }
 
-/* Read frames from fd until one of type 'type' (its body in buf). */
-static uint32_t read_until(int fd, uint16_t type, uint8_t *buf, size_t cap)
-{
-    uint32_t len;
-
-    while (peer_read_frame(fd, buf, cap, &len) != type) {
-        /* MESH and the like: not what the test waits for */
-    }
-    return len;
-}
-
 /*
  * A child's maximal, well-formed UP (every entry claiming the child)
  * made the node forward more than the largest frame when it started its
@@ -126,8 +115,8 @@ static void test_coll_up_maximal(void)
                                 TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD,
                                 DST_BUF, TEMPEST_COLL_MAX_LANES, DST_BUF, 0),
                      ==, TEMPEST_CMD_SUCCESS);
-    len = read_until(t.fd0, FABRIC_COLL, buf,
-                     FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
+    len = peer_read_until(t.fd0, FABRIC_COLL, buf,
+                          FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
     g_assert_cmpuint(len, <=, FABRIC_COLL_HDR +
                      2 * FABRIC_COLL_ENTRY(TEMPEST_COLL_MAX_LANES));
     g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_COLL_UP);
@@ -145,7 +134,8 @@ static void test_coll_up_maximal(void)
     g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_COLL_ERROR)), ==,
                      TEMPEST_COLL_E_MISMATCH);
     /* ... and passes down to its child. */
-    read_until(t.fd3, FABRIC_COLL, buf, FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
+    peer_read_until(t.fd3, FABRIC_COLL, buf,
+                    FABRIC_HDR_SIZE + FABRIC_MAX_BODY);
     g_assert_cmpuint(fabric_ld16(buf + FABRIC_HDR_SIZE + 10), ==,
                      TEMPEST_COLL_E_MISMATCH);
     inner_stop(&t);
@@ -178,7 +168,7 @@ static void test_coll_down_short(void)
         g_assert_cmpuint(tq_command(t.s, TEMPEST_CMD_COLL_START,
                                     TEMPEST_COLL_ALLGATHER, 0, 11, 0,
                                     DST_BUF, 0), ==, TEMPEST_CMD_SUCCESS);
-        read_until(t.fd0, FABRIC_COLL, buf, sizeof(buf));
+        peer_read_until(t.fd0, FABRIC_COLL, buf, sizeof(buf));
         if (variant) {
             /* Four entries of no lanes: 8 bytes each, no value. */
             for (unsigned i = 0; i < 4; i++) {
@@ -250,7 +240,8 @@ static void test_aor_tree(void)
     }
     wait_ready(s);
     for (unsigned i = 1; i < 4; i++) {
-        read_until(fd[i], FABRIC_MESH, buf, sizeof(buf));   /* MESH_ALL */
+        /* MESH_ALL */
+        peer_read_until(fd[i], FABRIC_MESH, buf, sizeof(buf));
     }
     for (int round = 0; round < 3; round++) {
         g_autoptr(GByteArray) aor = peer_coll(0, FABRIC_AOR_UP, 0, 0, 0, 0, 0);
@@ -260,7 +251,7 @@ static void test_aor_tree(void)
         peer_coll_entry(aor, 1, !(round & 1), 0, 0);
         peer_send(fd[1], FABRIC_COLL, 0, aor->data, aor->len);
         for (unsigned i = 1; i <= 2; i++) {
-            read_until(fd[i], FABRIC_COLL, buf, sizeof(buf));
+            peer_read_until(fd[i], FABRIC_COLL, buf, sizeof(buf));
             g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_AOR_DOWN);
             g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 20) & 1, ==,
                              !(round & 1));
@@ -274,7 +265,7 @@ static void test_aor_tree(void)
         g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_BCAST_ACK);
         /* The broadcast itself went down to 1 and 2 (not back to 3). */
         for (unsigned i = 1; i <= 2; i++) {
-            read_until(fd[i], FABRIC_COLL, buf, sizeof(buf));
+            peer_read_until(fd[i], FABRIC_COLL, buf, sizeof(buf));
             g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4], ==, FABRIC_BCAST_DOWN);
         }
     }
