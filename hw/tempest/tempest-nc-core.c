@@ -18,6 +18,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "hw/irq.h"
+#include "system/runstate.h"
 #include "tempest-nc-internal.h"
 #include "trace.h"
 
@@ -351,10 +352,18 @@ static void nc_fabric_dropped(void *opaque, int peer, const char *why)
     s->dropped++;
 }
 
+/* The guest's EXIT waited for frames to new links: end the node now. */
+static void nc_fabric_bye_done(void *opaque, uint32_t status)
+{
+    qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_GUEST_SHUTDOWN,
+                                           status);
+}
+
 bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
 {
     TempestFabric *f;
 
+    s->fabric_ops.bye_done = nc_fabric_bye_done;
     s->fabric_ops.peer_down = nc_fabric_peer_down;
     s->fabric_ops.state = nc_fabric_state;
     s->fabric_ops.dropped = nc_fabric_dropped;

@@ -56,6 +56,30 @@ static inline uint16_t peer_read_frame(int fd, uint8_t *buf, size_t cap,
     return h.type;
 }
 
+/* Read frames until one of type 'type' (its frame in buf); its length. */
+static inline uint32_t peer_read_until(int fd, uint16_t type, uint8_t *buf,
+                                       size_t cap)
+{
+    uint32_t len;
+
+    while (peer_read_frame(fd, buf, cap, &len) != type) {
+        /* MESH and the like: not what the caller waits for */
+    }
+    return len;
+}
+
+/* Send a frame of two or three u32 (DIAL, GONE). */
+static inline void peer_send_words(int fd, uint16_t type, uint32_t a,
+                                   uint32_t b, int c)
+{
+    uint8_t body[12];
+
+    fabric_st32(body, a);
+    fabric_st32(body + 4, b);
+    fabric_st32(body + 8, c);
+    peer_send(fd, type, 0, body, c < 0 ? 8 : 12);
+}
+
 /* A correct HELLO of node self of nodes, with a fresh random nonce. */
 static inline void peer_hello(FabricHello *h, uint64_t cluster,
                               unsigned self, unsigned nodes)
@@ -72,13 +96,12 @@ static inline void peer_hello(FabricHello *h, uint64_t cluster,
 /*
  * Connect to node 'to' of the cluster at dir (Unix sockets) as node
  * 'self' of 'nodes', and authenticate with the key (the cluster id when
- * key is NULL).  Returns the socket; the node then counts us as up.
- * With mesh, also say "connected to every node" (node 0 needs it from
- * every node before the cluster is READY).
+ * key is NULL).  Returns the socket; the node then counts us as up (node
+ * 0 declares the cluster READY once every other node has joined it).
  */
 static inline int peer_join(const char *dir, unsigned to, unsigned self,
                             unsigned nodes, uint64_t cluster,
-                            const uint8_t *key, size_t key_len, bool mesh)
+                            const uint8_t *key, size_t key_len)
 {
     g_autofree char *path = g_strdup_printf("%s/node%u.sock", dir, to);
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
@@ -115,12 +138,6 @@ static inline int peer_join(const char *dir, unsigned to, unsigned self,
     fabric_auth_mac(key, key_len, theirs.nonce, h.nonce, cluster, self, to,
                     mac);
     peer_send(fd, FABRIC_AUTH, 0, mac, sizeof(mac));
-    if (mesh) {
-        uint8_t kind[4];
-
-        fabric_st32(kind, FABRIC_MESH_MINE);
-        peer_send(fd, FABRIC_MESH, 0, kind, sizeof(kind));
-    }
     return fd;
 }
 
