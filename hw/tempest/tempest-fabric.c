@@ -1088,7 +1088,7 @@ static void fabric_connect_tick(void *opaque)
     int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
     unsigned timeout = f->parent_obj.timeout_ms;
     bool forming = f->state == TEMPEST_FABRIC_CONNECTING;
-    bool waiting = false;
+    bool waiting = false, dialling = false;
 
     if (f->state == TEMPEST_FABRIC_FAILED) {
         return;
@@ -1114,8 +1114,11 @@ static void fabric_connect_tick(void *opaque)
             continue;
         }
         waiting = true;
-        if (i < f->node && !fabric_dialling(f, i)) {
-            fabric_dial(f, i);
+        if (i < f->node) {
+            dialling = true;
+            if (!fabric_dialling(f, i)) {
+                fabric_dial(f, i);
+            }
         }
     }
     if (forming && now > f->deadline_ms) {
@@ -1135,8 +1138,16 @@ static void fabric_connect_tick(void *opaque)
         return;
     }
     fabric_bye_check(f);
-    if (waiting || forming || f->bye_waiting) {
+    if (dialling || f->bye_waiting) {
         timer_mod(f->connect_timer, now + FABRIC_RETRY_MS);
+    } else if (waiting || forming) {
+        /*
+         * Only waiting (to be dialled, for node 0's word): an idle node
+         * must not wake 50 times a second, hundreds of them at once.
+         * What it waits for reschedules the tick when it comes.
+         */
+        timer_mod(f->connect_timer, MIN(now + 1000,
+                  forming ? f->deadline_ms + 1 : INT64_MAX));
     }
 }
 
