@@ -381,9 +381,13 @@ static void fabric_peer_gone(FabricSocket *f, unsigned id, bool exited,
                     f->node, id, why);
     }
     if (f->node == 0) {
-        /* Every node hears it from here, linked to it or not. */
+        /*
+         * Every node hears it from here, linked to it or not; but not
+         * one that said BYE itself (at the end of a run, N nodes would
+         * each be told of N others for nothing).
+         */
         for (unsigned i = 1; i < f->nodes; i++) {
-            if (f->peers[i].conn && i != id) {
+            if (f->peers[i].conn && i != id && !f->peers[i].exited) {
                 fabric_send_gone(f->peers[i].conn, id, exited, status);
             }
         }
