@@ -457,6 +457,53 @@ static void test_lazy_links(void)
 }
 
 /*
+ * docs/fabric.rst, "Forming the cluster": a node that exits while a
+ * packet still waits for its link holds its BYEs until the link is made
+ * and the packet has gone, so its last message is not lost and node 0
+ * does not hear it went before.
+ */
+static void test_exit_waits_for_link(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    int lfd0 = peer_listen(dir, 0, 4);
+    QTestState *s = start_node(dir, 1, 3, CLUSTER, "");
+    uint8_t buf[512], kind[4];
+    int fd0, fd2;
+
+    fd0 = peer_accept(lfd0, 0, 1, 3, CLUSTER);
+    fabric_st32(kind, FABRIC_MESH_ALL);
+    peer_send(fd0, FABRIC_MESH, 0, kind, sizeof(kind));
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    setup_rings(s, 16);
+    put_packet(s, SQ0_BASE, 0, 2, 9, 0, 8, 0);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    peer_read_until(fd0, FABRIC_DIAL, buf, sizeof(buf));
+    qtest_set_expected_status(s, 4);
+    qtest_writel(s, NC(TEMPEST_NC_EXIT), 4);
+    /* Still here, and no BYE yet: the packet waits for node 2. */
+    g_usleep(100 * 1000);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0);
+    fd2 = peer_join(dir, 1, 2, 3, CLUSTER, NULL, 0);
+    g_assert_cmpuint(peer_read_until(fd2, FABRIC_DATA, buf, sizeof(buf)),
+                     ==, 4 + TEMPEST_PKT_DATA + 8);
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4 + TEMPEST_PKT_KIND], ==, 9);
+    peer_read_until(fd2, FABRIC_BYE, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 4);
+    peer_read_until(fd0, FABRIC_BYE, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 4);
+    qtest_wait_qemu(s);
+    qtest_quit(s);
+    close(fd0);
+    close(fd2);
+    close(lfd0);
+    g_autofree char *p = g_strdup_printf("%s/node0.sock", dir);
+    unlink(p);
+    rmdir(dir);
+}
+
+/*
  * Part 1: a node of another cluster cannot join; the cluster reports that
  * it could not form, instead of waiting forever.
  */
@@ -646,6 +693,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/fabric/wrong-cluster", test_wrong_cluster);
     qtest_add_func("/tempest/fabric/rendezvous", test_rendezvous);
     qtest_add_func("/tempest/fabric/lazy-links", test_lazy_links);
+    qtest_add_func("/tempest/fabric/exit-waits-for-link",
+                   test_exit_waits_for_link);
     qtest_add_func("/tempest/fabric/malformed-frames", test_malformed_frames);
     qtest_add_func("/tempest/fabric/timers", test_timers);
 
