@@ -21,8 +21,15 @@
  *   CREDIT  body: u32 count: the sender may send count more DATA frames
  *                 on network net
  *   BYE     body: u32 status: the node is exiting with this status
- *   MESH    body: u32 kind: 1 (to node 0) "I am connected to every node";
- *                 2 (from node 0) "every node is": the cluster is ready
+ *   MESH    body: u32 kind: 2 (from node 0) "every node has joined me":
+ *                 the cluster is ready (kind 1, once "I am connected to
+ *                 every node", is no longer sent and is dropped)
+ *   DIAL    body: u32 from, u32 to: node 'from' wants a link with the
+ *                 higher node 'to', which dials it; sent to node 0, which
+ *                 relays it to 'to' (docs/fabric.rst, "Forming the
+ *                 cluster")
+ *   GONE    body: u32 node, u32 exited, u32 status: from node 0 only,
+ *                 "node went": exited (1, with its status) or lost (0)
  *   XFER    body: the transfer engine (tempest-nc-xfer.c): u8 kind,
  *                 3 bytes 0, u32 message id, then what the kind carries
  *   COLL    body: the control network (tempest-nc-coll.c):
@@ -65,7 +72,12 @@ enum {
     FABRIC_AUTH = 8,
     FABRIC_SHM = 9,         /* setting up a shared-memory link (u32 step) */
     FABRIC_BELL = 10,       /* doorbell of a shared-memory link (empty) */
+    FABRIC_DIAL = 11,       /* u32 from, u32 to: 'to', dial 'from' */
+    FABRIC_GONE = 12,       /* u32 node, u32 exited, u32 status */
 };
+
+#define FABRIC_DIAL_SIZE        8
+#define FABRIC_GONE_SIZE        12
 
 #define FABRIC_MESH_MINE        1
 #define FABRIC_MESH_ALL         2
@@ -285,6 +297,13 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
     case FABRIC_BELL:
         return hdr->len == 0 && hdr->net == 0 ? FABRIC_PARSE_OK :
                FABRIC_PARSE_BAD;
+    case FABRIC_DIAL:
+        return hdr->len == FABRIC_DIAL_SIZE && hdr->net == 0 ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
+    case FABRIC_GONE:
+        return hdr->len == FABRIC_GONE_SIZE && hdr->net == 0 &&
+               fabric_ld32(buf + FABRIC_HDR_SIZE + 4) <= 1 ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     case FABRIC_COLL: {
         const uint8_t *b = buf + FABRIC_HDR_SIZE;
         uint32_t lanes, count;

@@ -171,11 +171,9 @@ size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
     return f->fc->tx_queued(f, peer);
 }
 
-void tempest_fabric_bye(TempestFabric *f, uint32_t status)
+bool tempest_fabric_bye(TempestFabric *f, uint32_t status)
 {
-    if (f) {
-        f->fc->bye(f, status);
-    }
+    return !f || f->fc->bye(f, status);
 }
 
 void tempest_fabric_share_ram(TempestFabric *f, int fd, void *host,

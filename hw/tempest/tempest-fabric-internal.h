@@ -24,11 +24,17 @@ typedef struct FabricSocket FabricSocket;
 #define SOCK(obj) container_of(obj, FabricSocket, parent_obj)
 
 typedef struct FabricPeer {
-    FabricConn *conn;           /* NULL until its HELLO, and once gone */
-    bool up;
-    bool gone;
+    FabricConn *conn;           /* NULL until its link is made, and once gone */
+    bool gone;                  /* known to be gone (its link, or node 0) */
     bool exited;                /* said BYE before going */
     uint32_t exit_status;
+    /* Lazy links (docs/fabric.rst, "Forming the cluster"): */
+    GByteArray *early;          /* frames waiting for its link, or NULL */
+    int64_t wanted_ms;          /* when its link was first wanted, or 0 */
+    bool asked;                 /* our DIAL for it went to node 0 */
+    bool relayed;               /* node 0 said it went: not applied yet */
+    bool relay_exited;
+    uint32_t relay_status;
     uint32_t credit[2];         /* DATA frames we may still send */
     uint32_t allowed[2];        /* DATA frames it may still send us */
     uint32_t owed[2];           /* credit taken by the guest, not yet sent */
@@ -85,10 +91,11 @@ struct FabricSocket {
     unsigned credits;
     unsigned credit_batch;
     int state;
-    unsigned peers_up;
+    unsigned peers_up;          /* links made and not gone */
     bool refusal_reported;      /* a refused connection was logged */
-    bool *meshed;               /* node 0: which nodes reported MESH_MINE */
+    bool *meshed;               /* node 0: which nodes have joined it */
     unsigned nmeshed;
+    unsigned long *dial_seen;   /* node 0: DIAL {from, to} had, nodes^2 */
     char **addrs;               /* listening address of every node */
     char *unix_path;            /* our socket file, removed at the end */
     QIOChannelSocket *listener;
@@ -103,6 +110,9 @@ struct FabricSocket {
     QEMUTimer *accept_timer;    /* resumes accepting after EMFILE */
     Notifier exit_notifier;     /* flushes the BYEs when QEMU exits */
     uint64_t dropped_conns;     /* refused before HELLO (limits) */
+    bool bye_waiting;           /* BYEs held back for frames to new links */
+    uint32_t bye_status;
+    int64_t bye_deadline_ms;
     /* Shared-memory links (tempest-fabric-shm): */
     bool shm;                   /* links become shared memory */
     const FabricLinkUp *up;     /* for the links: see FabricLinkUp */

@@ -13,6 +13,7 @@
 #include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
+#include "qemu/bitmap.h"
 #include "qemu/guest-random.h"
 #include "crypto/secret_common.h"
 #include "io/channel-socket.h"
@@ -24,6 +25,8 @@
 
 #define FABRIC_RETRY_MS     20
 #define FABRIC_BYE_MS       200
+/* How long an exiting node waits for the links its last frames need. */
+#define FABRIC_BYE_LINK_MS  5000
 /*
  * What a peer can make this node hold (docs/fabric.rst, "Trust"):
  * - before its HELLO and AUTH a connection has FABRIC_RX_PENDING bytes of
@@ -333,22 +336,207 @@ static void fabric_send_u32(FabricConn *c, uint16_t type, unsigned net,
 /* Peers coming and going                                              */
 /* ------------------------------------------------------------------ */
 
+static void fabric_bye_check(FabricSocket *f);
+
 static void fabric_ready(FabricSocket *f)
 {
-    timer_del(f->connect_timer);
     fabric_set_state(f, TEMPEST_FABRIC_READY);
 }
 
-/* Node 0: node has its whole mesh; when every node has, tell them all. */
-static void fabric_mesh_count(FabricSocket *f, unsigned node)
+static void fabric_send_pair(FabricConn *c, uint16_t type, uint32_t a,
+                             uint32_t b, const uint32_t *third)
 {
+    uint8_t frame[FABRIC_HDR_SIZE + 12];
+    size_t len = third ? 12 : 8;
+
+    fabric_put_header(frame, type, 0, len);
+    fabric_st32(frame + FABRIC_HDR_SIZE, a);
+    fabric_st32(frame + FABRIC_HDR_SIZE + 4, b);
+    if (third) {
+        fabric_st32(frame + FABRIC_HDR_SIZE + 8, *third);
+    }
+    fabric_conn_queue(c, frame, FABRIC_HDR_SIZE + len);
+}
+
+/* Node 0 tells c that node went (exited with status, or lost). */
+static void fabric_send_gone(FabricConn *c, unsigned node, bool exited,
+                             uint32_t status)
+{
+    fabric_send_pair(c, FABRIC_GONE, node, exited, &status);
+}
+
+/*
+ * Peer is gone: forget what waits for it and report it, once.  exited:
+ * it said BYE (to us or, through GONE, to node 0) with status.
+ */
+static void fabric_peer_gone(FabricSocket *f, unsigned id, bool exited,
+                             uint32_t status, const char *why)
+{
+    FabricPeer *p = &f->peers[id];
+
+    if (p->gone) {
+        return;
+    }
+    p->gone = true;
+    p->exited = exited;
+    p->exit_status = status;
+    p->relayed = false;
+    if (p->early) {
+        g_byte_array_free(p->early, true);
+        p->early = NULL;
+    }
+    if (!exited) {
+        warn_report("tempest fabric: node %u lost node %u (%s)",
+                    f->node, id, why);
+    }
+    if (f->node == 0) {
+        /*
+         * Every node hears it from here, linked to it or not; but not
+         * one that said BYE itself (at the end of a run, N nodes would
+         * each be told of N others for nothing).
+         */
+        for (unsigned i = 1; i < f->nodes; i++) {
+            if (f->peers[i].conn && i != id && !f->peers[i].exited) {
+                fabric_send_gone(f->peers[i].conn, id, exited, status);
+            }
+        }
+    } else if (id == 0) {
+        /* The tick gives up the links nobody can ask for now. */
+        timer_mod(f->connect_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
+    }
+    f->ops->peer_down(f->opaque, id, exited, status);
+    fabric_bye_check(f);
+}
+
+/* Could a connection still being made be node k's? */
+static bool fabric_maybe_pending(FabricSocket *f, unsigned k)
+{
+    for (GList *l = f->pending; l; l = l->next) {
+        FabricConn *c = l->data;
+
+        if (c->called == (int)k ||
+            (c->called < 0 && (c->hello_node < 0 ||
+                               c->hello_node == (int)k))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Apply node 0's word that a node went, for the nodes we have no link
+ * with.  Not while a connection being made may be that node's: what it
+ * sent on it before it went is read first (its own end then says it).
+ */
+static void fabric_apply_relayed(FabricSocket *f)
+{
+    for (unsigned k = 0; k < f->nodes; k++) {
+        FabricPeer *p = &f->peers[k];
+
+        if (p->relayed && !p->gone && !p->conn &&
+            !fabric_maybe_pending(f, k)) {
+            fabric_peer_gone(f, k, p->relay_exited, p->relay_status,
+                             "node 0 says it is gone");
+        }
+    }
+}
+
+/* Ask node 0 to have the higher node peer dial us. */
+static void fabric_ask(FabricSocket *f, unsigned peer)
+{
+    FabricPeer *p = &f->peers[peer];
+
+    if (p->asked || p->conn || p->gone) {
+        return;
+    }
+    if (f->peers[0].conn) {
+        p->asked = true;
+        trace_tempest_fabric_dial(f->node, f->node, peer);
+        fabric_send_pair(f->peers[0].conn, FABRIC_DIAL, f->node, peer, NULL);
+    }
+    /*
+     * Else asked when the link with node 0 is made; if node 0 is gone,
+     * the tick gives the peer up (not here: our caller may be sending on
+     * behalf of something peer_down would free).
+     */
+}
+
+/*
+ * A link with peer is wanted now (a frame waits for it, or node 0 says it
+ * wants one): the higher node of the pair dials.
+ */
+static void fabric_want(FabricSocket *f, unsigned peer)
+{
+    FabricPeer *p = &f->peers[peer];
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+
+    if (p->conn || p->gone || p->wanted_ms) {
+        return;
+    }
+    p->wanted_ms = now;
+    trace_tempest_fabric_want(f->node, peer);
+    if (peer > f->node && f->node != 0) {
+        fabric_ask(f, peer);
+    }
+    /* The tick dials a lower node, and gives up at the timeout. */
+    timer_mod(f->connect_timer, now);
+}
+
+/*
+ * Queue a frame of up to three parts for peer: on its link, or until its
+ * link is made (then in order, before anything sent later).
+ */
+static void fabric_peer_queue3(FabricSocket *f, unsigned peer,
+                               const uint8_t *a, size_t alen,
+                               const uint8_t *b, size_t blen,
+                               const uint8_t *d, size_t dlen)
+{
+    FabricPeer *p = &f->peers[peer];
+
+    if (p->conn) {
+        fabric_conn_queue3(p->conn, a, alen, b, blen, d, dlen);
+        return;
+    }
+    if (p->gone) {
+        return;     /* the engines learn it through peer_down */
+    }
+    if (!p->early) {
+        p->early = g_byte_array_new();
+    }
+    g_byte_array_append(p->early, a, alen);
+    g_byte_array_append(p->early, b, blen);
+    g_byte_array_append(p->early, d, dlen);
+    fabric_want(f, peer);
+}
+
+/* Node 0: node joined; when every node has, the cluster is ready. */
+static void fabric_joined(FabricSocket *f, unsigned node)
+{
+    FabricConn *c = f->peers[node].conn;
+
+    /* What it must know: who went already, who asked for it. */
+    for (unsigned k = 1; k < f->nodes; k++) {
+        FabricPeer *p = &f->peers[k];
+
+        if (p->gone) {
+            fabric_send_gone(c, k, p->exited, p->exit_status);
+        } else if (k < node && test_bit(k * f->nodes + node, f->dial_seen)) {
+            trace_tempest_fabric_dial(f->node, k, node);
+            fabric_send_pair(c, FABRIC_DIAL, k, node, NULL);
+        }
+    }
     if (f->meshed[node]) {
         return;
     }
     f->meshed[node] = true;
-    if (++f->nmeshed < f->nodes) {
+    if (++f->nmeshed < f->nodes || f->state != TEMPEST_FABRIC_CONNECTING) {
         return;
     }
+    /*
+     * Every node has started and joined: each can reach every other (the
+     * links are made on first use).  A node could run its program and
+     * leave before another has joined if each declared itself ready.
+     */
     for (unsigned i = 1; i < f->nodes; i++) {
         if (f->peers[i].conn) {
             fabric_send_u32(f->peers[i].conn, FABRIC_MESH, 0,
@@ -358,40 +546,42 @@ static void fabric_mesh_count(FabricSocket *f, unsigned node)
     fabric_ready(f);
 }
 
-static void fabric_mesh_mine(FabricSocket *f)
-{
-    if (f->node == 0) {
-        fabric_mesh_count(f, 0);
-    } else {
-        fabric_send_u32(f->peers[0].conn, FABRIC_MESH, 0, FABRIC_MESH_MINE);
-    }
-}
-
 static void fabric_peer_up(FabricSocket *f, FabricConn *c, unsigned id)
 {
     FabricPeer *p = &f->peers[id];
+    GByteArray *early = p->early;
 
     f->pending = g_list_remove(f->pending, c);
     f->npending--;
     c->peer = id;
     p->conn = c;
-    p->up = true;
-    for (int net = 0; net < 2; net++) {
-        p->credit[net] = f->credits;
-        p->allowed[net] = f->credits;
-    }
+    p->relayed = false;     /* its link says when it goes */
+    p->early = NULL;
     f->peers_up++;
     trace_tempest_fabric_peer_up(f->node, id, f->peers_up);
-    if (f->peers_up == f->nodes - 1 &&
-        f->state == TEMPEST_FABRIC_CONNECTING) {
-        /*
-         * Connected to every node: that is true here, not yet everywhere.
-         * A node that started its program now could finish and leave
-         * before a slower node has connected to it.  So node 0 collects
-         * every node's word and then declares the cluster ready.
-         */
-        fabric_mesh_mine(f);
+    if (c->called >= 0) {
+        /* First, while the socket's queue is empty. */
+        fabric_shm_offer(c);
     }
+    if (early) {
+        /* What waited for the link, in order, before anything newer. */
+        fabric_conn_queue3(c, early->data, early->len, NULL, 0, NULL, 0);
+        g_byte_array_free(early, true);
+    }
+    if (f->node == 0) {
+        fabric_joined(f, id);
+    } else if (id == 0) {
+        for (unsigned k = f->node + 1; k < f->nodes; k++) {
+            if (f->peers[k].wanted_ms) {
+                fabric_ask(f, k);
+            }
+        }
+    }
+    fabric_apply_relayed(f);
+    if (early && p->conn && !conn_pending(p->conn)) {
+        fabric_conn_drained(p->conn);
+    }
+    fabric_bye_check(f);
 }
 
 static void fabric_conn_free(FabricConn *c)
@@ -413,6 +603,7 @@ static void fabric_conn_close(FabricConn *c, const char *why)
         f->pending = g_list_remove(f->pending, c);
         f->npending--;
         fabric_conn_free(c);
+        fabric_apply_relayed(f);
         return;
     }
 
@@ -420,15 +611,9 @@ static void fabric_conn_close(FabricConn *c, const char *why)
     unsigned id = c->peer;
 
     p->conn = NULL;
-    p->up = false;
-    p->gone = true;
     f->peers_up--;
     fabric_conn_free(c);
-    if (!p->exited) {
-        warn_report("tempest fabric: node %u lost node %u (%s)",
-                    f->node, id, why);
-    }
-    f->ops->peer_down(f->opaque, id, p->exited, p->exit_status);
+    fabric_peer_gone(f, id, p->exited, p->exit_status, why);
 }
 
 static bool fabric_hello_ok(FabricSocket *f, FabricConn *c,
@@ -462,6 +647,62 @@ static void fabric_drop(FabricSocket *f, int peer, const char *why)
 {
     trace_tempest_fabric_drop(f->node, peer, why);
     f->ops->dropped(f->opaque, peer, why);
+}
+
+/*
+ * DIAL {from, to} from peer.  Node 0 takes it from 'from' itself, for a
+ * higher node, once per pair, and passes it to 'to' (now, or when 'to'
+ * joins); 'to' takes it only from node 0, for itself, and dials 'from'.
+ */
+static void fabric_dial_frame(FabricSocket *f, unsigned peer, uint32_t from,
+                              uint32_t to)
+{
+    if (f->node == 0) {
+        if (from != peer || to <= from || to >= f->nodes) {
+            fabric_drop(f, peer, "DIAL not for a link of its own");
+            return;
+        }
+        if (test_and_set_bit(from * f->nodes + to, f->dial_seen)) {
+            fabric_drop(f, peer, "second DIAL for one link");
+            return;
+        }
+        trace_tempest_fabric_dial(f->node, from, to);
+        if (f->peers[to].conn) {
+            fabric_send_pair(f->peers[to].conn, FABRIC_DIAL, from, to, NULL);
+        }
+        /* Else passed on when it joins, or it is gone and 'from' told. */
+        return;
+    }
+    if (peer != 0 || to != f->node || from == 0 || from >= to) {
+        fabric_drop(f, peer, "unexpected DIAL");
+        return;
+    }
+    fabric_want(f, from);
+}
+
+/* GONE {node, exited, status}: only from node 0, about another node. */
+static void fabric_gone_frame(FabricSocket *f, unsigned peer, uint32_t node,
+                              uint32_t exited, uint32_t status)
+{
+    FabricPeer *p;
+
+    if (peer != 0 || node == 0 || node == f->node || node >= f->nodes) {
+        fabric_drop(f, peer, "unexpected GONE");
+        return;
+    }
+    p = &f->peers[node];
+    trace_tempest_fabric_gone(f->node, node, exited, status);
+    if (p->relayed) {
+        fabric_drop(f, peer, "second GONE for one node");
+        return;
+    }
+    if (p->gone || p->conn) {
+        return;     /* its own link said it, or will */
+    }
+    p->relayed = true;
+    p->relay_exited = exited;
+    p->relay_status = status;
+    fabric_apply_relayed(f);
 }
 
 /* Handle one valid frame; returns false when c was closed. */
@@ -501,9 +742,6 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
             return false;
         }
         fabric_peer_up(f, c, c->hello_node);
-        if (c->called >= 0) {
-            fabric_shm_offer(c);
-        }
         return true;
     }
     if (c->peer < 0) {
@@ -583,20 +821,25 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
         return true;
     case FABRIC_MESH:
         v = fabric_ld32(body);
-        if (v == FABRIC_MESH_MINE && f->node == 0 &&
+        if (v == FABRIC_MESH_ALL && c->peer == 0 &&
             f->state == TEMPEST_FABRIC_CONNECTING) {
-            fabric_mesh_count(f, c->peer);
-        } else if (v == FABRIC_MESH_ALL && c->peer == 0 &&
-                   f->state == TEMPEST_FABRIC_CONNECTING) {
             /*
-             * Node 0's word is enough: every node was connected to every
-             * other.  Some may have run and left since (their sockets are
-             * not ordered with node 0's): still ready.
+             * Node 0's word is enough: every node has joined it.  Some
+             * may have run and left since (their sockets are not ordered
+             * with node 0's): still ready.
              */
             fabric_ready(f);
         } else {
             fabric_drop(f, c->peer, "unexpected MESH");
         }
+        return true;
+    case FABRIC_DIAL:
+        fabric_dial_frame(f, c->peer, fabric_ld32(body),
+                          fabric_ld32(body + 4));
+        return true;
+    case FABRIC_GONE:
+        fabric_gone_frame(f, c->peer, fabric_ld32(body),
+                          fabric_ld32(body + 4), fabric_ld32(body + 8));
         return true;
     case FABRIC_BYE:
         p->exited = true;
@@ -835,47 +1078,94 @@ static void fabric_dial(FabricSocket *f, unsigned i)
                                      g_free, NULL);
 }
 
-/* Connect to every lower node not yet connected; give up at the deadline. */
+/* Is a connection to node i (lower than us) being made? */
+static bool fabric_dialling(FabricSocket *f, unsigned i)
+{
+    if (f->dials[i]) {
+        return true;
+    }
+    for (GList *l = f->pending; l; l = l->next) {
+        FabricConn *c = l->data;
+
+        if (c->called == (int)i) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Dial the lower nodes we need a link with (node 0 always, the others
+ * when wanted); give up on the cluster at the deadline, and on a wanted
+ * link that is not made in the fabric's timeout.
+ */
 static void fabric_connect_tick(void *opaque)
 {
     FabricSocket *f = opaque;
-    bool waiting = false;
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+    unsigned timeout = f->parent_obj.timeout_ms;
+    bool forming = f->state == TEMPEST_FABRIC_CONNECTING;
+    bool waiting = false, dialling = false;
 
-    for (unsigned i = 0; i < f->node; i++) {
-        FabricConn *c;
-        bool pending = false;
-
-        if (f->peers[i].conn || f->peers[i].gone) {
-            continue;
-        }
-        for (GList *l = f->pending; l; l = l->next) {
-            c = l->data;
-            pending |= c->called == (int)i;
-        }
-        waiting = true;
-        if (!pending && !f->dials[i]) {
-            fabric_dial(f, i);
-        }
-    }
-    waiting |= f->peers_up < f->nodes - 1;
-    if (!waiting || f->state != TEMPEST_FABRIC_CONNECTING) {
+    if (f->state == TEMPEST_FABRIC_FAILED) {
         return;
     }
-    if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) > f->deadline_ms) {
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricPeer *p = &f->peers[i];
+
+        if (i == f->node || p->conn || p->gone) {
+            continue;
+        }
+        if (!p->wanted_ms && !(i == 0 || (f->node == 0 && forming))) {
+            continue;
+        }
+        if (p->wanted_ms && !forming && now - p->wanted_ms > timeout) {
+            fabric_peer_gone(f, i, false, 0, "no link made in time");
+            continue;
+        }
+        if (p->wanted_ms && i > f->node && !p->asked && f->node != 0 &&
+            f->peers[0].gone) {
+            /* Nobody can pass our DIAL on: it cannot be reached. */
+            fabric_peer_gone(f, i, false, 0,
+                             "no link yet, and node 0 is gone");
+            continue;
+        }
+        waiting = true;
+        if (i < f->node) {
+            dialling = true;
+            if (!fabric_dialling(f, i)) {
+                fabric_dial(f, i);
+            }
+        }
+    }
+    if (forming && now > f->deadline_ms) {
         g_autoptr(GString) missing = g_string_new("");
 
         for (unsigned i = 0; i < f->nodes; i++) {
-            if (i != f->node && !f->peers[i].up) {
+            if (i != f->node && (f->node == 0 ? !f->meshed[i] :
+                                 i == 0 && !f->peers[0].conn)) {
                 g_string_append_printf(missing, " %u", i);
             }
         }
         error_report("tempest fabric: node %u: the cluster did not form: "
-                     "no connection with node(s)%s", f->node, missing->str);
+                     "no connection with node(s)%s", f->node,
+                     missing->len ? missing->str : " (none: no word from "
+                     "node 0)");
         fabric_set_state(f, TEMPEST_FABRIC_FAILED);
         return;
     }
-    timer_mod(f->connect_timer,
-              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + FABRIC_RETRY_MS);
+    fabric_bye_check(f);
+    if (dialling || f->bye_waiting) {
+        timer_mod(f->connect_timer, now + FABRIC_RETRY_MS);
+    } else if (waiting || forming) {
+        /*
+         * Only waiting (to be dialled, for node 0's word): an idle node
+         * must not wake 50 times a second, hundreds of them at once.
+         * What it waits for reschedules the tick when it comes.
+         */
+        timer_mod(f->connect_timer, MIN(now + 1000,
+                  forming ? f->deadline_ms + 1 : INT64_MAX));
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -914,8 +1204,18 @@ static bool sock_start(TempestFabric *obj, Error **errp)
     f->peers = g_new0(FabricPeer, nodes);
     f->meshed = g_new0(bool, nodes);
     f->dials = g_new0(FabricDial *, nodes);
-    f->peers[node].up = true;
-    f->peers[node].credit[0] = f->peers[node].credit[1] = credits;
+    /* Every link starts with its credit, made or not. */
+    for (unsigned i = 0; i < nodes; i++) {
+        for (int net = 0; net < 2; net++) {
+            f->peers[i].credit[net] = credits;
+            f->peers[i].allowed[net] = credits;
+        }
+    }
+    if (node == 0) {
+        f->meshed[0] = true;
+        f->nmeshed = 1;
+        f->dial_seen = bitmap_new((size_t)nodes * nodes);
+    }
     f->state = TEMPEST_FABRIC_CONNECTING;
 
     if (nodes == 1) {
@@ -998,9 +1298,12 @@ static void sock_stop(TempestFabric *obj)
             f->dials[i]->fab = NULL;    /* its callback frees the channel */
         }
     }
-    for (unsigned i = 0; i < f->nodes; i++) {
+    for (unsigned i = 0; f->peers && i < f->nodes; i++) {
         if (f->peers[i].conn) {
             fabric_conn_free(f->peers[i].conn);
+        }
+        if (f->peers[i].early) {
+            g_byte_array_free(f->peers[i].early, true);
         }
     }
     while (f->pending) {
@@ -1020,6 +1323,7 @@ static void sock_stop(TempestFabric *obj)
     g_free(f->unix_path);
     g_free(f->peers);
     g_free(f->meshed);
+    g_free(f->dial_seen);
     g_free(f->dials);
     /* Back to a freshly made object, its property kept. */
     memset((char *)f + sizeof(TempestFabric), 0,
@@ -1045,7 +1349,8 @@ static bool sock_peer_up(TempestFabric *obj, unsigned peer)
 {
     FabricSocket *f = SOCK(obj);
 
-    return peer < f->nodes && f->peers[peer].up;
+    /* Linked or not: a link is made on first use. */
+    return peer < f->nodes && !f->peers[peer].gone;
 }
 
 static bool sock_can_send(TempestFabric *obj, unsigned peer, unsigned net)
@@ -1074,7 +1379,8 @@ static void sock_send(TempestFabric *obj, unsigned peer, unsigned net,
     fabric_put_header(frame, FABRIC_DATA, net, 4 + len);
     fabric_st32(frame + FABRIC_HDR_SIZE, seq);
     memcpy(frame + FABRIC_HDR_SIZE + 4, pkt, len);
-    fabric_conn_queue(p->conn, frame, FABRIC_HDR_SIZE + 4 + len);
+    fabric_peer_queue3(f, peer, frame, FABRIC_HDR_SIZE + 4 + len, NULL, 0,
+                       NULL, 0);
 }
 
 static void sock_return_credits(TempestFabric *obj, unsigned peer,
@@ -1104,12 +1410,11 @@ static void sock_send_coll(TempestFabric *obj, unsigned peer,
                            const uint8_t *body, size_t len)
 {
     FabricSocket *f = SOCK(obj);
-    FabricConn *c = f->peers[peer].conn;
     uint8_t hdr[FABRIC_HDR_SIZE];
 
     assert(peer != f->node);
-    if (!c) {
-        return;     /* gone: the collective fails through peer_down */
+    if (f->peers[peer].gone) {
+        return;     /* the collective fails through peer_down */
     }
     if (len > FABRIC_MAX_BODY) {
         /* The control network never builds one: say so, never abort. */
@@ -1119,7 +1424,7 @@ static void sock_send_coll(TempestFabric *obj, unsigned peer,
     }
     trace_tempest_fabric_coll_tx(f->node, peer, body[4], len);
     fabric_put_header(hdr, FABRIC_COLL, 0, len);
-    fabric_conn_queue3(c, hdr, sizeof(hdr), body, len, NULL, 0);
+    fabric_peer_queue3(f, peer, hdr, sizeof(hdr), body, len, NULL, 0);
 }
 
 static void sock_send_xfer(TempestFabric *obj, unsigned peer,
@@ -1127,42 +1432,84 @@ static void sock_send_xfer(TempestFabric *obj, unsigned peer,
                            const uint8_t *body, size_t body_len)
 {
     FabricSocket *f = SOCK(obj);
-    FabricConn *c = f->peers[peer].conn;
     uint8_t hdr[FABRIC_HDR_SIZE];
     size_t len = head_len + body_len;
 
     assert(peer != f->node && len <= FABRIC_MAX_BODY);
-    if (!c) {
-        return;     /* gone: the engine learns it through peer_down */
-    }
     fabric_put_header(hdr, FABRIC_XFER, 0, len);
-    fabric_conn_queue3(c, hdr, sizeof(hdr), head, head_len, body, body_len);
+    fabric_peer_queue3(f, peer, hdr, sizeof(hdr), head, head_len, body,
+                       body_len);
 }
 
 static size_t sock_tx_queued(TempestFabric *obj, unsigned peer)
 {
     FabricSocket *f = SOCK(obj);
-    FabricConn *c = f->peers[peer].conn;
+    FabricPeer *p = &f->peers[peer];
 
-    return c ? conn_pending(c) : 0;
+    /* Waiting for its link counts: the engines bound it the same way. */
+    return p->conn ? conn_pending(p->conn) : p->early ? p->early->len : 0;
 }
 
-/*
- * Queue a BYE for every peer; never waits (the caller holds the BQL).
- * What the sockets do not take at once goes out from the main loop, and
- * at the latest from fabric_exit_flush() when QEMU exits.
- */
-static void sock_bye(TempestFabric *obj, uint32_t status)
+/* Queue a BYE for every peer linked to us. */
+static void fabric_send_byes(FabricSocket *f, uint32_t status)
 {
-    FabricSocket *f = SOCK(obj);
-
-    for (unsigned i = 0; f && i < f->nodes; i++) {
+    for (unsigned i = 0; i < f->nodes; i++) {
         FabricConn *c = f->peers[i].conn;
 
         if (i != f->node && c) {
             fabric_send_u32(c, FABRIC_BYE, 0, status);
         }
     }
+}
+
+/*
+ * The node exits: once no frame waits for a link being made (or at the
+ * deadline), say BYE and let the node controller end the node.
+ */
+static void fabric_bye_check(FabricSocket *f)
+{
+    bool left = false;
+
+    if (!f->bye_waiting) {
+        return;
+    }
+    for (unsigned i = 0; i < f->nodes; i++) {
+        left |= f->peers[i].early && !f->peers[i].gone;
+    }
+    if (left && qemu_clock_get_ms(QEMU_CLOCK_REALTIME) < f->bye_deadline_ms) {
+        return;
+    }
+    f->bye_waiting = false;
+    fabric_send_byes(f, f->bye_status);
+    f->ops->bye_done(f->opaque, f->bye_status);
+}
+
+/*
+ * Queue a BYE for every peer; never waits (the caller holds the BQL).
+ * What the sockets do not take at once goes out from the main loop, and
+ * at the latest from fabric_exit_flush() when QEMU exits.  Frames that
+ * wait for a link still being made go first: until then no BYE goes (so
+ * node 0 does not tell their peer we went before they arrive).
+ */
+static bool sock_bye(TempestFabric *obj, uint32_t status)
+{
+    FabricSocket *f = SOCK(obj);
+
+    if (f->bye_waiting) {
+        return false;   /* a second EXIT: the first one's word stands */
+    }
+    for (unsigned i = 0; i < f->nodes; i++) {
+        if (f->peers[i].early && !f->peers[i].gone) {
+            f->bye_waiting = true;
+            f->bye_status = status;
+            f->bye_deadline_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                                 FABRIC_BYE_LINK_MS;
+            timer_mod(f->connect_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME));
+            return false;
+        }
+    }
+    fabric_send_byes(f, status);
+    return true;
 }
 
 /*

@@ -19,6 +19,7 @@
 #include "qemu/timer.h"
 #include "hw/irq.h"
 #include "exec/cpu-common.h"
+#include "system/runstate.h"
 #include "tempest-nc-internal.h"
 #include "trace.h"
 
@@ -368,10 +369,18 @@ static void nc_share_ram(TempestNCState *s)
     }
 }
 
+/* The guest's EXIT waited for frames to new links: end the node now. */
+static void nc_fabric_bye_done(void *opaque, uint32_t status)
+{
+    qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_GUEST_SHUTDOWN,
+                                           status);
+}
+
 bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
 {
     TempestFabric *f;
 
+    s->fabric_ops.bye_done = nc_fabric_bye_done;
     s->fabric_ops.peer_down = nc_fabric_peer_down;
     s->fabric_ops.state = nc_fabric_state;
     s->fabric_ops.dropped = nc_fabric_dropped;

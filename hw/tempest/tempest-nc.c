@@ -392,12 +392,15 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         /*
          * Never wait here (a vCPU holds the BQL): the BYE is queued, and
          * the fabric flushes what it can when the main loop tears down.
+         * Frames still waiting for a link go first: then the fabric says
+         * when (nc_fabric_bye_done).
          */
         value = FIELD_EX32(value, EXIT, STATUS);
         trace_tempest_nc_exit(s->node_id, value);
-        qemu_system_shutdown_request_with_code(SHUTDOWN_CAUSE_GUEST_SHUTDOWN,
-                                               value);
-        tempest_fabric_bye(s->fabric, value);
+        if (tempest_fabric_bye(s->fabric, value)) {
+            qemu_system_shutdown_request_with_code(
+                SHUTDOWN_CAUSE_GUEST_SHUTDOWN, value);
+        }
         return;
     case A_IRQ_ENABLE:
         s->irq_enable = value;

@@ -241,7 +241,8 @@ def nc_seeds():
 
 (OP_RAW, OP_DATA, OP_CREDIT, OP_COLL, OP_XFER, OP_MESH, OP_BYE, OP_HELLO,
  OP_FLOOD, OP_DISCONNECT, OP_RECONNECT, OP_STRANGER, OP_RUN, OP_MMIO_WRITE,
- OP_MMIO_READ, OP_CMD, OP_RINGS, OP_SEND, OP_RQ_FREE, OP_PAUSE) = range(20)
+ OP_MMIO_READ, OP_CMD, OP_RINGS, OP_SEND, OP_RQ_FREE, OP_PAUSE, OP_DIAL,
+ OP_GONE) = range(22)
 XK_HDR, XK_DATA, XK_GO, XK_ACK, XK_ABORT, XK_FOP_REQ, XK_FOP_REP = \
     range(1, 8)
 
@@ -395,6 +396,13 @@ def fabric_seeds():
     r["timers"] = [f_rings(), f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 300, 1, 2),
                    f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 5, 3, 4),
                    f_run(1, 100), f_run(1, 1000)]
+    # DIAL and GONE a node 1 sends, and ones naming impossible nodes
+    r["peer-dial-gone"] = [f_rings(), bytes([OP_DIAL]) + u32(1) + u32(2),
+                           bytes([OP_DIAL]) + u32(0) + u32(1),
+                           bytes([OP_GONE]) + u32(1) + u32(1) + u32(3),
+                           bytes([OP_GONE]) + u32(5) + u32(2) + u32(0),
+                           f_run(), f_r(k["TEMPEST_NC_DROPPED"]),
+                           f_r(k["TEMPEST_NC_PEERS_DOWN"])]
     r["peer-bye"] = [f_rings(), bytes([OP_BYE]) + u32(3),
                      bytes([OP_DISCONNECT, 0]), f_run(),
                      f_r(k["TEMPEST_NC_PEERS_DOWN"]), f_send(0),

@@ -94,6 +94,8 @@ enum {
     OP_SEND,        /* flags, kind, len, dest16, word0..2 */
     OP_RQ_FREE,     /* count */
     OP_PAUSE,       /* on: stop reading node 0's bytes (0: read again) */
+    OP_DIAL,        /* from32, to32 */
+    OP_GONE,        /* node32, exited32, status32 */
     OP_NUM,
 };
 
@@ -419,7 +421,8 @@ static void link_reset(void)
 
 /*
  * Connect to QEMU's socket: HELLO, its HELLO, AUTH; with mesh, also say
- * "connected to every node".  As node 1 that is the way in; as node 0 it
+ * "connected to every node" (an old frame, dropped now: node 0 is ready
+ * once every node has joined it).  As node 1 that is the way in; as node 0 it
  * is a connection QEMU (node 1, which accepts only from nodes above it)
  * must refuse.
  */
@@ -684,6 +687,25 @@ static void op_xfer(QTestState *s, Cursor *c)
 static void op_mesh(QTestState *s, Cursor *c)
 {
     peer_send_u32(s, FABRIC_MESH, 0, take32(c));
+}
+
+static void op_dial(QTestState *s, Cursor *c)
+{
+    uint8_t body[FABRIC_DIAL_SIZE];
+
+    fabric_st32(body, take32(c));
+    fabric_st32(body + 4, take32(c));
+    peer_send(s, FABRIC_DIAL, 0, body, sizeof(body));
+}
+
+static void op_gone(QTestState *s, Cursor *c)
+{
+    uint8_t body[FABRIC_GONE_SIZE];
+
+    fabric_st32(body, take32(c));
+    fabric_st32(body + 4, take32(c));
+    fabric_st32(body + 8, take32(c));
+    peer_send(s, FABRIC_GONE, 0, body, sizeof(body));
 }
 
 static void op_bye(QTestState *s, Cursor *c)
@@ -983,6 +1005,8 @@ static OpFn *const ops[OP_NUM] = {
     [OP_SEND] = op_send,
     [OP_RQ_FREE] = op_rq_free,
     [OP_PAUSE] = op_pause,
+    [OP_DIAL] = op_dial,
+    [OP_GONE] = op_gone,
 };
 
 /* ------------------------------------------------------------------ */

@@ -347,6 +347,193 @@ static void test_peer_down(void)
 }
 
 /*
+ * docs/fabric.rst, "Forming the cluster": node 0 is the rendezvous.  It
+ * is READY once every node has joined it; it passes a node's DIAL on to
+ * the higher node it names, once per pair, even to a node that joins
+ * later; and it tells every node that a node went (GONE).  "Trust": it
+ * takes a DIAL only from the node it names first, for a higher node of
+ * the cluster, and no GONE from anyone.
+ */
+static void test_rendezvous(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0, 3, CLUSTER, "");
+    uint8_t buf[256];
+    int fd1, fd2;
+
+    setup_rings(s, 16);
+    fd1 = peer_join(dir, 0, 1, 3, CLUSTER, NULL, 0);
+    /* Node 1 wants node 2, which has not joined yet: held for it. */
+    peer_send_words(fd1, FABRIC_DIAL, 1, 2, -1);
+    g_usleep(50 * 1000);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
+                     TEMPEST_FABRIC_CONNECTING);
+    fd2 = peer_join(dir, 0, 2, 3, CLUSTER, NULL, 0);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    peer_read_until(fd2, FABRIC_DIAL, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 1);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 2);
+
+    peer_send_words(fd1, FABRIC_DIAL, 1, 2, -1);    /* a second one */
+    peer_send_words(fd1, FABRIC_DIAL, 2, 1, -1);    /* not its own */
+    peer_send_words(fd1, FABRIC_DIAL, 1, 1, -1);    /* itself */
+    peer_send_words(fd1, FABRIC_DIAL, 1, 3, -1);    /* no node 3 */
+    peer_send_words(fd2, FABRIC_DIAL, 2, 1, -1);    /* a lower node */
+    peer_send_words(fd1, FABRIC_GONE, 2, 0, 0);     /* only node 0 says */
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_DROPPED, ~0, 6), ==, 6);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_DOWN)), ==, 0);
+
+    /* Node 2 exits: node 1, which has no link with it, hears it. */
+    fabric_st32(buf, 7);
+    peer_send(fd2, FABRIC_BYE, 0, buf, 4);
+    close(fd2);
+    peer_read_until(fd1, FABRIC_GONE, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 2);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 1);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 8), ==, 7);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_DOWN)), ==, 1);
+    close(fd1);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
+ * docs/fabric.rst, "Forming the cluster": node 2 of 5 links only with
+ * node 0 at start.  Packets for a higher node wait while node 0 passes
+ * its DIAL on and that node dials, then arrive in order; node 0's DIAL
+ * for a lower node has it dial that one.  "Failures": node 0's GONE
+ * reports a node it has no link with, once, and sends to it fail.
+ * "Trust": DIAL and GONE from another node than 0 are dropped.
+ */
+static void test_lazy_links(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    int lfd0 = peer_listen(dir, 0, 4), lfd1 = peer_listen(dir, 1, 4);
+    QTestState *s = start_node(dir, 2, 5, CLUSTER, "");
+    uint8_t buf[512], kind[4];
+    int fd0, fd1, fd3;
+
+    fd0 = peer_accept(lfd0, 0, 2, 5, CLUSTER);
+    fabric_st32(kind, FABRIC_MESH_ALL);
+    peer_send(fd0, FABRIC_MESH, 0, kind, sizeof(kind));
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 1);
+    setup_rings(s, 16);
+
+    /* Two packets for node 3: node 0 is asked to have it dial us. */
+    put_packet(s, SQ0_BASE, 0, 3, 1, 0, 8, 0);
+    put_packet(s, SQ0_BASE, 1, 3, 2, 0, 8, 0);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SQ0_HEAD)), ==, 2);
+    peer_read_until(fd0, FABRIC_DIAL, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 2);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 3);
+    fd3 = peer_join(dir, 2, 3, 5, CLUSTER, NULL, 0);
+    for (uint32_t seq = 0; seq < 2; seq++) {
+        peer_read_until(fd3, FABRIC_DATA, buf, sizeof(buf));
+        g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, seq);
+        g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4 + TEMPEST_PKT_KIND], ==,
+                         seq + 1);
+    }
+
+    /* Node 0 says node 1 wants us: we dial node 1. */
+    peer_send_words(fd0, FABRIC_DIAL, 1, 2, -1);
+    fd1 = peer_accept(lfd1, 1, 2, 5, CLUSTER);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_PEERS_UP, ~0, 3), ==, 3);
+
+    /* What only node 0 may say, from node 3; DIALs no node 0 sends. */
+    peer_send_words(fd3, FABRIC_GONE, 4, 1, 5);
+    peer_send_words(fd3, FABRIC_DIAL, 1, 2, -1);
+    peer_send_words(fd0, FABRIC_DIAL, 0, 2, -1);
+    peer_send_words(fd0, FABRIC_DIAL, 3, 2, -1);
+    peer_send_words(fd0, FABRIC_DIAL, 1, 4, -1);
+    peer_send_words(fd0, FABRIC_GONE, 2, 1, 5);     /* about ourselves */
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_DROPPED, ~0, 6), ==, 6);
+    /* About a node we have a link with: its own link will say. */
+    peer_send_words(fd0, FABRIC_GONE, 3, 1, 5);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_DOWN)), ==, 0);
+
+    /* Node 4, never linked, exited 5: reported once; sends to it fail. */
+    peer_send_words(fd0, FABRIC_GONE, 4, 1, 5);
+    g_assert_cmphex(tq_wait_mem32(s, CQ_BASE, ~0, TEMPEST_EV_VALID |
+                                  TEMPEST_EV_PEER_DOWN), ==,
+                    TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
+    g_assert_cmpuint(qtest_readl(s, CQ_BASE + TEMPEST_EV_NODE), ==, 4);
+    g_assert_cmpuint(qtest_readq(s, CQ_BASE + TEMPEST_EV_A), ==, 0);
+    g_assert_cmpuint(qtest_readq(s, CQ_BASE + TEMPEST_EV_B), ==, 5);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_DOWN)), ==, 1);
+    put_packet(s, SQ0_BASE, 2, 4, 0, 0, 4, 0);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_PEER_DOWN);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 6);
+
+    close(fd0);
+    close(fd1);
+    close(fd3);
+    close(lfd0);
+    close(lfd1);
+    qtest_quit(s);
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *p = g_strdup_printf("%s/node%d.sock", dir, i);
+
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+/*
+ * docs/fabric.rst, "Forming the cluster": a node that exits while a
+ * packet still waits for its link holds its BYEs until the link is made
+ * and the packet has gone, so its last message is not lost and node 0
+ * does not hear it went before.
+ */
+static void test_exit_waits_for_link(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    int lfd0 = peer_listen(dir, 0, 4);
+    QTestState *s = start_node(dir, 1, 3, CLUSTER, "");
+    uint8_t buf[512], kind[4];
+    int fd0, fd2;
+
+    fd0 = peer_accept(lfd0, 0, 1, 3, CLUSTER);
+    fabric_st32(kind, FABRIC_MESH_ALL);
+    peer_send(fd0, FABRIC_MESH, 0, kind, sizeof(kind));
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    setup_rings(s, 16);
+    put_packet(s, SQ0_BASE, 0, 2, 9, 0, 8, 0);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    peer_read_until(fd0, FABRIC_DIAL, buf, sizeof(buf));
+    qtest_set_expected_status(s, 4);
+    qtest_writel(s, NC(TEMPEST_NC_EXIT), 4);
+    /* Still here, and no BYE yet: the packet waits for node 2. */
+    g_usleep(100 * 1000);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0);
+    fd2 = peer_join(dir, 1, 2, 3, CLUSTER, NULL, 0);
+    g_assert_cmpuint(peer_read_until(fd2, FABRIC_DATA, buf, sizeof(buf)),
+                     ==, 4 + TEMPEST_PKT_DATA + 8);
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4 + TEMPEST_PKT_KIND], ==, 9);
+    peer_read_until(fd2, FABRIC_BYE, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 4);
+    peer_read_until(fd0, FABRIC_BYE, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 4);
+    qtest_wait_qemu(s);
+    qtest_quit(s);
+    close(fd0);
+    close(fd2);
+    close(lfd0);
+    g_autofree char *p = g_strdup_printf("%s/node0.sock", dir);
+    unlink(p);
+    rmdir(dir);
+}
+
+/*
  * Part 1: a node of another cluster cannot join; the cluster reports that
  * it could not form, instead of waiting forever.
  */
@@ -406,7 +593,7 @@ static void test_malformed_frames(void)
     int fd;
 
     setup_rings(s, 16);
-    fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0, true);
+    fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
     peer_hello(&h, CLUSTER, 1, 2);
     fabric_put_hello(hello, &h);
     stl_le_p(junk, 0x04030201);
@@ -581,6 +768,10 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/fabric/flow-control", test_flow_control);
     qtest_add_func("/tempest/fabric/peer-down", test_peer_down);
     qtest_add_func("/tempest/fabric/wrong-cluster", test_wrong_cluster);
+    qtest_add_func("/tempest/fabric/rendezvous", test_rendezvous);
+    qtest_add_func("/tempest/fabric/lazy-links", test_lazy_links);
+    qtest_add_func("/tempest/fabric/exit-waits-for-link",
+                   test_exit_waits_for_link);
     qtest_add_func("/tempest/fabric/malformed-frames", test_malformed_frames);
     qtest_add_func("/tempest/fabric/timers", test_timers);
 

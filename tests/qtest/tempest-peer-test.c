@@ -65,8 +65,8 @@ static void inner_start(Inner *t)
     t->s = start_node(t->dir, 1, 4, " -global tempest-nc.coll-fanout=2");
     t->fd0 = peer_accept(lfd, 0, 1, 4, CLUSTER);
     close(lfd);
-    t->fd2 = peer_join(t->dir, 1, 2, 4, CLUSTER, NULL, 0, false);
-    t->fd3 = peer_join(t->dir, 1, 3, 4, CLUSTER, NULL, 0, false);
+    t->fd2 = peer_join(t->dir, 1, 2, 4, CLUSTER, NULL, 0);
+    t->fd3 = peer_join(t->dir, 1, 3, 4, CLUSTER, NULL, 0);
     /* As node 0: every node is connected, the cluster is ready. */
     fabric_st32(kind, FABRIC_MESH_ALL);
     peer_send(t->fd0, FABRIC_MESH, 0, kind, sizeof(kind));
@@ -236,7 +236,7 @@ static void test_aor_tree(void)
     uint32_t len;
 
     for (unsigned i = 1; i < 4; i++) {
-        fd[i] = peer_join(dir, 0, i, 4, CLUSTER, NULL, 0, true);
+        fd[i] = peer_join(dir, 0, i, 4, CLUSTER, NULL, 0);
     }
     wait_ready(s);
     for (unsigned i = 1; i < 4; i++) {
@@ -309,7 +309,7 @@ static void test_xfer_headers(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
     QTestState *s = start_node(dir, 0, 2, "");
-    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0, true);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
     const unsigned n = 20000;
     long rss0, rss1;
 
@@ -345,7 +345,7 @@ static void test_fop_unread(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
     QTestState *s = start_node(dir, 0, 2, "");
-    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0, true);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
     uint8_t req[FABRIC_HDR_SIZE + FABRIC_XFER_HDR + 32] = { 0 };
     g_autofree uint8_t *batch = NULL;
     const unsigned per = 1024, max = 2000000;
@@ -575,8 +575,7 @@ static void test_auth_secret(void)
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 0);
 
     /* Knows the key: joins, and the cluster forms. */
-    fd = peer_join(dir, 0, 1, 2, CLUSTER, (const uint8_t *)key, strlen(key),
-                   true);
+    fd = peer_join(dir, 0, 1, 2, CLUSTER, (const uint8_t *)key, strlen(key));
     wait_ready(s);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 1);
     close(fd);

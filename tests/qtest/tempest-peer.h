@@ -62,14 +62,14 @@ static inline uint16_t peer_read_frame(int fd, uint8_t *buf, size_t cap,
     return h.type;
 }
 
-/* Read frames from fd until one of type 'type' (its body in buf). */
+/* Read frames until one of type 'type' (its frame in buf); its length. */
 static inline uint32_t peer_read_until(int fd, uint16_t type, uint8_t *buf,
                                        size_t cap)
 {
     uint32_t len;
 
     while (peer_read_frame(fd, buf, cap, &len) != type) {
-        /* MESH and the like: not what the test waits for */
+        /* MESH and the like: not what the caller waits for */
     }
     return len;
 }
@@ -84,6 +84,18 @@ static inline void peer_set_timeout(int fd, unsigned secs)
 
     g_assert_cmpint(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
                                sizeof(tv)), ==, 0);
+}
+
+/* Send a frame of two or three u32 (DIAL, GONE). */
+static inline void peer_send_words(int fd, uint16_t type, uint32_t a,
+                                   uint32_t b, int c)
+{
+    uint8_t body[12];
+
+    fabric_st32(body, a);
+    fabric_st32(body + 4, b);
+    fabric_st32(body + 8, c);
+    peer_send(fd, type, 0, body, c < 0 ? 8 : 12);
 }
 
 /* A correct HELLO of node self of nodes, with a fresh random nonce. */
@@ -103,14 +115,14 @@ static inline void peer_hello(FabricHello *h, uint64_t cluster,
  * Connect to node 'to' of the cluster at dir (Unix sockets) as node
  * 'self' of 'nodes', with HELLO flags 'flags', and authenticate with the
  * key (the cluster id when key is NULL).  Returns the socket; the node
- * then counts us as up, and *their_flags (if not NULL) holds its HELLO's
- * flags.  With mesh, also say "connected to every node" (node 0 needs it
- * from every node before the cluster is READY).
+ * then counts us as up (node 0 declares the cluster READY once every
+ * other node has joined it), and *their_flags (if not NULL) holds its
+ * HELLO's flags.
  */
 static inline int peer_join_flags(const char *dir, unsigned to,
                                   unsigned self, unsigned nodes,
                                   uint64_t cluster, const uint8_t *key,
-                                  size_t key_len, bool mesh, uint32_t flags,
+                                  size_t key_len, uint32_t flags,
                                   uint32_t *their_flags)
 {
     g_autofree char *path = g_strdup_printf("%s/node%u.sock", dir, to);
@@ -152,22 +164,16 @@ static inline int peer_join_flags(const char *dir, unsigned to,
     fabric_auth_mac(key, key_len, theirs.nonce, h.nonce, cluster, self, to,
                     mac);
     peer_send(fd, FABRIC_AUTH, 0, mac, sizeof(mac));
-    if (mesh) {
-        uint8_t kind[4];
-
-        fabric_st32(kind, FABRIC_MESH_MINE);
-        peer_send(fd, FABRIC_MESH, 0, kind, sizeof(kind));
-    }
     return fd;
 }
 
 /* peer_join_flags() with no HELLO flags: a node that takes no shm link. */
 static inline int peer_join(const char *dir, unsigned to, unsigned self,
                             unsigned nodes, uint64_t cluster,
-                            const uint8_t *key, size_t key_len, bool mesh)
+                            const uint8_t *key, size_t key_len)
 {
-    return peer_join_flags(dir, to, self, nodes, cluster, key, key_len, mesh,
-                           0, NULL);
+    return peer_join_flags(dir, to, self, nodes, cluster, key, key_len, 0,
+                           NULL);
 }
 
 /* Listen as node 'self' of the cluster at dir (Unix sockets). */

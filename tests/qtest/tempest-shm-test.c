@@ -69,7 +69,7 @@ static void shm_start(ShmPeer *t)
     t->dir = g_dir_make_tmp("tempest-shm-XXXXXX", NULL);
     t->s = start_node(t->dir, 0);
     setup_rings(t->s);
-    t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0, true,
+    t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0,
                             FABRIC_HELLO_SHM, &flags);
     peer_set_timeout(t->fd, 20);
     /* The node says it takes shared-memory links too. */

@@ -151,6 +151,35 @@ static void test_bad_frames(void)
                     FABRIC_PARSE_BAD);
 }
 
+/* DIAL is two words, GONE three with exited 0 or 1 (docs/fabric.rst). */
+static void test_dial_gone(void)
+{
+    uint8_t buf[FABRIC_HDR_SIZE + 16] = { 0 };
+    FabricHeader hdr;
+    size_t len;
+
+    fabric_put_header(buf, FABRIC_DIAL, 0, FABRIC_DIAL_SIZE);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 8, &hdr, &len), ==,
+                    FABRIC_PARSE_OK);
+    fabric_put_header(buf, FABRIC_DIAL, 0, 12);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 12, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
+    fabric_put_header(buf, FABRIC_DIAL, 1, FABRIC_DIAL_SIZE);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 8, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
+    fabric_put_header(buf, FABRIC_GONE, 0, FABRIC_GONE_SIZE);
+    fabric_st32(buf + FABRIC_HDR_SIZE + 4, 1);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 12, &hdr, &len), ==,
+                    FABRIC_PARSE_OK);
+    g_assert_cmpuint(len, ==, FABRIC_HDR_SIZE + FABRIC_GONE_SIZE);
+    fabric_st32(buf + FABRIC_HDR_SIZE + 4, 2);      /* exited is a bit */
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 12, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
+    fabric_put_header(buf, FABRIC_GONE, 0, 8);
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + 8, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
+}
+
 /*
  * A length no frame can have means the framing is lost: FATAL at once,
  * without waiting for bytes that would never make sense.
@@ -191,6 +220,7 @@ int main(int argc, char **argv)
     g_test_add_func("/fabric/partial", test_partial);
     g_test_add_func("/fabric/data-sizes", test_data_sizes);
     g_test_add_func("/fabric/bad-frames", test_bad_frames);
+    g_test_add_func("/fabric/dial-gone", test_dial_gone);
     g_test_add_func("/fabric/fatal-length", test_fatal_length);
     g_test_add_func("/fabric/endian", test_endian);
     return g_test_run();

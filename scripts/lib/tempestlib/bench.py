@@ -26,7 +26,7 @@ never asserted).
          active-message round trip; the active-message round trip while a
          64 MiB transfer runs, against the idle one and the transfer's
          time.
-  scale  hello on 16 and 64 nodes (wall time, against 16) and the CPU an
+  scale  hello on 16, 64 and 256 nodes (wall time, against 16) and the CPU an
          idle cluster of 64 nodes costs the host (guest/bench/
          idle_bench.c: the nodes' CPU time while they sleep 5 s, a run
          that sleeps minus one that does not), as a fraction of a core.
@@ -301,7 +301,7 @@ def _bulk_busy(guests):
 
 
 # ---- scale ---------------------------------------------------------------
-SCALE_NODES = (16, 64)
+SCALE_NODES = (16, 64, 256)
 SCALE_IDLE_NODES = 64
 SCALE_IDLE_MS = 5000
 
@@ -314,7 +314,7 @@ def _children_cpu():
 
 
 def bench_scale(repeat):
-    """Hello on 16 and 64 nodes (wall time, against 16), and what an idle
+    """Hello on 16, 64 and 256 nodes (wall time, against 16), and what an idle
     cluster of 64 nodes costs the host: the nodes' CPU time while they
     sleep SCALE_IDLE_MS (a run that sleeps minus one that does not), as a
     fraction of one core."""

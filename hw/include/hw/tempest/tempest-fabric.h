@@ -3,9 +3,11 @@
  * The Tempest fabric: reliable, ordered, flow-controlled packet delivery
  * between the node controllers of one cluster.
  *
- * Every pair of nodes shares one stream socket (Unix-domain for nodes on
- * one host, TCP for nodes on several): node j connects to every node
- * i < j and accepts from every node above it.  Each side greets the other
+ * Every pair of nodes that talk shares one stream socket (Unix-domain for
+ * nodes on one host, TCP for nodes on several), made on first use: every
+ * node connects to node 0 at start, and of any other pair the higher
+ * node dials the lower one when either needs the link (the lower one
+ * asks through node 0).  Each side greets the other
  * with a HELLO naming the cluster, so a node cannot join the wrong one.
  * Data moves under credit-based flow control, per peer and per logical
  * network: a sender holds 'credits' packets' worth of credit and gets it
@@ -54,6 +56,8 @@ typedef struct TempestFabricOps {
     void (*tx_drained)(void *opaque, unsigned peer);
     /* A frame from peer (or -1: before its HELLO) was dropped. */
     void (*dropped)(void *opaque, int peer, const char *why);
+    /* The BYEs tempest_fabric_bye() held back are queued now. */
+    void (*bye_done)(void *opaque, uint32_t status);
 } TempestFabricOps;
 
 struct TempestFabric {
@@ -96,7 +100,7 @@ struct TempestFabricClass {
                       size_t head_len, const uint8_t *body,
                       size_t body_len);
     size_t (*tx_queued)(TempestFabric *f, unsigned peer);
-    void (*bye)(TempestFabric *f, uint32_t status);
+    bool (*bye)(TempestFabric *f, uint32_t status);
     /* Optional: only a backend with shared-memory links has them. */
     void (*poll)(TempestFabric *f, bool polling);
     void *(*peer_ram)(TempestFabric *f, unsigned peer, uint64_t *base,
@@ -160,8 +164,14 @@ void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
                               const uint8_t *body, size_t body_len);
 /* Bytes queued for peer's socket and not yet written. */
 size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer);
-/* Tell every peer this node exits with status, as far as can be sent. */
-void tempest_fabric_bye(TempestFabric *f, uint32_t status);
+/*
+ * Tell every peer this node exits with status, as far as can be sent.
+ * True when the BYEs are queued.  False when frames still wait for links
+ * being made (links are made on first use): those go first, then the
+ * BYEs (at most a few seconds later), and then ops->bye_done is called;
+ * the node should not end before.  Never waits.
+ */
+bool tempest_fabric_bye(TempestFabric *f, uint32_t status);
 /*
  * The guest polls (polling) or has stopped polling (it is about to sleep
  * or to compute): take what peers left in shared memory now, and from
