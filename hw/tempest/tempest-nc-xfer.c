@@ -601,7 +601,8 @@ static bool xfer_fop_shared(TempestNCState *s, unsigned home,
         return false;
     }
     if (addr < base || addr - base > size - 8 || size < 8) {
-        b->reason = TEMPEST_CMD_E_BAD_ADDR;
+        /* What the home would answer: it refuses the word. */
+        b->reason = TEMPEST_CMD_E_REMOTE;
         *status = TEMPEST_CMD_FAIL;
         return true;
     }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "am-util.h"
+#include "tempest/nc.h"
 #include "magic.h"
 #include "xfer-util.h"
 
@@ -144,8 +145,11 @@ int main(void)
                 (unsigned long long)cb_bytes, (unsigned long long)copies,
                 (unsigned long long)bytes);
     }
-    printf("node %u: %llu copies received (%llu bytes) in %llu ms\n", me,
+    printf("node %u: %llu copies received (%llu bytes) in %llu ms; %llu "
+           "bytes sent straight into a peer's RAM\n", me,
            (unsigned long long)copies, (unsigned long long)bytes,
-           (unsigned long long)(am_ticks() - t0) / 1000);
+           (unsigned long long)(am_ticks() - t0) / 1000,
+           (unsigned long long)nc_reg(TEMPEST_NC_XFER_PUT_LO) |
+           (unsigned long long)nc_reg(TEMPEST_NC_XFER_PUT_HI) << 32);
     return am_finish("xfer_memcpy");
 }
