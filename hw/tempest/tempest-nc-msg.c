@@ -103,19 +103,6 @@ void tempest_nc_rq_doorbell(TempestNCState *s)
     tempest_nc_cq_deliver(s);
 }
 
-/*
- * POLL: a CPU of the guest polls its rings (1) or stops polling (0).  The
- * fabric takes what peers left in shared memory, which arrives here
- * through the packet callback, so a polling node sees a message without
- * its QEMU's main loop waking.
- */
-void tempest_nc_poll(TempestNCState *s, bool polling)
-{
-    trace_tempest_nc_poll(s->node_id, polling);
-    tempest_fabric_poll(s->fabric, polling);
-    tempest_nc_rq_doorbell(s);
-}
-
 /* ------------------------------------------------------------------ */
 /* Sending (SQ0, SQ1)                                                  */
 /* ------------------------------------------------------------------ */
@@ -222,6 +209,29 @@ static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
 
     if (s->sq_wait[net] == (int)peer) {
         qemu_bh_schedule(s->sq_bh);
+    }
+}
+
+/*
+ * POLL: a CPU of the guest polls its rings (1) or stops polling (0).  The
+ * fabric takes what peers left in shared memory, which arrives here
+ * through the packet callback, so a polling node sees a message without
+ * its QEMU's main loop waking.
+ */
+void tempest_nc_poll(TempestNCState *s, bool polling)
+{
+    trace_tempest_nc_poll(s->node_id, polling);
+    tempest_fabric_poll(s->fabric, polling);
+    tempest_nc_rq_doorbell(s);
+    /*
+     * Credit that came in the poll lets a waiting send ring go on now,
+     * from this vCPU, rather than after a turn of the main loop (sq_bh).
+     */
+    for (unsigned ring = TEMPEST_RING_SQ0; ring <= TEMPEST_RING_SQ1; ring++) {
+        if (s->sq_wait[ring] >= 0 && s->ring[ring].slots &&
+            tempest_fabric_can_send(s->fabric, s->sq_wait[ring], ring)) {
+            msg_sq_run(s, ring);
+        }
     }
 }
 

@@ -572,18 +572,26 @@ static void handle_event(struct nc_event *e)
 
 /* A spin of the polling CPU: spin_begin(), then spin_turn() while true. */
 struct spin {
-    uint64_t start;         /* rt_time_ns() at spin_begin() */
+    uint64_t start;         /* rt_time_ns() at spin_begin(), or last work */
     uint64_t ns;            /* how long: spin_us then */
+    uint64_t handled;       /* handlers run, when start was taken */
     unsigned turns;
 };
 
 /* True while the node controller has been told the CPU polls. */
 static bool polling;
 
+static uint64_t spin_work(void)
+{
+    return __atomic_load_n(&tppi_stats.msgs_handled, __ATOMIC_RELAXED) +
+           __atomic_load_n(&tppi_stats.timers_run, __ATOMIC_RELAXED);
+}
+
 static void spin_begin(struct spin *sp)
 {
     sp->ns = (uint64_t)spin_us * 1000;
     sp->start = sp->ns ? rt_time_ns() : 0;
+    sp->handled = spin_work();
     sp->turns = 0;
 }
 
@@ -597,10 +605,20 @@ static void spin_begin(struct spin *sp)
  */
 static bool spin_turn(struct spin *sp)
 {
-    if (sp->ns == 0 ||
-        (++sp->turns % CLOCK_EVERY == 0 &&
-         rt_time_ns() - sp->start >= sp->ns)) {
+    uint64_t now;
+
+    if (sp->ns == 0) {
         return false;
+    }
+    if (++sp->turns % CLOCK_EVERY == 0) {
+        now = rt_time_ns();
+        if (spin_work() != sp->handled) {
+            /* Handlers ran in the spin (its interrupt): from the last. */
+            sp->handled = spin_work();
+            sp->start = now;
+        } else if (now - sp->start >= sp->ns) {
+            return false;
+        }
     }
     polling = nc_poll(true);
     __asm__ volatile("yield");
