@@ -96,6 +96,7 @@ struct TempestMachineState {
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout;
+    uint32_t spin_us;
     uint64_t tagmem;
 };
 
@@ -338,6 +339,7 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_uint64(dev, "cluster-id", tms->cluster_id);
     qdev_prop_set_uint32(dev, "credits", tms->credits);
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
+    qdev_prop_set_uint32(dev, "spin-us", tms->spin_us);
     qdev_prop_set_uint64(dev, "tagmem-size", tms->tagmem);
     object_property_set_link(OBJECT(dev), "memory",
                              OBJECT(get_system_memory()), &error_fatal);
@@ -481,6 +483,7 @@ static void tempest_instance_init(Object *obj)
     tms->fabric_backend = g_strdup("");
     tms->credits = 32;
     tms->fabric_timeout = 30000;
+    tms->spin_us = 50;
     tms->tagmem = 64 * MiB;
     object_property_add(obj, "tagmem", "size", tempest_get_size,
                         tempest_set_size, NULL, &tms->tagmem);
@@ -516,6 +519,11 @@ static void tempest_instance_init(Object *obj)
                                    OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "fabric-timeout", "Milliseconds "
                                     "to wait for the cluster to connect");
+    object_property_add_uint32_ptr(obj, "spin-us", &tms->spin_us,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_set_description(obj, "spin-us", "How long the guest "
+                                    "runtime polls for messages before it "
+                                    "sleeps (a hint, NC register SPIN_US)");
     object_property_add_uint32_ptr(obj, "node-id", &tms->node_id,
                                    OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "node-id",

@@ -41,6 +41,7 @@ REG32(RAM_BASE_HI, TEMPEST_NC_RAM_BASE_HI)
 REG32(RAM_SIZE_LO, TEMPEST_NC_RAM_SIZE_LO)
 REG32(RAM_SIZE_HI, TEMPEST_NC_RAM_SIZE_HI)
 REG32(CMDLINE_LEN, TEMPEST_NC_CMDLINE_LEN)
+REG32(SPIN_US, TEMPEST_NC_SPIN_US)
 REG32(ERR_STATUS, TEMPEST_NC_ERR_STATUS)
 REG32(ERR_INFO, TEMPEST_NC_ERR_INFO)
 REG32(ERR_COUNT, TEMPEST_NC_ERR_COUNT)
@@ -190,6 +191,9 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         return true;
     case A_CMDLINE_LEN:
         *value = s->cmdline_len;
+        return true;
+    case A_SPIN_US:
+        *value = s->spin_us;
         return true;
     case A_ERR_STATUS:
         *value = s->err_status;
@@ -442,6 +446,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_RAM_SIZE_LO:
     case A_RAM_SIZE_HI:
     case A_CMDLINE_LEN:
+    case A_SPIN_US:
     case A_ERR_INFO:
     case A_ERR_COUNT:
     case A_FABRIC_STATE:
@@ -796,6 +801,7 @@ static const Property tempest_nc_properties[] = {
                      MemoryRegion *),
     DEFINE_PROP_UINT64("cluster-id", TempestNCState, cluster_id, 0),
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
+    DEFINE_PROP_UINT32("spin-us", TempestNCState, spin_us, 50),
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,
                        30000),
     DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),

@@ -758,6 +758,21 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
     return met;
 }
 
+bool tppi_spin_masked(int (*cond)(void *arg), void *arg)
+{
+    struct spin sp;
+    bool met = false;
+
+    spin_begin(&sp);
+    while (!(met = cond(arg) != 0) && spin_turn(&sp)) {
+        if (!dedicated && (nc_reg(TEMPEST_NC_IRQ_STATUS) & NC_IRQ_BITS)) {
+            rt_cpu_sleep(0);    /* pending: runs the handler, returns */
+        }
+    }
+    spin_end();
+    return met;
+}
+
 int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     unsigned cpu = rt_cpu_id();
@@ -847,6 +862,13 @@ static void tempest_init(void)
         printf("*** tempest: node %u: cannot route the node controller's "
                "interrupt to CPU %u: stopping\n", TPPI_self_address, pt_cpu);
         rt_exit(1);
+    }
+    if (nc_poll_present) {
+        /*
+         * The launcher's hint (SPIN_US): spinning pays only while every
+         * polling node has a host core of its own.
+         */
+        spin_us = nc_reg(TEMPEST_NC_SPIN_US);
     }
     started = true;
     atexit(flush_at_exit);

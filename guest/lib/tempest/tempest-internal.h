@@ -109,6 +109,14 @@ bool tppi_started(void);
 
 /* True if the protocol thread has a CPU of its own (two or more vCPUs). */
 bool tppi_protocol_dedicated(void);
+/*
+ * A CPU with IRQs masked (a faulting thread) waits for cond(arg): it
+ * spins for the spin time after the last handler, telling the node
+ * controller it polls, and on a one-vCPU node runs the handlers the
+ * node controller's interrupt asks for (rt_cpu_sleep with it pending
+ * returns at once).  True if cond came true; else the caller sleeps.
+ */
+bool tppi_spin_masked(int (*cond)(void *arg), void *arg);
 
 /*
  * Makes the protocol thread look for work: wakes its CPU, or on a

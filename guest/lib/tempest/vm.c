@@ -57,7 +57,6 @@
  * clock is not read while polling: under TCG reading CNTPCT takes QEMU's
  * global lock, which the protocol thread's device accesses need.
  */
-#define FAULT_SPINS         4096
 
 /* A user-managed page. */
 struct vm_page {
@@ -783,11 +782,18 @@ static void fault_refused(const struct rt_fault *f, const char *why)
  * The runtime's fault hook, on the faulting CPU (see the top of this
  * file).  Returns true when the access may be retried.
  */
+static int slot_resumed(void *arg)
+{
+    struct fault_slot *s = arg;
+
+    return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == FS_RESUMED;
+}
+
 static bool fault_hook(const struct rt_fault *f)
 {
     struct fault_slot *s;
     struct vm_page p;
-    unsigned tag, mode, spins = 0;
+    unsigned tag, mode;
 
     if (!tppi_started() || f->cpu >= TEMPEST_MAX_CPUS) {
         return false;
@@ -828,11 +834,13 @@ static bool fault_hook(const struct rt_fault *f)
     __atomic_fetch_add(&tppi_stats.faults, 1, __ATOMIC_RELAXED);
     tppi_wake_protocol_thread();
 
-    /* Poll briefly (a local handler answers in microseconds), then sleep. */
+    /*
+     * Poll for the spin time (a handler, here or after a message from
+     * another node, answers in microseconds), then sleep.
+     */
     while (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != FS_RESUMED) {
-        if (tppi_protocol_dedicated() && spins++ < FAULT_SPINS) {
-            __asm__ volatile("yield");
-            continue;
+        if (tppi_spin_masked(slot_resumed, s)) {
+            break;
         }
         /*
          * IRQs are masked: slot_resume()'s wake-up (or, on a one-vCPU

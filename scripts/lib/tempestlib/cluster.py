@@ -90,6 +90,10 @@ def run_parser(add_help=True):
                         "memory; socket: the Unix sockets carry "
                         "everything; tcp: as --tcp "
                         f"(default: ${FABRIC_ENV} or shm)")
+    p.add_argument("--spin-us", type=int, default=None, metavar="US",
+                   help="how long a node's runtime polls for messages "
+                        "before it sleeps (default: 50 when every node has "
+                        "a host core, else 0)")
     p.add_argument("--credits", type=positive, default=None,
                    help="packets in flight per peer and network "
                         "(machine default 32)")
@@ -388,6 +392,7 @@ def free_port_base(count):
 
 
 FABRICS = ("shm", "socket", "tcp")
+SPIN_US = 50        # TEMPEST_SPIN_US_DEFAULT
 FABRIC_ENV = "TEMPEST_FABRIC"
 
 
@@ -412,7 +417,7 @@ def fabric_spec(nodes, tcp, sock_dir, kind=None):
 
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
                  extra=(), fabric=None, cluster=0, credits=None,
-                 tagmem=None, key_file=None):
+                 tagmem=None, key_file=None, spin_us=None):
     machine = f"tempest,node-id={index},num-nodes={nodes}"
     secret = []
     if tagmem:
@@ -430,6 +435,8 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
         secret = ["-object", f"secret,id=tempest-key,file={key_file}"]
     if credits:
         machine += f",credits={credits}"
+    if spin_us is not None:
+        machine += f",spin-us={spin_us}"
     ram = []
     if fabric and fabric.startswith("shm:"):
         # RAM in a sealed memfd that peers on this host map: transfers and
@@ -470,13 +477,20 @@ def new_run_dir(program):
 
 def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
-                tcp=False, credits=None, tagmem=None, fabric=None):
+                tcp=False, credits=None, tagmem=None, fabric=None,
+                spin_us=None):
     """Boot the cluster and wait for it; returns a RunResult.  A program or
     a setting the machine would refuse raises StepError before anything is
     started."""
     check_program(program)
     check_settings(nodes, smp, mem, tagmem, credits, timeout)
     fabric = fabric_kind(fabric)
+    if spin_us is not None and not 0 <= spin_us <= 1000000:
+        raise StepError("run: --spin-us must be 0 to 1000000")
+    # A polling node takes a host core: spinning pays only while every
+    # node has one (docs/tempest.rst, "Waiting and spinning").
+    spin = spin_us if spin_us is not None else \
+        SPIN_US if nodes <= (os.cpu_count() or 1) else 0
     if not os.path.exists(QEMU_BIN):
         raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
     out = out or sys.stdout
@@ -521,7 +535,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     for i in range(nodes):
         ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
                                        cpu, extra, fabric, cluster, credits,
-                                       tagmem, key_file),
+                                       tagmem, key_file, spin),
                        os.path.join(run_dir, f"node{i}.log")))
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:
@@ -661,6 +675,6 @@ def run_cli(args):
                       run_dir=args.run_dir, echo=not args.quiet,
                       extra=args.qemu_arg, tcp=args.tcp,
                       credits=args.credits, tagmem=args.tagmem,
-                      fabric=args.fabric)
+                      fabric=args.fabric, spin_us=args.spin_us)
     say(f"run: {res.summary}")
     return res.status

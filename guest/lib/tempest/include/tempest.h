@@ -668,9 +668,10 @@ unsigned tempest_protocol_cpu(void);
  * tempest_set_spin_us: sets how long the CPU that polls for messages (the
  * dedicated protocol thread, or on a one-vCPU node computation code in
  * tempest_wait) spins on an empty node, telling the node controller it
- * polls (TEMPEST_NC_POLL), before it sleeps in WFI (default
- * TEMPEST_SPIN_US_DEFAULT; 0: sleep at once).  Longer: lower latency,
- * more host CPU used.
+ * polls (TEMPEST_NC_POLL), before it sleeps in WFI (default: the node
+ * controller's SPIN_US hint, which scripts/tempest run sets to
+ * TEMPEST_SPIN_US_DEFAULT when every node has a host core and to 0 when
+ * not; 0: sleep at once).  Longer: lower latency, more host CPU used.
  */
 #define TEMPEST_SPIN_US_DEFAULT 50
 void tempest_set_spin_us(unsigned us);

@@ -159,6 +159,7 @@ struct TempestNCState {
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout_ms;
+    uint32_t spin_us;               /* "spin-us": the SPIN_US hint */
     uint32_t coll_fanout;
     uint64_t tagmem_size;
 

@@ -85,6 +85,7 @@
 #define TEMPEST_NC_RAM_SIZE_LO      0x028
 #define TEMPEST_NC_RAM_SIZE_HI      0x02C
 #define TEMPEST_NC_CMDLINE_LEN      0x030   /* bytes in the CMDLINE window */
+#define TEMPEST_NC_SPIN_US          0x034   /* (1.5) how long to poll: hint */
 
 /* Status */
 #define TEMPEST_NC_ERR_STATUS       0x040   /* last error; write clears */
