@@ -16,7 +16,7 @@
  * node controller's interrupt is enabled at the device and the GIC, so a
  * pending event shows in ISR_EL1 without any device access and wakes WFI.
  * A waiter spins on ISR_EL1 and the receive ring (RAM) for the spin time
- * (none by default), writing the node controller's POLL register on every
+ * (the node controller's SPIN_US hint; StrataSetSpin), writing the node controller's POLL register on every
  * turn (nc_poll: a fabric with shared memory hands over what peers left
  * there) and POLL = 0 when it stops, then sleeps in rt_cpu_sleep() with
  * no time limit (everything a wait waits for raises one of
@@ -35,9 +35,11 @@
 
 /*
  * Measured on the 2-core development host (scripts/tempest bench strata):
- * spinning 20 us made a 2-node barrier twice as slow as sleeping at once
- * (the spinning vCPU takes the host time the QEMU threads that move the
- * messages need), and did not help on 4 or 16 nodes.
+ * on the socket fabric, spinning 20 us made a 2-node barrier twice as slow
+ * as sleeping at once (the spinning vCPU takes the host time the QEMU
+ * threads that move the messages need), and did not help on 4 or 16
+ * nodes.  On the shared-memory fabric the node controller's SPIN_US hint
+ * replaces this default (strata_core_start).
  */
 #define DEFAULT_SPIN_US     0
 #define CALIBRATE_SAMPLES   2048
@@ -387,6 +389,14 @@ void strata_core_start(void)
         rt_exit(1);
     }
     nc_irq_enable(STRATA_IRQ_BITS);
+    if (nc_poll_present) {
+        /*
+         * The launcher's hint (SPIN_US): with shared memory a polling
+         * node takes messages without any thread waking, which pays while
+         * every node has a host core (and run says 0 when not).
+         */
+        spin_us = nc_reg(TEMPEST_NC_SPIN_US);
+    }
     calibrate_spin();
     strata_ready = true;
 }
