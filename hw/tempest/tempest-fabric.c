@@ -261,6 +261,15 @@ static void fabric_close_broken(void *opaque)
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricConn *c = f->peers[i].conn;
 
+        if (c && c->broken && !c->broken_why) {
+            /*
+             * A write fails when the peer has gone; what it said last (a
+             * BYE: it exited, it was not lost) may still be unread.  Read
+             * it first: the end of its stream closes c then.
+             */
+            fabric_conn_readable(c);
+            c = f->peers[i].conn;
+        }
         if (c && c->broken) {
             fabric_conn_close(c, c->broken_why ?: "write failed");
         }

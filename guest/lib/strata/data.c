@@ -54,6 +54,7 @@ static bool msgs_waiting(unsigned mask);
 static struct softq softq[2];
 static unsigned handler_depth;   /* handlers running, nested */
 static unsigned idle_polls;      /* empty polls in a row */
+static bool polling;            /* the node controller was told (POLL) */
 
 /* The networks a send tries, in order, and what it polls after each. */
 struct send_mode {
@@ -237,6 +238,11 @@ static void idle_poll(void)
         return;
     }
     idle_polls = 0;
+    if (polling) {
+        /* Sleeping: peers ring the doorbell again. */
+        polling = false;
+        nc_poll(false);
+    }
     nc_irq_ack(STRATA_IRQ_BITS);
     if (nc_rq_peek() == NULL && nc_cq_peek() == NULL) {
         nc_rx_doorbell();
@@ -265,6 +271,14 @@ static bool poll_net(unsigned net)
     for (;;) {
         p = nc_rq_peek();
         if (p == NULL) {
+            /*
+             * The program polls: let the node controller take what peers
+             * left in shared memory.  A program that stops polling
+             * without sleeping here leaves it so; the node controller
+             * falls back to the doorbell after 1 ms without a POLL, and
+             * Strata runs no handler before the next poll anyway.
+             */
+            polling = nc_poll(true);
             nc_rx_doorbell();
             if (nc_cq_peek()) {
                 strata_take_events();
