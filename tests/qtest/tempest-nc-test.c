@@ -56,7 +56,16 @@ static void test_identity(void)
                     256ULL << 20);
     /* Without -append the command line is empty. */
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMDLINE_LEN)), ==, 0);
+    /* The spin hint: the machine's spin-us, 50 unless said. */
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SPIN_US)), ==, 50);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
+    qtest_quit(s);
+    s = qtest_init("-M tempest,spin-us=7 -m 128M");
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SPIN_US)), ==, 7);
+    qtest_writel(s, NC(TEMPEST_NC_SPIN_US), 9);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_READ_ONLY);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SPIN_US)), ==, 7);
     qtest_quit(s);
 }
 
