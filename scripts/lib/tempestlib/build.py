@@ -66,6 +66,10 @@ def ccache_env():
     env = dict(os.environ)
     if os.path.isdir("/usr/lib/ccache"):
         env["PATH"] = "/usr/lib/ccache:" + env.get("PATH", "")
+        # Paths inside the checkout are hashed relative to it, so a clean
+        # clone elsewhere (CI) hits what an earlier build cached.
+        env.setdefault("CCACHE_BASEDIR", ROOT)
+        env.setdefault("CCACHE_NOHASHDIR", "1")
     return env
 
 
