@@ -295,12 +295,12 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
         }
         nc_rx_doorbell();
         /*
-         * Every condition raises an interrupt, but a wake-up is lost
-         * somewhere: a 16-node storm of requests (strata-am-16) hung
-         * about once in 8 runs on a loaded host with no time limit here,
-         * never in 10 with one.  So the sleep has a limit that doubles
-         * while nothing happens (1 ms to 100 ms): a lost wake-up costs at
-         * most that, an idle node wakes about 10 times a second.
+         * Every condition should raise an interrupt; as a safety net
+         * against one that does not (a 16-node storm of requests,
+         * strata-am-16, still hangs now and then on a loaded host: not
+         * found yet), the sleep has a limit that doubles while nothing
+         * happens (1 ms to 100 ms): an idle node wakes about 10 times a
+         * second.
          */
         rt_cpu_sleep(nap_us);
         nap_us = nap_us < NAP_MAX_US / 2 ? nap_us * 2 : NAP_MAX_US;

@@ -26,6 +26,7 @@
 #define AM_BYTES            32
 #define XFER_WORDS          (TEMPEST_PKT_PAYLOAD / 4)
 #define SOFTQ_SLOTS         256     /* a power of 2 */
+#define SOFTQ_MAX           65536   /* 1024 nodes x 64 credits */
 #define MAX_ABX             4096    /* a power of 2 */
 #define ABX_SLOT_MASK       (MAX_ABX - 1)
 #define ABX_GEN_SHIFT       12
@@ -44,6 +45,7 @@ uint64_t strata_pkts_received;
 
 struct softq {
     struct nc_pkt *pkts;
+    uint32_t cap;           /* a power of 2: SOFTQ_SLOTS, doubled as needed */
     uint32_t head;
     uint32_t count;
 };
@@ -108,6 +110,7 @@ void strata_data_init(void)
 
     for (i = 0; i < 2; i++) {
         softq[i].pkts = malloc(SOFTQ_SLOTS * sizeof(struct nc_pkt));
+        softq[i].cap = SOFTQ_SLOTS;
         if (softq[i].pkts == NULL) {
             break;
         }
@@ -250,6 +253,36 @@ static void idle_poll(void)
     }
 }
 
+/*
+ * The other network's packets set aside fill their queue: double it.  A
+ * full queue would leave this network's packets behind them in the
+ * receive ring, unreachable, and a handler that waits to send a reply
+ * while it polls only this network would wait for ever (15 peers may
+ * each have their credit's worth in flight, more than 256).  Bounded:
+ * the node controller holds at most every peer's credit per network.
+ */
+static bool softq_grow(struct softq *q)
+{
+    uint32_t cap = q->cap * 2;
+    struct nc_pkt *pkts;
+
+    if (cap > SOFTQ_MAX) {
+        return false;
+    }
+    pkts = malloc(cap * sizeof(*pkts));
+    if (pkts == NULL) {
+        return false;
+    }
+    for (uint32_t i = 0; i < q->count; i++) {
+        pkts[i] = q->pkts[(q->head + i) & (q->cap - 1)];
+    }
+    free(q->pkts);
+    q->pkts = pkts;
+    q->cap = cap;
+    q->head = 0;
+    return true;
+}
+
 /* Handles one message of network @net if there is one. */
 static bool poll_net(unsigned net)
 {
@@ -262,7 +295,7 @@ static bool poll_net(unsigned net)
         p = &q->pkts[q->head];
         bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
         memcpy(&copy, p, bytes <= sizeof(copy) ? bytes : sizeof(copy));
-        q->head = (q->head + 1) & (SOFTQ_SLOTS - 1);
+        q->head = (q->head + 1) & (q->cap - 1);
         q->count--;
         idle_polls = 0;
         dispatch(&copy, NULL);
@@ -293,11 +326,11 @@ static bool poll_net(unsigned net)
         }
         /* The other network's: set it aside, if there is room. */
         o = &softq[p->net & 1];
-        if (o->count == SOFTQ_SLOTS) {
+        if (o->count == o->cap && !softq_grow(o)) {
             return false;
         }
         bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
-        memcpy(&o->pkts[(o->head + o->count) & (SOFTQ_SLOTS - 1)], p,
+        memcpy(&o->pkts[(o->head + o->count) & (o->cap - 1)], p,
                bytes <= sizeof(*p) ? bytes : sizeof(*p));
         o->count++;
         nc_rq_pop(p);
