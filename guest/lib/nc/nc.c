@@ -17,6 +17,7 @@
 
 struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 bool nc_poll_present;
+bool nc_polling;
 
 static bool ready;
 

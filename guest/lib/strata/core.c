@@ -19,9 +19,9 @@
  * (the node controller's SPIN_US hint; StrataSetSpin), writing the node
  * controller's POLL register on every turn (nc_poll: a fabric with shared
  * memory hands over what peers left there) and POLL = 0 when it stops,
- * then sleeps in rt_cpu_sleep() until one of STRATA_IRQ_BITS, or a time
- * limit that doubles from 1 to 100 ms while nothing happens (see
- * strata_wait); the runtime runs our interrupt handler, which only
+ * then sleeps in rt_cpu_sleep() with no time limit (everything a wait
+ * waits for raises one of STRATA_IRQ_BITS); the runtime runs our
+ * interrupt handler, which only
  * acknowledges.  Device registers are read only after an interrupt.  Nor
  * does the spin read a clock: under TCG every counter register (CNTPCT,
  * PMCCNTR) takes QEMU's big lock, and a vCPU doing so in a loop starves
@@ -43,8 +43,6 @@
  * replaces this default (strata_core_start).
  */
 #define DEFAULT_SPIN_US     0
-#define NAP_MIN_US          1000    /* strata_wait's first time limit */
-#define NAP_MAX_US          100000
 #define CALIBRATE_SAMPLES   2048
 #define CALIBRATE_POLLS     64
 #define PARK_MILLER_M       2147483647U     /* 2^31 - 1 */
@@ -248,7 +246,6 @@ static void nc_irq(unsigned intid, void *arg)
 void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
 {
     unsigned spins = 0, max_spins = strata_spin_turns;
-    unsigned nap_us = NAP_MIN_US;
     bool polling = false;
 
     nc_irq_ack(STRATA_IRQ_BITS);
@@ -258,7 +255,6 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
     for (;;) {
         if (poll && poll_fn(poll)) {
             spins = 0;
-            nap_us = NAP_MIN_US;
             if (done(arg)) {
                 break;
             }
@@ -282,10 +278,9 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
          * Sleep: stop polling and acknowledge first, so anything later
          * wakes the WFI.
          */
-        if (polling) {
-            polling = false;
-            nc_poll(false);
-        }
+        /* Whoever said POLL 1 (this spin, or the program's polls). */
+        polling = false;
+        nc_poll(false);
         nc_irq_ack(STRATA_IRQ_BITS);
         if (done(arg)) {
             return;
@@ -294,16 +289,7 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
             continue;
         }
         nc_rx_doorbell();
-        /*
-         * Every condition should raise an interrupt; as a safety net
-         * against one that does not (a 16-node storm of requests,
-         * strata-am-16, still hangs now and then on a loaded host: not
-         * found yet), the sleep has a limit that doubles while nothing
-         * happens (1 ms to 100 ms): an idle node wakes about 10 times a
-         * second.
-         */
-        rt_cpu_sleep(nap_us);
-        nap_us = nap_us < NAP_MAX_US / 2 ? nap_us * 2 : NAP_MAX_US;
+        rt_cpu_sleep(0);
         if (done(arg)) {
             return;
         }

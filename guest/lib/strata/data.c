@@ -311,7 +311,10 @@ static bool poll_net(unsigned net)
              * falls back to the doorbell after 1 ms without a POLL, and
              * Strata runs no handler before the next poll anyway.
              */
-            polling = nc_poll(true);
+            if (strata_spin_turns) {
+                /* (Not when the launcher says spinning does not pay.) */
+                polling = nc_poll(true);
+            }
             nc_rx_doorbell();
             if (nc_cq_peek()) {
                 strata_take_events();

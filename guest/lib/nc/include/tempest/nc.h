@@ -94,6 +94,8 @@ extern struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 
 /* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
 extern bool nc_poll_present;
+/* What the node controller was last told through POLL (see nc_poll). */
+extern bool nc_polling;
 
 /* ---- registers ----------------------------------------------------- */
 
@@ -349,7 +351,15 @@ static inline bool nc_poll(bool on)
     if (!nc_poll_present) {
         return false;
     }
-    nc_reg_write(TEMPEST_NC_POLL, on ? 1 : 0);
+    /*
+     * 0 only if 1 was said, by whoever said it: a sleeper must not leave
+     * the node marked polling because another loop marked it (its peers
+     * would not ring it until the device's 1 ms fallback).
+     */
+    if (on || nc_polling) {
+        nc_reg_write(TEMPEST_NC_POLL, on ? 1 : 0);
+        nc_polling = on;
+    }
     return true;
 }
 
