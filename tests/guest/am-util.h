@@ -16,6 +16,15 @@ void am_barrier(void);
 /* Waits (sleeping) until *@counter >= @want. */
 void am_wait_count(const volatile uint64_t *counter, uint64_t want);
 
+/*
+ * A ping-pong: TPPI_send(node, am_ping_h) makes the node answer with a
+ * message whose handler counts into am_pongs; am_pongs_reach(&want) is a
+ * tempest_wait condition: am_pongs >= want.
+ */
+extern volatile unsigned am_pongs;
+void am_ping_h(TPPI_NodeId src, int size);
+int am_pongs_reach(void *want);
+
 /* Microseconds of the node controller's clock. */
 uint64_t am_ticks(void);
 

@@ -29,7 +29,6 @@
 #define MAX_WAITS   8
 
 static volatile int woken;      /* volatile: set by the timer handler */
-static volatile unsigned pongs; /* volatile: set by a handler */
 
 static void wake_h(void *arg)
 {
@@ -53,24 +52,6 @@ static int always(void *arg)
 {
     (void)arg;
     return 1;
-}
-
-static void pong_h(TPPI_NodeId src, int size)
-{
-    (void)src;
-    (void)size;
-    pongs++;
-}
-
-static void ping_h(TPPI_NodeId src, int size)
-{
-    (void)size;
-    TPPI_send(src, pong_h);
-}
-
-static int pong_in(void *arg)
-{
-    return pongs >= *(unsigned *)arg;
 }
 
 int main(void)
@@ -127,9 +108,9 @@ int main(void)
     /* 3: round trips to the next node while it waits in am_barrier. */
     if (TPPI_self_address == 0 && TPPI_num_nodes > 1) {
         for (i = 0; i < ROUNDS; i++) {
-            want = pongs + 1;
-            TPPI_send(1, ping_h);
-            tempest_wait(pong_in, &want);
+            want = am_pongs + 1;
+            TPPI_send(1, am_ping_h);
+            tempest_wait(am_pongs_reach, &want);
         }
     }
     am_barrier();

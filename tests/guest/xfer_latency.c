@@ -29,28 +29,9 @@
 #define MAX_RTTS    100000
 #define ATTEMPTS    3
 
-static volatile unsigned pongs;         /* volatile: set by handlers */
 static volatile uint64_t xfer_done_ns;  /* volatile: set by the hook */
 static volatile uint64_t peer_buf;      /* volatile: set by a handler */
 static uint64_t rtts[MAX_RTTS];
-
-/*
- * pong_h() and ping_h() are also in guest/bench/bulk_bench.c, on purpose:
- * the benchmark is built apart from the tests and links none of their
- * helpers (xfer-util.c), and each copy counts into its own file's pongs.
- */
-static void pong_h(TPPI_NodeId src, int size)
-{
-    (void)src;
-    (void)size;
-    pongs++;
-}
-
-static void ping_h(TPPI_NodeId src, int size)
-{
-    (void)size;
-    TPPI_send(src, pong_h);
-}
 
 static void buf_h(TPPI_NodeId src, int size)
 {
@@ -72,11 +53,6 @@ static void hook(const struct tempest_xfer_event *ev)
     }
 }
 
-static int pong_cond(void *arg)
-{
-    return pongs >= *(unsigned *)arg;
-}
-
 static int buf_cond(void *arg)
 {
     (void)arg;
@@ -86,11 +62,11 @@ static int buf_cond(void *arg)
 /* One round trip, in ns. */
 static uint64_t rtt(void)
 {
-    unsigned want = pongs + 1;
+    unsigned want = am_pongs + 1;
     uint64_t t0 = rt_time_ns();
 
-    TPPI_send(1, ping_h);
-    xu_need(pong_cond, &want, "a pong");
+    TPPI_send(1, am_ping_h);
+    xu_need(am_pongs_reach, &want, "a pong");
     return rt_time_ns() - t0;
 }
 
