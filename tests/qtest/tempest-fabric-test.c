@@ -412,12 +412,11 @@ static void test_lazy_links(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
     int lfd0 = peer_listen(dir, 0, 4), lfd1 = peer_listen(dir, 1, 4);
     QTestState *s = start_node(dir, 2, 5, CLUSTER, "");
-    uint8_t buf[512], kind[4];
+    uint8_t buf[512];
     int fd0, fd1, fd3;
 
     fd0 = peer_accept(lfd0, 0, 2, 5, CLUSTER);
-    fabric_st32(kind, FABRIC_MESH_ALL);
-    peer_send(fd0, FABRIC_MESH, 0, kind, sizeof(kind));
+    peer_mesh_all(fd0);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
                                  TEMPEST_FABRIC_READY), ==,
                      TEMPEST_FABRIC_READY);
@@ -497,12 +496,11 @@ static void test_exit_waits_for_link(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
     int lfd0 = peer_listen(dir, 0, 4);
     QTestState *s = start_node(dir, 1, 3, CLUSTER, "");
-    uint8_t buf[512], kind[4];
+    uint8_t buf[512];
     int fd0, fd2;
 
     fd0 = peer_accept(lfd0, 0, 1, 3, CLUSTER);
-    fabric_st32(kind, FABRIC_MESH_ALL);
-    peer_send(fd0, FABRIC_MESH, 0, kind, sizeof(kind));
+    peer_mesh_all(fd0);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
                                  TEMPEST_FABRIC_READY), ==,
                      TEMPEST_FABRIC_READY);

@@ -58,7 +58,6 @@ typedef struct Inner {
 static void inner_start(Inner *t)
 {
     int lfd;
-    uint8_t kind[4];
 
     t->dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
     lfd = peer_listen(t->dir, 0, 4);
@@ -68,8 +67,7 @@ static void inner_start(Inner *t)
     t->fd2 = peer_join(t->dir, 1, 2, 4, CLUSTER, NULL, 0);
     t->fd3 = peer_join(t->dir, 1, 3, 4, CLUSTER, NULL, 0);
     /* As node 0: every node is connected, the cluster is ready. */
-    fabric_st32(kind, FABRIC_MESH_ALL);
-    peer_send(t->fd0, FABRIC_MESH, 0, kind, sizeof(kind));
+    peer_mesh_all(t->fd0);
     wait_ready(t->s);
 }
 
@@ -466,7 +464,6 @@ static void test_connect_async(void)
     int filler[8], nfill = 0;
     QTestState *s;
     int fd;
-    uint8_t kind[4];
 
     /* Fill the backlog: further connects block. */
     for (nfill = 0; nfill < 8; nfill++) {
@@ -493,8 +490,7 @@ static void test_connect_async(void)
         close(filler[i]);
     }
     fd = peer_accept(lfd, 0, 1, 2, CLUSTER);
-    fabric_st32(kind, FABRIC_MESH_ALL);
-    peer_send(fd, FABRIC_MESH, 0, kind, sizeof(kind));
+    peer_mesh_all(fd);
     wait_ready(s);
     close(fd);
     close(lfd);
@@ -627,14 +623,12 @@ static void test_flood(void)
     Flood fl = { 0 };
     GThread *th;
     g_autofree gint64 *lat = g_new(gint64, 2000);
-    uint8_t kind[4];
     gint64 sum = 0;
 
     lfd = peer_listen(dir, 0, 4);
     s = start_node(dir, 1, 2, "");
     fl.fd = peer_accept(lfd, 0, 1, 2, CLUSTER);
-    fabric_st32(kind, FABRIC_MESH_ALL);
-    peer_send(fl.fd, FABRIC_MESH, 0, kind, sizeof(kind));
+    peer_mesh_all(fl.fd);
     wait_ready(s);
     th = g_thread_new("flood", flood_thread, &fl);
     for (int i = 0; i < 2000; i++) {

@@ -45,21 +45,34 @@ static inline void peer_read_all(int fd, void *buf, size_t len)
     }
 }
 
-/* Read one frame into buf (of size cap); returns its type, *len its body. */
-static inline uint16_t peer_read_frame(int fd, uint8_t *buf, size_t cap,
-                                       uint32_t *len)
+/* The body length of the frame whose header is at buf (of size cap). */
+static inline uint32_t peer_frame_len(const uint8_t *buf, size_t cap)
+{
+    uint32_t len = fabric_ld32(buf + 4);
+
+    g_assert_cmpuint(FABRIC_HDR_SIZE + len, <=, cap);
+    return len;
+}
+
+/* The whole frame at buf (body len) must parse: its type. */
+static inline uint16_t peer_frame_type(const uint8_t *buf, uint32_t len)
 {
     FabricHeader h = { 0 };
     size_t flen;
 
-    peer_read_all(fd, buf, FABRIC_HDR_SIZE);
-    h.len = fabric_ld32(buf + 4);
-    g_assert_cmpuint(FABRIC_HDR_SIZE + h.len, <=, cap);
-    peer_read_all(fd, buf + FABRIC_HDR_SIZE, h.len);
-    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + h.len, &h, &flen),
+    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + len, &h, &flen),
                     ==, FABRIC_PARSE_OK);
-    *len = h.len;
     return h.type;
+}
+
+/* Read one frame into buf (of size cap); returns its type, *len its body. */
+static inline uint16_t peer_read_frame(int fd, uint8_t *buf, size_t cap,
+                                       uint32_t *len)
+{
+    peer_read_all(fd, buf, FABRIC_HDR_SIZE);
+    *len = peer_frame_len(buf, cap);
+    peer_read_all(fd, buf + FABRIC_HDR_SIZE, *len);
+    return peer_frame_type(buf, *len);
 }
 
 /* Read frames until one of type 'type' (its frame in buf); its length. */
@@ -96,6 +109,15 @@ static inline void peer_send_words(int fd, uint16_t type, uint32_t a,
     fabric_st32(body + 4, b);
     fabric_st32(body + 8, c);
     peer_send(fd, type, 0, body, c < 0 ? 8 : 12);
+}
+
+/* As node 0: every node has joined, the cluster is ready (MESH_ALL). */
+static inline void peer_mesh_all(int fd)
+{
+    uint8_t kind[4];
+
+    fabric_st32(kind, FABRIC_MESH_ALL);
+    peer_send(fd, FABRIC_MESH, 0, kind, sizeof(kind));
 }
 
 /* A correct HELLO of node self of nodes, with a fresh random nonce. */
@@ -280,17 +302,10 @@ static inline void peer_recv_all(int fd, void *buf, size_t len, int *passed)
 static inline uint16_t peer_recv_frame(int fd, uint8_t *buf, size_t cap,
                                        uint32_t *len, int *passed)
 {
-    FabricHeader h = { 0 };
-    size_t flen;
-
     peer_recv_all(fd, buf, FABRIC_HDR_SIZE, passed);
-    h.len = fabric_ld32(buf + 4);
-    g_assert_cmpuint(FABRIC_HDR_SIZE + h.len, <=, cap);
-    peer_recv_all(fd, buf + FABRIC_HDR_SIZE, h.len, passed);
-    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + h.len, &h, &flen),
-                    ==, FABRIC_PARSE_OK);
-    *len = h.len;
-    return h.type;
+    *len = peer_frame_len(buf, cap);
+    peer_recv_all(fd, buf + FABRIC_HDR_SIZE, *len, passed);
+    return peer_frame_type(buf, *len);
 }
 
 /* Build a COLL frame body: header, then count entries of lanes lanes. */
@@ -470,17 +485,10 @@ static inline void peer_ring_read_all(FabricRing *r, uint8_t *buf,
 static inline uint16_t peer_ring_read_frame(FabricRing *r, uint8_t *buf,
                                             size_t cap, uint32_t *len)
 {
-    FabricHeader h = { 0 };
-    size_t flen;
-
     peer_ring_read_all(r, buf, FABRIC_HDR_SIZE);
-    h.len = fabric_ld32(buf + 4);
-    g_assert_cmpuint(FABRIC_HDR_SIZE + h.len, <=, cap);
-    peer_ring_read_all(r, buf + FABRIC_HDR_SIZE, h.len);
-    g_assert_cmpint(fabric_parse(buf, FABRIC_HDR_SIZE + h.len, &h, &flen),
-                    ==, FABRIC_PARSE_OK);
-    *len = h.len;
-    return h.type;
+    *len = peer_frame_len(buf, cap);
+    peer_ring_read_all(r, buf + FABRIC_HDR_SIZE, *len);
+    return peer_frame_type(buf, *len);
 }
 
 /*

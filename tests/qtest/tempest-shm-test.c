@@ -486,7 +486,6 @@ static void test_offer_made(void)
     for (int ack = 0; ack < 2; ack++) {
         ShmPeer t;
         uint8_t buf[FABRIC_HDR_SIZE + FABRIC_DATA_MAX];
-        uint8_t kind[4];
         uint32_t flags = 0, len;
         struct stat st;
         int passed = -1;
@@ -502,8 +501,7 @@ static void test_offer_made(void)
                                  &flags);
         peer_set_timeout(t.fd, 20);
         g_assert_cmphex(flags & FABRIC_HELLO_SHM, ==, FABRIC_HELLO_SHM);
-        fabric_st32(kind, FABRIC_MESH_ALL);
-        peer_send(t.fd, FABRIC_MESH, 0, kind, sizeof(kind));
+        peer_mesh_all(t.fd);
         while (peer_recv_frame(t.fd, buf, sizeof(buf), &len, &passed) !=
                FABRIC_SHM) {
             /* its MESH */
