@@ -192,15 +192,26 @@ void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value)
     msg_sq_run(s, value);
 }
 
-static void msg_sq_bh(void *opaque)
+/*
+ * Run the send rings that wait for a peer and may move now: its credit
+ * came back, or it is gone (those slots fail).
+ */
+static void msg_sq_resume(TempestNCState *s)
 {
-    TempestNCState *s = opaque;
-
     for (unsigned ring = TEMPEST_RING_SQ0; ring <= TEMPEST_RING_SQ1; ring++) {
-        if (s->sq_wait[ring] >= 0 && s->ring[ring].slots) {
+        int dest = s->sq_wait[ring];
+
+        if (dest >= 0 && s->ring[ring].slots &&
+            (!tempest_fabric_peer_up(s->fabric, dest) ||
+             tempest_fabric_can_send(s->fabric, dest, ring))) {
             msg_sq_run(s, ring);
         }
     }
+}
+
+static void msg_sq_bh(void *opaque)
+{
+    msg_sq_resume(opaque);
 }
 
 static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
@@ -227,12 +238,7 @@ void tempest_nc_poll(TempestNCState *s, bool polling)
      * Credit that came in the poll lets a waiting send ring go on now,
      * from this vCPU, rather than after a turn of the main loop (sq_bh).
      */
-    for (unsigned ring = TEMPEST_RING_SQ0; ring <= TEMPEST_RING_SQ1; ring++) {
-        if (s->sq_wait[ring] >= 0 && s->ring[ring].slots &&
-            tempest_fabric_can_send(s->fabric, s->sq_wait[ring], ring)) {
-            msg_sq_run(s, ring);
-        }
-    }
+    msg_sq_resume(s);
 }
 
 /* A send ring waiting for this peer's credit fails those slots now. */

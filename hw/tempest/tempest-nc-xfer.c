@@ -306,7 +306,8 @@ typedef enum {
 /*
  * The peer's RAM is mapped here and o's destination is known (checked
  * against that RAM as the peer checks it): copy one step RAM to RAM and
- * say so with a PUT.  False if o cannot go this way.
+ * say so with a PUT.  False if o cannot go this way.  The caller checked
+ * the peer's queue.
  */
 static bool xfer_out_put(TempestNCState *s, TempestXferOut *o,
                          StepResult *res)
@@ -319,10 +320,6 @@ static bool xfer_out_put(TempestNCState *s, TempestXferOut *o,
     if (!ram || !o->direct || o->dst < base || o->dst - base > size ||
         o->len > size - (o->dst - base)) {
         return false;
-    }
-    if (tempest_fabric_tx_queued(s->fabric, o->dest) >= XFER_TX_HIGH) {
-        *res = STEP_BLOCKED;
-        return true;
     }
     if (!tempest_nc_dma_read(s, o->src + o->sent,
                              ram + (o->dst - base) + o->sent, n)) {
@@ -353,12 +350,12 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
     bool last;
     StepResult res;
 
-    if (dest != s->node_id && xfer_out_put(s, o, &res)) {
-        return res;
-    }
     if (dest != s->node_id &&
         tempest_fabric_tx_queued(s->fabric, dest) >= XFER_TX_HIGH) {
         return STEP_BLOCKED;
+    }
+    if (dest != s->node_id && xfer_out_put(s, o, &res)) {
+        return res;
     }
     /*
      * Guest RAM is mapped, not copied: the fabric writes it to the socket
