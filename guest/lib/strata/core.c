@@ -388,14 +388,11 @@ void strata_core_start(void)
         rt_exit(1);
     }
     nc_irq_enable(STRATA_IRQ_BITS);
-    if (nc_poll_present) {
-        /*
-         * The launcher's hint (SPIN_US): with shared memory a polling
-         * node takes messages without any thread waking, which pays while
-         * every node has a host core (and run says 0 when not).
-         */
-        spin_us = nc_reg(TEMPEST_NC_SPIN_US);
-    }
+    /*
+     * With shared memory a polling node takes messages without any
+     * thread waking, which pays while every node has a host core.
+     */
+    spin_us = nc_spin_us(spin_us);
     calibrate_spin();
     strata_ready = true;
 }

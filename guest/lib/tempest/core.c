@@ -863,13 +863,7 @@ static void tempest_init(void)
                "interrupt to CPU %u: stopping\n", TPPI_self_address, pt_cpu);
         rt_exit(1);
     }
-    if (nc_poll_present) {
-        /*
-         * The launcher's hint (SPIN_US): spinning pays only while every
-         * polling node has a host core of its own.
-         */
-        spin_us = nc_reg(TEMPEST_NC_SPIN_US);
-    }
+    spin_us = nc_spin_us(spin_us);
     started = true;
     atexit(flush_at_exit);
     if (dedicated) {

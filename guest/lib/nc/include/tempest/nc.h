@@ -363,6 +363,17 @@ static inline bool nc_poll(bool on)
     return true;
 }
 
+/*
+ * nc_spin_us: how long a polling CPU should spin before it sleeps: the
+ * launcher's SPIN_US hint (it says 0 when the nodes outnumber the host's
+ * cores: a spinning vCPU holds one), or @dflt on a node controller
+ * before 1.5.
+ */
+static inline unsigned nc_spin_us(unsigned dflt)
+{
+    return nc_poll_present ? nc_reg(TEMPEST_NC_SPIN_US) : dflt;
+}
+
 /* ---- interrupt ----------------------------------------------------- */
 
 /* nc_irq_enable: sets IRQ_ENABLE to @bits (TEMPEST_NC_IRQ_*). */
