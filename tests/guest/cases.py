@@ -1034,6 +1034,9 @@ def main(argv):
     # the socket run's cases are named guest-socket/...
     suite = "guest" if SHM else "guest-" + FABRIC
     sel = [c for c in CASES if not a.k or a.k in f"{suite}/{c.name}"]
+    # Each fabric's runs in their own directory: meson runs the three
+    # suites side by side.
+    runs = os.path.join(a.runs, suite)
     if a.list:
         for c in sel:
             print(f"{suite}/{c.name}")
@@ -1043,7 +1046,7 @@ def main(argv):
     for i, c in enumerate(sel, 1):
         t0 = time.monotonic()
         try:
-            ok, detail, output = c.run(a.runs)
+            ok, detail, output = c.run(runs)
         except Exception as e:     # a harness error fails this case only
             ok, detail, output = False, f"harness error: {e!r}", ""
         took = f"{time.monotonic() - t0:.1f} s"

@@ -30,7 +30,10 @@
 #define MAX_ABX             4096    /* a power of 2 */
 #define ABX_SLOT_MASK       (MAX_ABX - 1)
 #define ABX_GEN_SHIFT       12
-/* Handlers deeper than this do not run from a send's polls. */
+/*
+ * Handlers deeper than this do not run from a send's polls: the send
+ * sets arriving packets aside instead (stash()).
+ */
 #define MAX_NEST            16
 /* Empty polls in a row before one short sleep, at least; and its length. */
 #define IDLE_POLLS_MIN      64
@@ -258,8 +261,9 @@ static void idle_poll(void)
  * full queue would leave this network's packets behind them in the
  * receive ring, unreachable, and a handler that waits to send a reply
  * while it polls only this network would wait for ever (15 peers may
- * each have their credit's worth in flight, more than 256).  Bounded:
- * the node controller holds at most every peer's credit per network.
+ * each have their credit's worth in flight, more than 256).  Bounded by
+ * SOFTQ_MAX: a poll holds at most every peer's credit per network; a
+ * deep handler's stash() takes more only while its own send waits.
  */
 static bool softq_grow(struct softq *q)
 {
@@ -283,10 +287,29 @@ static bool softq_grow(struct softq *q)
     return true;
 }
 
+/*
+ * Copies ring slot @p to the end of its network's software queue and
+ * frees the slot; false if the queue is full and cannot grow.
+ */
+static bool set_aside(struct nc_pkt *p)
+{
+    struct softq *o = &softq[p->net & 1];
+    size_t bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
+
+    if (o->count == o->cap && !softq_grow(o)) {
+        return false;
+    }
+    memcpy(&o->pkts[(o->head + o->count) & (o->cap - 1)], p,
+           bytes <= sizeof(*p) ? bytes : sizeof(*p));
+    o->count++;
+    nc_rq_pop(p);
+    return true;
+}
+
 /* Handles one message of network @net if there is one. */
 static bool poll_net(unsigned net)
 {
-    struct softq *q = &softq[net], *o;
+    struct softq *q = &softq[net];
     struct nc_pkt *p;
     struct nc_pkt copy;
     size_t bytes;
@@ -328,26 +351,47 @@ static bool poll_net(unsigned net)
             return true;
         }
         /* The other network's: set it aside, if there is room. */
-        o = &softq[p->net & 1];
-        if (o->count == o->cap && !softq_grow(o)) {
+        if (!set_aside(p)) {
             return false;
         }
-        bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
-        memcpy(&o->pkts[(o->head + o->count) & (o->cap - 1)], p,
-               bytes <= sizeof(*p) ? bytes : sizeof(*p));
-        o->count++;
-        nc_rq_pop(p);
     }
+}
+
+/*
+ * Moves the packets waiting in the receive ring into their networks'
+ * software queues, running no handler, so that the ring has room and the
+ * peers' credit comes back.  A handler nested MAX_NEST deep that cannot
+ * send does this instead of polling: if it only waited, two nodes (or a
+ * cycle of them) that each wait to send to the other would wait for
+ * ever, each one's ring full of packets nobody takes.  Returns true if
+ * it moved one.
+ */
+static bool stash(void)
+{
+    struct nc_pkt *p;
+    bool any = false;
+
+    while ((p = nc_rq_peek()) != NULL && set_aside(p)) {
+        any = true;
+    }
+    if (any) {
+        nc_rx_doorbell();
+    }
+    return any;
 }
 
 /*
  * The core's poller (strata_set_poller): handles at most one message of
  * each network in @mask; returns true if it handled one.  (poll_net()
- * also takes control events.)
+ * also takes control events.)  POLL_STASH: stash() instead.
  */
 static bool poll_nets(unsigned mask)
 {
     bool any = false;
+
+    if (mask & POLL_STASH) {
+        return stash();
+    }
 
     if (mask & POLL_LEFT) {
         any |= poll_net(NET_LEFT);
@@ -363,6 +407,9 @@ static bool msgs_waiting(unsigned mask)
 {
     struct nc_pkt *p;
 
+    if (mask & POLL_STASH) {
+        return nc_rq_peek() != NULL;
+    }
     if (((mask & POLL_LEFT) && softq[NET_LEFT].count) ||
         ((mask & POLL_RIGHT) && softq[NET_RIGHT].count)) {
         return true;
@@ -463,8 +510,9 @@ static bool send_room(void *arg)
  * Sends one packet as mode @m says: tries each network in turn, polling
  * after each try, until it gets out; waits (still polling) when both
  * rings stay full.  Inside a handler it polls only while the packet does
- * not get out, and not at all past MAX_NEST nested handlers, so handlers
- * that send cannot recurse without bound.
+ * not get out, and past MAX_NEST nested handlers it only sets arriving
+ * packets aside (stash()), so handlers that send cannot recurse without
+ * bound and still cannot leave a peer waiting on a full ring.
  */
 static void send_pkt(const struct send_mode *m, unsigned proc, uint8_t kind,
                      uint32_t w0, uint64_t w1, const void *data, uint32_t len)
@@ -483,13 +531,11 @@ static void send_pkt(const struct send_mode *m, unsigned proc, uint8_t kind,
                 }
                 return;
             }
-            if (!deep) {
-                poll_nets(m->poll[i]);
-            }
+            poll_nets(deep ? POLL_STASH : m->poll[i]);
         }
         if (++tries >= 64) {
             tries = 0;
-            mask = deep ? POLL_NONE : m->poll[0] | m->poll[1];
+            mask = deep ? POLL_STASH : m->poll[0] | m->poll[1];
             strata_wait(send_room, &ra, mask, true);
         }
     }

@@ -53,6 +53,8 @@
 #define POLL_LEFT           (1U << NET_LEFT)
 #define POLL_RIGHT          (1U << NET_RIGHT)
 #define POLL_BOTH           (POLL_LEFT | POLL_RIGHT)
+/* Set every waiting packet aside, running no handler (data.c). */
+#define POLL_STASH          (1U << 2)
 
 /* ---- core.c: calls nothing else of libstrata ---------------------------- */
 
