@@ -601,6 +601,19 @@ CASES += [
          stdout_expect=[r"bad Ba item: not sent"]),
     tags("tags-ba-smp2", "tags_ba", nodes=2, smp=2,
          stdout_expect=[r"bad Ba item: not sent"]),
+    # Tempest 3.3.2, any item list: RR, twelve W, BaBa, WBaRWF from a
+    # handler (generated for the program), the builder's W Ba R Ba W, a
+    # BaBa with a bad second block refused with no tag changed.
+    tags("am-items-smp1", "am_items", nodes=2, smp=1,
+         nodes_expect={0: [r"^5 cases acknowledged, 0 bad, 1 WBaRWF back$",
+                           r"^am_items ok"],
+                       1: [r"^am_items ok"]},
+         absent=[r"\*\*\* CRASH", r"wrong at node", r"FAIL"]),
+    tags("am-items-smp2", "am_items", nodes=2, smp=2,
+         nodes_expect={0: [r"^5 cases acknowledged, 0 bad, 1 WBaRWF back$",
+                           r"^am_items ok"],
+                       1: [r"^am_items ok"]},
+         absent=[r"\*\*\* CRASH", r"wrong at node", r"FAIL"]),
     # Tempest section 2: faults that are no protocol event stop the node
     # with the crash report, after saying why.
     tags_crash("tags-crash-no-handler", "noblk", 2,

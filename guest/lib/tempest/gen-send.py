@@ -2,15 +2,23 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Generate the TPPI_send_ family of libtempest (Tempest spec 3.3.2).
 
-Every item list of 0 to MAX_WORDS W items with at most one R, F or Ba
-item at any position gets a function TPPI_send_<items> (TPPI_send for the
-empty list).  Writes the declarations (tempest-send.h) or the definitions
-(tempest-send.c), which build the item list for tppi_send_segs().
+The library has every item list of 0 to MAX_WORDS W items with at most
+one R, F or Ba item at any position: a function TPPI_send_<items>
+(TPPI_send for the empty list), declared in tempest-send.h and defined in
+tempest-send.c, each building its item list for tempest_send_items().
+Any other list (the spec's send is polymorphic: "an arbitrary number of
+arguments") is generated for the program that names it: 'extra' finds the
+names TPPI_send_<W|R|F|Ba...> in the program's sources and writes their
+definitions, static inline, into a header the compiler force-includes
+(scripts/tempest cc does this).
 
   gen-send.py header OUT.h
   gen-send.py source OUT.c
+  gen-send.py extra OUT.h SOURCE...
 """
 
+import os
+import re
 import sys
 
 MAX_WORDS = 8
@@ -25,31 +33,68 @@ def item_lists():
                 yield ("W",) * pos + (extra,) + ("W",) * (n - pos)
 
 
+NAME_RE = re.compile(r"\bTPPI_send_((?:W|R|F|Ba)+)\b")
+ITEM_RE = re.compile(r"W|R|F|Ba")
+
+
+def names_in(paths):
+    """The item lists named in the files at @paths that the library does
+    not have, in a stable order."""
+    lib = set(item_lists())
+    found = set()
+    for path in paths:
+        with open(path, errors="replace") as f:
+            for m in NAME_RE.finditer(f.read()):
+                items = tuple(ITEM_RE.findall(m.group(1)))
+                if items not in lib:
+                    found.add(items)
+    return sorted(found, key=lambda i: (len(i), i))
+
+
 def name(items):
     return "TPPI_send_" + "".join(items) if items else "TPPI_send"
 
 
-def params(items):
-    out = ["TPPI_NodeId dest", "TPPI_MessageHandlerPtr pc"]
+def arg_names(items):
+    """Each item's parameter names: the library's lists keep the names
+    they always had (w0.., r_va, f_len, blk_va); with several R, F or Ba
+    items the later ones are numbered (r_va2, ...)."""
+    seen = {"R": 0, "F": 0, "Ba": 0}
     w = 0
+    out = []
     for it in items:
         if it == "W":
-            out.append(f"int w{w}")
+            out.append((f"w{w}",))
             w += 1
-        elif it == "R":
-            out.append("const void *r_va")
-            out.append("int r_len")
+            continue
+        seen[it] += 1
+        k = "" if seen[it] == 1 else str(seen[it])
+        if it == "R":
+            out.append((f"r_va{k}", f"r_len{k}"))
         elif it == "F":
-            out.append("int f_len")
+            out.append((f"f_len{k}",))
         else:
-            out.append("void *blk_va")
-            out.append("int blk_len")
-            out.append("TPPI_BlkTagChange chg")
+            out.append((f"blk_va{k}", f"blk_len{k}", f"chg{k}"))
     return out
 
 
-def proto(items, end):
-    head = f"void {name(items)}("
+def params(items):
+    out = ["TPPI_NodeId dest", "TPPI_MessageHandlerPtr pc"]
+    for it, names in zip(items, arg_names(items)):
+        if it == "W":
+            out.append(f"int {names[0]}")
+        elif it == "R":
+            out += [f"const void *{names[0]}", f"int {names[1]}"]
+        elif it == "F":
+            out.append(f"int {names[0]}")
+        else:
+            out += [f"void *{names[0]}", f"int {names[1]}",
+                    f"TPPI_BlkTagChange {names[2]}"]
+    return out
+
+
+def proto(items, end, prefix=""):
+    head = f"{prefix}void {name(items)}("
     args = params(items)
     lines, cur = [], head
     for i, a in enumerate(args):
@@ -75,29 +120,31 @@ def body(items):
     segs = []
     w = 0
     run = 0
-    for it in items + ("$",):
+    names = arg_names(items) + [()]
+    for it, nm in zip(items + ("$",), names):
         if it == "W":
             run += 1
             continue
         if run:
-            segs.append(f"{{ TPPI_SEG_WORDS, &w[{w}], {4 * run}, 0 }}")
+            segs.append(f"{{ TEMPEST_ITEM_WORDS, &w[{w}], {4 * run}, 0 }}")
             w += run
             run = 0
         if it == "R":
-            segs.append("{ TPPI_SEG_REGION, r_va, r_len, 0 }")
+            segs.append(f"{{ TEMPEST_ITEM_R, {nm[0]}, {nm[1]}, 0 }}")
         elif it == "F":
-            segs.append("{ TPPI_SEG_FORWARD, NULL, f_len, 0 }")
+            segs.append(f"{{ TEMPEST_ITEM_F, NULL, {nm[0]}, 0 }}")
         elif it == "Ba":
-            segs.append("{ TPPI_SEG_BLOCK, blk_va, blk_len, chg }")
+            segs.append(f"{{ TEMPEST_ITEM_BA, {nm[0]}, {nm[1]}, "
+                        f"(int){nm[2]} }}")
     if segs:
-        lines.append(f"    const struct tppi_seg s[{len(segs)}] = {{")
+        lines.append(f"    const tempest_item s[{len(segs)}] = {{")
         for s in segs:
             lines.append(f"        {s},")
         lines.append("    };")
         lines.append("")
-        lines.append(f"    tppi_send_segs(dest, pc, s, {len(segs)});")
+        lines.append(f"    tempest_send_items(dest, pc, s, {len(segs)});")
     else:
-        lines.append("    tppi_send_segs(dest, pc, NULL, 0);")
+        lines.append("    tempest_send_items(dest, pc, NULL, 0);")
     lines.append("}")
     return "\n".join(lines)
 
@@ -121,7 +168,7 @@ SOURCE = """/* SPDX-License-Identifier: GPL-2.0-or-later */
  * Generated by guest/lib/tempest/gen-send.py: do not edit.
  *
  * The TPPI_send_ family: each function lists its items for
- * tppi_send_segs() (send.c).
+ * tempest_send_items() (send.c).
  */
 #include <stddef.h>
 
@@ -130,15 +177,44 @@ SOURCE = """/* SPDX-License-Identifier: GPL-2.0-or-later */
 """
 
 
+EXTRA = """/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Generated by guest/lib/tempest/gen-send.py from {srcs}:
+ * do not edit.
+ *
+ * The TPPI_send_ functions these sources name that libtempest does not
+ * have, for -include: each lists its items for tempest_send_items().
+ */
+#ifndef TEMPEST_SEND_EXTRA_H
+#define TEMPEST_SEND_EXTRA_H
+
+"""
+EXTRA_INCLUDES = """#include <stddef.h>
+
+#include "tempest.h"
+
+"""
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("header", "source"):
+    if (len(sys.argv) < 3 or sys.argv[1] not in ("header", "source", "extra")
+            or (sys.argv[1] != "extra" and len(sys.argv) != 3)):
         sys.exit(__doc__)
-    lists = list(item_lists())
-    if sys.argv[1] == "header":
+    if sys.argv[1] == "extra":
+        extra = names_in(sys.argv[3:])
+        srcs = " ".join(os.path.basename(p) for p in sys.argv[3:])
+        text = EXTRA.format(srcs=srcs[:60] + ("..." if len(srcs) > 60 else ""))
+        text += EXTRA_INCLUDES if extra else ""
+        text += "\n\n".join(proto(i, "", "static inline ") + "\n" + body(i)
+                             for i in extra)
+        text += "\n\n#endif /* TEMPEST_SEND_EXTRA_H */\n"
+    elif sys.argv[1] == "header":
+        lists = list(item_lists())
         text = HEADER.format(max=MAX_WORDS)
         text += "\n".join(proto(i, ";") for i in lists)
         text += "\n\n#endif /* TEMPEST_SEND_H */\n"
     else:
+        lists = list(item_lists())
         text = SOURCE + "\n\n".join(proto(i, "") + "\n" + body(i)
                                     for i in lists) + "\n"
     with open(sys.argv[2], "w") as f:

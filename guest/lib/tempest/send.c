@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libtempest send side: tppi_send_segs(), behind every TPPI_send_
+ * libtempest send side: tempest_send_items(), behind every TPPI_send_
  * function, and the message builder.
  *
  * Computation code sends on the request network (SQ0), the protocol
@@ -80,43 +80,60 @@ static struct nc_pkt *claim_wait(unsigned net, bool on_pt)
     return p;
 }
 
-/* Copies @n bytes of the items, from item *@si at offset *@soff, to @dst. */
-static void fill(uint8_t *dst, uint32_t n, const struct tppi_seg *segs,
-                 unsigned *si, uint32_t *soff)
+/* Where fill() is in the items: item, offset in it, Ba items passed. */
+struct cursor {
+    unsigned si;
+    uint32_t soff;
+    unsigned bi;
+    const void *const *ba;  /* each Ba item's data (post_with_blocks) */
+};
+
+/* Copies @n bytes of the items at cursor @c to @dst. */
+static void fill(uint8_t *dst, uint32_t n, const tempest_item *segs,
+                 struct cursor *c)
 {
-    const struct tppi_seg *s;
+    const tempest_item *s;
+    const uint8_t *src;
     uint32_t k;
 
     while (n) {
-        s = &segs[*si];
-        k = (uint32_t)s->len - *soff;
+        s = &segs[c->si];
+        k = (uint32_t)s->len - c->soff;
         if (k > n) {
             k = n;
         }
         if (s->kind == TPPI_SEG_FORWARD) {
             tppi_take(dst, (int)k);
         } else {
-            memcpy(dst, (const uint8_t *)s->ptr + *soff, k);
+            src = s->kind == TPPI_SEG_BLOCK ? c->ba[c->bi] : s->ptr;
+            memcpy(dst, src + c->soff, k);
         }
         dst += k;
         n -= k;
-        *soff += k;
-        if (*soff == (uint32_t)s->len) {
-            (*si)++;
-            *soff = 0;
+        c->soff += k;
+        if (c->soff == (uint32_t)s->len) {
+            c->bi += s->kind == TPPI_SEG_BLOCK;
+            c->si++;
+            c->soff = 0;
         }
     }
 }
 
 /* Checks the items; returns the body size, or -1 (reported). */
-static int check_segs(const struct tppi_seg *segs, unsigned nsegs,
+static int check_segs(const tempest_item *segs, unsigned nsegs,
                       uintptr_t pc)
 {
     uint32_t total = 0, fwd = 0, left;
-    unsigned i, blocks = 0;
+    unsigned i;
 
+    if (nsegs > TEMPEST_MAX_ITEMS) {
+        tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: %u items, "
+                    "over TEMPEST_MAX_ITEMS (%d): not sent",
+                    (unsigned long)pc, nsegs, TEMPEST_MAX_ITEMS);
+        return -1;
+    }
     for (i = 0; i < nsegs; i++) {
-        const struct tppi_seg *s = &segs[i];
+        const tempest_item *s = &segs[i];
 
         if (s->len < 0 || (s->len & 3)) {
             tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: item "
@@ -128,12 +145,6 @@ static int check_segs(const struct tppi_seg *segs, unsigned nsegs,
             if (!tppi_ba_check((void *)s->ptr, s->len, s->chg)) {
                 tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
                             "bad Ba item: not sent", (unsigned long)pc);
-                return -1;
-            }
-            if (++blocks > 1) {
-                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
-                            "more than one Ba item: not sent",
-                            (unsigned long)pc);
                 return -1;
             }
         }
@@ -175,12 +186,13 @@ static int check_segs(const struct tppi_seg *segs, unsigned nsegs,
 
 /* Puts the checked message of @total bytes into the send ring. */
 static void post_segs(TPPI_NodeId dest, uintptr_t handler,
-                      const struct tppi_seg *segs, int total)
+                      const tempest_item *segs, const void *const *ba,
+                      int total)
 {
     bool on_pt = tppi_on_protocol_thread();
     unsigned net = on_pt ? TEMPEST_NET_REPLY : TEMPEST_NET_REQUEST;
-    uint32_t off = 0, chunk, soff = 0, pkts = 0;
-    unsigned si = 0;
+    uint32_t off = 0, chunk, pkts = 0;
+    struct cursor c = { 0, 0, 0, ba };
     struct nc_pkt *p;
 
     lock(&sq_lock[net]);
@@ -198,7 +210,7 @@ static void post_segs(TPPI_NodeId dest, uintptr_t handler,
         p->word0 = (uint32_t)total;
         p->word1 = handler;
         p->word2 = 0;
-        fill(p->data, chunk, segs, &si, &soff);
+        fill(p->data, chunk, segs, &c);
         nc_sq_post(net, p, chunk);
         off += chunk;
         pkts++;
@@ -211,39 +223,43 @@ static void post_segs(TPPI_NodeId dest, uintptr_t handler,
 }
 
 /*
- * A message with a Ba item: the block's tag changes and its data is
- * taken in 3.2.6's order (vm.c), then it is sent as a region.
+ * A message with Ba items: each block's tag changes and its data is taken
+ * in 3.2.6's order (vm.c), item by item, then the message is sent with
+ * the data taken.  Every Ba item is at least a tag block, so the body
+ * holds at most MAX_BA of them.
  */
-static int post_with_block(TPPI_NodeId dest, uintptr_t handler,
-                           const struct tppi_seg *segs, unsigned nsegs,
-                           int total)
+#define MAX_BA  (TPPI_MAX_AM_BYTES / TPPI_TAG_BLK_SIZE)
+
+static int post_with_blocks(TPPI_NodeId dest, uintptr_t handler,
+                            const tempest_item *segs, unsigned nsegs,
+                            int total)
 {
-    struct tppi_seg copy[TEMPEST_MSG_ITEMS + 1];
     uint8_t buf[TPPI_MAX_AM_BYTES];
-    const void *data;
-    unsigned i;
+    const void *ba[MAX_BA];
+    unsigned i, n = 0;
+    uint32_t used = 0;
 
     for (i = 0; i < nsegs; i++) {
-        copy[i] = segs[i];
-        if (segs[i].kind == TPPI_SEG_BLOCK) {
-            data = tppi_ba_send_data((void *)segs[i].ptr, segs[i].len,
-                                     segs[i].chg, buf);
-            if (data == NULL) {
-                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
-                            "the page of its Ba item went away: not sent",
-                            (unsigned long)handler);
-                return -1;
-            }
-            copy[i].kind = TPPI_SEG_REGION;
-            copy[i].ptr = data;
+        if (segs[i].kind != TPPI_SEG_BLOCK) {
+            continue;
         }
+        ba[n] = tppi_ba_send_data((void *)segs[i].ptr, segs[i].len,
+                                  segs[i].chg, buf + used);
+        if (ba[n] == NULL) {
+            tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
+                        "the page of its Ba item %u went away: not sent",
+                        (unsigned long)handler, i + 1);
+            return -1;
+        }
+        used += (uint32_t)segs[i].len;
+        n++;
     }
-    post_segs(dest, handler, copy, total);
+    post_segs(dest, handler, segs, ba, total);
     return 0;
 }
 
-int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
-                   const struct tppi_seg *segs, unsigned nsegs)
+int tempest_send_items(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
+                   const tempest_item *segs, unsigned nsegs)
 {
     uintptr_t handler = (uintptr_t)pc;
     unsigned i;
@@ -266,16 +282,10 @@ int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
     }
     for (i = 0; i < nsegs; i++) {
         if (segs[i].kind == TPPI_SEG_BLOCK) {
-            if (nsegs > TEMPEST_MSG_ITEMS + 1) {
-                tppi_report(&tppi_stats.bad_sends, "send to handler 0x%lx: "
-                            "too many items with a Ba item: not sent",
-                            (unsigned long)handler);
-                return -1;
-            }
-            return post_with_block(dest, handler, segs, nsegs, total);
+            return post_with_blocks(dest, handler, segs, nsegs, total);
         }
     }
-    post_segs(dest, handler, segs, total);
+    post_segs(dest, handler, segs, NULL, total);
     return 0;
 }
 
@@ -301,7 +311,8 @@ void tempest_msg_begin(tempest_msg *m, TPPI_NodeId dest,
     m->nwords = 0;
 }
 
-static int add_item(tempest_msg *m, int kind, const void *ptr, int len)
+static int add_item(tempest_msg *m, int kind, const void *ptr, int len,
+                    int chg)
 {
     if (m->error) {
         return -1;
@@ -312,6 +323,7 @@ static int add_item(tempest_msg *m, int kind, const void *ptr, int len)
     m->item[m->nitems].kind = kind;
     m->item[m->nitems].ptr = ptr;
     m->item[m->nitems].len = len;
+    m->item[m->nitems].chg = chg;
     m->nitems++;
     return 0;
 }
@@ -329,7 +341,7 @@ int tempest_msg_W(tempest_msg *m, int w)
     /* A W item right after W items extends them (ptr: first word index). */
     if (!(n && m->item[n - 1].kind == TPPI_SEG_WORDS)) {
         if (add_item(m, TPPI_SEG_WORDS, (const void *)(uintptr_t)m->nwords,
-                     0)) {
+                     0, 0)) {
             return -1;
         }
         n = m->nitems;
@@ -345,7 +357,7 @@ int tempest_msg_R(tempest_msg *m, const void *va, int len)
         return builder_error(m, "R item not word-aligned or length not a "
                              "multiple of 4");
     }
-    return add_item(m, TPPI_SEG_REGION, va, len);
+    return add_item(m, TPPI_SEG_REGION, va, len, 0);
 }
 
 int tempest_msg_F(tempest_msg *m, int len)
@@ -356,12 +368,19 @@ int tempest_msg_F(tempest_msg *m, int len)
     if (!tppi_in_message_handler()) {
         return builder_error(m, "F item outside a message handler");
     }
-    return add_item(m, TPPI_SEG_FORWARD, NULL, len);
+    return add_item(m, TPPI_SEG_FORWARD, NULL, len, 0);
+}
+
+int tempest_msg_Ba(tempest_msg *m, void *blk_va, int blk_len,
+                   TPPI_BlkTagChange chg)
+{
+    /* Checked (and the tag changed) when the message is sent. */
+    return add_item(m, TPPI_SEG_BLOCK, blk_va, blk_len, (int)chg);
 }
 
 int tempest_msg_send(tempest_msg *m)
 {
-    struct tppi_seg segs[TEMPEST_MSG_ITEMS];
+    tempest_item segs[TEMPEST_MSG_ITEMS];
     unsigned i;
 
     if (m->error) {
@@ -373,9 +392,9 @@ int tempest_msg_send(tempest_msg *m)
     for (i = 0; i < m->nitems; i++) {
         segs[i].kind = m->item[i].kind;
         segs[i].len = m->item[i].len;
-        segs[i].chg = 0;
+        segs[i].chg = m->item[i].chg;
         segs[i].ptr = m->item[i].kind == TPPI_SEG_WORDS ?
                       &m->words[(uintptr_t)m->item[i].ptr] : m->item[i].ptr;
     }
-    return tppi_send_segs(m->dest, m->pc, segs, m->nitems);
+    return tempest_send_items(m->dest, m->pc, segs, m->nitems);
 }

@@ -41,20 +41,11 @@
 #define TPPI_KIND_PROTO_MASK    0xF0
 #define TPPI_KIND_AM            0x00
 
-/* Items as the send path sees them (generated functions included). */
-enum {
-    TPPI_SEG_WORDS,         /* ptr: words of the caller's, len bytes */
-    TPPI_SEG_REGION,        /* an R item */
-    TPPI_SEG_FORWARD,       /* an F item: ptr unused */
-    TPPI_SEG_BLOCK,         /* a Ba item: ptr the block's va, chg */
-};
-
-struct tppi_seg {
-    int kind;
-    const void *ptr;
-    int len;
-    int chg;                /* TPPI_SEG_BLOCK: the TPPI_BlkTagChange */
-};
+/* Items as the send path sees them: tempest_item (tempest.h). */
+#define TPPI_SEG_WORDS          TEMPEST_ITEM_WORDS
+#define TPPI_SEG_REGION         TEMPEST_ITEM_R
+#define TPPI_SEG_FORWARD        TEMPEST_ITEM_F
+#define TPPI_SEG_BLOCK          TEMPEST_ITEM_BA
 
 /* ---- the core (core.c): calls nothing else of libtempest ------------ */
 
@@ -187,15 +178,5 @@ const void *tppi_ba_send_data(void *blk_va, int blk_len,
  * constructor.
  */
 void tppi_xfer_set_client(unsigned client, tempest_xfer_fn fn);
-
-/* ---- the send path (send.c), for tempest-send.c ---------------------- */
-
-/*
- * tppi_send_segs: sends the message made of @nsegs items @segs to @dest
- * for handler @pc.  Returns 0, or -1 if it was refused (reported and
- * counted).  Used by every TPPI_send_ function and the builder.
- */
-int tppi_send_segs(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
-                   const struct tppi_seg *segs, unsigned nsegs);
 
 #endif /* TEMPEST_INTERNAL_H */

@@ -290,13 +290,19 @@ typedef void (*TPPI_MessageHandlerPtr)(TPPI_NodeId src, int size);
  *                          that takes access away (Invalidate,
  *                          Downgrade_RO, Mark_Busy) the data sent holds
  *                          every write that completed before the change.
- * TPPI_send(dest, pc) sends an empty body.  Every combination of 0 to 8
- * W items with at most one R, F or Ba item anywhere among them is provided
- * (TPPI_send_W, TPPI_send_WW, TPPI_send_R, TPPI_send_WR, TPPI_send_RW,
- * TPPI_send_WWF, TPPI_send_Ba, TPPI_send_WBa, TPPI_send_WWBa, ... :
- * tempest-send.h, generated); for any other list of W, R and F items use
- * the builder (tempest_msg_begin() below).  A bad Ba item is reported and
- * nothing is sent, the tag is not changed.
+ * TPPI_send(dest, pc) sends an empty body.  Every item list exists, as
+ * the spec's "polymorphic function" has it (TPPI_send_RR, TPPI_send_BaBa,
+ * TPPI_send_WBaRWF, twelve W items, ...): the lists of 0 to 8 W items with
+ * at most one R, F or Ba item anywhere among them are in the library
+ * (tempest-send.h, generated); any other list a program names is
+ * generated for it when it is compiled: 'scripts/tempest cc' finds the
+ * names in the program's sources and force-includes their definitions
+ * (static inline, from guest/lib/tempest/gen-send.py; another build runs
+ * "gen-send.py extra OUT.h SOURCES..." and compiles with -include OUT.h).
+ * The builder (tempest_msg_begin() below) and tempest_send_items() take
+ * item lists made at run time.  A bad Ba item is reported and nothing is
+ * sent, no tag is changed.  Ba items are taken in order: each block's tag
+ * changes, then its data is read, before the next item's.
  *
  * A send returns once the message is in the node controller's send ring
  * (R and F data copied: the region may be reused at once); it waits,
@@ -304,6 +310,40 @@ typedef void (*TPPI_MessageHandlerPtr)(TPPI_NodeId src, int size);
  * looped back by the node controller and handled like any other.  Bad
  * arguments: see the top of this file (not sent, reported, counted).
  */
+
+/*
+ * An item of a message, for tempest_send_items() and the generated
+ * TPPI_send_ functions: @kind TEMPEST_ITEM_WORDS (@len bytes of words at
+ * @ptr: one or more W items), _R (@len bytes at @ptr), _F (@len bytes
+ * forwarded; @ptr unused) or _BA (the block at @ptr of @len bytes, whose
+ * tag changes by @chg).
+ */
+enum {
+    TEMPEST_ITEM_WORDS,
+    TEMPEST_ITEM_R,
+    TEMPEST_ITEM_F,
+    TEMPEST_ITEM_BA,
+};
+
+typedef struct tempest_item {
+    int kind;
+    const void *ptr;
+    int len;
+    int chg;
+} tempest_item;
+
+/* At most this many items in one message (tempest_send_items). */
+#define TEMPEST_MAX_ITEMS       (TPPI_MAX_AM_BYTES / 4)
+
+/*
+ * tempest_send_items: sends to @dest, for handler @pc, the message whose
+ * body is the @n items @items, in order, exactly as the TPPI_send_
+ * function of that item list would (every TPPI_send_ function calls it).
+ * Returns 0, or -1 if it was refused (reported and counted).
+ */
+int tempest_send_items(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
+                       const tempest_item *items, unsigned n);
+
 #include "tempest-send.h"
 
 /* ---- 3.3.3: receiving ---------------------------------------------- */
@@ -522,8 +562,7 @@ void TPPI_resume_va(void *blk_va, int blk_len);
 /* ================================================================== */
 
 /*
- * The message builder, for item lists the TPPI_send_ family does not
- * have (more than 8 words, several regions, ...):
+ * The message builder, for item lists made at run time:
  *
  *     tempest_msg m;
  *     tempest_msg_begin(&m, dest, handler);
@@ -553,6 +592,7 @@ typedef struct tempest_msg {
         int kind;
         const void *ptr;
         int len;
+        int chg;
     } item[TEMPEST_MSG_ITEMS];
     uint32_t words[TEMPEST_MSG_WORDS];
 } tempest_msg;
@@ -571,6 +611,16 @@ void tempest_msg_begin(tempest_msg *m, TPPI_NodeId dest,
 int tempest_msg_W(tempest_msg *m, int w);
 int tempest_msg_R(tempest_msg *m, const void *va, int len);
 int tempest_msg_F(tempest_msg *m, int len);
+
+/*
+ * tempest_msg_Ba: appends a Ba item (the block at @blk_va of @blk_len
+ * bytes, whose tag changes by @chg): checked, and the tag changed and the
+ * data taken, when the message is sent, as for TPPI_send_ functions.
+ * Any number of Ba items, like any other item.  Returns 0, or -1 if the
+ * builder is full.
+ */
+int tempest_msg_Ba(tempest_msg *m, void *blk_va, int blk_len,
+                   TPPI_BlkTagChange chg);
 
 /*
  * tempest_msg_send: sends the message, as a TPPI_send_ call would.
