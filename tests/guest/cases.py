@@ -823,6 +823,19 @@ CASES += (
                                    r"is not in the partition of 1"]),
            ("early", 1, 0, 255, [r"StrataFail: Barrier called before "
                                  r"StrataInit"]))]
+    # Partitions whose size is not a power of two: a hypercube exchange
+    # that skips partners beyond the partition reaches every other node;
+    # a send beyond it is never delivered and stops the cluster.
+    + [strata(f"strata-partition-{n}", "strata_partition", n)
+       for n in (5, 12)]
+    + [StrataRun(f"strata-partition-stray-{n}", "strata_partition",
+                 nodes=n, smp=1, mem="64M", args=["stray"], status=255,
+                 timeout=30, summary=rf"node {n - 1} failed with status 255",
+                 stdout_expect=[rf"\[node {n - 1}\] StrataFail: "
+                                rf"SendLeftPollBoth: node {stray} is not in "
+                                rf"the partition of {n}"],
+                 absent=EXIT_GONE)
+       for n, stray in ((5, 5), (12, 15))]
     # Strata 4.3 misused: CombineVector with different lengths per node
     # ends on every node with StrataFail naming the mismatch: no QEMU
     # crashes (the root over-read its heap), no hang (with 18 or more
