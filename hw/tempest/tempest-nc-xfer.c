@@ -12,9 +12,11 @@
  * peer's socket: an active message queued meanwhile waits behind at most
  * that much, whatever the size of the transfers.  The receiving controller
  * checks the destination, stores every frame straight into it (no staging
- * copy) and acknowledges the whole transfer; typed transfers take a
- * buffer the receiver posted in advance (FLASH's bufalloc, 3.4.1) and
- * wait, holding their sender, until one is posted.
+ * copy) and acknowledges the whole transfer; typed transfers land in
+ * space the receiver posted in advance (FLASH's bufalloc, 3.4.1) or,
+ * while it has none, in the node's bounded system space (footnote 3),
+ * and only when that is full wait, holding their sender, for a buffer
+ * (tempest-nc-xfer-buf.c).
  *
  * Fetch-and-op is done by the home node's controller with host atomics on
  * the guest's RAM, so it is atomic against the guest's own atomics; the
@@ -23,10 +25,12 @@
 
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
+#include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/units.h"
 #include "system/runstate.h"
 #include "tempest-nc-internal.h"
+#include "tempest-nc-xfer.h"
 #include "fabric-proto.h"
 #include "trace.h"
 
@@ -48,46 +52,6 @@ enum {
 #define HDR_BODY    (8 + 8 + 4 + 4 + 8)
 #define FOP_BODY    (4 + 4 + 8 + 8 + 8)
 #define REP_BODY    (4 + 4 + 8)
-
-enum {
-    OUT_SENDING,
-    OUT_WAIT_GO,
-    OUT_WAIT_ACK,
-};
-
-struct TempestXferOut {
-    QTAILQ_ENTRY(TempestXferOut) next;
-    uint32_t mid;
-    uint32_t dest;
-    uint64_t src, len, sent;
-    uint64_t where;         /* destination address, or type */
-    uint32_t flags;
-    uint64_t cookie;
-    uint32_t state;         /* OUT_* */
-    uint64_t dst;           /* where the data goes in the peer's RAM */
-    bool direct;            /* dst is known: copy RAM to RAM (not saved) */
-};
-
-struct TempestXferIn {
-    QTAILQ_ENTRY(TempestXferIn) mig_next;  /* on xfer_in_mig while saved */
-    uint32_t src, mid;
-    uint64_t len, got;
-    uint64_t addr;          /* where the data goes; valid unless waiting */
-    uint32_t type;
-    bool typed, waiting, refused;
-    uint64_t cookie;
-};
-
-struct TempestXferBuf {
-    QTAILQ_ENTRY(TempestXferBuf) next;
-    uint32_t type;
-    uint64_t addr, len;
-};
-
-static uint64_t in_key(uint32_t src, uint32_t mid)
-{
-    return (uint64_t)src << 32 | mid;
-}
 
 static void xfer_frame(TempestNCState *s, unsigned peer, uint8_t kind,
                        uint32_t mid, const uint8_t *extra, size_t extra_len,
@@ -144,16 +108,32 @@ static TempestXferOut *xfer_find_out(TempestNCState *s, uint32_t dest,
 /* Forget a message being received: its counters go down, in is freed. */
 static void xfer_in_forget(TempestNCState *s, TempestXferIn *in)
 {
+    xfer_sys_release(s, in);
     s->xfer_waiting -= in->waiting;
     s->xfer_in_count[in->src]--;
     g_hash_table_remove(s->xfer_in, &(uint64_t){ in_key(in->src, in->mid) });
 }
 
-/* The whole message is stored: tell the guest and the sender. */
-static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
+/* Tells the guest that message @in is in its buffer at in->addr. */
+void xfer_in_recv_event(TempestNCState *s, TempestXferIn *in)
 {
     tempest_nc_post_event(s, TEMPEST_EV_XFER_RECV, in->src, in->addr,
-                          in->len | (uint64_t)in->type << 32, in->cookie);
+                          in->len | (in->buf_done ? TEMPEST_EV_XFER_BUF_DONE :
+                                     0) | (uint64_t)in->type << 32,
+                          in->cookie);
+}
+
+/*
+ * The whole message is stored: tell the sender; tell the guest, or, for
+ * a message in system space, keep it there until the guest posts a
+ * buffer it fits (FLASH's footnote 3).
+ */
+static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
+{
+    if (!in->sys) {
+        xfer_buf_stored(s, in);
+        xfer_in_recv_event(s, in);
+    }
     if (in->src == s->node_id) {
         TempestXferOut *o = xfer_find_out(s, in->src, in->mid);
 
@@ -163,34 +143,11 @@ static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
     } else {
         xfer_send_u32(s, in->src, XFER_ACK, in->mid, 0);
     }
-    xfer_in_forget(s, in);
-}
-
-/* Give a waiting typed message a posted buffer, if one fits. */
-static bool xfer_take_buffer(TempestNCState *s, TempestXferIn *in,
-                             bool *refuse)
-{
-    TempestXferBuf *b, *fit = NULL;
-    bool any = false;
-
-    QTAILQ_FOREACH(b, &s->xfer_bufs, next) {
-        if (b->type == in->type) {
-            any = true;
-            if (b->len >= in->len) {
-                fit = b;
-                break;
-            }
-        }
+    if (in->sys) {
+        xfer_sys_park(s, in);
+    } else {
+        xfer_in_forget(s, in);
     }
-    *refuse = any && !fit;
-    if (!fit) {
-        return false;
-    }
-    QTAILQ_REMOVE(&s->xfer_bufs, fit, next);
-    s->xfer_nbufs--;
-    in->addr = fit->addr;
-    g_free(fit);
-    return true;
 }
 
 static void xfer_in_refuse(TempestNCState *s, TempestXferIn *in)
@@ -208,8 +165,8 @@ static void xfer_in_refuse(TempestNCState *s, TempestXferIn *in)
     }
 }
 
-/* A typed message may go ahead: its buffer is chosen. */
-static void xfer_in_go(TempestNCState *s, TempestXferIn *in)
+/* A typed message may go ahead: its buffer (or system space) is chosen. */
+void xfer_in_go(TempestNCState *s, TempestXferIn *in)
 {
     in->waiting = false;
     if (in->src == s->node_id) {
@@ -219,6 +176,9 @@ static void xfer_in_go(TempestNCState *s, TempestXferIn *in)
             o->state = OUT_SENDING;
             qemu_bh_schedule(s->xfer_bh);
         }
+    } else if (in->sys) {
+        /* System space is not guest RAM: the data comes in frames. */
+        xfer_frame(s, in->src, XFER_GO, in->mid, NULL, 0, NULL, 0);
     } else {
         uint8_t addr[8];
 
@@ -252,7 +212,7 @@ static void xfer_in_header(TempestNCState *s, unsigned src, uint32_t mid,
         return;
     }
     in->type = where;
-    if (xfer_take_buffer(s, in, &refuse)) {
+    if (xfer_buf_take(s, in, &refuse) || (!refuse && xfer_sys_take(s, in))) {
         xfer_in_go(s, in);
     } else if (refuse) {
         xfer_in_refuse(s, in);
@@ -281,7 +241,10 @@ static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
     if (in->refused) {
         return;     /* its sender is told; drop what was already sent */
     }
-    if (!tempest_nc_dma_write(s, in->addr + offset, data, n)) {
+    if (in->sys) {
+        /* The frame parser checked offset == got, n <= len - got. */
+        memcpy(in->sys + offset, data, n);
+    } else if (!tempest_nc_dma_write(s, in->addr + offset, data, n)) {
         /* Tells the sender, which may be this node (then frees in). */
         xfer_in_refuse(s, in);
         return;
@@ -500,46 +463,6 @@ static uint32_t xfer_cmd_start(TempestNCState *s, TempestCmdBank *b)
     return TEMPEST_CMD_SUCCESS;
 }
 
-static uint32_t xfer_cmd_buf_post(TempestNCState *s, TempestCmdBank *b)
-{
-    uint64_t type = b->arg[0], addr = b->arg[1], len = b->arg[2];
-    TempestXferBuf *buf;
-    GHashTableIter it;
-    gpointer key, value;
-
-    if (type > UINT32_MAX || !tempest_nc_in_ram(s, addr, len) ||
-        len > TEMPEST_XFER_MAX) {
-        b->reason = !tempest_nc_in_ram(s, addr, len) ? TEMPEST_CMD_E_BAD_ADDR :
-                    TEMPEST_CMD_E_BAD_LEN;
-        return TEMPEST_CMD_FAIL;
-    }
-    if (s->xfer_nbufs >= TEMPEST_XFER_MAX_BUFS) {
-        return TEMPEST_CMD_RETRY;
-    }
-    buf = g_new(TempestXferBuf, 1);
-    buf->type = type;
-    buf->addr = addr;
-    buf->len = len;
-    QTAILQ_INSERT_TAIL(&s->xfer_bufs, buf, next);
-    s->xfer_nbufs++;
-
-    /* A message may have been waiting for just this. */
-    g_hash_table_iter_init(&it, s->xfer_in);
-    while (g_hash_table_iter_next(&it, &key, &value)) {
-        TempestXferIn *in = value;
-        bool refuse;
-
-        if (in->waiting && in->type == type) {
-            if (xfer_take_buffer(s, in, &refuse)) {
-                s->xfer_waiting--;
-                xfer_in_go(s, in);
-                break;
-            }
-        }
-    }
-    return TEMPEST_CMD_SUCCESS;
-}
-
 /* ------------------------------------------------------------------ */
 /* Fetch-and-op                                                        */
 /* ------------------------------------------------------------------ */
@@ -716,7 +639,7 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
         return;
     case XFER_PUT:
         /* The data is in our RAM already: only the count moves on. */
-        if (n != 16 || !in || in->waiting ||
+        if (n != 16 || !in || in->waiting || in->sys ||
             fabric_ld64(p) != in->got ||
             fabric_ld64(p + 8) > in->len - in->got) {
             xfer_drop(s, peer, "PUT for no transfer, or out of place");
@@ -802,6 +725,7 @@ static void xfer_peer_down(TempestNCState *s, unsigned peer)
         TempestXferIn *in = value;
 
         if (in->src == peer) {
+            xfer_sys_release(s, in);
             s->xfer_waiting -= in->waiting;
             s->xfer_in_count[peer]--;
             g_hash_table_iter_remove(&it);
@@ -851,6 +775,7 @@ static void xfer_drop_queues(TempestNCState *s)
         g_free(b);
     }
     QTAILQ_INIT(&s->xfer_in_mig);   /* only borrowed xfer_in's entries */
+    xfer_sys_reset(s);
     if (s->xfer_in) {
         g_hash_table_remove_all(s->xfer_in);
         memset(s->xfer_in_count, 0, s->num_nodes * sizeof(uint32_t));
@@ -880,6 +805,7 @@ static bool xfer_realize(TempestNCState *s, Error **errp)
     QTAILQ_INIT(&s->xfer_out);
     QTAILQ_INIT(&s->xfer_bufs);
     QTAILQ_INIT(&s->xfer_in_mig);
+    QTAILQ_INIT(&s->xfer_parked);
     s->xfer_in = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                        g_free);
     s->xfer_in_count = g_new0(uint32_t, s->num_nodes);
@@ -966,6 +892,11 @@ static const VMStateDescription vmstate_tempest_xfer_buf = {
         VMSTATE_UINT32(type, TempestXferBuf),
         VMSTATE_UINT64(addr, TempestXferBuf),
         VMSTATE_UINT64(len, TempestXferBuf),
+        VMSTATE_UINT64(used, TempestXferBuf),
+        VMSTATE_UINT32(placed, TempestXferBuf),
+        VMSTATE_UINT32(stored, TempestXferBuf),
+        VMSTATE_BOOL(full, TempestXferBuf),
+        VMSTATE_UINT64(cookie, TempestXferBuf),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -1005,6 +936,13 @@ static int xfer_vmstate_pre_save(void *opaque)
     GHashTableIter it;
     gpointer value;
 
+    if (s->xfer_sys_used) {
+        /* Host memory, not the guest's: not in the stream (yet). */
+        error_report("tempest-nc: node %u: %" PRIu64 " bytes of messages "
+                     "wait in system space for a buffer; post buffers "
+                     "for them, then save", s->node_id, s->xfer_sys_used);
+        return -EBUSY;
+    }
     QTAILQ_INIT(&s->xfer_in_mig);
     g_hash_table_iter_init(&it, s->xfer_in);
     while (g_hash_table_iter_next(&it, NULL, &value)) {
@@ -1066,6 +1004,20 @@ static bool xfer_in_loaded_ok(TempestNCState *s, TempestXferIn *in)
            (in->waiting || tempest_nc_in_ram(s, in->addr, in->len));
 }
 
+/* The buffer a loaded typed message was given space in, or NULL. */
+static TempestXferBuf *xfer_buf_of(TempestNCState *s, TempestXferIn *in)
+{
+    TempestXferBuf *b;
+
+    QTAILQ_FOREACH(b, &s->xfer_bufs, next) {
+        if (b->type == in->type && in->addr >= b->addr &&
+            in->addr + in->len <= b->addr + b->used) {
+            return b;
+        }
+    }
+    return NULL;
+}
+
 static int xfer_vmstate_post_load(void *opaque, int version_id)
 {
     TempestNCState *s = opaque;
@@ -1095,7 +1047,9 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
     }
     QTAILQ_FOREACH(b, &s->xfer_bufs, next) {
         if (!tempest_nc_in_ram(s, b->addr, b->len) ||
-            b->len > TEMPEST_XFER_MAX) {
+            b->len > TEMPEST_XFER_MAX || b->used > b->len ||
+            b->stored >= b->placed + !b->full ||
+            (b->len - b->used < 64 && !b->full)) {
             ret = -EINVAL;
         }
         s->xfer_nbufs++;
@@ -1108,7 +1062,13 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
         uint64_t *key;
 
         QTAILQ_REMOVE(&s->xfer_in_mig, in, mig_next);
+        /* Never in the stream: system space refuses a save. */
+        in->sys = NULL;
+        in->sys_cost = 0;
+        in->buf_done = false;
+        in->buf = in->typed && !in->waiting ? xfer_buf_of(s, in) : NULL;
         if (ret || !xfer_in_loaded_ok(s, in) ||
+            (in->typed && !in->waiting && !in->buf) ||
             g_hash_table_contains(s->xfer_in,
                                   &(uint64_t){ in_key(in->src, in->mid) })) {
             ret = -EINVAL;
@@ -1125,6 +1085,20 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
     /* Every transfer to this node has its incoming half. */
     if (nin != s->xfer_active) {
         ret = -EINVAL;
+    }
+    /* Every buffer's messages under way are those placed in it. */
+    QTAILQ_FOREACH(b, &s->xfer_bufs, next) {
+        GHashTableIter it;
+        gpointer value;
+        uint32_t n = 0;
+
+        g_hash_table_iter_init(&it, s->xfer_in);
+        while (g_hash_table_iter_next(&it, NULL, &value)) {
+            n += ((TempestXferIn *)value)->buf == b;
+        }
+        if (n != b->placed - b->stored) {
+            ret = -EINVAL;
+        }
     }
     return ret;
 }

@@ -25,6 +25,7 @@
 #include "system/runstate.h"
 #include "hw/core/cpu.h"
 #include "qemu/timer.h"
+#include "qemu/units.h"
 #include "tempest-nc-internal.h"
 #include "trace.h"
 
@@ -102,12 +103,14 @@ REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
 REG32(FOP_SHARED, TEMPEST_NC_FOP_SHARED)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
+REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
+REG32(XFER_PARKED, TEMPEST_NC_XFER_PARKED)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
      TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
      TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER | \
-     TEMPEST_NC_FEAT_POLL)
+     TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -344,6 +347,12 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = extract64(s->xfer_put_bytes,
                            offset == A_XFER_PUT_LO ? 0 : 32, 32);
         return true;
+    case A_XFER_SYS_USED:
+        *value = s->xfer_sys_used;
+        return true;
+    case A_XFER_PARKED:
+        *value = s->xfer_nparked;
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -495,6 +504,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_FOP_SHARED:
     case A_XFER_PUT_LO:
     case A_XFER_PUT_HI:
+    case A_XFER_SYS_USED:
+    case A_XFER_PARKED:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     }
@@ -806,6 +817,7 @@ static const Property tempest_nc_properties[] = {
                        30000),
     DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),
     DEFINE_PROP_UINT64("tagmem-size", TempestNCState, tagmem_size, 0),
+    DEFINE_PROP_UINT64("sys-space", TempestNCState, xfer_sys_max, 1 * MiB),
 };
 
 static void tempest_nc_class_init(ObjectClass *klass, void *data)

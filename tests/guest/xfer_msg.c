@@ -14,11 +14,14 @@
  *     B  a 32 MiB message then 8 short ones of one type: the short ones
  *        are stored first but received after it (held back);
  *     C  a message sent before its receiver posted any buffer of its
- *        type waits at the receiver (XFER_WAITING) until one is posted.
+ *        type completes at its sender and waits in the receiver's system
+ *        space; with system space full the next one waits holding its
+ *        sender (XFER_WAITING); all come once a buffer is posted, into
+ *        its space one after another.
  *   xfer_msg refuse
- *     D  a message longer than every posted buffer of its type is
- *        refused: senddone() says -1, both nodes report it, and the
- *        next message of that type is received in its place.
+ *     D  a message longer than every posted buffer of its type and than
+ *        system space is refused: senddone() says -1, both nodes report
+ *        it, and the next message of that type is received in its place.
  * Prints "xfer_msg ok" on every node.
  */
 #include <stdio.h>
@@ -285,35 +288,73 @@ static int c_sent_cond(void *arg)
     return c_sent;
 }
 
+/* Two messages stored in system space, one waiting for a buffer. */
 static int engine_waiting(void *arg)
 {
     (void)arg;
-    return rt_nc_read(TEMPEST_NC_XFER_WAITING) != 0;
+    return rt_nc_read(TEMPEST_NC_XFER_WAITING) != 0 &&
+           rt_nc_read(TEMPEST_NC_XFER_PARKED) == 2;
 }
 
+#define C_BIG   (600 * 1024)    /* two do not fit in 1 MiB of system space */
+
+/*
+ * Footnote 3: a message with no buffer completes at its sender (which
+ * here waits on senddone before the receiver has called bufalloc) and
+ * waits in the receiver's system space; two 600 KiB ones more do not fit
+ * there: the first is stored too, the second holds its sender
+ * (XFER_WAITING), and nothing is lost once buffers come.
+ */
 static void phase_c(void)
 {
     static uint8_t msg[1000];
-    magic_mid mid;
-    int src;
+    magic_mid mid, big[2];
+    uint8_t *m, *data = NULL;
+    uint32_t used;
+    int src, i;
     size_t len;
-    uint8_t *m;
 
     am_barrier();
     if (TPPI_self_address == 0) {
         xu_fill(msg, sizeof(msg), 600);
         mid = magic_send(TYPE_C, 1, msg, sizeof(msg));
-        TPPI_send_W(1, c_sent_h, 1);
         if (sendwait(mid) != 1) {
-            am_fail("phase C: the waiting send failed");
+            am_fail("phase C: the send before any bufalloc failed");
         }
+        data = malloc(2 * C_BIG);
+        if (data == NULL) {
+            am_fail("phase C: out of memory");
+            return;
+        }
+        for (i = 0; i < 2; i++) {
+            xu_fill(data + i * C_BIG, C_BIG, 610 + i);
+            big[i] = magic_send(TYPE_C, 1, data + i * C_BIG, C_BIG);
+        }
+        /* Said after the first send completed: no buffer was posted. */
+        TPPI_send_W(1, c_sent_h, 1);
+        for (i = 0; i < 2; i++) {
+            if (sendwait(big[i]) != 1) {
+                am_fail("phase C: big send %d failed", i);
+            }
+        }
+        free(data);
     } else if (TPPI_self_address == 1) {
         xu_need(c_sent_cond, NULL, "phase C send");
-        xu_need(engine_waiting, NULL, "a message waiting for a buffer");
+        xu_need(engine_waiting, NULL, "2 messages in system space and one "
+                "waiting for a buffer");
+        used = rt_nc_read(TEMPEST_NC_XFER_SYS_USED);
+        printf("phase C: %u messages in %u bytes of system space, %u "
+               "waiting\n", rt_nc_read(TEMPEST_NC_XFER_PARKED), used,
+               rt_nc_read(TEMPEST_NC_XFER_WAITING));
+        if (rt_nc_read(TEMPEST_NC_XFER_PARKED) != 2 ||
+            used < sizeof(msg) + C_BIG || used > 1024 * 1024) {
+            am_fail("phase C: system space holds the wrong messages");
+        }
         if (magic_receive(TYPE_C, &src, &len) != NULL) {
             am_fail("phase C: received with no buffer posted");
         }
-        if (magic_bufalloc(4096, TYPE_C) == NULL) {
+        /* Space for all three, in one buffer. */
+        if (magic_bufalloc(4096 + 2 * C_BIG, TYPE_C) == NULL) {
             am_fail("phase C: bufalloc");
             return;
         }
@@ -322,9 +363,25 @@ static void phase_c(void)
             xu_check(m, len, 0, 600)) {
             am_fail("phase C: wrong message");
         } else {
-            printf("phase C: the message waited for its buffer\n");
+            printf("phase C: the message waited in system space for its "
+                   "buffer\n");
+        }
+        for (i = 0; i < 2; i++) {
+            uint8_t *b = magic_receive_wait(TYPE_C, &src, &len);
+
+            if (b == NULL || len != C_BIG || xu_check(b, len, 0, 610 + i)) {
+                am_fail("phase C: big message %d wrong", i);
+            }
+            if (b && (b < m || b >= m + 4096 + 2 * C_BIG)) {
+                am_fail("phase C: big message %d outside the buffer", i);
+            }
+            magic_buffree(b);
         }
         magic_buffree(m);
+        if (rt_nc_read(TEMPEST_NC_XFER_SYS_USED) ||
+            rt_nc_read(TEMPEST_NC_XFER_PARKED)) {
+            am_fail("phase C: system space not empty at the end");
+        }
     }
 }
 
@@ -332,9 +389,11 @@ static void phase_c(void)
 
 #define TYPE_D  700
 
+#define D_LONG  (1024 * 1024 + 64)   /* longer than system space */
+
 static void phase_d(void)
 {
-    static uint8_t long_msg[200], short_msg[50];
+    static uint8_t long_msg[D_LONG], short_msg[50];
     struct magic_stats st;
     magic_mid a, b;
     uint8_t *m;

@@ -357,7 +357,9 @@ static void assert_xfer_done(QTestState *s, unsigned slot, uint32_t mid,
  */
 static void test_xfer_waiting(void)
 {
-    const char *args = "-M tempest,tagmem=0 -m 64M";
+    /* No system space: the message waits for a buffer, holding us. */
+    const char *args = "-M tempest,tagmem=0 -m 64M "
+                       "-global tempest-nc.sys-space=0";
     const uint64_t src = RAM(0x200000), buf = RAM(0x300000);
     uint8_t data[3000], got[3000];
     char *path = state_file();
@@ -396,6 +398,43 @@ static void test_xfer_waiting(void)
                      sizeof(data));
     qtest_quit(d);
     remove_state(path);
+}
+
+/*
+ * A typed message in system space is host memory, not the guest's: a save
+ * while one is there fails (and says why); once a buffer takes it, the
+ * save completes and the message is in the buffer after the restore.
+ */
+static void test_xfer_system_space(void)
+{
+    const char *args = "-M tempest,tagmem=0 -m 64M";
+    const uint64_t src = RAM(0x200000), buf = RAM(0x300000);
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    g_autofree char *status2 = NULL;
+    QTestState *s = qtest_init(args), *d;
+
+    ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 8);
+    qtest_memset(s, src, 0x77, 3000);
+    g_assert_cmpuint(tq_command(s, TEMPEST_CMD_XFER, 0, src, 3000, 7,
+                                0xc0ffee, TEMPEST_XFER_TYPED), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_PARKED, ~0, 1), ==, 1);
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "failed");
+    qtest_qmp_assert_success(s, "{'execute': 'cont'}");
+    g_assert_cmpuint(tq_command(s, TEMPEST_CMD_BUF_POST, 7, buf, 4096, 0, 0,
+                                0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_PARKED)), ==, 0);
+    status2 = save_node(s, path);
+    g_assert_cmpstr(status2, ==, "completed");
+    qtest_quit(s);
+    d = restore_node(args, path);
+    g_assert_cmphex(qtest_readb(d, buf + 2999), ==, 0x77);
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_XFER_SYS_USED)), ==, 0);
+    qtest_quit(d);
+    unlink(path);
+    g_free(path);
 }
 
 /*
@@ -544,6 +583,8 @@ int main(int argc, char **argv)
                    test_cluster_blocked);
     qtest_add_func("/tempest/migration/xfer-waiting", test_xfer_waiting);
     qtest_add_func("/tempest/migration/xfer-posted", test_xfer_posted);
+    qtest_add_func("/tempest/migration/xfer-system-space",
+                   test_xfer_system_space);
     qtest_add_func("/tempest/migration/xfer-stopped", test_xfer_stopped);
     qtest_add_func("/tempest/migration/xfer-in-flight", test_xfer_in_flight);
 

@@ -312,10 +312,17 @@ static void test_xfer_headers(void)
     long rss0, rss1;
 
     wait_ready(s);
-    xfer_header(fd, 1000000, 100, 7, TEMPEST_XFER_TYPED);
+    /* Longer than system space (1 MiB): it waits for a buffer. */
+    xfer_header(fd, 1000000, 2 << 20, 7, TEMPEST_XFER_TYPED);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_WAITING, ~0, 1), ==, 1);
     xfer_send(fd, 5 /* XFER_ABORT */, 1000000, NULL, 0);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_WAITING, ~0, 0), ==, 0);
+    /* A short one takes system space, given back when it is aborted. */
+    xfer_header(fd, 1000001, 100, 7, TEMPEST_XFER_TYPED);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_SYS_USED, ~0, 256), ==,
+                     256);
+    xfer_send(fd, 5 /* XFER_ABORT */, 1000001, NULL, 0);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_SYS_USED, ~0, 0), ==, 0);
 
     rss0 = peer_rss_kib(qtest_pid(s));
     for (unsigned i = 0; i < n; i++) {

@@ -19,13 +19,14 @@ typedef struct Pair {
     unsigned cq[2];     /* next CQ slot to read */
 } Pair;
 
-static void start_pair(Pair *p)
+/* Two nodes; @extra: more options for both. */
+static void start_pair_with(Pair *p, const char *extra)
 {
     p->dir = g_dir_make_tmp("tempest-xfer-XXXXXX", NULL);
     for (int i = 0; i < 2; i++) {
         p->n[i] = qtest_initf("-M tempest,node-id=%d,num-nodes=2,"
-                              "fabric=unix:%s,cluster-id=0x99 -m 64M",
-                              i, p->dir);
+                              "fabric=unix:%s,cluster-id=0x99 -m 64M %s",
+                              i, p->dir, extra);
         p->cq[i] = 0;
     }
     for (int i = 0; i < 2; i++) {
@@ -42,6 +43,11 @@ static void start_pair(Pair *p)
                                  TEMPEST_RING_RQ, RQ_BASE, 16, 0, 0, 0), ==,
                          TEMPEST_CMD_SUCCESS);
     }
+}
+
+static void start_pair(Pair *p)
+{
+    start_pair_with(p, "");
 }
 
 static void stop_pair(Pair *p)
@@ -112,35 +118,103 @@ static void test_memory_copy(void)
     stop_pair(&p);
 }
 
+/* Sends a typed message of @len bytes of 0x5a from node 0 to node 1. */
+static void send_typed(Pair *p, uint64_t len, uint64_t type, uint64_t cookie)
+{
+    uint64_t src = RAM(0x400000);
+
+    qtest_memset(p->n[0], src, 0x5a, len);
+    g_assert_cmpuint(tq_command(p->n[0], TEMPEST_CMD_XFER, 1, src, len, type,
+                                cookie, TEMPEST_XFER_TYPED), ==,
+                     TEMPEST_CMD_SUCCESS);
+}
+
 /*
- * FLASH 3.4.1: typed messages land in buffers posted in advance; one that
- * finds none waits for one; one that no posted buffer fits is refused.
+ * FLASH 3.4.1 and footnote 3: typed messages land one after another in
+ * the space of a buffer posted in advance; one that finds none is stored
+ * in system space and completes at its sender, and moves into the next
+ * buffer posted; a buffer with no room for the next message is done
+ * (TEMPEST_EV_XFER_BUF_DONE, on the last message in it or on an event of
+ * length 0 at its address).
  */
 static void test_typed(void)
 {
-    uint64_t src = RAM(0x400000), ev[3];
+    uint64_t buf = RAM(0x900000), ev[3];
     uint32_t node;
     Pair p;
 
     start_pair(&p);
-    qtest_memset(p.n[0], src, 0x5a, 4096);
-    g_assert_cmpuint(tq_command(p.n[0], TEMPEST_CMD_XFER, 1, src, 3000, 7, 1,
-                             TEMPEST_XFER_TYPED), ==, TEMPEST_CMD_SUCCESS);
+    send_typed(&p, 3000, 7, 1);
+    /* Done at the sender before any buffer: it is in system space. */
+    g_assert_cmpuint(next_event(&p, 0, ev, &node), ==, TEMPEST_EV_XFER_SENT);
+    g_assert_cmpuint(ev[2], ==, 0);
+    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_PARKED)), ==, 1);
+    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_SYS_USED)), ==,
+                     3000);
+    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_WAITING)), ==, 0);
+    g_assert_cmpuint(tq_command(p.n[1], TEMPEST_CMD_BUF_POST, 7, buf, 4096, 0,
+                                0, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
+    g_assert_cmphex(ev[0], ==, buf);
+    g_assert_cmphex(ev[1], ==, 3000 | 7ULL << 32);
+    g_assert_cmphex(ev[2], ==, 1);
+    g_assert_cmphex(qtest_readb(p.n[1], buf + 2999), ==, 0x5a);
+    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_PARKED)), ==, 0);
+    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_SYS_USED)), ==, 0);
+
+    /* The next one lands after it, 64-byte aligned, in the same buffer. */
+    send_typed(&p, 1000, 7, 2);
+    g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
+    g_assert_cmphex(ev[0], ==, buf + 3008);
+    g_assert_cmphex(ev[1], ==, 1000 | 7ULL << 32);
+    g_assert_cmpuint(next_event(&p, 0, ev, &node), ==, TEMPEST_EV_XFER_SENT);
+
+    /* 88 bytes left, 100 wanted: the buffer is done, the message stored. */
+    send_typed(&p, 100, 7, 3);
+    g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
+    g_assert_cmphex(ev[0], ==, buf);
+    g_assert_cmphex(ev[1], ==, TEMPEST_EV_XFER_BUF_DONE | 7ULL << 32);
+    g_assert_cmpuint(next_event(&p, 0, ev, &node), ==, TEMPEST_EV_XFER_SENT);
+    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_PARKED)), ==, 1);
+    g_assert_cmpuint(qtest_readl(p.n[1], NC(TEMPEST_NC_XFER_SYS_USED)), ==,
+                     256);      /* a short message counts 256 bytes */
+
+    /* A buffer it fills exactly: its event says the buffer is done. */
+    g_assert_cmpuint(tq_command(p.n[1], TEMPEST_CMD_BUF_POST, 7, buf + 8192,
+                                100, 0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
+    g_assert_cmphex(ev[0], ==, buf + 8192);
+    g_assert_cmphex(ev[1], ==, 100 | TEMPEST_EV_XFER_BUF_DONE | 7ULL << 32);
+    stop_pair(&p);
+}
+
+/*
+ * With system space full (here: none) a typed message waits at its
+ * receiver for a buffer, holding its sender; one longer than system space
+ * that only shorter buffers of its type could take is refused.
+ */
+static void test_typed_no_system_space(void)
+{
+    uint64_t ev[3];
+    uint32_t node;
+    Pair p;
+
+    start_pair_with(&p, "-global tempest-nc.sys-space=0");
+    send_typed(&p, 3000, 7, 1);
     g_assert_cmpuint(tq_wait_reg(p.n[1], TEMPEST_NC_XFER_WAITING, ~0, 1), ==,
                      1);
+    g_assert_cmpuint(qtest_readl(p.n[0], NC(TEMPEST_NC_XFER_ACTIVE)), ==, 1);
     g_assert_cmpuint(tq_command(p.n[1], TEMPEST_CMD_BUF_POST, 7, RAM(0x900000),
-                             4096, 0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
+                                4096, 0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(next_event(&p, 1, ev, &node), ==, TEMPEST_EV_XFER_RECV);
     g_assert_cmphex(ev[0], ==, RAM(0x900000));
     g_assert_cmphex(ev[1], ==, 3000 | 7ULL << 32);
-    g_assert_cmphex(qtest_readb(p.n[1], RAM(0x900000) + 2999), ==, 0x5a);
     g_assert_cmpuint(next_event(&p, 0, ev, &node), ==, TEMPEST_EV_XFER_SENT);
     g_assert_cmpuint(ev[2], ==, 0);
 
     /* Buffers of type 8 exist but are too small: refused, reported. */
     tq_command(p.n[1], TEMPEST_CMD_BUF_POST, 8, RAM(0xa00000), 100, 0, 0, 0);
-    g_assert_cmpuint(tq_command(p.n[0], TEMPEST_CMD_XFER, 1, src, 3000, 8, 2,
-                             TEMPEST_XFER_TYPED), ==, TEMPEST_CMD_SUCCESS);
+    send_typed(&p, 3000, 8, 2);
     g_assert_cmpuint(next_event(&p, 0, ev, &node), ==, TEMPEST_EV_XFER_SENT);
     g_assert_cmpuint(ev[2], ==, TEMPEST_CMD_E_REMOTE);
     stop_pair(&p);
@@ -260,6 +334,8 @@ int main(int argc, char **argv)
 
     qtest_add_func("/tempest/xfer/memory-copy", test_memory_copy);
     qtest_add_func("/tempest/xfer/typed", test_typed);
+    qtest_add_func("/tempest/xfer/typed-no-system-space",
+                   test_typed_no_system_space);
     qtest_add_func("/tempest/xfer/fetch-and-op", test_fetch_and_op);
     qtest_add_func("/tempest/xfer/fail-cases", test_fail_cases);
     qtest_add_func("/tempest/xfer/self", test_self);

@@ -27,9 +27,16 @@
  * (skip_h), which lets the order move past it.
  *
  * Buffers posted for a type are kept in a list per type, in posting
- * order; the one a message landed in is found by address and, once the
- * program has received the message, kept in a table by message address
- * for magic_bufreturn() and magic_buffree().
+ * order.  A buffer is space (FLASH's bufalloc "preallocates buffer
+ * space"): the node controller puts messages of its type one after
+ * another into it until under 64 bytes are left, then says so in the
+ * XFER_RECV event of the last of them (buf_done), and the buffer leaves
+ * the posted list.  The one a message landed in is found by address; a
+ * received message is kept in a table by its address (the mentry itself)
+ * for magic_bufreturn() and magic_buffree(), and its buffer counts it in
+ * use.  Once a full buffer has none in use, bufreturn posts all of its
+ * space again (or buffree frees it).  Messages with no buffer wait in the
+ * controller's system space meanwhile; their senders are done.
  *
  * One spinlock, taken with IRQs masked (the platform's rt_irq_save()),
  * guards the tables: on a one-vCPU node the protocol thread is an
@@ -65,14 +72,16 @@ struct rec {
     uint32_t seq;
 };
 
-/* A buffer posted for a type (then delivered, until returned or freed). */
+/* A buffer posted for a type, until full and no message in it is in use. */
 struct mbuf {
-    struct mbuf *next;      /* posted list, then delivered table chain */
+    struct mbuf *next;      /* posted list */
     uint8_t *base;
     size_t size;
-    uint64_t msg;           /* delivered: where the message is */
     unsigned type;
+    unsigned inuse;         /* messages in it received, not returned/freed */
+    bool full;              /* the controller filled it: not posted */
     bool owned;             /* allocated by magic_bufalloc() */
+    bool freeing;           /* magic_buffree() said: free, not repost */
 };
 
 /* An entry of a receive table (or a held message, or a skip). */
@@ -100,7 +109,7 @@ struct mtype {
 static struct rec recs[MAGIC_RECORDS];
 static uint64_t mid_counter;
 static struct mtype *types[TYPE_BUCKETS];
-static struct mbuf *delivered[DELIV_BUCKETS];
+static struct mentry *delivered[DELIV_BUCKETS];     /* by address */
 static uint64_t *copies;            /* per source node */
 static magic_copy_fn copy_fn;
 static uint32_t lock_word;
@@ -251,16 +260,16 @@ static unsigned deliv_bucket(uint64_t msg)
     return (unsigned)(msg >> 6) & (DELIV_BUCKETS - 1);
 }
 
-static struct mbuf *deliv_take(uint64_t msg)
+static struct mentry *deliv_take(uint64_t msg)
 {
-    struct mbuf **pp = &delivered[deliv_bucket(msg)];
-    struct mbuf *b;
+    struct mentry **pp = &delivered[deliv_bucket(msg)];
+    struct mentry *e;
 
-    for (; (b = *pp) != NULL; pp = &b->next) {
-        if (b->msg == msg) {
-            *pp = b->next;
-            b->next = NULL;
-            return b;
+    for (; (e = *pp) != NULL; pp = &e->next) {
+        if (e->addr == msg) {
+            *pp = e->next;
+            e->next = NULL;
+            return e;
         }
     }
     return NULL;
@@ -275,6 +284,20 @@ static void posted_add(struct mtype *mt, struct mbuf *b)
         mt->posted = b;
     }
     mt->posted_tail = b;
+}
+
+/* The posted buffer of @mt holding @addr, left where it is, or NULL. */
+static struct mbuf *posted_find(struct mtype *mt, uint64_t addr)
+{
+    struct mbuf *b;
+
+    for (b = mt->posted; b; b = b->next) {
+        if (addr >= (uintptr_t)b->base &&
+            addr - (uintptr_t)b->base < (b->size ? b->size : 1)) {
+            return b;
+        }
+    }
+    return NULL;
 }
 
 /* Takes the posted buffer of @mt holding @addr (or @b itself) out. */
@@ -611,12 +634,6 @@ void *magic_receive(unsigned type, int *src, size_t *len)
         if (mt->head == NULL) {
             mt->tail = NULL;
         }
-        if (e->buf) {
-            e->buf->msg = e->addr;
-            b = deliv_bucket(e->addr);
-            e->buf->next = delivered[b];
-            delivered[b] = e->buf;
-        }
     }
     unlock(flags);
     if (e == NULL) {
@@ -635,7 +652,16 @@ void *magic_receive(unsigned type, int *src, size_t *len)
         *len = e->len;
     }
     addr = e->addr;
-    free(e);
+    if (e->buf) {
+        /* Kept, by address, for magic_bufreturn() and magic_buffree(). */
+        flags = lock();
+        b = deliv_bucket(addr);
+        e->next = delivered[b];
+        delivered[b] = e;
+        unlock(flags);
+    } else {
+        free(e);
+    }
     return (void *)(uintptr_t)addr;
 }
 
@@ -659,47 +685,84 @@ void *magic_receive_wait(unsigned type, int *src, size_t *len)
     return magic_receive(type, src, len);
 }
 
+/*
+ * Message @e of a buffer is no longer in use; returns the buffer if that
+ * was the last one in use of a full buffer (which the caller posts again
+ * or frees), else NULL.
+ */
+static struct mbuf *msg_done(struct mentry *e, bool freeing)
+{
+    struct mbuf *b = e->buf;
+    uint64_t flags;
+
+    free(e);
+    flags = lock();
+    b->freeing |= freeing;
+    b->inuse--;
+    if (!b->full || b->inuse) {
+        b = NULL;
+    }
+    unlock(flags);
+    return b;
+}
+
+static void buf_release(struct mbuf *b)
+{
+    if (b->owned) {
+        free(b->base);
+    }
+    free(b);
+}
+
 int magic_bufreturn(void *msg)
 {
+    struct mentry *e;
     struct mbuf *b;
     uint64_t flags;
     int r;
 
     flags = lock();
-    b = deliv_take((uintptr_t)msg);
+    e = deliv_take((uintptr_t)msg);
     unlock(flags);
-    if (b == NULL) {
+    if (e == NULL) {
         fail(MAGIC_E_NOT_BUFFER, "magic_bufreturn(%p)", msg);
         return MAGIC_E_NOT_BUFFER;
     }
+    b = msg_done(e, false);
+    if (b == NULL) {
+        return 0;       /* its space is still posted, or still in use */
+    }
+    if (b->freeing) {
+        buf_release(b);
+        return 0;
+    }
+    b->full = false;
     r = post(b);
     if (r != 0) {
         fail(r, "magic_bufreturn(%p): posting %zu bytes for type %u", msg,
              b->size, b->type);
-        flags = lock();
-        b->next = delivered[deliv_bucket(b->msg)];
-        delivered[deliv_bucket(b->msg)] = b;
-        unlock(flags);
+        buf_release(b);
     }
     return r;
 }
 
 int magic_buffree(void *msg)
 {
+    struct mentry *e;
     struct mbuf *b;
     uint64_t flags;
 
     flags = lock();
-    b = deliv_take((uintptr_t)msg);
+    e = deliv_take((uintptr_t)msg);
     unlock(flags);
-    if (b == NULL) {
+    if (e == NULL) {
         fail(MAGIC_E_NOT_BUFFER, "magic_buffree(%p)", msg);
         return MAGIC_E_NOT_BUFFER;
     }
-    if (b->owned) {
-        free(b->base);
+    b = msg_done(e, true);
+    if (b) {
+        buf_release(b);
     }
-    free(b);
     return 0;
 }
 
@@ -850,6 +913,41 @@ static void sent_event(const struct tempest_xfer_event *ev, unsigned kind)
     __atomic_store_n(&r->state, REC_FAILED, __ATOMIC_RELEASE);
 }
 
+/*
+ * The controller closed the buffer at ev->addr (no room for the next
+ * message) after every message in it was reported: once none is in use
+ * it goes back to the program (posted again, or freed).
+ */
+static void buf_closed(const struct tempest_xfer_event *ev)
+{
+    struct mtype *mt;
+    struct mbuf *b = NULL;
+    uint64_t flags;
+
+    flags = lock();
+    mt = type_get(ev->type, false);
+    if (mt) {
+        b = posted_take(mt, ev->addr, NULL);
+    }
+    if (b) {
+        b->full = true;
+        if (b->inuse) {
+            b = NULL;   /* the last magic_bufreturn()/buffree() does it */
+        }
+    }
+    unlock(flags);
+    if (b && b->freeing) {
+        buf_release(b);
+    } else if (b) {
+        b->full = false;
+        if (post(b) != 0) {
+            fail(MAGIC_E_FULL, "posting a filled buffer again (%zu bytes, "
+                 "type %u)", b->size, b->type);
+            buf_release(b);
+        }
+    }
+}
+
 static void recv_event(const struct tempest_xfer_event *ev, unsigned kind)
 {
     struct mentry *e;
@@ -875,6 +973,10 @@ static void recv_event(const struct tempest_xfer_event *ev, unsigned kind)
         }
         return;
     }
+    if (ev->len == 0 && ev->buf_done) {
+        buf_closed(ev);
+        return;
+    }
     e = calloc(1, sizeof(*e));
     if (e) {
         e->src = ev->node;
@@ -884,7 +986,14 @@ static void recv_event(const struct tempest_xfer_event *ev, unsigned kind)
         flags = lock();
         mt = type_get(ev->type, true);
         if (mt) {
-            e->buf = posted_take(mt, ev->addr, NULL);
+            e->buf = posted_find(mt, ev->addr);
+            if (e->buf) {
+                e->buf->inuse++;
+                if (ev->buf_done) {
+                    posted_take(mt, 0, e->buf);
+                    e->buf->full = true;
+                }
+            }
             deliver(mt, e);
         }
         unlock(flags);

@@ -221,7 +221,8 @@ static void xfer_event(const struct nc_event *e)
         ev.error = (uint32_t)e->c;
     } else {
         ev.addr = e->a;
-        ev.len = (uint32_t)e->b;
+        ev.len = (uint32_t)e->b & ~TEMPEST_EV_XFER_BUF_DONE;
+        ev.buf_done = (e->b & TEMPEST_EV_XFER_BUF_DONE) != 0;
         ev.type = (uint32_t)(e->b >> 32);
         ev.cookie = e->c;
     }

@@ -74,9 +74,12 @@ typedef uint64_t magic_mid;
  * magic_send: sends @len bytes at @buf (any alignment, 1 ..
  * TEMPEST_XFER_MAX) to node @dest as a message of type @type, and returns
  * at once with its id; @buf must not change until magic_senddone() says
- * the send is complete.  At @dest the message goes into a buffer posted
- * for @type (magic_bufalloc(), magic_bufpost()) at least @len bytes
- * long; if none is posted yet it waits there until one is.  Returns the
+ * the send is complete.  At @dest the message goes into the space of a
+ * buffer posted for @type (magic_bufalloc(), magic_bufpost()) with room
+ * for it; if there is none yet it is stored in the destination's system
+ * space (FLASH's footnote 3: the send completes) and moves to a buffer
+ * when one is posted; only when system space is full does it wait there,
+ * holding the send, until a buffer comes.  Returns the
  * id, or MAGIC_NO_MID when the node controller failed the command (bad
  * node, @buf outside this node's RAM, bad length: reported, reason in
  * magic_last_error()).
@@ -87,10 +90,11 @@ magic_mid magic_send(unsigned type, unsigned dest, const void *buf,
 /*
  * magic_senddone: returns 1 when the send or copy @mid is complete (its
  * source buffer may be changed, and the data is stored at the
- * destination), 0 while it is under way, -1 if it failed (the
- * destination refused it: its range is not the receiver's RAM, or no
- * posted buffer of its type is large enough; reported when it happened)
- * or @mid names no send (MAGIC_E_BAD_MID).  A mid older than the last
+ * destination, in a buffer or in its system space), 0 while it is under
+ * way, -1 if it failed (the destination refused it: its range is not the
+ * receiver's RAM, or it is longer than the destination's system space and
+ * only shorter buffers of its type are posted; reported when it
+ * happened) or @mid names no send (MAGIC_E_BAD_MID).  A mid older than the last
  * MAGIC_RECORDS sends of this node reads as complete.
  */
 int magic_senddone(magic_mid mid);
@@ -105,8 +109,11 @@ int magic_sendwait(magic_mid mid);
 /*
  * magic_bufalloc: allocates a receive buffer of @size bytes (64-byte
  * aligned) and posts it to the node controller for messages of @type
- * (FLASH's bufalloc: reception goes straight into it).  Each posted
- * buffer takes one message.  Returns the buffer, or NULL (reported) if
+ * (FLASH's bufalloc "preallocates buffer space": reception goes straight
+ * into it).  Messages of @type land in it one after another, each
+ * 64-byte aligned, until one does not fit; the buffer is then full, and
+ * once every message in it has been given back (magic_bufreturn) its
+ * whole space is posted again.  Returns the buffer, or NULL (reported) if
  * @size is 0, memory ran out, or the controller already holds
  * TEMPEST_XFER_MAX_BUFS buffers (MAGIC_E_FULL).
  */
@@ -144,17 +151,21 @@ void *magic_receive(unsigned type, int *src, size_t *len);
 void *magic_receive_wait(unsigned type, int *src, size_t *len);
 
 /*
- * magic_bufreturn: posts the buffer holding the received message @msg
- * again, for the same type and size.  Returns 0, or an error code
- * (reported): MAGIC_E_NOT_BUFFER if @msg is not a received message not
- * yet returned or freed, MAGIC_E_FULL, or the controller's reason.
+ * magic_bufreturn: gives back the space of the received message @msg:
+ * when its buffer is full and none of its messages is still in use, the
+ * buffer is posted again, whole, for the same type.  Returns 0, or an
+ * error code (reported): MAGIC_E_NOT_BUFFER if @msg is not a received
+ * message not yet returned or freed, MAGIC_E_FULL, or the controller's
+ * reason.
  */
 int magic_bufreturn(void *msg);
 
 /*
- * magic_buffree: forgets the buffer holding the received message @msg
- * and frees it if magic_bufalloc() allocated it.  Returns 0, or
- * MAGIC_E_NOT_BUFFER (reported).
+ * magic_buffree: gives back the received message @msg, and with it the
+ * buffer holding it: once that buffer is full and none of its messages
+ * is in use it is forgotten (not posted again) and freed if
+ * magic_bufalloc() allocated it.  Returns 0, or MAGIC_E_NOT_BUFFER
+ * (reported).
  */
 int magic_buffree(void *msg);
 

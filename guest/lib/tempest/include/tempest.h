@@ -861,6 +861,8 @@ struct tempest_xfer_event {
     uint64_t addr;          /* RECV: where the data is */
     uint32_t len;           /* RECV: its length */
     uint32_t type;          /* RECV: its type (typed transfers) */
+    int buf_done;           /* RECV, typed: the buffer it is in is full
+                               and no longer posted (node controller 1.6) */
 };
 
 typedef void (*tempest_xfer_fn)(const struct tempest_xfer_event *ev);

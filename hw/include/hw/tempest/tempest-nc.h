@@ -226,6 +226,10 @@ struct TempestNCState {
     QTAILQ_HEAD(, TempestXferBuf) xfer_bufs;    /* posted receive buffers */
     GHashTable *xfer_in;                        /* (src, mid) -> XferIn */
     QTAILQ_HEAD(, TempestXferIn) xfer_in_mig;   /* xfer_in, while saved */
+    QTAILQ_HEAD(, TempestXferIn) xfer_parked;   /* stored in system space */
+    uint64_t xfer_sys_max;      /* system space, bytes (property) */
+    uint64_t xfer_sys_used;     /* taken by messages, stored or arriving */
+    uint32_t xfer_nparked;
     uint32_t *xfer_in_count;    /* per source: messages being received */
     QEMUBH *xfer_bh;
     VMChangeStateEntry *xfer_vmse;              /* pauses it while stopped */

@@ -170,6 +170,9 @@
 #define TEMPEST_NC_FOP_SHARED       0x19C   /* fetch-and-ops on a peer's RAM */
 #define TEMPEST_NC_XFER_PUT_LO      0x1A0   /* bytes sent into a peer's RAM */
 #define TEMPEST_NC_XFER_PUT_HI      0x1A4
+/* (1.6) typed messages held in system space for want of a buffer */
+#define TEMPEST_NC_XFER_SYS_USED    0x1A8   /* bytes of system space taken */
+#define TEMPEST_NC_XFER_PARKED      0x1AC   /* messages stored there */
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -177,7 +180,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    5
+#define TEMPEST_NC_VERSION_MINOR    6
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -192,6 +195,7 @@
 #define TEMPEST_NC_FEAT_TAGS        (1U << 7)   /* tagged memory */
 #define TEMPEST_NC_FEAT_XFER        (1U << 8)   /* transfers, fetch-and-op */
 #define TEMPEST_NC_FEAT_POLL        (1U << 9)   /* the POLL register */
+#define TEMPEST_NC_FEAT_SYSSPACE    (1U << 10)  /* system space, buffer space */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -408,9 +412,18 @@
  * XFER_SENT: A the message id, B the cookie, C 0 or why it failed
  *   (TEMPEST_CMD_E_REMOTE: the destination range is not the receiver's
  *   RAM or no buffer of its type is big enough; TEMPEST_CMD_E_PEER_DOWN).
- * XFER_RECV: NODE the sender, A where the data is, B its length (low 32
- *   bits) and type (high 32 bits, typed transfers), C the cookie.
+ * XFER_RECV: NODE the sender, A where the data is, B its length (low 31
+ *   bits), TEMPEST_EV_XFER_BUF_DONE (typed: the buffer it landed in has
+ *   no room left and is no longer posted) and type (high 32 bits, typed
+ *   transfers), C the cookie.  (1.6) A typed message lands at the start
+ *   of the free space of the oldest buffer of its type with room for it
+ *   (64-byte aligned); a buffer stays posted while 64 bytes or more are
+ *   left.  Without one, it is stored in the node's system space (machine
+ *   property sys-space, default 1 MiB) and its sender completes; it moves
+ *   to a buffer, oldest first, when one is posted.  When system space is
+ *   full the sender waits for a buffer: never a loss.
  */
+#define TEMPEST_EV_XFER_BUF_DONE    (1U << 31)
 #define TEMPEST_EV_XFER_SENT        4
 #define TEMPEST_EV_XFER_RECV        5
 
