@@ -925,6 +925,16 @@ CASES += [
                            r"for its buffer"]}),
     xfer("xfer-msg-4-smp1", "xfer_msg", 4, 1, args=["all", "60"],
          mem="256M"),
+    # FLASH written from the paper (Figures 4 and 9, <flash.h>): all-to-all
+    # of mixed lengths, a send done before its receiver's bufalloc, 16
+    # messages in one 64 KiB bufalloc, fastmemcpy to a global address.
+    *[xfer(f"flash-fig4-{n}", "flash_fig4", n, 1, mem="64M",
+            nodes_expect={"*": [r"^all-to-all: \d+ messages sent and "
+                                r"received", r"^flash_fig4 ok"],
+                          0: [r"^early: the send completed before any "
+                              r"bufalloc"],
+                          1: [r"^many: 16 messages in one 64 KiB buffer"]})
+      for n in (2, 4, 16)],
     # FLASH 3.4: a message longer than every posted buffer of its type is
     # refused, reported at both ends, and skipped in the order.
     xfer("xfer-msg-refuse", "xfer_msg", 2, 2, args=["refuse"],
