@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libam internals shared by its two files:
+ *   am.c    set-up, the end, polling, the backlog, small messages, errors
+ *   bulk.c  am_store, am_store_async, am_get on the transfer engine
+ * bulk.c calls am.c's sends, waits and handler runner; am.c hands bulk.c
+ * the packets and control events that are its own.
+ */
+#ifndef AM_INTERNAL_H
+#define AM_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "am.h"
+#include "tempest/nc.h"
+#include "tempest/rt.h"
+
+/* Packet kinds (the slot's KIND byte); WORD0, WORD1, WORD2, payload. */
+#define KIND_SHORT      0x61    /* nargs, handler, -, int a[4] */
+#define KIND_STORE      0x62    /* -, handler, arg, u64 rva, u64 nbytes */
+#define KIND_GET        0x63    /* -, lva, cookie, u64 rva, u64 nbytes */
+#define KIND_GET_END    0x64    /* reason, -, cookie: a get with no data */
+
+/* A message off the receive ring (a copy: the ring slot is freed). */
+struct am_msg {
+    uint16_t src;
+    uint8_t net;
+    uint8_t kind;
+    uint32_t w0;
+    uint64_t w1;
+    uint64_t w2;
+    uint64_t d[2];
+};
+
+/* What kind of handler is running (the rule of GAM's request/reply). */
+enum am_ctx {
+    CTX_NONE,       /* the program's own code */
+    CTX_REQUEST,    /* a request (or store) handler: may reply once */
+    CTX_REPLY,      /* a reply, get or end handler: may send nothing */
+};
+
+extern bool am_on;
+extern int am_self;
+extern int am_nodes;
+extern uint64_t am_sent;
+extern uint64_t am_received;
+
+/*
+ * am_fail: sets am_errno to @err, prints "*** am: node K: <call>: <what>"
+ * and returns -1.  am_report prints such a line for what is not a call's
+ * failure (a refusal coming back, a dropped packet).
+ */
+int am_fail(const char *call, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void am_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * am_check_top: the checks of a call made from the program's code (not
+ * a handler) after am_enable: returns 0 or am_fail()'s -1.
+ */
+int am_check_top(const char *call);
+/* am_check_node, am_check_handler: 0 or am_fail()'s -1. */
+int am_check_node(const char *call, vnn_t node);
+int am_check_handler(const char *call, uintptr_t h, bool may_be_null);
+/* True if [p, p + len) is inside this node's RAM. */
+bool am_ram_contains(uint64_t p, uint64_t len);
+
+/*
+ * am_wait: polls (running handlers and completions) until done(arg);
+ * spins for the node controller's spin hint, then sleeps until it
+ * interrupts.  From the program's code only.
+ */
+void am_wait(bool (*done)(void *), void *arg);
+
+/*
+ * am_send_request: sends one packet on the request network, waiting
+ * (polling) while the ring is full.  From the program's code only.
+ */
+void am_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
+                     uint64_t w2, const uint64_t d[2]);
+/*
+ * am_send_reply: sends one packet on the reply network; while the ring
+ * is full, moves arriving packets into the backlog (no handler runs).
+ */
+void am_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
+                   uint64_t w2, const uint64_t d[2]);
+
+/* am_run_mem: runs a store, get or end handler as @ctx. */
+void am_run_mem(enum am_ctx ctx, uintptr_t h, vnn_t node, uint64_t addr,
+                int nbytes, uint64_t arg);
+
+/* bulk.c */
+void am_bulk_init(void);
+void am_bulk_msg(const struct am_msg *m);
+void am_bulk_event(const struct nc_event *e);
+/* Sends the notices of finished asynchronous stores; true if it sent. */
+bool am_bulk_flush(void);
+/* True if none of this node's stores and gets is under way. */
+bool am_bulk_idle(void);
+
+#endif /* AM_INTERNAL_H */
