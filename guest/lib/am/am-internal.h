@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * libam internals shared by its two files:
- *   am.c    set-up, the end, polling, the backlog, small messages, errors
+ * libam internals shared by its two files, in layers (a file calls
+ * only the one below; tests/unit/test_guest_layers.py checks it):
  *   bulk.c  am_store, am_store_async, am_get on the transfer engine
- * bulk.c calls am.c's sends, waits and handler runner; am.c hands bulk.c
- * the packets and control events that are its own.
+ *   am.c    set-up, the end, polling, the backlog, small messages, errors
+ * bulk.c calls am.c's sends, waits and handler runner; am.c calls bulk.c
+ * only through the functions bulk.c gives it (am_set_bulk).
  */
 #ifndef AM_INTERNAL_H
 #define AM_INTERNAL_H
@@ -90,13 +91,22 @@ void am_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
 void am_run_mem(enum am_ctx ctx, uintptr_t h, vnn_t node, uint64_t addr,
                 int nbytes, uint64_t arg);
 
-/* bulk.c */
-void am_bulk_init(void);
-void am_bulk_msg(const struct am_msg *m);
-void am_bulk_event(const struct nc_event *e);
-/* Sends the notices of finished asynchronous stores; true if it sent. */
-bool am_bulk_flush(void);
-/* True if none of this node's stores and gets is under way. */
-bool am_bulk_idle(void);
+/*
+ * What bulk.c adds, set by its constructor (am_set_bulk) when a program
+ * links it (it calls am_store, am_store_async or am_get): am.c hands it
+ * the packets of kinds other than KIND_SHORT and the transfer events;
+ * flush() sends the notices of finished stores from the program's code
+ * (true if it sent one); idle() is true when none of this node's stores
+ * and gets is under way.  Without it, such packets are reported and
+ * dropped.
+ */
+struct am_bulk_ops {
+    void (*msg)(const struct am_msg *m);
+    void (*event)(const struct nc_event *e);
+    bool (*flush)(void);
+    bool (*idle)(void);
+};
+
+void am_set_bulk(const struct am_bulk_ops *ops);
 
 #endif /* AM_INTERNAL_H */

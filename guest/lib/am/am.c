@@ -48,6 +48,36 @@ uint64_t am_sent;
 uint64_t am_received;
 
 static bool enabled_once;
+
+static void no_bulk_msg(const struct am_msg *m)
+{
+    am_report("packet from node %u (network %u, kind 0x%x) dropped: this "
+              "program does no bulk transfers", m->src, m->net, m->kind);
+}
+
+static void no_bulk_event(const struct nc_event *e)
+{
+    (void)e;
+}
+
+static bool no_bulk(void)
+{
+    return false;
+}
+
+static bool bulk_idle(void)
+{
+    return true;
+}
+
+static struct am_bulk_ops bulk = {
+    no_bulk_msg, no_bulk_event, no_bulk, bulk_idle,
+};
+
+void am_set_bulk(const struct am_bulk_ops *ops)
+{
+    bulk = *ops;
+}
 static unsigned spin_turns;
 static unsigned idle_polls;
 
@@ -205,7 +235,7 @@ static void dispatch(const struct am_msg *m)
     if (m->kind == KIND_SHORT) {
         run_short(m);
     } else {
-        am_bulk_msg(m);
+        bulk.msg(m);
     }
 }
 
@@ -296,7 +326,7 @@ static void take_event(void)
     switch (ev.ctl & TEMPEST_EV_TYPE_MASK) {
     case TEMPEST_EV_XFER_SENT:
     case TEMPEST_EV_XFER_RECV:
-        am_bulk_event(&ev);
+        bulk.event(&ev);
         break;
     case TEMPEST_EV_PEER_DOWN:
         if (ev.a != 0 || ev.b != 0) {
@@ -324,7 +354,7 @@ static bool poll_once(void)
     struct am_msg m;
     struct nc_pkt *p;
 
-    if (am_bulk_flush()) {
+    if (bulk.flush()) {
         return true;
     }
     if (backlog.count) {
@@ -657,7 +687,6 @@ int am_enable(void)
     nc_irq_enable(AM_IRQ_BITS);
     /* Spin (about 1 us a turn: each writes POLL) only when it pays. */
     spin_turns = nc_spin_us(0);
-    am_bulk_init();
     am_on = true;
     enabled_once = true;
     if (!combine("am_enable", NULL, NULL, 0)) {
@@ -670,7 +699,7 @@ int am_enable(void)
 static bool sends_done(void *arg)
 {
     (void)arg;
-    return am_bulk_idle() && nc_sq_drained(TEMPEST_NET_REQUEST) &&
+    return bulk.idle() && nc_sq_drained(TEMPEST_NET_REQUEST) &&
            nc_sq_drained(TEMPEST_NET_REPLY) &&
            nc_reg(TEMPEST_NC_XFER_ACTIVE) == 0;
 }

@@ -60,12 +60,7 @@ static unsigned free_hint;
 static uint32_t gen;
 static bool flushing;
 
-void am_bulk_init(void)
-{
-    memset(bulk, 0, sizeof(bulk));
-}
-
-bool am_bulk_idle(void)
+static bool bulk_idle(void)
 {
     return in_use == 0;
 }
@@ -240,7 +235,7 @@ static void store_done(struct bulk *b)
     }
 }
 
-bool am_bulk_flush(void)
+static bool bulk_flush(void)
 {
     struct bulk *b;
     uint64_t d[2];
@@ -366,7 +361,7 @@ static void serve_get(const struct am_msg *m)
 
 /* ---- packets and events ------------------------------------------------- */
 
-void am_bulk_msg(const struct am_msg *m)
+static void bulk_msg(const struct am_msg *m)
 {
     struct bulk *b;
 
@@ -398,7 +393,7 @@ void am_bulk_msg(const struct am_msg *m)
               "names nothing under way", m->src, m->net, m->kind);
 }
 
-void am_bulk_event(const struct nc_event *e)
+static void bulk_event(const struct nc_event *e)
 {
     unsigned kind = e->ctl & TEMPEST_EV_TYPE_MASK;
     uint64_t cookie = kind == TEMPEST_EV_XFER_SENT ? e->b : e->c;
@@ -423,4 +418,15 @@ void am_bulk_event(const struct nc_event *e)
         }
     }
     /* XFER_RECV of a store: its notice (KIND_STORE) runs the handler. */
+}
+
+/* Linked in (a store or get in the program): am.c hands us our part. */
+__attribute__((constructor))
+static void bulk_register(void)
+{
+    static const struct am_bulk_ops ops = {
+        bulk_msg, bulk_event, bulk_flush, bulk_idle,
+    };
+
+    am_set_bulk(&ops);
 }
