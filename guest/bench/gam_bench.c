@@ -21,7 +21,7 @@
 
 static uint8_t block[BLOCK];
 static uint8_t landing[BLOCK];
-static volatile int replies, stopped;
+static volatile int replies, stopped; /* volatile: set by handlers */
 
 static void pong(vnn_t src, int a0)
 {

@@ -32,7 +32,7 @@ static const int sizes[] = { 0, 1, 3, 7, 64, 65, 4099, 65536 + 5, MAXB };
 #define NSIZES      ((int)(sizeof(sizes) / sizeof(sizes[0])))
 
 static int self, nodes, peer, from;
-static volatile int stores_in, ends, gets_done;
+static volatile int stores_in, ends, gets_done; /* volatile: set by handlers */
 static int expect_size, expect_off;
 static uint64_t bytes;
 
@@ -95,7 +95,7 @@ static void got(vnn_t dest, void *lva, int nbytes, void *arg)
 }
 
 /* A barrier made of requests: each node counts round r's arrivals. */
-static volatile int barrier_in[2 * 3 * NSIZES];
+static volatile int barrier_in[2 * 3 * NSIZES]; /* volatile: set by handlers */
 
 static void barrier_h(vnn_t src, int r)
 {

@@ -18,7 +18,7 @@
 
 #include "gam-util.h"
 
-static volatile int phase, replies, got_calls;
+static volatile int phase, replies, got_calls; /* volatile: set by handlers */
 static int in_handler[8];
 static char buf[256];
 

@@ -20,7 +20,7 @@
 #define ROUNDS      4000
 
 static int self, nodes, peer, from;
-static volatile int replies, requests;
+static volatile int replies, requests; /* volatile: set by handlers */
 static int next_reply;
 
 static int val(int round, int k)

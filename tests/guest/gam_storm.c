@@ -20,7 +20,7 @@
 #define MAX_NODES   64
 
 static int self, nodes, reqs;
-static volatile int replies, requests_in;
+static volatile int replies, requests_in; /* volatile: set by handlers */
 static int next_from[MAX_NODES];
 static uint8_t *answered;
 
