@@ -1027,11 +1027,30 @@ CASES += [
 GAM_CLEAN = [r"\*\*\* am", r"\*\*\* CRASH", r"FAIL"]
 
 
-def gam(name, program, nodes, args=(), **kw):
+class CreditRun(Run):
+    """A Run with packets in flight per peer and network set
+    (scripts/tempest run --credits)."""
+
+    def __init__(self, *args, credits=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.credits = credits
+
+    def command(self, run_dir):
+        cmd = super().command(run_dir)
+        if self.credits:
+            i = cmd.index("--run-dir")
+            cmd[i:i] = ["--credits", str(self.credits)]
+        return cmd
+
+
+def gam(name, program, nodes, args=(), credits=None, **kw):
     """A GAM test: exit 0, '<program> ok' on every node, clean."""
-    return am(name, program, nodes, 1, args=args, timeout=kw.pop("timeout",
-                                                                 60),
-              absent=kw.pop("absent", GAM_CLEAN), **kw)
+    return CreditRun(name, program, nodes=nodes, smp=1, args=args,
+                     credits=credits,
+                     nodes_expect={"*": [rf"^{program} ok"]},
+                     summary=rf"{nodes} nodes? exited 0",
+                     timeout=kw.pop("timeout", 60),
+                     absent=kw.pop("absent", GAM_CLEAN), **kw)
 
 
 CASES += [
@@ -1051,6 +1070,10 @@ CASES += [
     # backlog); every request answered once, in order per source.
     gam("am-gam-storm-2", "gam_storm", 2, args=["20000"]),
     gam("am-gam-storm-8", "gam_storm", 8, args=["10000"], timeout=120),
+    # The same with 2 packets in flight per peer and network: the reply
+    # rings stay full, the backlog takes most messages.
+    gam("am-gam-storm-8-credits2", "gam_storm", 8, args=["5000"],
+        credits=2, timeout=120),
     # docs/am.rst, "Errors": every misuse returns -1 with its code and a
     # report, and the library goes on working.
     gam("am-gam-errors", "gam_errors", 2, absent=[r"\*\*\* CRASH", r"FAIL"],

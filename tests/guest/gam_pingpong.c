@@ -153,7 +153,7 @@ int main(void)
 {
     uint64_t t0, t1;
 
-    gam_check(am_enable() == 0, "am_enable failed");
+    /* Set up before am_enable: its barrier may run others' requests. */
     self = am_my_proc();
     nodes = am_procs();
     gam_check(self == (int)rt_node_id() && nodes == (int)rt_num_nodes(),
@@ -161,6 +161,7 @@ int main(void)
     gam_check(am_max_size() == 1 << 30, "am_max_size %d", am_max_size());
     peer = (self + 1) % nodes;
     from = (self + nodes - 1) % nodes;
+    gam_check(am_enable() == 0, "am_enable failed");
 
     /* Round trips one at a time (the latency), then all in flight. */
     t0 = rt_time_ns();

@@ -70,13 +70,14 @@ int main(int argc, char **argv)
     int sent_to[MAX_NODES] = { 0 };
     int expect_in = 0;
 
+    /* Set up before am_enable: its barrier may run others' requests. */
     reqs = argc > 1 ? atoi(argv[1]) : 20000;
-    gam_check(am_enable() == 0, "am_enable failed");
     self = am_my_proc();
     nodes = am_procs();
     gam_check(nodes >= 2 && nodes <= MAX_NODES, "2 to %d nodes", MAX_NODES);
     answered = calloc((size_t)reqs, 1);
     gam_check(answered != NULL, "out of memory");
+    gam_check(am_enable() == 0, "am_enable failed");
     for (int s = 0; s < nodes; s++) {
         for (int i = 0; s != self && i < reqs; i++) {
             expect_in += dest_of(s, i) == self;

@@ -77,9 +77,11 @@ const char *am_error_name(int err);
  * am_enable: sets the library up on this node (the rings, the interrupt)
  * and waits until every node has called it (a barrier on the control
  * network).  Every node calls it once before any other call but
- * am_procs/am_my_proc.  Returns 0, or -1 (AM_E_NO_DEVICE) when the node
- * controller lacks messaging, transfers or the control network.  A
- * second call returns 0 and does nothing.
+ * am_procs/am_my_proc.  The barrier polls: requests of nodes that are
+ * through it already may run their handlers here, so set up what the
+ * handlers use before calling it.  Returns 0, or -1 (AM_E_NO_DEVICE)
+ * when the node controller lacks messaging, transfers or the control
+ * network.  A second call returns 0 and does nothing.
  */
 int am_enable(void);
 
