@@ -5,7 +5,7 @@
  *   bulk.c  am_store, am_store_async, am_get on the transfer engine
  *   am.c    set-up, the end, polling, the backlog, small messages, errors
  * bulk.c calls am.c's sends, waits and handler runner; am.c calls bulk.c
- * only through the functions bulk.c gives it (am_set_bulk).
+ * only through the functions bulk.c gives it (libam_set_bulk).
  */
 #ifndef AM_INTERNAL_H
 #define AM_INTERNAL_H
@@ -41,58 +41,57 @@ enum am_ctx {
     CTX_REPLY,      /* a reply, get or end handler: may send nothing */
 };
 
-extern bool am_on;
-extern int am_self;
-extern int am_nodes;
-extern uint64_t am_sent;
-extern uint64_t am_received;
+extern bool libam_on;
+extern int libam_nodes;
+extern uint64_t libam_sent;
+extern uint64_t libam_received;
 
 /*
- * am_fail: sets am_errno to @err, prints "*** am: node K: <call>: <what>"
- * and returns -1.  am_report prints such a line for what is not a call's
+ * libam_fail: sets am_errno to @err, prints "*** am: node K: <call>: <what>"
+ * and returns -1.  libam_report prints such a line for what is not a call's
  * failure (a refusal coming back, a dropped packet).
  */
-int am_fail(const char *call, int err, const char *fmt, ...)
+int libam_fail(const char *call, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void am_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void libam_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
- * am_check_top: the checks of a call made from the program's code (not
- * a handler) after am_enable: returns 0 or am_fail()'s -1.
+ * libam_check_top: the checks of a call made from the program's code (not
+ * a handler) after am_enable: returns 0 or libam_fail()'s -1.
  */
-int am_check_top(const char *call);
-/* am_check_node, am_check_handler: 0 or am_fail()'s -1. */
-int am_check_node(const char *call, vnn_t node);
-int am_check_handler(const char *call, uintptr_t h, bool may_be_null);
+int libam_check_top(const char *call);
+/* libam_check_node, libam_check_handler: 0 or libam_fail()'s -1. */
+int libam_check_node(const char *call, vnn_t node);
+int libam_check_handler(const char *call, uintptr_t h, bool may_be_null);
 /* True if [p, p + len) is inside this node's RAM. */
-bool am_ram_contains(uint64_t p, uint64_t len);
+bool libam_ram_contains(uint64_t p, uint64_t len);
 
 /*
- * am_wait: polls (running handlers and completions) until done(arg);
+ * libam_wait: polls (running handlers and completions) until done(arg);
  * spins for the node controller's spin hint, then sleeps until it
  * interrupts.  From the program's code only.
  */
-void am_wait(bool (*done)(void *), void *arg);
+void libam_wait(bool (*done)(void *), void *arg);
 
 /*
- * am_send_request: sends one packet on the request network, waiting
+ * libam_send_request: sends one packet on the request network, waiting
  * (polling) while the ring is full.  From the program's code only.
  */
-void am_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
-                     uint64_t w2, const uint64_t d[2]);
+void libam_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
+                        uint64_t w2, const uint64_t d[2]);
 /*
- * am_send_reply: sends one packet on the reply network; while the ring
+ * libam_send_reply: sends one packet on the reply network; while the ring
  * is full, moves arriving packets into the backlog (no handler runs).
  */
-void am_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
-                   uint64_t w2, const uint64_t d[2]);
+void libam_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
+                      uint64_t w2, const uint64_t d[2]);
 
-/* am_run_mem: runs a store, get or end handler as @ctx. */
-void am_run_mem(enum am_ctx ctx, uintptr_t h, vnn_t node, uint64_t addr,
-                int nbytes, uint64_t arg);
+/* libam_run_mem: runs a store, get or end handler as @ctx. */
+void libam_run_mem(enum am_ctx ctx, uintptr_t h, vnn_t node, uint64_t addr,
+                   int nbytes, uint64_t arg);
 
 /*
- * What bulk.c adds, set by its constructor (am_set_bulk) when a program
+ * What bulk.c adds, set by its constructor (libam_set_bulk) when a program
  * links it (it calls am_store, am_store_async or am_get): am.c hands it
  * the packets of kinds other than KIND_SHORT and the transfer events;
  * flush() sends the notices of finished stores from the program's code
@@ -100,13 +99,13 @@ void am_run_mem(enum am_ctx ctx, uintptr_t h, vnn_t node, uint64_t addr,
  * and gets is under way.  Without it, such packets are reported and
  * dropped.
  */
-struct am_bulk_ops {
+struct libam_bulk_ops {
     void (*msg)(const struct am_msg *m);
     void (*event)(const struct nc_event *e);
     bool (*flush)(void);
     bool (*idle)(void);
 };
 
-void am_set_bulk(const struct am_bulk_ops *ops);
+void libam_set_bulk(const struct libam_bulk_ops *ops);
 
 #endif /* AM_INTERNAL_H */

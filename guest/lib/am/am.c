@@ -41,18 +41,17 @@ typedef void (*short_fn)(vnn_t, int, int, int, int);
 typedef void (*mem_fn)(vnn_t, void *, int, void *);
 
 int am_errno;
-bool am_on;
-int am_self;
-int am_nodes = 1;
-uint64_t am_sent;
-uint64_t am_received;
+bool libam_on;
+int libam_nodes = 1;
+uint64_t libam_sent;
+uint64_t libam_received;
 
 static bool enabled_once;
 
 static void no_bulk_msg(const struct am_msg *m)
 {
-    am_report("packet from node %u (network %u, kind 0x%x) dropped: this "
-              "program does no bulk transfers", m->src, m->net, m->kind);
+    libam_report("packet from node %u (network %u, kind 0x%x) dropped: this "
+                 "program does no bulk transfers", m->src, m->net, m->kind);
 }
 
 static void no_bulk_event(const struct nc_event *e)
@@ -70,11 +69,11 @@ static bool bulk_idle(void)
     return true;
 }
 
-static struct am_bulk_ops bulk = {
+static struct libam_bulk_ops bulk = {
     no_bulk_msg, no_bulk_event, no_bulk, bulk_idle,
 };
 
-void am_set_bulk(const struct am_bulk_ops *ops)
+void libam_set_bulk(const struct libam_bulk_ops *ops)
 {
     bulk = *ops;
 }
@@ -121,7 +120,7 @@ const char *am_error_name(int err)
 
 /* ---- errors and checks -------------------------------------------------- */
 
-int am_fail(const char *call, int err, const char *fmt, ...)
+int libam_fail(const char *call, int err, const char *fmt, ...)
 {
     char what[160];
     va_list ap;
@@ -135,7 +134,7 @@ int am_fail(const char *call, int err, const char *fmt, ...)
     return -1;
 }
 
-void am_report(const char *fmt, ...)
+void libam_report(const char *fmt, ...)
 {
     char what[200];
     va_list ap;
@@ -147,41 +146,41 @@ void am_report(const char *fmt, ...)
     fprintf(stderr, "*** am: node %u: %s\n", rt_node_id(), what);
 }
 
-int am_check_top(const char *call)
+int libam_check_top(const char *call)
 {
-    if (!am_on) {
-        return am_fail(call, AM_E_DISABLED, "%s",
-                       am_error_name(AM_E_DISABLED));
+    if (!libam_on) {
+        return libam_fail(call, AM_E_DISABLED, "%s",
+                          am_error_name(AM_E_DISABLED));
     }
     if (ctx.kind != CTX_NONE) {
-        return am_fail(call, AM_E_IN_HANDLER, "called from a %s handler",
-                       ctx.kind == CTX_REQUEST ? "request" : "reply");
+        return libam_fail(call, AM_E_IN_HANDLER, "called from a %s handler",
+                          ctx.kind == CTX_REQUEST ? "request" : "reply");
     }
     return 0;
 }
 
-int am_check_node(const char *call, vnn_t node)
+int libam_check_node(const char *call, vnn_t node)
 {
-    if (node < 0 || node >= am_nodes) {
-        return am_fail(call, AM_E_NODE, "node %d is not one of the %d nodes",
-                       node, am_nodes);
+    if (node < 0 || node >= libam_nodes) {
+        return libam_fail(call, AM_E_NODE, "node %d is not one of the %d nodes",
+                          node, libam_nodes);
     }
     return 0;
 }
 
-int am_check_handler(const char *call, uintptr_t h, bool may_be_null)
+int libam_check_handler(const char *call, uintptr_t h, bool may_be_null)
 {
     if (h == 0 && may_be_null) {
         return 0;
     }
     if (!rt_text_contains((const void *)h) || (h & 3)) {
-        return am_fail(call, AM_E_HANDLER, "handler %p is not in the "
-                       "program's code", (void *)h);
+        return libam_fail(call, AM_E_HANDLER, "handler %p is not in the "
+                          "program's code", (void *)h);
     }
     return 0;
 }
 
-bool am_ram_contains(uint64_t p, uint64_t len)
+bool libam_ram_contains(uint64_t p, uint64_t len)
 {
     uint64_t end = TEMPEST_RAM_BASE + rt_ram_size();
 
@@ -197,9 +196,9 @@ static void run_short(const struct am_msg *m)
                        CTX_REPLY;
 
     if (!rt_text_contains((const void *)(uintptr_t)m->w1) || (m->w1 & 3)) {
-        am_report("%s from node %u dropped: its handler 0x%llx is not in "
-                  "the program's code", kind == CTX_REQUEST ? "request" :
-                  "reply", m->src, (unsigned long long)m->w1);
+        libam_report("%s from node %u dropped: its handler 0x%llx is not in "
+                     "the program's code", kind == CTX_REQUEST ? "request" :
+                     "reply", m->src, (unsigned long long)m->w1);
         return;
     }
     memcpy(a, m->d, sizeof(a));
@@ -210,16 +209,16 @@ static void run_short(const struct am_msg *m)
     ctx.kind = CTX_NONE;
 }
 
-void am_run_mem(enum am_ctx kind, uintptr_t h, vnn_t node, uint64_t addr,
-                int nbytes, uint64_t arg)
+void libam_run_mem(enum am_ctx kind, uintptr_t h, vnn_t node, uint64_t addr,
+                   int nbytes, uint64_t arg)
 {
     if (h == 0) {
         return;
     }
     if (!rt_text_contains((const void *)h) || (h & 3)) {
-        am_report("handler 0x%llx for %d bytes at 0x%llx (node %d) is not "
-                  "in the program's code: not run", (unsigned long long)h,
-                  nbytes, (unsigned long long)addr, node);
+        libam_report("handler 0x%llx for %d bytes at 0x%llx (node %d) is not "
+                     "in the program's code: not run", (unsigned long long)h,
+                     nbytes, (unsigned long long)addr, node);
         return;
     }
     ctx.kind = kind;
@@ -261,12 +260,12 @@ static bool take(struct nc_pkt *p, struct am_msg *m)
         memset(m->d, 0, sizeof(m->d));
         memcpy(m->d, p->data, len);
     } else {
-        am_report("packet from node %u (network %u, kind 0x%x, %u bytes) "
-                  "dropped: not a GAM packet", p->node, p->net, p->kind,
-                  (unsigned)len);
+        libam_report("packet from node %u (network %u, kind 0x%x, %u bytes) "
+                     "dropped: not a GAM packet", p->node, p->net, p->kind,
+                     (unsigned)len);
     }
     nc_rq_pop(p);
-    am_received++;
+    libam_received++;
     return ours;
 }
 
@@ -330,14 +329,14 @@ static void take_event(void)
         break;
     case TEMPEST_EV_PEER_DOWN:
         if (ev.a != 0 || ev.b != 0) {
-            am_report("node %u is gone (%s %llu)", (unsigned)ev.node,
-                      ev.a ? "connection lost" : "exit status",
-                      (unsigned long long)(ev.a ? 1 : ev.b));
+            libam_report("node %u is gone (%s %llu)", (unsigned)ev.node,
+                         ev.a ? "connection lost" : "exit status",
+                         (unsigned long long)(ev.a ? 1 : ev.b));
         }
         break;
     case TEMPEST_EV_SEND_ERROR:
-        am_report("send to node %u failed: %s", (unsigned)ev.node,
-                  nc_err_name((uint32_t)ev.b));
+        libam_report("send to node %u failed: %s", (unsigned)ev.node,
+                     nc_err_name((uint32_t)ev.b));
         break;
     default:
         break;
@@ -395,7 +394,7 @@ static inline bool irq_pending(void)
     return isr & (1U << 7);
 }
 
-void am_wait(bool (*done)(void *), void *arg)
+void libam_wait(bool (*done)(void *), void *arg)
 {
     unsigned spins = 0;
 
@@ -427,7 +426,7 @@ int am_poll(void)
 {
     int n = 0;
 
-    if (am_check_top("am_poll") < 0) {
+    if (libam_check_top("am_poll") < 0) {
         return -1;
     }
     while (n < POLL_MAX && poll_once()) {
@@ -470,7 +469,7 @@ static bool try_send(unsigned net, unsigned dest, uint8_t kind, uint32_t w0,
     memcpy(p->data, d, 2 * sizeof(uint64_t));
     nc_sq_post(net, p, 2 * sizeof(uint64_t));
     nc_sq_doorbell(net);
-    am_sent++;
+    libam_sent++;
     return true;
 }
 
@@ -480,11 +479,11 @@ static bool request_room(void *arg)
     return nc_sq_claim(TEMPEST_NET_REQUEST) != NULL;
 }
 
-void am_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
-                     uint64_t w2, const uint64_t d[2])
+void libam_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
+                        uint64_t w2, const uint64_t d[2])
 {
     while (!try_send(TEMPEST_NET_REQUEST, dest, kind, w0, w1, w2, d)) {
-        am_wait(request_room, NULL);
+        libam_wait(request_room, NULL);
     }
     /*
      * Every request polls a little too (as SP AM's did): a node that only
@@ -496,8 +495,8 @@ void am_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
     }
 }
 
-void am_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
-                   uint64_t w2, const uint64_t d[2])
+void libam_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
+                      uint64_t w2, const uint64_t d[2])
 {
     unsigned spins = 0;
 
@@ -526,12 +525,12 @@ static int request(const char *call, vnn_t dest, handler_t handler,
     int a[4] = { a0, a1, a2, a3 };
     uint64_t d[2];
 
-    if (am_check_top(call) < 0 || am_check_node(call, dest) < 0 ||
-        am_check_handler(call, (uintptr_t)handler, false) < 0) {
+    if (libam_check_top(call) < 0 || libam_check_node(call, dest) < 0 ||
+        libam_check_handler(call, (uintptr_t)handler, false) < 0) {
         return -1;
     }
     memcpy(d, a, sizeof(d));
-    am_send_request((unsigned)dest, KIND_SHORT, n, (uintptr_t)handler, 0, d);
+    libam_send_request((unsigned)dest, KIND_SHORT, n, (uintptr_t)handler, 0, d);
     return 0;
 }
 
@@ -541,29 +540,29 @@ static int reply(const char *call, vnn_t dest, handler_t handler, unsigned n,
     int a[4] = { a0, a1, a2, a3 };
     uint64_t d[2];
 
-    if (!am_on) {
-        return am_fail(call, AM_E_DISABLED, "%s",
-                       am_error_name(AM_E_DISABLED));
+    if (!libam_on) {
+        return libam_fail(call, AM_E_DISABLED, "%s",
+                          am_error_name(AM_E_DISABLED));
     }
     if (ctx.kind != CTX_REQUEST) {
-        return am_fail(call, AM_E_REPLY, "not inside a request handler "
-                       "(in %s)", ctx.kind == CTX_NONE ?
-                       "the program's code" : "a reply handler");
+        return libam_fail(call, AM_E_REPLY, "not inside a request handler "
+                          "(in %s)", ctx.kind == CTX_NONE ?
+                          "the program's code" : "a reply handler");
     }
     if (dest != ctx.src) {
-        return am_fail(call, AM_E_REPLY_DEST, "a reply to node %d from the "
-                       "handler of a request from node %d", dest, ctx.src);
+        return libam_fail(call, AM_E_REPLY_DEST, "a reply to node %d from the "
+                          "handler of a request from node %d", dest, ctx.src);
     }
     if (ctx.replied) {
-        return am_fail(call, AM_E_REPLIED, "%s",
-                       am_error_name(AM_E_REPLIED));
+        return libam_fail(call, AM_E_REPLIED, "%s",
+                          am_error_name(AM_E_REPLIED));
     }
-    if (am_check_handler(call, (uintptr_t)handler, false) < 0) {
+    if (libam_check_handler(call, (uintptr_t)handler, false) < 0) {
         return -1;
     }
     memcpy(d, a, sizeof(d));
     ctx.replied = true;
-    am_send_reply((unsigned)dest, KIND_SHORT, n, (uintptr_t)handler, 0, d);
+    libam_send_reply((unsigned)dest, KIND_SHORT, n, (uintptr_t)handler, 0, d);
     return 0;
 }
 
@@ -639,15 +638,15 @@ static bool combine(const char *call, const uint64_t *in, uint64_t *out,
     }
     st = nc_cmd(TEMPEST_CMD_COLL_START, args, 6, 0, NULL, &reason);
     if (st != TEMPEST_CMD_SUCCESS) {
-        am_fail(call, AM_E_NO_DEVICE, "the control network refused: %s",
-                nc_cmd_reason_name(reason));
+        libam_fail(call, AM_E_NO_DEVICE, "the control network refused: %s",
+                   nc_cmd_reason_name(reason));
         return false;
     }
-    am_wait(coll_over, NULL);
+    libam_wait(coll_over, NULL);
     if (nc_reg(TEMPEST_NC_COLL_STATUS) == TEMPEST_COLL_ST_ERROR) {
-        am_fail(call, AM_E_NO_DEVICE, "the control network failed "
-                "(error %u): a node is gone or did not call %s",
-                (unsigned)nc_reg(TEMPEST_NC_COLL_ERROR), call);
+        libam_fail(call, AM_E_NO_DEVICE, "the control network failed "
+                   "(error %u): a node is gone or did not call %s",
+                   (unsigned)nc_reg(TEMPEST_NC_COLL_ERROR), call);
         return false;
     }
     if (lanes) {
@@ -661,36 +660,35 @@ int am_enable(void)
     uint32_t need = TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_CMD |
                     TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_XFER;
 
-    am_self = (int)rt_node_id();
-    am_nodes = (int)rt_num_nodes();
-    if (am_on) {
+    libam_nodes = (int)rt_num_nodes();
+    if (libam_on) {
         return 0;
     }
     if (enabled_once) {
-        return am_fail("am_enable", AM_E_DISABLED, "called again after "
-                       "am_disable");
+        return libam_fail("am_enable", AM_E_DISABLED, "called again after "
+                          "am_disable");
     }
     if ((nc_reg(TEMPEST_NC_FEATURES) & need) != need) {
-        return am_fail("am_enable", AM_E_NO_DEVICE, "%s (features 0x%08lx)",
-                       am_error_name(AM_E_NO_DEVICE),
-                       (unsigned long)nc_reg(TEMPEST_NC_FEATURES));
+        return libam_fail("am_enable", AM_E_NO_DEVICE, "%s (features 0x%08lx)",
+                          am_error_name(AM_E_NO_DEVICE),
+                          (unsigned long)nc_reg(TEMPEST_NC_FEATURES));
     }
     if (nc_init() != 0 || !backlog_grow()) {
-        return am_fail("am_enable", AM_E_NO_DEVICE, "the rings cannot be "
-                       "set up");
+        return libam_fail("am_enable", AM_E_NO_DEVICE, "the rings cannot be "
+                          "set up");
     }
     if (rt_irq_register(NC_INTID, nc_irq, NULL) != 0 ||
         rt_irq_enable_spi(NC_INTID, rt_cpu_id(), false) != 0) {
-        return am_fail("am_enable", AM_E_NO_DEVICE, "cannot take the node "
-                       "controller's interrupt");
+        return libam_fail("am_enable", AM_E_NO_DEVICE, "cannot take the node "
+                          "controller's interrupt");
     }
     nc_irq_enable(AM_IRQ_BITS);
     /* Spin (about 1 us a turn: each writes POLL) only when it pays. */
     spin_turns = nc_spin_us(0);
-    am_on = true;
+    libam_on = true;
     enabled_once = true;
     if (!combine("am_enable", NULL, NULL, 0)) {
-        am_on = false;
+        libam_on = false;
         return -1;
     }
     return 0;
@@ -708,10 +706,10 @@ void am_disable(void)
 {
     uint64_t in[2], out[2], prev[2] = { ~0ULL, ~0ULL };
 
-    if (am_check_top("am_disable") < 0) {
+    if (libam_check_top("am_disable") < 0) {
         return;
     }
-    am_wait(sends_done, NULL);
+    libam_wait(sends_done, NULL);
     /*
      * Every node here and no message in flight: two rounds agree on the
      * sums of messages sent and received, and they are equal.
@@ -720,8 +718,8 @@ void am_disable(void)
         while (poll_once()) {
             /* until nothing waits */
         }
-        in[0] = am_sent;
-        in[1] = am_received;
+        in[0] = libam_sent;
+        in[1] = libam_received;
         if (!combine("am_disable", in, out, 2)) {
             break;
         }
@@ -733,7 +731,7 @@ void am_disable(void)
     }
     nc_poll(false);
     nc_rx_doorbell();
-    am_on = false;
+    libam_on = false;
 }
 
 int am_procs(void)

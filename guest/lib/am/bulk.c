@@ -103,7 +103,7 @@ static struct bulk *alloc(void)
 {
     struct bulk *b;
 
-    am_wait(a_record_free, NULL);
+    libam_wait(a_record_free, NULL);
     for (unsigned i = 0; i < MAX_BULK; i++) {
         b = &bulk[(free_hint + i) % MAX_BULK];
         if (b->state == B_FREE) {
@@ -121,18 +121,18 @@ static struct bulk *alloc(void)
 static int check_block(const char *call, vnn_t dest, uint64_t lva,
                        int nbytes, uintptr_t handler)
 {
-    if (am_check_top(call) < 0 || am_check_node(call, dest) < 0) {
+    if (libam_check_top(call) < 0 || libam_check_node(call, dest) < 0) {
         return -1;
     }
     if (nbytes < 0 || (uint64_t)nbytes > TEMPEST_XFER_MAX) {
-        return am_fail(call, AM_E_SIZE, "%d bytes: a block is 0 to %d "
-                       "bytes (am_max_size)", nbytes, am_max_size());
+        return libam_fail(call, AM_E_SIZE, "%d bytes: a block is 0 to %d "
+                          "bytes (am_max_size)", nbytes, am_max_size());
     }
-    if (nbytes > 0 && !am_ram_contains(lva, (uint64_t)nbytes)) {
-        return am_fail(call, AM_E_ADDR, "%d bytes at %p are not all in this "
-                       "node's RAM", nbytes, (void *)(uintptr_t)lva);
+    if (nbytes > 0 && !libam_ram_contains(lva, (uint64_t)nbytes)) {
+        return libam_fail(call, AM_E_ADDR, "%d bytes at %p are not all in this "
+                          "node's RAM", nbytes, (void *)(uintptr_t)lva);
     }
-    return am_check_handler(call, handler, true);
+    return libam_check_handler(call, handler, true);
 }
 
 /* ---- stores ------------------------------------------------------------- */
@@ -166,7 +166,7 @@ static int store(const char *call, vnn_t dest, void *lva, void *rva,
 
     if (check_block(call, dest, (uintptr_t)lva, nbytes,
                     (uintptr_t)handler) < 0 ||
-        am_check_handler(call, (uintptr_t)endfunc, true) < 0) {
+        libam_check_handler(call, (uintptr_t)endfunc, true) < 0) {
         return -1;
     }
     b = alloc();
@@ -188,24 +188,24 @@ static int store(const char *call, vnn_t dest, void *lva, void *rva,
             .args = { (uint64_t)dest, (uintptr_t)lva, (uint64_t)nbytes,
                       (uintptr_t)rva, cookie_of(b), 0 },
         };
-        am_wait(xfer_commit, &t);
+        libam_wait(xfer_commit, &t);
         if (t.status != TEMPEST_CMD_SUCCESS) {
             release(b);
-            return am_fail(call, t.reason == TEMPEST_CMD_E_BAD_NODE ||
-                           t.reason == TEMPEST_CMD_E_PEER_DOWN ? AM_E_NODE :
-                           AM_E_ADDR, "the node controller refused the "
-                           "transfer: %s", nc_cmd_reason_name(t.reason));
+            return libam_fail(call, t.reason == TEMPEST_CMD_E_BAD_NODE ||
+                              t.reason == TEMPEST_CMD_E_PEER_DOWN ? AM_E_NODE :
+                              AM_E_ADDR, "the node controller refused the "
+                              "transfer: %s", nc_cmd_reason_name(t.reason));
         }
     }
     if (!blocking) {
         return 0;
     }
-    am_wait(store_over, b);
+    libam_wait(store_over, b);
     err = b->err;
     release(b);
     if (err) {
-        return am_fail(call, err, "node %d refused %d bytes at %p", dest,
-                       nbytes, rva);
+        return libam_fail(call, err, "node %d refused %d bytes at %p", dest,
+                          nbytes, rva);
     }
     return 0;
 }
@@ -252,14 +252,14 @@ static bool bulk_flush(void)
         }
         to_notify--;
         if (!b->blocking && b->endfunc) {
-            am_run_mem(CTX_REPLY, b->endfunc, b->dest, b->lva, b->nbytes,
-                       b->endarg);
+            libam_run_mem(CTX_REPLY, b->endfunc, b->dest, b->lva, b->nbytes,
+                          b->endarg);
         }
         if (b->handler) {
             d[0] = b->rva;
             d[1] = (uint64_t)b->nbytes;
-            am_send_request((unsigned)b->dest, KIND_STORE, 0, b->handler,
-                            b->arg, d);
+            libam_send_request((unsigned)b->dest, KIND_STORE, 0, b->handler,
+                               b->arg, d);
         }
         store_done(b);
         any = true;
@@ -278,9 +278,9 @@ static void store_sent(struct bulk *b, uint32_t reason)
         b->err = AM_E_REMOTE;
         if (!b->blocking) {
             am_errno = AM_E_REMOTE;
-            am_report("am_store_async: node %d refused %d bytes at %p: %s",
-                      b->dest, b->nbytes, (void *)(uintptr_t)b->rva,
-                      nc_cmd_reason_name(reason));
+            libam_report("am_store_async: node %d refused %d bytes at %p: %s",
+                         b->dest, b->nbytes, (void *)(uintptr_t)b->rva,
+                         nc_cmd_reason_name(reason));
         }
         store_done(b);
         return;
@@ -311,7 +311,7 @@ int am_get(vnn_t dest, void *rva, void *lva, int nbytes, handler_t handler,
     b->arg = (uintptr_t)arg;
     d[0] = b->rva;
     d[1] = (uint64_t)nbytes;
-    am_send_request((unsigned)dest, KIND_GET, 0, b->lva, cookie_of(b), d);
+    libam_send_request((unsigned)dest, KIND_GET, 0, b->lva, cookie_of(b), d);
     return 0;
 }
 
@@ -328,12 +328,12 @@ static void get_done(struct bulk *b, uint32_t reason)
     release(b);
     if (reason) {
         am_errno = AM_E_REMOTE;
-        am_report("am_get: node %d refused %d bytes at %p: %s", dest,
-                  nbytes, (void *)(uintptr_t)rva,
-                  nc_cmd_reason_name(reason));
+        libam_report("am_get: node %d refused %d bytes at %p: %s", dest,
+                     nbytes, (void *)(uintptr_t)rva,
+                     nc_cmd_reason_name(reason));
         return;
     }
-    am_run_mem(CTX_REPLY, h, dest, lva, nbytes, arg);
+    libam_run_mem(CTX_REPLY, h, dest, lva, nbytes, arg);
 }
 
 /* A KIND_GET request: send the block back with the transfer engine. */
@@ -356,7 +356,7 @@ static void serve_get(const struct am_msg *m)
         }
         reason = reason ? reason : TEMPEST_CMD_E_BAD_OP;
     }
-    am_send_reply(m->src, KIND_GET_END, reason, 0, m->w2, d);
+    libam_send_reply(m->src, KIND_GET_END, reason, 0, m->w2, d);
 }
 
 /* ---- packets and events ------------------------------------------------- */
@@ -368,8 +368,8 @@ static void bulk_msg(const struct am_msg *m)
     switch (m->kind) {
     case KIND_STORE:
         if (m->net == TEMPEST_NET_REQUEST) {
-            am_run_mem(CTX_REQUEST, (uintptr_t)m->w1, m->src, m->d[0],
-                       (int)m->d[1], m->w2);
+            libam_run_mem(CTX_REQUEST, (uintptr_t)m->w1, m->src, m->d[0],
+                          (int)m->d[1], m->w2);
             return;
         }
         break;
@@ -389,8 +389,8 @@ static void bulk_msg(const struct am_msg *m)
     default:
         break;
     }
-    am_report("packet from node %u (network %u, kind 0x%x) dropped: it "
-              "names nothing under way", m->src, m->net, m->kind);
+    libam_report("packet from node %u (network %u, kind 0x%x) dropped: it "
+                 "names nothing under way", m->src, m->net, m->kind);
 }
 
 static void bulk_event(const struct nc_event *e)
@@ -407,8 +407,8 @@ static void bulk_event(const struct nc_event *e)
     } else if (kind == TEMPEST_EV_XFER_SENT) {
         /* A get we served for node NODE (maybe ourselves). */
         if (e->c) {
-            am_report("a get by node %u failed: %s", (unsigned)e->node,
-                      nc_cmd_reason_name((uint32_t)e->c));
+            libam_report("a get by node %u failed: %s", (unsigned)e->node,
+                         nc_cmd_reason_name((uint32_t)e->c));
         }
     } else if (COOKIE_TAG(cookie) == TAG_GET) {
         /* XFER_RECV: a get of ours is in. */
@@ -424,9 +424,9 @@ static void bulk_event(const struct nc_event *e)
 __attribute__((constructor))
 static void bulk_register(void)
 {
-    static const struct am_bulk_ops ops = {
+    static const struct libam_bulk_ops ops = {
         bulk_msg, bulk_event, bulk_flush, bulk_idle,
     };
 
-    am_set_bulk(&ops);
+    libam_set_bulk(&ops);
 }
