@@ -1062,7 +1062,7 @@ CASES += [
     # docs/am.rst, "Bulk data": am_store (handler at the destination),
     # am_store_async (end function here) and am_get (handler here), 0
     # bytes to 1 MiB at odd alignments, data, guards and handler
-    # arguments checked.
+    # arguments checked; 300 stores and 300 gets in flight at once.
     gam("am-gam-bulk-2", "gam_bulk", 2, mem="64M"),
     gam("am-gam-bulk-1node", "gam_bulk", 1, mem="64M"),
     # docs/am.rst, "Deadlock avoidance": a storm of requests all-to-all,

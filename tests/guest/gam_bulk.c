@@ -11,7 +11,10 @@
  *    handler has been told; then the handler checks as above;
  *  - am_get: the get handler here checks node, address, length and
  *    argument and every byte read from the next node's pattern;
- *  - 0-byte blocks run their handlers too.
+ *  - 0-byte blocks run their handlers too;
+ *  - MANY asynchronous stores and MANY gets of CHUNK bytes at once (more
+ *    than the library's 256 records and the node controller's 64
+ *    transfers), every handler run once, every chunk checked.
  * Prints "gam_bulk ok: N stores, N gets, B bytes".
  */
 #include <stdint.h>
@@ -94,8 +97,61 @@ static void got(vnn_t dest, void *lva, int nbytes, void *arg)
     gets_done++;
 }
 
+#define MANY        300
+#define CHUNK       3000
+
+static volatile int many_in, many_ends, many_got; /* volatile: handlers */
+static uint8_t many_seen[MANY];
+
+static void many_stored(vnn_t src, void *addr, int nbytes, void *arg)
+{
+    int k = (int)(uintptr_t)arg;
+
+    gam_check(src == from && k >= 0 && k < MANY && nbytes == CHUNK &&
+              addr == dst_buf + PAD + (size_t)k * CHUNK,
+              "many: store handler (%d, %p, %d, %d)", src, addr, nbytes, k);
+    gam_check(!(many_seen[k] & 1), "many: store %d handled twice", k);
+    many_seen[k] |= 1;
+    many_in++;
+}
+
+static void many_end(vnn_t dest, void *lva, int nbytes, void *arg)
+{
+    (void)dest;
+    (void)lva;
+    (void)nbytes;
+    (void)arg;
+    many_ends++;
+}
+
+static void many_get(vnn_t dest, void *lva, int nbytes, void *arg)
+{
+    int k = (int)(uintptr_t)arg;
+
+    gam_check(dest == peer && k >= 0 && k < MANY && nbytes == CHUNK &&
+              lva == get_buf + PAD + (size_t)k * CHUNK,
+              "many: get handler (%d, %p, %d, %d)", dest, lva, nbytes, k);
+    gam_check(!(many_seen[k] & 2), "many: get %d handled twice", k);
+    many_seen[k] |= 2;
+    many_got++;
+}
+
+/* The MANY chunks in @buf, each CHUNK bytes of @node's pattern. */
+static void check_many(const uint8_t *buf, int node, const char *what)
+{
+    for (int i = 0; i < PAD; i++) {
+        gam_check(buf[i] == GUARD && buf[PAD + MANY * CHUNK + i] == GUARD,
+                  "many: %s: a guard changed", what);
+    }
+    for (int i = 0; i < MANY * CHUNK; i++) {
+        gam_check(buf[PAD + i] == byte_of(node, CHUNK, i),
+                  "many: %s: byte %d is 0x%02x", what, i, buf[PAD + i]);
+    }
+}
+
 /* A barrier made of requests: each node counts round r's arrivals. */
-static volatile int barrier_in[2 * 3 * NSIZES]; /* volatile: set by handlers */
+/* volatile: set by handlers */
+static volatile int barrier_in[2 * 3 * NSIZES + 2];
 
 static void barrier_h(vnn_t src, int r)
 {
@@ -169,6 +225,33 @@ int main(void)
             barrier(&round);
         }
     }
+
+    /* MANY stores and MANY gets in flight at once. */
+    for (int i = 0; i < MANY * CHUNK; i++) {
+        src_buf[i] = byte_of(self, CHUNK, i);
+        pattern[i] = byte_of(self, CHUNK, i);
+    }
+    memset(dst_buf, GUARD, sizeof(dst_buf));
+    memset(get_buf, GUARD, sizeof(get_buf));
+    barrier(&round);
+    for (int k = 0; k < MANY; k++) {
+        gam_check(am_store_async(peer, src_buf + (size_t)k * CHUNK,
+                                 dst_buf + PAD + (size_t)k * CHUNK, CHUNK,
+                                 many_stored, (void *)(uintptr_t)k,
+                                 many_end, NULL) == 0, "many: store %d", k);
+        gam_check(am_get(peer, pattern + (size_t)k * CHUNK,
+                         get_buf + PAD + (size_t)k * CHUNK, CHUNK, many_get,
+                         (void *)(uintptr_t)k) == 0, "many: get %d", k);
+    }
+    gam_wait_for(&many_ends, MANY);
+    gam_wait_for(&many_got, MANY);
+    gam_wait_for(&many_in, MANY);
+    check_many(dst_buf, from, "stores");
+    check_many(get_buf, peer, "gets");
+    stores += MANY;
+    gets += MANY;
+    bytes += 2 * MANY * CHUNK;
+    barrier(&round);
     am_disable();
     printf("gam_bulk ok: %d stores, %d gets, %llu bytes\n", stores, gets,
            (unsigned long long)bytes);
