@@ -186,6 +186,9 @@ class GuestLayersTest(unittest.TestCase):
     def test_libstrataD(self):
         self.check_library("libstrataD")
 
+    def test_libam(self):
+        self.check_library("libam")
+
 
 def main(argv):
     build = argv[1] if len(argv) > 1 else GUEST_BUILD
