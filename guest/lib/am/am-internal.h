@@ -22,6 +22,7 @@
 #define KIND_STORE      0x62    /* -, handler, arg, u64 rva, u64 nbytes */
 #define KIND_GET        0x63    /* -, lva, cookie, u64 rva, u64 nbytes */
 #define KIND_GET_END    0x64    /* reason, -, cookie: a get with no data */
+#define KIND_ACK        0x65    /* the reply to a request that sent none */
 
 /* A message off the receive ring (a copy: the ring slot is freed). */
 struct am_msg {
@@ -75,13 +76,15 @@ void libam_wait(bool (*done)(void *), void *arg);
 
 /*
  * libam_send_request: sends one packet on the request network, waiting
- * (polling) while the ring is full.  From the program's code only.
+ * (polling) while AM_WINDOW requests to @dest are unanswered or the ring
+ * is full.  From the program's code only.
  */
 void libam_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
                         uint64_t w2, const uint64_t d[2]);
 /*
  * libam_send_reply: sends one packet on the reply network; while the ring
  * is full, moves arriving packets into the backlog (no handler runs).
+ * It is the reply of the request being handled (no KIND_ACK follows).
  */
 void libam_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
                       uint64_t w2, const uint64_t d[2]);

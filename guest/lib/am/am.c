@@ -16,8 +16,14 @@
  *  - a reply that finds SQ1 full runs no handler: it takes the packets
  *    waiting in the RQ into a software backlog (copies), so the RQ has
  *    room, the peers' credit comes back and the peer this reply waits for
- *    can go on too; the polls empty the backlog first.  The backlog grows
- *    to BACKLOG_MAX messages; past that the reply waits with the RQ full.
+ *    can go on too; the polls empty the backlog first;
+ *  - every request is answered by exactly one packet on the reply network
+ *    (its handler's reply, or the library's KIND_ACK when the handler
+ *    sent none), and at most AM_WINDOW requests from one node to another
+ *    are unanswered (SP AM's flow control, a window per pair of nodes).
+ *    So a node's backlog holds at most AM_WINDOW requests from each node
+ *    and AM_WINDOW replies from each node: BACKLOG_MAX, never more, and
+ *    a reply never waits with the RQ full.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,7 +33,10 @@
 #include "am-internal.h"
 
 #define BACKLOG_MIN         256         /* a power of 2 */
-#define BACKLOG_MAX         65536       /* 1024 nodes x 32 credits x 2 */
+#define AM_WINDOW           32          /* unanswered requests a pair */
+#define MAX_NODES           1024
+/* Requests and replies, AM_WINDOW of each from every node. */
+#define BACKLOG_MAX         (2 * AM_WINDOW * MAX_NODES)
 #define POLL_MAX            NC_RQ_SLOTS /* messages one am_poll runs */
 #define SEND_POLLS          4           /* messages a request runs */
 #define IDLE_POLLS          64          /* empty am_polls before a sleep */
@@ -47,6 +56,7 @@ uint64_t libam_sent;
 uint64_t libam_received;
 
 static bool enabled_once;
+static uint8_t *window;         /* unanswered requests to each node */
 
 static void no_bulk_msg(const struct am_msg *m)
 {
@@ -229,12 +239,31 @@ void libam_run_mem(enum am_ctx kind, uintptr_t h, vnn_t node, uint64_t addr,
     ctx.kind = CTX_NONE;
 }
 
+/*
+ * Runs message @m.  A request is answered once: by its handler's reply,
+ * or by a KIND_ACK after it; a reply closes one place of the window of
+ * requests to its sender.
+ */
 static void dispatch(const struct am_msg *m)
 {
+    static const uint64_t none[2];
+
+    if (m->net == TEMPEST_NET_REPLY) {
+        if (window[m->src]) {
+            window[m->src]--;
+        }
+        if (m->kind == KIND_ACK) {
+            return;
+        }
+    }
+    ctx.replied = false;
     if (m->kind == KIND_SHORT) {
         run_short(m);
-    } else {
+    } else if (m->kind != KIND_ACK) {
         bulk.msg(m);
+    }
+    if (m->net == TEMPEST_NET_REQUEST && !ctx.replied) {
+        libam_send_reply(m->src, KIND_ACK, 0, 0, 0, none);
     }
 }
 
@@ -247,7 +276,7 @@ static void dispatch(const struct am_msg *m)
 static bool take(struct nc_pkt *p, struct am_msg *m)
 {
     uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
-    bool ours = p->kind >= KIND_SHORT && p->kind <= KIND_GET_END &&
+    bool ours = p->kind >= KIND_SHORT && p->kind <= KIND_ACK &&
                 len <= sizeof(m->d);
 
     if (ours) {
@@ -475,16 +504,21 @@ static bool try_send(unsigned net, unsigned dest, uint8_t kind, uint32_t w0,
 
 static bool request_room(void *arg)
 {
-    (void)arg;
-    return nc_sq_claim(TEMPEST_NET_REQUEST) != NULL;
+    unsigned dest = *(unsigned *)arg;
+
+    return window[dest] < AM_WINDOW &&
+           nc_sq_claim(TEMPEST_NET_REQUEST) != NULL;
 }
 
 void libam_send_request(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
                         uint64_t w2, const uint64_t d[2])
 {
-    while (!try_send(TEMPEST_NET_REQUEST, dest, kind, w0, w1, w2, d)) {
-        libam_wait(request_room, NULL);
+    /* Nothing polls between the window's check and the send. */
+    while (window[dest] >= AM_WINDOW ||
+           !try_send(TEMPEST_NET_REQUEST, dest, kind, w0, w1, w2, d)) {
+        libam_wait(request_room, &dest);
     }
+    window[dest]++;
     /*
      * Every request polls a little too (as SP AM's did): a node that only
      * sends would leave its replies in the RQ, its peers' reply rings
@@ -499,6 +533,8 @@ void libam_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
                       uint64_t w2, const uint64_t d[2])
 {
     unsigned spins = 0;
+
+    ctx.replied = true;
 
     while (!try_send(TEMPEST_NET_REPLY, dest, kind, w0, w1, w2, d)) {
         if (stash()) {
@@ -673,7 +709,8 @@ int am_enable(void)
                           am_error_name(AM_E_NO_DEVICE),
                           (unsigned long)nc_reg(TEMPEST_NC_FEATURES));
     }
-    if (nc_init() != 0 || !backlog_grow()) {
+    window = calloc((size_t)libam_nodes, sizeof(*window));
+    if (window == NULL || nc_init() != 0 || !backlog_grow()) {
         return libam_fail("am_enable", AM_E_NO_DEVICE, "the rings cannot be "
                           "set up");
     }

@@ -117,8 +117,10 @@ int am_poll(void);
 
 /*
  * am_request_N: sends a request for handler(am_my_proc(), a0, ...) at
- * node dest (may be this node) on the request network.  A full send ring
- * makes it poll (running handlers) until there is room.  Returns 0, or
+ * node dest (may be this node) on the request network.  A full send ring,
+ * or 32 requests to dest not answered yet (by a reply, or by the library
+ * when the handler sent none), make it poll (running handlers) until
+ * there is room; once sent it runs up to 4 waiting messages.  Returns 0, or
  * -1: AM_E_NODE, AM_E_HANDLER, AM_E_IN_HANDLER (no request from a
  * handler), AM_E_DISABLED.
  */
