@@ -1097,7 +1097,9 @@ CASES += [
             r"node 1: am_poll: called from a request handler",
             r"node 0: am_store: node 1 refused 64 bytes at 0x1000",
             r"node 0: am_get: node 1 refused 64 bytes at 0x1000: address "
-            r"not inside the node's RAM"]),
+            r"not inside the node's RAM",
+            r"node 0: am_store_async: node 1 refused 64 bytes at 0x1000: "
+            r"the other node refused it"]),
 ]
 
 def main(argv):

@@ -10,7 +10,8 @@
  *    in a reply handler a reply;
  *  - blocks of -1 and am_max_size() + 1 bytes, a local block outside
  *    RAM, a remote block outside the destination's RAM (am_store fails,
- *    am_get's refusal comes back with no handler run).
+ *    am_store_async's and am_get's refusals come back with no handler or
+ *    end function run).
  * Node 0 makes the calls; node 1 serves.  Prints "gam_errors ok".
  */
 #include <stdint.h>
@@ -126,6 +127,14 @@ int main(void)
         am_poll();
     }
     gam_check(got_calls == 0, "a refused get ran its handler");
+    am_errno = 0;
+    gam_check(am_store_async(1, buf, (void *)(uintptr_t)0x1000, 64, got,
+                             NULL, got, NULL) == 0,
+              "am_store_async of a bad remote block");
+    while (am_errno != AM_E_REMOTE) {
+        am_poll();
+    }
+    gam_check(got_calls == 0, "a refused store ran its end function");
 
     /* Still working: a good store, a good get. */
     memset(buf, 0x5a, sizeof(buf));
