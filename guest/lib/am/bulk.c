@@ -42,6 +42,7 @@ struct bulk {
     bool get;
     bool blocking;
     int err;                /* AM_E_* once over */
+    uint32_t reason;        /* TEMPEST_CMD_E_* of a refusal */
     vnn_t dest;
     int nbytes;
     uint32_t gen;
@@ -204,8 +205,8 @@ static int store(const char *call, vnn_t dest, void *lva, void *rva,
     err = b->err;
     release(b);
     if (err) {
-        return libam_fail(call, err, "node %d refused %d bytes at %p", dest,
-                          nbytes, rva);
+        return libam_fail(call, err, "node %d refused %d bytes at %p: %s",
+                          dest, nbytes, rva, nc_cmd_reason_name(b->reason));
     }
     return 0;
 }
@@ -276,6 +277,7 @@ static void store_sent(struct bulk *b, uint32_t reason)
     }
     if (reason) {
         b->err = AM_E_REMOTE;
+        b->reason = reason;
         if (!b->blocking) {
             am_errno = AM_E_REMOTE;
             libam_report("am_store_async: node %d refused %d bytes at %p: %s",
