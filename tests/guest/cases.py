@@ -1058,6 +1058,89 @@ CASES += [
 ]
 
 
+# ---------------------------------------------------------------------------
+# Generic Active Messages (<am.h>, docs/am.rst): GAM 1.1 on the rings and
+# the transfer engine.  A clean run prints no library report ("*** am"),
+# no failure and no crash.
+# ---------------------------------------------------------------------------
+GAM_CLEAN = [r"\*\*\* am", r"\*\*\* CRASH", r"FAIL"]
+
+
+class CreditRun(Run):
+    """A Run with packets in flight per peer and network set
+    (scripts/tempest run --credits)."""
+
+    def __init__(self, *args, credits=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.credits = credits
+
+    def command(self, run_dir):
+        cmd = super().command(run_dir)
+        if self.credits:
+            i = cmd.index("--run-dir")
+            cmd[i:i] = ["--credits", str(self.credits)]
+        return cmd
+
+
+def gam(name, program, nodes, args=(), credits=None, **kw):
+    """A GAM test: exit 0, '<program> ok' on every node, clean."""
+    return CreditRun(name, program, nodes=nodes, smp=1, args=args,
+                     credits=credits,
+                     nodes_expect={"*": [rf"^{program} ok"]},
+                     summary=rf"{nodes} nodes? exited 0",
+                     timeout=kw.pop("timeout", 60),
+                     absent=kw.pop("absent", GAM_CLEAN), **kw)
+
+
+CASES += [
+    # docs/am.rst, "Requests and replies": am_request_1..4 and
+    # am_reply_1..4, arguments, sources and order checked, one at a time
+    # and all in flight; loopback on one node.
+    gam("am-gam-pingpong-1node", "gam_pingpong", 1),
+    gam("am-gam-pingpong-2", "gam_pingpong", 2),
+    # docs/am.rst, "Bulk data": am_store (handler at the destination),
+    # am_store_async (end function here) and am_get (handler here), 0
+    # bytes to 1 MiB at odd alignments, data, guards and handler
+    # arguments checked; 300 stores and 300 gets in flight at once.
+    gam("am-gam-bulk-2", "gam_bulk", 2, mem="64M"),
+    gam("am-gam-bulk-1node", "gam_bulk", 1, mem="64M"),
+    # docs/am.rst, "Deadlock avoidance": a storm of requests all-to-all,
+    # then all to node 0 (its reply ring full, requests into the
+    # backlog); every request answered once, in order per source.
+    gam("am-gam-storm-2", "gam_storm", 2, args=["20000"]),
+    gam("am-gam-storm-8", "gam_storm", 8, args=["10000"], timeout=120),
+    # The same with 2 packets in flight per peer and network: the reply
+    # rings stay full, the backlog takes most messages.
+    gam("am-gam-storm-8-credits2", "gam_storm", 8, args=["5000"],
+        credits=2, timeout=120),
+    # docs/am.rst, "Errors": every misuse returns -1 with its code and a
+    # report, and the library goes on working.
+    gam("am-gam-errors", "gam_errors", 2, absent=[r"\*\*\* CRASH", r"FAIL"],
+        stdout_expect=[
+            r"\[node 1\] \*\*\* am: node 1: am_request_1: the library is "
+            r"not enabled",
+            r"\*\*\* am: node 0: am_request_1: node 2 is not one of the 2 "
+            r"nodes",
+            r"am_request_1: handler 0x1230 is not in the program's code",
+            r"node 0: am_reply_1: not inside a request handler \(in the "
+            r"program's code\)",
+            r"node 0: am_reply_1: not inside a request handler \(in a reply "
+            r"handler\)",
+            r"am_store_async: 1073741825 bytes: a block is 0 to 1073741824 "
+            r"bytes",
+            r"am_store: 64 bytes at 0x1000 are not all in this node's RAM",
+            r"node 1: am_reply_1: a reply to node 1 from the handler of a "
+            r"request from node 0",
+            r"node 1: am_reply_1: this request handler has replied already",
+            r"node 1: am_request_1: called from a request handler",
+            r"node 1: am_poll: called from a request handler",
+            r"node 0: am_store: node 1 refused 64 bytes at 0x1000",
+            r"node 0: am_get: node 1 refused 64 bytes at 0x1000: address "
+            r"not inside the node's RAM",
+            r"node 0: am_store_async: node 1 refused 64 bytes at 0x1000: "
+            r"the other node refused it"]),
+]
+
 def main(argv):
     """Run the cases as a TAP producer (meson's 'guest' test):
     cases.py [-k SUBSTRING] [--list]."""

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The layering of the guest libraries (docs/design.rst, "The guest
-libraries"): within libtempest and libstrata (and libstrataD) no source
-file calls, through any chain of calls, back into itself, and the core
-calls no other file of its library.
+libraries"): within libtempest, libstrata (and libstrataD) and libam no
+source file calls, through any chain of calls, back into itself, and the
+core calls no other file of its library.
 
 The graph comes from the built objects (build/guest, one object per
 source file): file A depends on file B when A's object has an undefined
@@ -30,6 +30,7 @@ LIBS = {
     "libtempest": ("guest/lib/tempest/libtempest.a.p", "core"),
     "libstrata": ("guest/lib/strata/libstrata.a.p", "core"),
     "libstrataD": ("guest/lib/strata/libstrataD.a.p", "core"),
+    "libam": ("guest/lib/am/libam.a.p", "am"),
 }
 NM = "aarch64-linux-gnu-nm"
 DEFINED = set("TDBRCGSVW")      # nm's global definitions
@@ -184,6 +185,9 @@ class GuestLayersTest(unittest.TestCase):
 
     def test_libstrataD(self):
         self.check_library("libstrataD")
+
+    def test_libam(self):
+        self.check_library("libam")
 
 
 def main(argv):

@@ -12,7 +12,10 @@ never asserted).
          is the same measured between two host processes over a
          Unix-domain socket pair (guest/bench/uds_bench.c), in the same
          run.  And how late a 10 ms timer runs during a storm of 50 us
-         handlers, against the empty round trip of the same mode.
+         handlers, against the empty round trip of the same mode.  And the
+         GAM round trip (<am.h>, guest/bench/gam_bench.c: am_request_1
+         and its handler's am_reply_1, --smp 1) against the same
+         reference, and a 1 MiB am_store against that round trip.
   strata Strata's control network on 2, 4, 8 and 16 nodes (--smp 1,
          guest/bench/strata_bench.c): Barrier, CombineInt and one Broadcast,
          each against the active-message round trip (SendLeftPollBoth and
@@ -155,11 +158,17 @@ def bench_am(repeat):
     # Reference and subjects interleaved (host, smp 2, smp 1, host, ...):
     # the machine drifts, so each ratio is taken within one round and the
     # median of the rounds' ratios is reported with their spread.
-    refs, raw = [], {2: [], 1: []}
+    def gam():
+        return _parse_bench(_cluster(gam_elf, 2, [str(AM_ROUNDS)], "gam",
+                                     smp=1), "gam_bench")
+
+    gam_elf = build.guest_program("bench/gam_bench.elf")
+    refs, raw, gams = [], {2: [], 1: []}, []
     for _ in range(repeat):
         refs.append(host())
         for smp in raw:
             raw[smp].append(guest(smp))
+        gams.append(gam())
     ref = _medians(refs)
     modes = {smp: _medians(samples) for smp, samples in raw.items()}
     rows = []
@@ -168,6 +177,17 @@ def bench_am(repeat):
         for smp, med in modes.items():
             rows.append((f"AM --smp {smp}, {what}", med[key],
                          _pair_ratio(raw[smp], refs, key)))
+    # GAM (<am.h>): am_request_1 and its handler's am_reply_1, both nodes
+    # polling in am_poll(), against the host's empty round trip; a 1 MiB
+    # am_store whose handler replies, against that GAM round trip.
+    for s in gams:
+        s["rtt_empty_ns"] = s["rtt_ns"]
+    rtt = _med([s["rtt_ns"] / 1e9 for s in gams])
+    rows.append(("GAM --smp 1, round trip (am_request_1, am_reply_1)", rtt,
+                 _pair_ratio(gams, refs, "rtt_empty_ns")))
+    store = _med([s["store_1m_ns"] / 1e9 for s in gams])
+    rows.append(("GAM --smp 1, am_store 1 MiB + reply (x GAM round trip)",
+                 store, store[0] / rtt[0]))
     # How late a timer runs in a message storm (tests/guest/am_timers.c
     # checks only that it runs first), against that mode's round trip.
     for smp, samples in raw.items():
