@@ -104,6 +104,7 @@ enum {
     FABRIC_BCAST_ACK,       /* from the root: the broadcast went out */
     FABRIC_AOR_UP,          /* a node's async-OR bit, to the root */
     FABRIC_AOR_DOWN,        /* the new global async OR, from the root */
+    FABRIC_BCAST_CREDIT,    /* broadcast words a subtree has taken, up */
     FABRIC_COLL_NUM_DIRS,
 };
 

@@ -439,12 +439,70 @@ static uint32_t coll_cmd_start(TempestNCState *s, TempestCmdBank *b)
 /* Broadcast and the asynchronous global OR                            */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Flow control, as the CM-5's control network held a broadcaster back:
+ * the root sends a word down only while every node has room for it, so a
+ * receive FIFO (TEMPEST_NC_BCAST_FIFO words) never overflows, however
+ * slowly a node takes its words.  Every node counts the words that
+ * passed it (bcast_seen) and those it has taken (bcast_taken: popped by
+ * the guest, or its own, which it does not queue); the least taken in a
+ * subtree goes up the tree (FABRIC_BCAST_CREDIT) each time it grew by
+ * BCAST_CREDIT_BATCH, so the root's view lags by less than a batch per
+ * level, well inside the FIFO; the root holds a broadcast (and so its
+ * sender, whose BCAST stays pending) while bcast_issued minus the least
+ * taken anywhere is a FIFO's worth.
+ */
+#define BCAST_CREDIT_BATCH  256
+
+/* The least number of words any node of our subtree has taken. */
+static uint64_t bcast_subtree_taken(TempestNCState *s)
+{
+    unsigned first = coll_first_child(s, s->node_id);
+    unsigned n = coll_nchildren(s, s->node_id);
+    uint64_t m = s->bcast_taken;
+
+    for (unsigned c = first; c < first + n; c++) {
+        m = MIN(m, s->bcast_child[c]);
+    }
+    return m;
+}
+
+static void bcast_issue(TempestNCState *s, unsigned src, uint64_t value);
+
+/* What we (and our subtree) have taken moved: tell the parent, or send. */
+static void bcast_credit(TempestNCState *s)
+{
+    uint64_t m = bcast_subtree_taken(s);
+    TempestBcast *w;
+
+    if (s->node_id != 0) {
+        if (m - s->bcast_reported >= BCAST_CREDIT_BATCH) {
+            CollHeader h = { .dir = FABRIC_BCAST_CREDIT, .lanes = 1 };
+            GByteArray *b = coll_frame(&h);
+
+            coll_put_entry(b, s->node_id, 0, &m, 1);
+            coll_send(s, coll_parent(s, s->node_id), b, 1);
+            s->bcast_reported = m;
+        }
+        return;
+    }
+    while ((w = QSIMPLEQ_FIRST(&s->bcast_held)) &&
+           s->bcast_issued - m < TEMPEST_NC_BCAST_FIFO) {
+        QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
+        s->bcast_holding[w->src] = false;
+        bcast_issue(s, w->src, w->value);
+        g_free(w);
+        m = bcast_subtree_taken(s);
+    }
+}
+
 static void bcast_enqueue(TempestNCState *s, unsigned src, uint64_t value)
 {
     TempestBcast *w;
 
     trace_tempest_nc_bcast(s->node_id, src, value);
     if (s->bcast_len >= TEMPEST_NC_BCAST_FIFO) {
+        /* Cannot be, with flow control: a peer that is not one of ours. */
         s->bcast_lost++;
         return;
     }
@@ -475,14 +533,19 @@ static void bcast_down(TempestNCState *s, unsigned src, uint64_t value)
         coll_put_entry(b, src, 0, &value, 1);
         coll_send(s, c, b, 1);
     }
+    s->bcast_seen++;
     if (src != s->node_id) {
         bcast_enqueue(s, src, value);
+    } else {
+        s->bcast_taken++;       /* our own: taken as it passes */
+        bcast_credit(s);
     }
 }
 
-/* At the root: one broadcast, in the order the root sees them. */
-static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
+/* At the root: one broadcast goes out, in the order the root sends. */
+static void bcast_issue(TempestNCState *s, unsigned src, uint64_t value)
 {
+    s->bcast_issued++;
     bcast_down(s, src, value);
     if (src == s->node_id) {
         bcast_sent(s);
@@ -491,6 +554,23 @@ static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
 
         coll_send(s, src, coll_frame(&h), 0);
     }
+}
+
+/* At the root: a broadcast from @src, sent now or held until room. */
+static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
+{
+    TempestBcast *w;
+
+    if (QSIMPLEQ_EMPTY(&s->bcast_held) &&
+        s->bcast_issued - bcast_subtree_taken(s) < TEMPEST_NC_BCAST_FIFO) {
+        bcast_issue(s, src, value);
+        return;
+    }
+    w = g_new(TempestBcast, 1);
+    w->src = src;
+    w->value = value;
+    s->bcast_holding[src] = true;
+    QSIMPLEQ_INSERT_TAIL(&s->bcast_held, w, next);
 }
 
 static uint32_t coll_cmd_bcast(TempestNCState *s, TempestCmdBank *b)
@@ -530,6 +610,8 @@ bool tempest_nc_bcast_pop(TempestNCState *s)
     s->bcast_src = w->src;
     s->bcast_value = w->value;
     g_free(w);
+    s->bcast_taken++;
+    bcast_credit(s);
     return true;
 }
 
@@ -678,7 +760,7 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
         return;
     case FABRIC_BCAST_UP:
         if (s->node_id != 0 || h.count != 1 || h.lanes != 1 ||
-            fabric_ld32(entries) != peer) {
+            fabric_ld32(entries) != peer || s->bcast_holding[peer]) {
             coll_drop(s, peer, "bad broadcast");
             return;
         }
@@ -692,6 +774,18 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
             return;
         }
         bcast_down(s, fabric_ld32(entries), fabric_ld64(entries + 8));
+        return;
+    case FABRIC_BCAST_CREDIT:
+        /* A child's subtree took words: never more than passed here. */
+        if (!coll_is_child(s, peer) || h.count != 1 || h.lanes != 1 ||
+            fabric_ld32(entries) != peer ||
+            fabric_ld64(entries + 8) < s->bcast_child[peer] ||
+            fabric_ld64(entries + 8) > s->bcast_seen) {
+            coll_drop(s, peer, "bad broadcast credit");
+            return;
+        }
+        s->bcast_child[peer] = fabric_ld64(entries + 8);
+        bcast_credit(s);
         return;
     case FABRIC_BCAST_ACK:
         if (peer != 0 || !s->bcast_pending) {
@@ -719,6 +813,8 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
     }
 }
 
+static void bcast_flow_reset(TempestNCState *s);
+
 /* A node is gone: the tree is broken; a pending collective fails. */
 static void coll_peer_down(TempestNCState *s, unsigned peer)
 {
@@ -730,6 +826,28 @@ static void coll_peer_down(TempestNCState *s, unsigned peer)
         s->bcast_pending = false;
         tempest_nc_raise(s, TEMPEST_NC_IRQ_BCAST);
     }
+    bcast_flow_reset(s);
+}
+
+/* Flow control starts again: nothing in flight, nothing held. */
+static void bcast_flow_reset(TempestNCState *s)
+{
+    TempestBcast *w;
+
+    while ((w = QSIMPLEQ_FIRST(&s->bcast_held))) {
+        QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
+        g_free(w);
+    }
+    if (s->bcast_holding) {
+        memset(s->bcast_holding, 0, s->num_nodes * sizeof(bool));
+    }
+    if (s->bcast_child) {
+        memset(s->bcast_child, 0, s->num_nodes * sizeof(uint64_t));
+    }
+    s->bcast_seen = 0;
+    s->bcast_taken = 0;
+    s->bcast_reported = 0;
+    s->bcast_issued = 0;
 }
 
 static void coll_reset(TempestNCState *s)
@@ -742,6 +860,7 @@ static void coll_reset(TempestNCState *s)
         g_free(w);
     }
     s->bcast_len = 0;
+    bcast_flow_reset(s);
     s->coll_status = TEMPEST_COLL_ST_IDLE;
     s->coll_error = 0;
     s->coll_seq_done = 0;
@@ -779,7 +898,10 @@ static const TempestNCHooks coll_hooks = {
 static bool coll_realize(TempestNCState *s, Error **errp)
 {
     QSIMPLEQ_INIT(&s->bcastq);
+    QSIMPLEQ_INIT(&s->bcast_held);
     s->aor_bits = g_new0(bool, s->num_nodes);
+    s->bcast_child = g_new0(uint64_t, s->num_nodes);
+    s->bcast_holding = g_new0(bool, s->num_nodes);
     tempest_nc_register(s, &coll_hooks);
     return true;
 }
@@ -788,6 +910,8 @@ static void coll_unrealize(TempestNCState *s)
 {
     coll_reset(s);
     g_clear_pointer(&s->aor_bits, g_free);
+    g_clear_pointer(&s->bcast_child, g_free);
+    g_clear_pointer(&s->bcast_holding, g_free);
 }
 
 /* Control network: the latched broadcast word and the lost count. */
@@ -817,6 +941,8 @@ const VMStateDescription vmstate_tempest_nc_coll = {
  */
 static int coll_post_load(TempestNCState *s)
 {
+    /* Alone in its cluster: its own words only, none in flight. */
+    bcast_flow_reset(s);
     if (s->aor_set > 1 || s->aor_global > 1 ||
         (s->num_nodes == 1 && s->aor_global != s->aor_set)) {
         return -EINVAL;

@@ -823,6 +823,10 @@ CASES += (
                                    r"is not in the partition of 1"]),
            ("early", 1, 0, 255, [r"StrataFail: Barrier called before "
                                  r"StrataInit"]))]
+    # Broadcasts never drop: 100,000 words to slow receivers and a
+    # 1,000,000-word BroadcastVector, the network holding the sender.
+    + [strata(f"strata-bflood-{n}", "strata_bflood", n, timeout=120)
+       for n in (2, 4)]
     # Partitions whose size is not a power of two: a hypercube exchange
     # that skips partners beyond the partition reaches every other node;
     # a send beyond it is never delivered and stops the cluster.

@@ -20,8 +20,6 @@
 #include "strata-internal.h"
 
 #define LANES               TEMPEST_COLL_MAX_LANES
-/* BroadcastVector: device words between pacing barriers. */
-#define BVEC_CHUNK          (TEMPEST_NC_BCAST_FIFO / 2)
 
 enum coll_user {
     CU_NONE,
@@ -575,6 +573,7 @@ static uint64_t receive_word(void)
     strata_require("ReceiveBroadcast");
     while (!nc_reg(TEMPEST_NC_BCAST_POP)) {
         if (nc_reg(TEMPEST_NC_BCAST_LOST)) {
+            /* Only a node controller before 1.6 (or a bad peer). */
             StrataFail("broadcast words were lost: more than %d were "
                        "waiting", TEMPEST_NC_BCAST_FIFO);
         }
@@ -632,13 +631,14 @@ double ReceiveBroadcastDouble(void)
 }
 
 /*
- * Vectors travel two words per device word; past BVEC_CHUNK device words
- * every node takes a barrier after each chunk, so no node's broadcast
- * queue overflows.
+ * Vectors travel two words per device word, back to back: the control
+ * network holds the broadcaster while any node's queue is full (node
+ * controller 1.6), as the CM-5's did, so nothing is lost and no node
+ * waits for another beyond that.
  */
 void BroadcastVector(Word to[], Word from[], int num_elements)
 {
-    int i, words = 0;
+    int i;
 
     strata_require("BroadcastVector");
     if (num_elements <= 0) {
@@ -661,10 +661,6 @@ void BroadcastVector(Word to[], Word from[], int num_elements)
         if (i + 1 < num_elements) {
             to[i + 1] = from[i + 1];
         }
-        if (++words == BVEC_CHUNK && i + 2 < num_elements) {
-            words = 0;
-            Barrier();
-        }
     }
     bvec_to = to;
     bvec_n = num_elements;
@@ -673,7 +669,7 @@ void BroadcastVector(Word to[], Word from[], int num_elements)
 
 void ReceiveBroadcastVector(Word to[], int num_elements)
 {
-    int i, words = 0;
+    int i;
 
     strata_require("ReceiveBroadcastVector");
     if (num_elements <= 0) {
@@ -695,10 +691,6 @@ void ReceiveBroadcastVector(Word to[], int num_elements)
         to[i] = (Word)w;
         if (i + 1 < num_elements) {
             to[i + 1] = (Word)(w >> 32);
-        }
-        if (++words == BVEC_CHUNK && i + 2 < num_elements) {
-            words = 0;
-            Barrier();
         }
     }
     STRATA_DBG_LOG(LogBroadcast, "received vector of %d words",

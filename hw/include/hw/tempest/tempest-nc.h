@@ -206,6 +206,15 @@ struct TempestNCState {
     uint32_t bcast_lost;
     uint32_t bcast_src;
     uint64_t bcast_value;
+    /* Broadcast flow control: the root sends a word only while every
+     * node has room for it (tempest-nc-coll.c). */
+    uint64_t bcast_seen;        /* words that passed this node (own too) */
+    uint64_t bcast_taken;       /* of those, popped by the guest or own */
+    uint64_t bcast_reported;    /* the subtree's taken, last sent up */
+    uint64_t *bcast_child;      /* per child node: its subtree's taken */
+    uint64_t bcast_issued;      /* root: words sent down */
+    QSIMPLEQ_HEAD(, TempestBcast) bcast_held;   /* root: waiting for room */
+    bool *bcast_holding;        /* root: per node, a word of it held */
     uint32_t aor_set;
     uint32_t aor_global;
     int aor_count;          /* root: nodes whose bit is set */
