@@ -1089,6 +1089,18 @@ static void fabric_dial_done(QIOTask *task, gpointer opaque)
         object_unref(OBJECT(sioc));
         return;
     }
+    if (!d->local) {
+        g_autofree char *local = fabric_host_addr(f, d->node);
+
+        if (local) {
+            /*
+             * Its Unix socket (bound before its TCP one) appeared since we
+             * looked: the link is made there, at the next tick.
+             */
+            object_unref(OBJECT(sioc));
+            return;
+        }
+    }
     trace_tempest_fabric_connect(f->node, d->node);
     c = fabric_conn_new(f, sioc, d->node);
     fabric_send_hello(c);
