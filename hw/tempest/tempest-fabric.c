@@ -1598,6 +1598,10 @@ static void fabric_exit_flush(Notifier *n, void *data)
             }
         }
     }
+    /* QEMU does not stop the fabric: this host's socket goes now. */
+    if (f->local_path) {
+        unlink(f->local_path);
+    }
 }
 
 static void *sock_peer_ram(TempestFabric *obj, unsigned peer,

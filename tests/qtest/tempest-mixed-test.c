@@ -188,6 +188,7 @@ static unsigned links_mapped(QTestState *s, unsigned want)
     return n;
 }
 
+/* Stop the nodes; each removes its Unix socket as it stops. */
 static void mixed_end(Mixed *m)
 {
     g_autoptr(GDir) d = NULL;
@@ -202,6 +203,7 @@ static void mixed_end(Mixed *m)
     while (d && (e = g_dir_read_name(d))) {
         g_autofree char *p = g_build_filename(m->dir, e, NULL);
 
+        g_assert_false(g_str_has_suffix(e, ".sock"));
         unlink(p);
     }
     rmdir(m->dir);

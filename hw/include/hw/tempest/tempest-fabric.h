@@ -31,7 +31,13 @@
  */
 #define TYPE_TEMPEST_FABRIC "tempest-fabric"
 #define TYPE_TEMPEST_FABRIC_SOCKET "tempest-fabric-socket"
-/* Sockets, and shared memory between the nodes that share a host */
+/*
+ * Sockets, and shared memory between the nodes that share a host: with
+ * addr=unix:DIR every link; with addr=tcp:... the links between nodes of
+ * one host (properties host-id and shm-dir; docs/fabric.rst, "Mixed
+ * clusters"), the others staying TCP.  Read-only "shm-links": its links
+ * in shared memory now.
+ */
 #define TYPE_TEMPEST_FABRIC_SHM "tempest-fabric-shm"
 OBJECT_DECLARE_TYPE(TempestFabric, TempestFabricClass, TEMPEST_FABRIC)
 
