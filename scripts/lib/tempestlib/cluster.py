@@ -379,10 +379,24 @@ def _status_of(returncode):
     return 128 - returncode if returncode < 0 else returncode
 
 
+def ephemeral_low():
+    """The lowest port the kernel gives connect()s (32768 if unknown)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port_base(count):
-    """A base port with count free consecutive TCP ports on 127.0.0.1."""
+    """A base port with count free consecutive TCP ports on 127.0.0.1,
+    below the kernel's ephemeral range when there is room: the nodes'
+    own connects (and everyone else's) take ports from that range, and
+    took a node's port before it listened (strata-debug-16 over TCP)."""
+    top = ephemeral_low()
+    top = top if top - count > 20000 else 60000
     for _ in range(200):
-        base = random.randrange(20000, 60000 - count)
+        base = random.randrange(20000, top - count)
         socks = []
         try:
             for i in range(count):
