@@ -13,6 +13,10 @@
  *  + num-nodes: the number of nodes in the cluster
  *  + fabric: how the nodes reach each other: unix:DIR, tcp:HOST:PORT or
  *    tcp:H0:P0;H1:P1;... (see include/hw/tempest/tempest-fabric.h)
+ *  + fabric-shm: auto (default: with tcp: addresses, the nodes of one host
+ *    share memory) or off (every link on its TCP socket)
+ *  + fabric-host-id, fabric-shm-dir: how a tcp: node finds the nodes of
+ *    its host (docs/fabric.rst, "Mixed clusters")
  *  + cluster-id: the cluster's identity (the same on every node)
  *  + credits: packets in flight per peer and logical network (32)
  *  + fabric-timeout: ms to wait for the whole cluster to connect (30000)
@@ -93,6 +97,9 @@ struct TempestMachineState {
     char *fabric;
     char *fabric_key;
     char *fabric_backend;
+    char *fabric_shm;
+    char *fabric_host_id;
+    char *fabric_shm_dir;
     uint64_t cluster_id;
     uint32_t credits;
     uint32_t fabric_timeout;
@@ -323,6 +330,9 @@ static void create_nc(TempestMachineState *tms)
     object_property_set_link(OBJECT(dev), "ram", OBJECT(ms->ram),
                              &error_abort);
     qdev_prop_set_string(dev, "fabric-key", tms->fabric_key);
+    qdev_prop_set_string(dev, "fabric-shm", tms->fabric_shm);
+    qdev_prop_set_string(dev, "fabric-host-id", tms->fabric_host_id);
+    qdev_prop_set_string(dev, "fabric-shm-dir", tms->fabric_shm_dir);
     if (*tms->fabric_backend) {
         Object *fb = object_resolve_path_component(object_get_objects_root(),
                                                    tms->fabric_backend);
@@ -472,6 +482,25 @@ static void tempest_set_fabric_backend(Object *obj, const char *value,
     tms->fabric_backend = g_strdup(value);
 }
 
+/* fabric-shm, fabric-host-id, fabric-shm-dir: plain strings. */
+#define TEMPEST_STR_PROP(field)                                             \
+static char *tempest_get_##field(Object *obj, Error **errp)                 \
+{                                                                           \
+    return g_strdup(TEMPEST_MACHINE(obj)->field);                           \
+}                                                                           \
+static void tempest_set_##field(Object *obj, const char *value,             \
+                                Error **errp)                               \
+{                                                                           \
+    TempestMachineState *tms = TEMPEST_MACHINE(obj);                        \
+                                                                            \
+    g_free(tms->field);                                                     \
+    tms->field = g_strdup(value);                                           \
+}
+
+TEMPEST_STR_PROP(fabric_shm)
+TEMPEST_STR_PROP(fabric_host_id)
+TEMPEST_STR_PROP(fabric_shm_dir)
+
 static void tempest_instance_init(Object *obj)
 {
     TempestMachineState *tms = TEMPEST_MACHINE(obj);
@@ -481,6 +510,9 @@ static void tempest_instance_init(Object *obj)
     tms->fabric = g_strdup("");
     tms->fabric_key = g_strdup("");
     tms->fabric_backend = g_strdup("");
+    tms->fabric_shm = g_strdup("auto");
+    tms->fabric_host_id = g_strdup("");
+    tms->fabric_shm_dir = g_strdup("");
     tms->credits = 32;
     tms->fabric_timeout = 30000;
     tms->spin_us = 50;
@@ -500,6 +532,23 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "fabric-backend", "Id of a fabric "
                                     "object (-object tempest-fabric-socket) "
                                     "instead of fabric=");
+    object_property_add_str(obj, "fabric-shm", tempest_get_fabric_shm,
+                            tempest_set_fabric_shm);
+    object_property_set_description(obj, "fabric-shm", "With tcp: "
+                                    "addresses: auto (the nodes of one "
+                                    "host share memory) or off (TCP only)");
+    object_property_add_str(obj, "fabric-host-id",
+                            tempest_get_fabric_host_id,
+                            tempest_set_fabric_host_id);
+    object_property_set_description(obj, "fabric-host-id", "This host's "
+                                    "identity in a tcp: cluster (default: "
+                                    "boot id and uid)");
+    object_property_add_str(obj, "fabric-shm-dir",
+                            tempest_get_fabric_shm_dir,
+                            tempest_set_fabric_shm_dir);
+    object_property_set_description(obj, "fabric-shm-dir", "Directory of "
+                                    "this host's nodes' Unix sockets in a "
+                                    "tcp: cluster");
     object_property_add_str(obj, "fabric-key", tempest_get_fabric_key,
                             tempest_set_fabric_key);
     object_property_set_description(obj, "fabric-key", "Id of a secret "

@@ -83,7 +83,9 @@ void tempest_fabric_detach(TempestFabric *f)
     }
 }
 
-TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
+TempestFabric *tempest_fabric_new(const char *spec,
+                                  const TempestFabricLocal *local,
+                                  uint64_t cluster,
                                   const char *key_secret,
                                   unsigned node, unsigned nodes,
                                   unsigned credits, unsigned timeout_ms,
@@ -91,13 +93,24 @@ TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
                                   Error **errp)
 {
     bool shm = spec && g_str_has_prefix(spec, "shm:");
-    Object *o = object_new(shm ? TYPE_TEMPEST_FABRIC_SHM :
+    /* Nodes addressed by TCP: those of this host share memory. */
+    bool mixed = spec && g_str_has_prefix(spec, "tcp:") &&
+                 !(local && local->tcp_only) && nodes > 1;
+    Object *o = object_new(shm || mixed ? TYPE_TEMPEST_FABRIC_SHM :
                            TYPE_TEMPEST_FABRIC_SOCKET);
     TempestFabric *f = TEMPEST_FABRIC(o);
     g_autofree char *addr = shm ? g_strdup_printf("unix:%s", spec + 4) :
                             g_strdup(spec ? spec : "");
 
     object_property_set_str(o, "addr", addr, &error_abort);
+    if (mixed) {
+        object_property_set_str(o, "host-id",
+                                local && local->host_id ? local->host_id : "",
+                                &error_abort);
+        object_property_set_str(o, "shm-dir",
+                                local && local->shm_dir ? local->shm_dir : "",
+                                &error_abort);
+    }
     f->key_secret = g_strdup(key_secret);
     f->cluster = cluster;
     f->node = node;

@@ -64,6 +64,8 @@ struct FabricConn {
     uint32_t hello_flags;       /* the peer's HELLO flags */
     FabricShm *shm;             /* its shared-memory link, or NULL */
     int passed_fd[2];           /* descriptors the peer sent, or -1 */
+    bool local;                 /* a Unix socket of a shm fabric: it may */
+                                /* become a shared-memory link */
 };
 
 /* Bytes queued for the socket and not yet written. */
@@ -76,6 +78,7 @@ static inline size_t sock_pending(FabricConn *c)
 typedef struct FabricDial {
     FabricSocket *fab;         /* NULL once the fabric is gone */
     unsigned node;
+    bool local;                 /* to its Unix socket on this host */
     QIOChannelSocket *sioc;
 } FabricDial;
 
@@ -121,6 +124,14 @@ struct FabricSocket {
     QEMUTimer *poll_timer;      /* a guest that stopped polling silently */
     QEMUBH *drain_bh;           /* reads the rings again (after a pause) */
     bool shm_reported;          /* a failed link was logged */
+    /* Mixed clusters (tempest-fabric-host.c): shm over tcp: addresses */
+    char *host_id;              /* property "host-id" ("" or NULL: ours) */
+    char *shm_dir;              /* property "shm-dir" ("" or NULL: default) */
+    char *host_key;             /* hash of the host identity, 16 hex */
+    char *local_dir;            /* where this host's nodes listen, or NULL */
+    char *local_path;           /* our own Unix socket there, or NULL */
+    QIOChannelSocket *local_listener;
+    uint8_t *local_fails;       /* per node: its Unix socket failed us */
 };
 
 /*
@@ -174,6 +185,22 @@ void fabric_shm_free(FabricConn *c);
 bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
                       Error **errp);
 void fabric_shm_stop(FabricSocket *f);
+
+/* tempest-fabric-host.c: nodes of this host among TCP-addressed ones */
+/* Listen on this host's Unix socket too (no error: TCP only then). */
+void fabric_host_start(FabricSocket *f);
+void fabric_host_stop(FabricSocket *f);
+/* "unix:PATH" of node i's socket on this host if worth a try, or NULL. */
+char *fabric_host_addr(FabricSocket *f, unsigned i);
+/*
+ * A dial to node i's Unix socket failed (tried again a few times: the
+ * node may be starting), or what answered did not prove itself to be
+ * node i (refused: TCP from now on).
+ */
+void fabric_host_failed(FabricSocket *f, unsigned i, bool refused,
+                        const char *why);
+/* The properties "host-id" and "shm-dir" (of tempest-fabric-shm). */
+void fabric_host_class_init(ObjectClass *oc);
 
 /* Bytes queued for the peer and not yet written (socket and ring). */
 static inline size_t conn_pending(FabricConn *c)

@@ -285,7 +285,7 @@ void fabric_shm_offer(FabricConn *c)
     void *map;
     int fd;
 
-    if (!f->shm || !(c->hello_flags & FABRIC_HELLO_SHM) || c->shm ||
+    if (!c->local || !(c->hello_flags & FABRIC_HELLO_SHM) || c->shm ||
         sock_pending(c)) {
         return;
     }
@@ -452,7 +452,7 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
     step = fabric_ld32(body);
     switch (step) {
     case FABRIC_SHM_OFFER:
-        if (dialler || sh || !f->shm) {
+        if (dialler || sh || !c->local) {
             f->up->drop(f, c->peer, "unexpected shared-memory OFFER");
             if (!dialler && !sh) {
                 f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_NACK);
@@ -684,9 +684,12 @@ void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms)
 bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
                       Error **errp)
 {
-    if (!g_str_has_prefix(f->spec, "unix:")) {
+    if (!g_str_has_prefix(f->spec, "unix:") &&
+        !g_str_has_prefix(f->spec, "tcp:")) {
         error_setg(errp, "fabric: shared memory needs Unix sockets between "
-                   "the nodes (unix:DIR), not '%s'", f->spec);
+                   "the nodes (unix:DIR), or TCP addresses whose nodes of "
+                   "one host meet on Unix sockets (tcp:...), not '%s'",
+                   f->spec);
         return false;
     }
     f->shm = true;
@@ -730,6 +733,7 @@ static void shm_get_links(Object *obj, Visitor *v, const char *name,
 
 static void shm_class_init(ObjectClass *oc, void *data)
 {
+    fabric_host_class_init(oc);
     object_class_property_add(oc, "shm-links", "uint32", shm_get_links,
                               NULL, NULL, NULL);
     object_class_property_set_description(oc, "shm-links",

@@ -310,7 +310,7 @@ static void fabric_send_hello(FabricConn *c)
     FabricHello h = {
         .magic = FABRIC_MAGIC, .version = FABRIC_VERSION,
         .cluster = f->cluster, .node = f->node, .nodes = f->nodes,
-        .credits = f->credits, .flags = f->shm ? FABRIC_HELLO_SHM : 0,
+        .credits = f->credits, .flags = c->local ? FABRIC_HELLO_SHM : 0,
     };
 
     memcpy(h.nonce, c->nonce, FABRIC_NONCE_SIZE);
@@ -609,6 +609,10 @@ static void fabric_conn_close(FabricConn *c, const char *why)
 
     trace_tempest_fabric_close(f->node, c->peer, why);
     if (c->peer < 0) {
+        if (c->local && c->called >= 0) {
+            /* Its Unix socket did not give us the node: TCP, in time. */
+            fabric_host_failed(f, c->called, true, why);
+        }
         f->pending = g_list_remove(f->pending, c);
         f->npending--;
         fabric_conn_free(c);
@@ -966,6 +970,7 @@ static FabricConn *fabric_conn_new(FabricSocket *f, QIOChannelSocket *sioc,
     c->peer = -1;
     c->called = called;
     c->hello_node = -1;
+    c->local = f->shm && sioc->localAddr.ss_family == AF_UNIX;
     c->passed_fd[0] = c->passed_fd[1] = -1;
     c->born_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
     qemu_guest_getrandom_nofail(c->nonce, sizeof(c->nonce));
@@ -1005,17 +1010,24 @@ static void fabric_pending_expire(void *opaque)
 
 static void fabric_accept(void *opaque);
 
-static void fabric_accept_resume(void *opaque)
+/* Watch our listening sockets (TCP or Unix, and this host's Unix one). */
+static void fabric_accept_watch(FabricSocket *f, bool on)
 {
-    FabricSocket *f = opaque;
-
-    qemu_set_fd_handler(f->listener->fd, fabric_accept, NULL, f);
+    qemu_set_fd_handler(f->listener->fd, on ? fabric_accept : NULL, NULL, f);
+    if (f->local_listener) {
+        qemu_set_fd_handler(f->local_listener->fd,
+                            on ? fabric_accept : NULL, NULL, f);
+    }
 }
 
-static void fabric_accept(void *opaque)
+static void fabric_accept_resume(void *opaque)
 {
-    FabricSocket *f = opaque;
-    QIOChannelSocket *sioc = qio_channel_socket_accept(f->listener, NULL);
+    fabric_accept_watch(opaque, true);
+}
+
+static void fabric_accept_from(FabricSocket *f, QIOChannelSocket *listener)
+{
+    QIOChannelSocket *sioc = qio_channel_socket_accept(listener, NULL);
 
     if (!sioc) {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
@@ -1024,7 +1036,7 @@ static void fabric_accept(void *opaque)
              * Out of descriptors: the listener stays readable, so stop
              * watching it for a while instead of spinning.
              */
-            qemu_set_fd_handler(f->listener->fd, NULL, NULL, NULL);
+            fabric_accept_watch(f, false);
             timer_mod(f->accept_timer,
                       qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
                       FABRIC_ACCEPT_PAUSE_MS);
@@ -1042,6 +1054,17 @@ static void fabric_accept(void *opaque)
     fabric_conn_new(f, sioc, -1);
 }
 
+/* Either listener is readable (both are non-blocking): take what waits. */
+static void fabric_accept(void *opaque)
+{
+    FabricSocket *f = opaque;
+
+    fabric_accept_from(f, f->listener);
+    if (f->local_listener) {
+        fabric_accept_from(f, f->local_listener);
+    }
+}
+
 static void fabric_dial_done(QIOTask *task, gpointer opaque)
 {
     FabricDial *d = opaque;
@@ -1055,10 +1078,28 @@ static void fabric_dial_done(QIOTask *task, gpointer opaque)
         return;
     }
     f->dials[d->node] = NULL;
-    if (qio_task_propagate_error(task, NULL) ||
-        f->peers[d->node].conn || f->peers[d->node].gone) {
+    if (qio_task_propagate_error(task, NULL)) {
+        if (d->local) {
+            fabric_host_failed(f, d->node, false, "connect failed");
+        }
         object_unref(OBJECT(sioc));    /* tried again at the next tick */
         return;
+    }
+    if (f->peers[d->node].conn || f->peers[d->node].gone) {
+        object_unref(OBJECT(sioc));
+        return;
+    }
+    if (!d->local) {
+        g_autofree char *local = fabric_host_addr(f, d->node);
+
+        if (local) {
+            /*
+             * Its Unix socket (bound before its TCP one) appeared since we
+             * looked: the link is made there, at the next tick.
+             */
+            object_unref(OBJECT(sioc));
+            return;
+        }
     }
     trace_tempest_fabric_connect(f->node, d->node);
     c = fabric_conn_new(f, sioc, d->node);
@@ -1072,7 +1113,9 @@ static void fabric_dial_done(QIOTask *task, gpointer opaque)
  */
 static void fabric_dial(FabricSocket *f, unsigned i)
 {
-    g_autoptr(SocketAddress) addr = socket_parse(f->addrs[i], NULL);
+    /* A node of this host, in a mixed cluster: its Unix socket. */
+    g_autofree char *local = fabric_host_addr(f, i);
+    g_autoptr(SocketAddress) addr = socket_parse(local ?: f->addrs[i], NULL);
     FabricDial *d;
 
     if (!addr) {
@@ -1081,6 +1124,7 @@ static void fabric_dial(FabricSocket *f, unsigned i)
     d = g_new0(FabricDial, 1);
     d->fab = f;
     d->node = i;
+    d->local = local;
     d->sioc = qio_channel_socket_new();
     f->dials[i] = d;
     qio_channel_socket_connect_async(d->sioc, addr, fabric_dial_done, d,
@@ -1244,6 +1288,10 @@ static bool sock_start(TempestFabric *obj, Error **errp)
         goto fail;
     }
 
+    if (f->shm && g_str_has_prefix(spec, "tcp:")) {
+        /* A mixed cluster: this host's nodes meet on Unix sockets too. */
+        fabric_host_start(f);
+    }
     addr = socket_parse(f->addrs[node], errp);
     if (!addr) {
         goto fail;
@@ -1258,7 +1306,7 @@ static bool sock_start(TempestFabric *obj, Error **errp)
         goto fail;
     }
     qio_channel_set_blocking(QIO_CHANNEL(f->listener), false, NULL);
-    qemu_set_fd_handler(f->listener->fd, fabric_accept, NULL, f);
+    fabric_accept_watch(f, true);
     trace_tempest_fabric_listen(node, f->addrs[node]);
 
     f->close_bh = qemu_bh_new(fabric_close_broken, f);
@@ -1284,7 +1332,7 @@ fail:
 static void sock_stop(TempestFabric *obj)
 {
     FabricSocket *f = SOCK(obj);
-    char *spec = f->spec;
+    char *spec = f->spec, *host_id = f->host_id, *shm_dir = f->shm_dir;
 
     if (f->exit_notifier.notify) {
         qemu_remove_exit_notifier(&f->exit_notifier);
@@ -1321,6 +1369,7 @@ static void sock_stop(TempestFabric *obj)
         f->pending = g_list_remove(f->pending, c);
         fabric_conn_free(c);
     }
+    fabric_host_stop(f);
     if (f->listener) {
         qemu_set_fd_handler(f->listener->fd, NULL, NULL, NULL);
         object_unref(OBJECT(f->listener));
@@ -1338,6 +1387,8 @@ static void sock_stop(TempestFabric *obj)
     memset((char *)f + sizeof(TempestFabric), 0,
            sizeof(*f) - sizeof(TempestFabric));
     f->spec = spec;
+    f->host_id = host_id;
+    f->shm_dir = shm_dir;
 }
 
 static int sock_state(TempestFabric *obj)
@@ -1547,6 +1598,10 @@ static void fabric_exit_flush(Notifier *n, void *data)
             }
         }
     }
+    /* QEMU does not stop the fabric: this host's socket goes now. */
+    if (f->local_path) {
+        unlink(f->local_path);
+    }
 }
 
 static void *sock_peer_ram(TempestFabric *obj, unsigned peer,
@@ -1597,6 +1652,8 @@ static void sock_finalize(Object *obj)
 
     tempest_fabric_detach(TEMPEST_FABRIC(obj));
     g_free(f->spec);
+    g_free(f->host_id);
+    g_free(f->shm_dir);
 }
 
 static void sock_class_init(ObjectClass *oc, void *data)

@@ -378,6 +378,7 @@ static void nc_fabric_bye_done(void *opaque, uint32_t status)
 
 bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
 {
+    TempestFabricLocal local;
     TempestFabric *f;
 
     s->fabric_ops.bye_done = nc_fabric_bye_done;
@@ -405,7 +406,20 @@ bool tempest_nc_fabric_attach(TempestNCState *s, Error **errp)
         nc_share_ram(s);
         return true;
     }
-    f = tempest_fabric_new(s->fabric_spec, s->cluster_id, s->fabric_key,
+    local = (TempestFabricLocal) {
+        .host_id = s->fabric_host_id, .shm_dir = s->fabric_shm_dir,
+    };
+    if (s->fabric_shm && *s->fabric_shm) {
+        if (!strcmp(s->fabric_shm, "off")) {
+            local.tcp_only = true;
+        } else if (strcmp(s->fabric_shm, "auto")) {
+            error_setg(errp, "fabric-shm must be auto or off, not '%s'",
+                       s->fabric_shm);
+            return false;
+        }
+    }
+    f = tempest_fabric_new(s->fabric_spec, &local, s->cluster_id,
+                           s->fabric_key,
                            s->node_id, s->num_nodes, s->credits,
                            s->fabric_timeout_ms, &s->fabric_ops, s, errp);
     if (!f) {

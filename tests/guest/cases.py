@@ -51,7 +51,7 @@ class Run:
 
     def __init__(self, name, program, nodes=1, smp=1, args=(), status=0,
                  nodes_expect=None, stdout_expect=(), summary=None,
-                 timeout=60, mem=None, absent=(), files=None):
+                 timeout=60, mem=None, absent=(), files=None, launch=()):
         self.name = name
         self.program = program
         self.nodes = nodes
@@ -65,6 +65,7 @@ class Run:
         self.mem = mem
         self.absent = list(absent)
         self.files = files or {}      # run-dir file -> regexes it must match
+        self.launch = list(launch)    # more options of 'scripts/tempest run'
 
     def command(self, run_dir):
         cmd = [sys.executable, TEMPEST, "run", "-n", str(self.nodes),
@@ -72,7 +73,7 @@ class Run:
                "--run-dir", run_dir]
         if self.mem:
             cmd += ["--mem", self.mem]
-        return cmd + [prog(self.program)] + self.args
+        return cmd + self.launch + [prog(self.program)] + self.args
 
     def run(self, runs):
         run_dir = os.path.join(runs, self.name)
@@ -1060,6 +1061,36 @@ CASES += [
            r"node 1: chan_input_port\(port 1:1/1\): data and port mixed "
            r"up"]),
 ]
+
+# docs/fabric.rst, "Mixed clusters": nodes addressed by TCP on two made-up
+# hosts (run --fabric auto --hosts 2, nodes in blocks: 0-1 on one host,
+# 2-3 on the other) share memory within a host and use TCP across.  In the
+# TCP suite only, whose other cases keep every link on TCP (--fabric tcp).
+MIXED = ["--fabric", "auto", "--hosts", "2"]
+if FABRIC == "tcp":
+    CASES += [
+        # FLASH 3.6: node 1's fetch-and-ops on node 0's counter and node
+        # 2's on node 3's are host atomics on the home's mapped RAM
+        # (FOP_SHARED); node 3's, all on nodes 0 and 1, go over TCP.
+        xfer("xfer-fop-4-mixed", "xfer_fop", 4, 2, launch=MIXED,
+             nodes_expect={
+                 1: [r"^node 1: .* [1-9]\d* done on a peer's mapped RAM"],
+                 2: [r"^node 2: .* [1-9]\d* done on a peer's mapped RAM"],
+                 3: [r"^node 3: .* 0 done on a peer's mapped RAM"]}),
+        # FLASH 3.5: copies between every pair, RAM to RAM within a host.
+        xfer("xfer-memcpy-4-mixed", "xfer_memcpy", 4, 2, mem="128M",
+             launch=MIXED, stdout_expect=[
+                 r"node 1: .* [1-9]\d* bytes sent straight into a peer's "
+                 r"RAM"]),
+        # Every node sending to every other over both kinds of link.
+        am("am-storm-all-4-mixed", "am_storm", 4, 2,
+           args=["all", "100000"], launch=MIXED),
+        # Strata 4 and 6: the control network's tree and two-network
+        # active messages over both kinds of link (nodes 0-2 and 3-4).
+        strata("strata-control-5-mixed", "strata_control", 5, launch=MIXED),
+        strata("strata-am-5-mixed", "strata_am", 5, launch=MIXED,
+               absent=[r"StrataFail", r"\*\*\* CRASH", r"FAIL"]),
+    ]
 
 
 # ---------------------------------------------------------------------------

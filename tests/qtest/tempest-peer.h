@@ -134,33 +134,22 @@ static inline void peer_hello(FabricHello *h, uint64_t cluster,
 }
 
 /*
- * Connect to node 'to' of the cluster at dir (Unix sockets) as node
- * 'self' of 'nodes', with HELLO flags 'flags', and authenticate with the
- * key (the cluster id when key is NULL).  Returns the socket; the node
- * then counts us as up (node 0 declares the cluster READY once every
- * other node has joined it), and *their_flags (if not NULL) holds its
- * HELLO's flags.
+ * On fd, connected to node 'to', join as node 'self' of 'nodes' with
+ * HELLO flags 'flags', and authenticate with the key (the cluster id when
+ * key is NULL).  The node then counts us as up (node 0 declares the
+ * cluster READY once every other node has joined it), and *their_flags
+ * (if not NULL) holds its HELLO's flags.
  */
-static inline int peer_join_flags(const char *dir, unsigned to,
-                                  unsigned self, unsigned nodes,
-                                  uint64_t cluster, const uint8_t *key,
-                                  size_t key_len, uint32_t flags,
-                                  uint32_t *their_flags)
+static inline void peer_handshake(int fd, unsigned to, unsigned self,
+                                  unsigned nodes, uint64_t cluster,
+                                  const uint8_t *key, size_t key_len,
+                                  uint32_t flags, uint32_t *their_flags)
 {
-    g_autofree char *path = g_strdup_printf("%s/node%u.sock", dir, to);
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     uint8_t mac[FABRIC_AUTH_SIZE], cid[8];
     FabricHello h, theirs;
     uint32_t len;
-    int fd = -1;
 
-    for (int i = 0; i < 2000 && fd < 0; i++) {
-        fd = unix_connect(path, NULL);
-        if (fd < 0) {
-            g_usleep(5000);     /* the node is still starting */
-        }
-    }
-    g_assert_cmpint(fd, >=, 0);
     if (!key) {
         fabric_st64(cid, cluster);
         key = cid;
@@ -186,6 +175,30 @@ static inline int peer_join_flags(const char *dir, unsigned to,
     fabric_auth_mac(key, key_len, theirs.nonce, h.nonce, cluster, self, to,
                     mac);
     peer_send(fd, FABRIC_AUTH, 0, mac, sizeof(mac));
+}
+
+/*
+ * Connect to node 'to' of the cluster at dir (Unix sockets) and join it
+ * (peer_handshake).  Returns the socket.
+ */
+static inline int peer_join_flags(const char *dir, unsigned to,
+                                  unsigned self, unsigned nodes,
+                                  uint64_t cluster, const uint8_t *key,
+                                  size_t key_len, uint32_t flags,
+                                  uint32_t *their_flags)
+{
+    g_autofree char *path = g_strdup_printf("%s/node%u.sock", dir, to);
+    int fd = -1;
+
+    for (int i = 0; i < 2000 && fd < 0; i++) {
+        fd = unix_connect(path, NULL);
+        if (fd < 0) {
+            g_usleep(5000);     /* the node is still starting */
+        }
+    }
+    g_assert_cmpint(fd, >=, 0);
+    peer_handshake(fd, to, self, nodes, cluster, key, key_len, flags,
+                   their_flags);
     return fd;
 }
 

@@ -84,12 +84,19 @@ def run_parser(add_help=True):
                         "written)")
     p.add_argument("--tcp", action="store_true",
                    help="join the nodes over TCP on 127.0.0.1 instead of "
-                        "Unix-domain sockets (implies --fabric socket)")
+                        "Unix-domain sockets (as --fabric tcp)")
     p.add_argument("--fabric", choices=FABRICS, default=None,
                    help="shm: Unix sockets whose links become shared "
                         "memory; socket: the Unix sockets carry "
-                        "everything; tcp: as --tcp "
+                        "everything; tcp: TCP on 127.0.0.1 carries "
+                        "everything; auto: TCP addresses, and the nodes of "
+                        "one host share memory (see --hosts) "
                         f"(default: ${FABRIC_ENV} or shm)")
+    p.add_argument("--hosts", type=positive, default=None, metavar="H",
+                   help="with --fabric auto: make believe the nodes are on "
+                        "H hosts, in blocks (-n 4 --hosts 2: nodes 0-1 on "
+                        "one, 2-3 on the other); links across them stay "
+                        "TCP")
     p.add_argument("--spin-us", type=int, default=None, metavar="US",
                    help="how long a node's runtime polls for messages "
                         "before it sleeps (default: 50 when every node has "
@@ -372,10 +379,24 @@ def _status_of(returncode):
     return 128 - returncode if returncode < 0 else returncode
 
 
+def ephemeral_low():
+    """The lowest port the kernel gives connect()s (32768 if unknown)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port_base(count):
-    """A base port with count free consecutive TCP ports on 127.0.0.1."""
+    """A base port with count free consecutive TCP ports on 127.0.0.1,
+    below the kernel's ephemeral range when there is room: the nodes'
+    own connects (and everyone else's) take ports from that range, and
+    took a node's port before it listened (strata-debug-16 over TCP)."""
+    top = ephemeral_low()
+    top = top if top - count > 20000 else 60000
     for _ in range(200):
-        base = random.randrange(20000, 60000 - count)
+        base = random.randrange(20000, top - count)
         socks = []
         try:
             for i in range(count):
@@ -391,7 +412,7 @@ def free_port_base(count):
     raise StepError(f"run: found no {count} free consecutive TCP ports")
 
 
-FABRICS = ("shm", "socket", "tcp")
+FABRICS = ("shm", "socket", "tcp", "auto")
 SPIN_US = 50        # TEMPEST_SPIN_US_DEFAULT
 FABRIC_ENV = "TEMPEST_FABRIC"
 
@@ -406,24 +427,41 @@ def fabric_kind(kind=None):
 
 
 def fabric_spec(nodes, tcp, sock_dir, kind=None):
+    """The machine's fabric= of a run and the options that go with it."""
     if nodes == 1:
-        return None
-    if tcp or fabric_kind(kind) == "tcp":
-        return f"tcp:127.0.0.1:{free_port_base(nodes)}"
-    if fabric_kind(kind) == "shm":
-        return f"shm:{sock_dir}"
-    return f"unix:{sock_dir}"
+        return None, ""
+    kind = "tcp" if tcp else fabric_kind(kind)
+    if kind in ("tcp", "auto"):
+        spec = f"tcp:127.0.0.1:{free_port_base(nodes)}"
+        if kind == "tcp":
+            # Every link on TCP, even between the nodes of this host.
+            return spec, ",fabric-shm=off"
+        # The nodes of this host meet on Unix sockets in the run's own
+        # directory and share memory (docs/fabric.rst, "Mixed clusters").
+        return spec, f",fabric-shm=auto,fabric-shm-dir={sock_dir}"
+    if kind == "shm":
+        return f"shm:{sock_dir}", ""
+    return f"unix:{sock_dir}", ""
+
+
+def fake_host(index, nodes, hosts):
+    """The host node index makes believe it is on: blocks of nodes."""
+    return f"host{index * hosts // nodes}"
 
 
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
                  extra=(), fabric=None, cluster=0, credits=None,
-                 tagmem=None, key_file=None, spin_us=None):
+                 tagmem=None, key_file=None, spin_us=None, fabric_opts="",
+                 host_id=None):
     machine = f"tempest,node-id={index},num-nodes={nodes}"
     secret = []
     if tagmem:
         machine += f",tagmem={tagmem}"
     if fabric:
         machine += f",fabric={fabric},cluster-id={cluster:#x}"
+        machine += fabric_opts
+        if host_id:
+            machine += f",fabric-host-id={host_id}"
         # Node 0's wait for the cluster starts when it starts; the last
         # QEMU of a large cluster starts much later on a small host
         # (256 nodes on 2 cores: about 25 s), so the wait grows with it.
@@ -438,7 +476,8 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
     if spin_us is not None:
         machine += f",spin-us={spin_us}"
     ram = []
-    if fabric and fabric.startswith("shm:"):
+    if fabric and (fabric.startswith("shm:") or
+                   "fabric-shm=auto" in fabric_opts):
         # RAM in a sealed memfd that peers on this host map: transfers and
         # fetch-and-op go straight to it (docs/fabric.rst, "Shared
         # memory").
@@ -478,13 +517,17 @@ def new_run_dir(program):
 def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
                 tcp=False, credits=None, tagmem=None, fabric=None,
-                spin_us=None):
+                spin_us=None, hosts=None):
     """Boot the cluster and wait for it; returns a RunResult.  A program or
     a setting the machine would refuse raises StepError before anything is
     started."""
     check_program(program)
     check_settings(nodes, smp, mem, tagmem, credits, timeout)
     fabric = fabric_kind(fabric)
+    if hosts is not None and (fabric != "auto" or tcp):
+        raise StepError("run: --hosts needs --fabric auto")
+    if hosts is not None and not 1 <= hosts <= nodes:
+        raise StepError(f"run: --hosts must be 1 to {nodes} (the nodes)")
     if spin_us is not None and not 0 <= spin_us <= 1000000:
         raise StepError("run: --spin-us must be 0 to 1000000")
     # A polling node takes a host core: spinning pays only while every
@@ -525,7 +568,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     # one per run in a file of that directory, keeps other clusters' nodes
     # and other users out (docs/fabric.rst, "Trust").
     sock_dir = tempfile.mkdtemp(prefix="tempest-")
-    fabric = fabric_spec(nodes, tcp, sock_dir, fabric)
+    fabric, fabric_opts = fabric_spec(nodes, tcp, sock_dir, fabric)
     cluster = random.getrandbits(63) | 1
     key_file = os.path.join(sock_dir, "key")
     fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -535,7 +578,9 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     for i in range(nodes):
         ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
                                        cpu, extra, fabric, cluster, credits,
-                                       tagmem, key_file, spin),
+                                       tagmem, key_file, spin, fabric_opts,
+                                       fake_host(i, nodes, hosts)
+                                       if hosts else None),
                        os.path.join(run_dir, f"node{i}.log")))
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:
@@ -675,6 +720,7 @@ def run_cli(args):
                       run_dir=args.run_dir, echo=not args.quiet,
                       extra=args.qemu_arg, tcp=args.tcp,
                       credits=args.credits, tagmem=args.tagmem,
-                      fabric=args.fabric, spin_us=args.spin_us)
+                      fabric=args.fabric, spin_us=args.spin_us,
+                      hosts=args.hosts)
     say(f"run: {res.summary}")
     return res.status

@@ -31,7 +31,13 @@
  */
 #define TYPE_TEMPEST_FABRIC "tempest-fabric"
 #define TYPE_TEMPEST_FABRIC_SOCKET "tempest-fabric-socket"
-/* Sockets, and shared memory between the nodes that share a host */
+/*
+ * Sockets, and shared memory between the nodes that share a host: with
+ * addr=unix:DIR every link; with addr=tcp:... the links between nodes of
+ * one host (properties host-id and shm-dir; docs/fabric.rst, "Mixed
+ * clusters"), the others staying TCP.  Read-only "shm-links": its links
+ * in shared memory now.
+ */
 #define TYPE_TEMPEST_FABRIC_SHM "tempest-fabric-shm"
 OBJECT_DECLARE_TYPE(TempestFabric, TempestFabricClass, TEMPEST_FABRIC)
 
@@ -122,11 +128,22 @@ void tempest_fabric_detach(TempestFabric *f);
  * "shm:DIR" (the same sockets, and every link a shared-memory one: the
  * tempest-fabric-shm backend), "tcp:HOST:PORT" (node i listens at
  * HOST:PORT+i), or "tcp:H0:P0;H1:P1;..." (one address per node).  With one node no socket
- * is made and the fabric is ready.  key_secret: the id of a secret object
+ * is made and the fabric is ready.  With tcp: addresses the nodes of one
+ * host share memory (tempest-fabric-shm, docs/fabric.rst "Mixed
+ * clusters"), unless local->tcp_only; local (may be NULL) also says how
+ * such a node knows its host.  key_secret: the id of a secret object
  * (-object secret,id=...,file=...) holding the cluster's key, or NULL or
  * "" for the cluster id.  tempest_fabric_free() detaches and drops it.
  */
-TempestFabric *tempest_fabric_new(const char *spec, uint64_t cluster,
+typedef struct TempestFabricLocal {
+    bool tcp_only;          /* machine fabric-shm=off */
+    const char *host_id;    /* NULL or "": this host's own identity */
+    const char *shm_dir;    /* NULL or "": the default directory */
+} TempestFabricLocal;
+
+TempestFabric *tempest_fabric_new(const char *spec,
+                                  const TempestFabricLocal *local,
+                                  uint64_t cluster,
                                   const char *key_secret,
                                   unsigned node, unsigned nodes,
                                   unsigned credits, unsigned timeout_ms,

@@ -153,6 +153,9 @@ struct TempestNCState {
     char *cmdline;
     char *fabric_spec;
     char *fabric_key;       /* id of a secret object: the cluster's key */
+    char *fabric_shm;       /* tcp: addresses: "auto" or "off" */
+    char *fabric_host_id;
+    char *fabric_shm_dir;
     TempestFabric *fabric_backend;  /* link: a fabric made with -object */
     MemoryRegion *dma_mr;           /* link "memory": what DMA sees */
     MemoryRegion *ram_mr;           /* link "ram": the guest's RAM */
