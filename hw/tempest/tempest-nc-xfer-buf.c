@@ -151,21 +151,15 @@ static void sys_deliver(TempestNCState *s, TempestXferIn *in)
     in->sys = NULL;
     s->xfer_sys_used -= in->sys_cost;
     xfer_buf_stored(s, in);
-    xfer_in_recv_event(s, in);
+    xfer_buf_recv_event(s, in);
     g_free(in);
 }
 
-/*
- * Moves the messages in system space that fit into buffers, oldest
- * first; then lets the messages waiting for a buffer take one, or the
- * system space just freed.
- */
+/* Moves the messages in system space that fit into buffers, oldest first. */
 static void sys_move(TempestNCState *s)
 {
     TempestXferIn *in, *next;
     TempestXferBuf *b, *bnext;
-    GHashTableIter it;
-    gpointer value;
 
     QTAILQ_FOREACH_SAFE(in, &s->xfer_parked, park_next, next) {
         QTAILQ_FOREACH_SAFE(b, &s->xfer_bufs, next, bnext) {
@@ -173,20 +167,6 @@ static void sys_move(TempestNCState *s)
                 sys_deliver(s, in);
                 break;
             }
-        }
-    }
-    if (!s->xfer_waiting) {
-        return;
-    }
-    g_hash_table_iter_init(&it, s->xfer_in);
-    while (g_hash_table_iter_next(&it, NULL, &value)) {
-        TempestXferIn *w = value;
-        bool refuse;
-
-        if (w->waiting && (xfer_buf_take(s, w, &refuse) ||
-                           (!refuse && xfer_sys_take(s, w)))) {
-            s->xfer_waiting--;
-            xfer_in_go(s, w);
         }
     }
 }
@@ -217,7 +197,21 @@ void xfer_sys_reset(TempestNCState *s)
     s->xfer_sys_used = 0;
 }
 
-uint32_t xfer_cmd_buf_post(TempestNCState *s, TempestCmdBank *b)
+/* Tells the guest that message @in is in its buffer at in->addr. */
+void xfer_buf_recv_event(TempestNCState *s, TempestXferIn *in)
+{
+    tempest_nc_post_event(s, TEMPEST_EV_XFER_RECV, in->src, in->addr,
+                          in->len | (in->buf_done ? TEMPEST_EV_XFER_BUF_DONE :
+                                     0) | (uint64_t)in->type << 32,
+                          in->cookie);
+}
+
+/*
+ * BUF_POST (for the engine's command): posts the buffer and moves into
+ * it what system space holds for it.  The engine then lets the messages
+ * waiting for a buffer try.
+ */
+uint32_t xfer_buf_post(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t type = b->arg[0], addr = b->arg[1], len = b->arg[2];
     TempestXferBuf *buf;

@@ -114,14 +114,7 @@ static void xfer_in_forget(TempestNCState *s, TempestXferIn *in)
     g_hash_table_remove(s->xfer_in, &(uint64_t){ in_key(in->src, in->mid) });
 }
 
-/* Tells the guest that message @in is in its buffer at in->addr. */
-void xfer_in_recv_event(TempestNCState *s, TempestXferIn *in)
-{
-    tempest_nc_post_event(s, TEMPEST_EV_XFER_RECV, in->src, in->addr,
-                          in->len | (in->buf_done ? TEMPEST_EV_XFER_BUF_DONE :
-                                     0) | (uint64_t)in->type << 32,
-                          in->cookie);
-}
+static void xfer_wake_waiting(TempestNCState *s);
 
 /*
  * The whole message is stored: tell the sender; tell the guest, or, for
@@ -132,7 +125,7 @@ static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
 {
     if (!in->sys) {
         xfer_buf_stored(s, in);
-        xfer_in_recv_event(s, in);
+        xfer_buf_recv_event(s, in);
     }
     if (in->src == s->node_id) {
         TempestXferOut *o = xfer_find_out(s, in->src, in->mid);
@@ -145,6 +138,7 @@ static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
     }
     if (in->sys) {
         xfer_sys_park(s, in);
+        xfer_wake_waiting(s);   /* system space may have room again */
     } else {
         xfer_in_forget(s, in);
     }
@@ -166,7 +160,7 @@ static void xfer_in_refuse(TempestNCState *s, TempestXferIn *in)
 }
 
 /* A typed message may go ahead: its buffer (or system space) is chosen. */
-void xfer_in_go(TempestNCState *s, TempestXferIn *in)
+static void xfer_in_go(TempestNCState *s, TempestXferIn *in)
 {
     in->waiting = false;
     if (in->src == s->node_id) {
@@ -186,6 +180,42 @@ void xfer_in_go(TempestNCState *s, TempestXferIn *in)
         fabric_st64(addr, in->addr);
         xfer_frame(s, in->src, XFER_GO, in->mid, addr, sizeof(addr), NULL, 0);
     }
+}
+
+/*
+ * Buffers or system space came free: the messages waiting for a buffer
+ * take what fits now.
+ */
+static void xfer_wake_waiting(TempestNCState *s)
+{
+    GHashTableIter it;
+    gpointer value;
+
+    if (!s->xfer_waiting) {
+        return;
+    }
+    g_hash_table_iter_init(&it, s->xfer_in);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+        TempestXferIn *w = value;
+        bool refuse;
+
+        if (w->waiting && (xfer_buf_take(s, w, &refuse) ||
+                           (!refuse && xfer_sys_take(s, w)))) {
+            s->xfer_waiting--;
+            xfer_in_go(s, w);
+        }
+    }
+}
+
+/* BUF_POST: the buffer takes what system space holds, then what waits. */
+static uint32_t xfer_cmd_buf_post(TempestNCState *s, TempestCmdBank *b)
+{
+    uint32_t st = xfer_buf_post(s, b);
+
+    if (st == TEMPEST_CMD_SUCCESS) {
+        xfer_wake_waiting(s);
+    }
+    return st;
 }
 
 static void xfer_in_header(TempestNCState *s, unsigned src, uint32_t mid,

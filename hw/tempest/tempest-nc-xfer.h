@@ -60,17 +60,14 @@ static inline uint64_t in_key(uint32_t src, uint32_t mid)
     return (uint64_t)src << 32 | mid;
 }
 
-/* tempest-nc-xfer.c */
-void xfer_in_go(TempestNCState *s, TempestXferIn *in);
-void xfer_in_recv_event(TempestNCState *s, TempestXferIn *in);
-
-/* tempest-nc-xfer-buf.c */
+/* tempest-nc-xfer-buf.c: below tempest-nc-xfer.c, calls nothing of it */
 bool xfer_buf_take(TempestNCState *s, TempestXferIn *in, bool *refuse);
 void xfer_buf_stored(TempestNCState *s, TempestXferIn *in);
 bool xfer_sys_take(TempestNCState *s, TempestXferIn *in);
 void xfer_sys_park(TempestNCState *s, TempestXferIn *in);
 void xfer_sys_release(TempestNCState *s, TempestXferIn *in);
 void xfer_sys_reset(TempestNCState *s);
-uint32_t xfer_cmd_buf_post(TempestNCState *s, TempestCmdBank *b);
+uint32_t xfer_buf_post(TempestNCState *s, TempestCmdBank *b);
+void xfer_buf_recv_event(TempestNCState *s, TempestXferIn *in);
 
 #endif /* TEMPEST_NC_XFER_H */

@@ -310,6 +310,7 @@ static void phase_c(void)
     static uint8_t msg[1000];
     magic_mid mid, big[2];
     uint8_t *m, *data = NULL;
+    uint64_t t_end;
     uint32_t used;
     int src, i;
     size_t len;
@@ -340,6 +341,11 @@ static void phase_c(void)
         free(data);
     } else if (TPPI_self_address == 1) {
         xu_need(c_sent_cond, NULL, "phase C send");
+        /* Registers raise no interrupt: look every millisecond. */
+        t_end = rt_time_ns() + 20000000000ULL;
+        while (!engine_waiting(NULL) && rt_time_ns() < t_end) {
+            tempest_wait_until(engine_waiting, NULL, rt_time_ns() + 1000000);
+        }
         xu_need(engine_waiting, NULL, "2 messages in system space and one "
                 "waiting for a buffer");
         used = rt_nc_read(TEMPEST_NC_XFER_SYS_USED);

@@ -29,11 +29,12 @@ PREFIX = "hw_tempest_"
 # tempest-nc*.c file must be given its layer here.
 NC_LAYERS = {
     "tempest-nc-core": 0,       # IRQ, errors, RAM checks, DMA, CQ, timers
-    "tempest-nc-msg": 1,        # the engines, side by side
-    "tempest-nc-coll": 1,
-    "tempest-nc-xfer": 1,
-    "tempest-nc-tags": 1,
-    "tempest-nc": 2,            # the device: MMIO, commands, life cycle
+    "tempest-nc-xfer-buf": 1,   # where typed messages land, for xfer
+    "tempest-nc-msg": 2,        # the engines, side by side
+    "tempest-nc-coll": 2,
+    "tempest-nc-xfer": 2,
+    "tempest-nc-tags": 2,
+    "tempest-nc": 3,            # the device: MMIO, commands, life cycle
 }
 
 
