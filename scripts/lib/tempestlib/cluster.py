@@ -660,6 +660,10 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                     break
                 log.write(raw)
                 log.flush()
+                if node.booted is None and BOOTED in raw:
+                    node.booted = time.monotonic() - t0
+                if PANIC in raw:
+                    node.panicked = True
                 with print_lock:
                     out.write(raw.decode("utf-8", "replace"))
                     out.flush()
@@ -750,7 +754,13 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                                       else subprocess.DEVNULL,
                                       stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT,
-                                      process_group=0)
+                                      # the --shell node reads the
+                                      # terminal: it must be in the
+                                      # foreground group (QEMU puts the
+                                      # terminal in raw mode, so Ctrl-C
+                                      # goes to the node's shell)
+                                      process_group=None
+                                      if n.index == shell else 0)
             watchdog.watch(n.proc.pid)
             n.reader = threading.Thread(target=pump, args=(n,), daemon=True)
             n.reader.start()
