@@ -6,9 +6,9 @@
  * generic timer, QEMU's PSCI (HVC conduit) for secondary CPUs, RAM at
  * 0x40000000, the Tempest node controller, and virtio-mmio transports into
  * which a Linux node plugs its NIC and shared directory (-device
- * virtio-net-device, virtio-9p-device; empty transports cost nothing).  The memory map is defined
- * in include/standard-headers/tempest/tempest-hw.h and documented in
- * docs/machine.rst.
+ * virtio-net-device, virtio-9p-device; empty transports cost nothing).
+ * The memory map is defined in include/standard-headers/tempest/tempest-hw.h
+ * and documented in docs/machine.rst.
  *
  * Machine properties:
  *  + node-id: this node's index in its cluster (0 .. num-nodes - 1)

@@ -213,7 +213,23 @@ def case_shell(runs):
            r.stdout + r.stderr)
 
 
-CASES = [case_hello, case_exit_status, case_network, case_shell]
+def case_panic(runs):
+    """A Linux node whose kernel panics is a crashed node (docs/linux.rst,
+    "Exit status"): the launcher stops it and the run ends with 134,
+    naming the node and the panic, although QEMU itself never exits."""
+    run_dir = os.path.join(runs, "panic")
+    p = launch(run_dir, 1, "sh", ["-c", "echo c > /proc/sysrq-trigger"])
+    out, err = p.communicate()
+    both = out + err
+    expect(p.returncode == 134, f"exit {p.returncode}, wanted 134", both)
+    expect("node 0 failed with status 134" in err and
+           "kernel panicked" in err, "summary does not say so", both)
+    expect("Kernel panic - not syncing" in
+           _read(os.path.join(run_dir, "node0.log")), "no panic in the log",
+           both)
+
+
+CASES = [case_hello, case_exit_status, case_network, case_shell, case_panic]
 
 
 def run(results, runs, k=None):

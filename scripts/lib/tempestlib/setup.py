@@ -6,7 +6,8 @@ own apt configuration already names: the build and guest toolchains, meson
 >= 1.5 and python3-pycotap (from bookworm-backports on Debian 12), the
 source of the trixie suite's qemu (10.0.x) with Debian's patches applied by
 'apt-get source', and, for Linux nodes, the arm64 kernel and busybox
-(downloaded, never installed: linux.py).  Every step is idempotent: a second run changes nothing.
+(downloaded, never installed: linux.py).  Every step is idempotent: a
+second run changes nothing.
 """
 
 import glob
