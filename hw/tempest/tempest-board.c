@@ -4,9 +4,11 @@
  *
  * An aarch64 node with 1 to 8 vCPUs at EL1, a GICv3, a PL011 UART, the
  * generic timer, QEMU's PSCI (HVC conduit) for secondary CPUs, RAM at
- * 0x40000000, and the Tempest node controller.  The memory map is defined
- * in include/standard-headers/tempest/tempest-hw.h and documented in
- * docs/machine.rst.
+ * 0x40000000, the Tempest node controller, and virtio-mmio transports into
+ * which a Linux node plugs its NIC and shared directory (-device
+ * virtio-net-device, virtio-9p-device; empty transports cost nothing).
+ * The memory map is defined in include/standard-headers/tempest/tempest-hw.h
+ * and documented in docs/machine.rst.
  *
  * Machine properties:
  *  + node-id: this node's index in its cluster (0 .. num-nodes - 1)
@@ -22,9 +24,10 @@
  *  + fabric-timeout: ms to wait for the whole cluster to connect (30000)
  *  + tagmem: bytes of tagged memory for Tempest pages (64 MiB; 0 none)
  *
- * -kernel loads a bare-metal ELF (entered at EL1, MMU off, x0 = 0); the
- * device tree, built for a future Linux guest, is placed at the base of
- * RAM when the ELF leaves room for it.
+ * -kernel loads a bare-metal ELF (entered at EL1, MMU off, x0 = 0) or a
+ * Linux kernel Image (with -initrd; docs/linux.rst).  For an ELF the
+ * device tree is placed at the base of RAM when the ELF leaves room for
+ * it; Linux gets it in x0 as usual.
  */
 
 #include "qemu/osdep.h"
@@ -44,6 +47,7 @@
 #include "hw/qdev-properties.h"
 #include "hw/sysbus.h"
 #include "hw/tempest/tempest-nc.h"
+#include "hw/virtio/virtio-mmio.h"
 #include "qobject/qlist.h"
 #include "target/arm/cpu.h"
 #include "target/arm/gtimer.h"
@@ -63,6 +67,7 @@ enum {
     TMAP_GIC_REDIST,
     TMAP_UART,
     TMAP_NC,
+    TMAP_VIRTIO,
     TMAP_MEM,
 };
 
@@ -72,12 +77,14 @@ static const MemMapEntry tempest_memmap[] = {
                               TEMPEST_GIC_REDIST_SIZE },
     [TMAP_UART] =        { TEMPEST_UART_BASE, TEMPEST_UART_SIZE },
     [TMAP_NC] =          { TEMPEST_NC_BASE, TEMPEST_NC_SIZE },
+    [TMAP_VIRTIO] =      { TEMPEST_VIRTIO_BASE, TEMPEST_VIRTIO_SIZE },
     [TMAP_MEM] =         { TEMPEST_RAM_BASE, TEMPEST_RAM_MAX },
 };
 
 static const int tempest_irqmap[] = {
     [TMAP_UART] = TEMPEST_UART_SPI,
     [TMAP_NC] = TEMPEST_NC_SPI,
+    [TMAP_VIRTIO] = TEMPEST_VIRTIO_SPI,
 };
 
 struct TempestMachineState {
@@ -363,8 +370,10 @@ static void create_nc(TempestMachineState *tms)
 
     name = g_strdup_printf("/node-controller@%" PRIx64, base);
     qemu_fdt_add_subnode(tms->fdt, name);
-    qemu_fdt_setprop_string(tms->fdt, name, "compatible",
-                            "tempest,node-controller");
+    /* The version says which register map a driver binds to. */
+    qemu_fdt_setprop(tms->fdt, name, "compatible",
+                     "tempest,nc-1.5\0tempest,node-controller",
+                     sizeof("tempest,nc-1.5\0tempest,node-controller"));
     qemu_fdt_setprop_sized_cells(tms->fdt, name, "reg", 2, base,
                                  2, tempest_memmap[TMAP_NC].size);
     qemu_fdt_setprop_cells(tms->fdt, name, "interrupts",
@@ -373,6 +382,45 @@ static void create_nc(TempestMachineState *tms)
     qemu_fdt_setprop_cell(tms->fdt, name, "node-id", tms->node_id);
     qemu_fdt_setprop_cell(tms->fdt, name, "num-nodes", tms->num_nodes);
     g_free(name);
+}
+
+/*
+ * TEMPEST_VIRTIO_COUNT virtio-mmio transports, each with its own SPI.  A
+ * -device virtio-*-device plugs into the first free one.
+ */
+static void create_virtio_transports(TempestMachineState *tms)
+{
+    hwaddr size = tempest_memmap[TMAP_VIRTIO].size;
+
+    for (int i = 0; i < TEMPEST_VIRTIO_COUNT; i++) {
+        hwaddr base = tempest_memmap[TMAP_VIRTIO].base + i * size;
+        int irq = tempest_irqmap[TMAP_VIRTIO] + i;
+
+        DeviceState *dev = qdev_new(TYPE_VIRTIO_MMIO);
+
+        /* Virtio 1.x (transport version 2), as Linux prefers. */
+        qdev_prop_set_bit(dev, "force-legacy", false);
+        sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
+        sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0, base);
+        sysbus_connect_irq(SYS_BUS_DEVICE(dev), 0,
+                           qdev_get_gpio_in(tms->gic, irq));
+    }
+
+    /* Added in reverse so that they appear in order in the blob. */
+    for (int i = TEMPEST_VIRTIO_COUNT - 1; i >= 0; i--) {
+        hwaddr base = tempest_memmap[TMAP_VIRTIO].base + i * size;
+        int irq = tempest_irqmap[TMAP_VIRTIO] + i;
+        char *name = g_strdup_printf("/virtio_mmio@%" PRIx64, base);
+
+        qemu_fdt_add_subnode(tms->fdt, name);
+        qemu_fdt_setprop_string(tms->fdt, name, "compatible", "virtio,mmio");
+        qemu_fdt_setprop_sized_cells(tms->fdt, name, "reg", 2, base, 2, size);
+        qemu_fdt_setprop_cells(tms->fdt, name, "interrupts",
+                               GIC_FDT_IRQ_TYPE_SPI, irq,
+                               GIC_FDT_IRQ_FLAGS_EDGE_LO_HI);
+        qemu_fdt_setprop(tms->fdt, name, "dma-coherent", NULL, 0);
+        g_free(name);
+    }
 }
 
 static void *tempest_dtb(const struct arm_boot_info *binfo, int *fdt_size)
@@ -416,6 +464,7 @@ static void tempest_init(MachineState *machine)
     create_gic(tms);
     create_uart(tms);
     create_nc(tms);
+    create_virtio_transports(tms);
 
     tms->bootinfo.ram_size = machine->ram_size;
     tms->bootinfo.board_id = -1;

@@ -39,6 +39,10 @@ never asserted).
          round trip, tag upgrades and downgrades against one device
          command; the Jacobi of guest/examples/dsm on 4 nodes, shared
          memory against explicit messages.
+  linux  boot-to-program of Linux nodes (run --linux, docs/linux.rst):
+         from the launcher's start to the moment the last node's /init
+         starts the program, on 1 (the reference), 8 and 16 nodes booted
+         at once (--smp 1, 256M; goal: 8 nodes under 6 times 1).
 """
 
 import json
@@ -432,6 +436,36 @@ def bench_tags(repeat):
 
 
 BENCHES["tags"] = bench_tags
+
+
+# ---- linux: Linux nodes' boot ----------------------------------------------
+LINUX_NODES = (1, 8, 16)
+
+
+def bench_linux(repeat):
+    """Boot-to-program of 1, 8 and 16 Linux nodes at once: the launcher's
+    start to the last node's "running" line (RunResult.booted), the
+    program being busybox's 'true'."""
+    def boot(n):
+        res = cluster.run_cluster("true", n, [], echo=False, linux=True,
+                                  run_dir=os.path.join(RUNS, f"linux-{n}"),
+                                  smp=1, timeout=300)
+        if res.status != 0 or None in res.booted:
+            raise StepError(f"bench: {res.summary}")
+        return max(res.booted)
+
+    rows = []
+    ref = None
+    for n in LINUX_NODES:
+        m = _med([boot(n) for _ in range(repeat)])
+        ref = ref or m
+        rows.append((f"Linux boot to program, {n} node{'s' if n > 1 else ''}"
+                     + (" (reference)" if n == LINUX_NODES[0] else ""),
+                     m, m[0] / ref[0]))
+    return rows
+
+
+BENCHES["linux"] = bench_linux
 
 
 def _fmt(seconds):

@@ -58,6 +58,9 @@ def configure_args(src):
         "--without-default-devices",
         "--with-devices-aarch64=tempest",
         "--enable-tcg", "--enable-slirp", "--enable-fdt=system",
+        # the shared directory of Linux nodes (9p over virtio); glibc's
+        # <sys/xattr.h> serves as libattr, so no package is needed
+        "--enable-virtfs", "--enable-attr",
         "--disable-docs", "--disable-install-blobs", "--disable-werror",
         "--python=/usr/bin/python3",
     ]
@@ -300,6 +303,15 @@ def cc_flags():
 def guest_cc(args):
     if args and args[0] == "--":
         args = args[1:]
+    if args and args[0] == "--linux":
+        # A program for Linux nodes: glibc, static (a node's initramfs has
+        # no shared libraries); the machine's header is there to include.
+        if not args[1:]:
+            raise StepError("cc: usage: scripts/tempest cc --linux -o prog "
+                            "prog.c [more.c] [cflags]")
+        inc = os.path.join(ROOT, "hw/include/standard-headers")
+        return subprocess.run(["aarch64-linux-gnu-gcc", "-static", "-I", inc]
+                              + args[1:]).returncode
     if not args:
         raise StepError("cc: usage: scripts/tempest cc -o prog.elf prog.c "
                         "[more.c] [cflags]")

@@ -11,6 +11,13 @@ itself is killed (see Watchdog).
 Nothing is started before the program and the settings are known to be
 ones the machine accepts: an aarch64 ELF executable, and every machine
 limit as hw/include/standard-headers/tempest/tempest-hw.h states it.
+
+With --linux every node boots Debian's arm64 kernel and runs the program
+as a Linux process (linux.py, docs/linux.rst): a NIC on QEMU's user
+network with the node's shell service forwarded to the host, the
+project directory and the run directory shared over 9p, and the program's
+exit status reported through the node controller as a bare-metal
+program's is, so the same rules decide the run.
 """
 
 import argparse
@@ -30,6 +37,7 @@ import tempfile
 import threading
 import time
 
+from . import linux as lx
 from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say
 from .stategraph import RECORD, Records
 
@@ -40,6 +48,10 @@ HW_HEADER = os.path.join(ROOT, "hw", "include", "standard-headers",
 MAX_CREDITS = 4096
 STATUS_TIMEOUT = 124
 STATUS_INTERRUPTED = 130
+STATUS_CRASH = 134    # TEMPEST_EXIT_CRASH; also a Linux node's kernel panic
+PANIC = b"Kernel panic - not syncing"
+# A Linux node's /init prints this just before it runs the program.
+BOOTED = b"tempest-init: running "
 FAIL_GRACE = 0.5      # seconds the others get to report a failed node
 
 
@@ -66,16 +78,17 @@ def run_parser(add_help=True):
                    help="number of nodes (default 1)")
     p.add_argument("--smp", type=positive, default=1,
                    help="vCPUs per node, 1 to 8 (default 1)")
-    p.add_argument("--mem", type=parse_mem, default="128M",
-                   help="RAM per node (default 128M)")
+    p.add_argument("--mem", type=parse_mem, default=None,
+                   help="RAM per node (default 128M, with --linux 256M)")
     p.add_argument("--tagmem", type=parse_mem, default=None,
                    help="tagged memory for Tempest user-managed pages "
                         "(machine default 64M; 0 for none)")
     p.add_argument("--cpu", default=None,
                    help="CPU model (default: the machine's, cortex-a76)")
-    p.add_argument("--timeout", type=float, default=120,
+    p.add_argument("--timeout", type=float, default=None,
                    help="seconds before the run is stopped (0: never; "
-                        "default 120)")
+                        "default 120, with --linux 120 + 10 per node, never "
+                        "with --shell or --gdb)")
     p.add_argument("--run-dir", default=None,
                    help="directory for the per-node logs (default: "
                         "build/runs/<time>-<program>)")
@@ -104,6 +117,22 @@ def run_parser(add_help=True):
     p.add_argument("--credits", type=positive, default=None,
                    help="packets in flight per peer and network "
                         "(machine default 32)")
+    p.add_argument("--linux", action="store_true",
+                   help="boot Debian's arm64 kernel on every node and run "
+                        "the program (a static aarch64 Linux executable, "
+                        "a script, or a command of the node's busybox) as "
+                        "a Linux process (docs/linux.rst)")
+    p.add_argument("--shell", type=int, default=None, metavar="K",
+                   help="with --linux: node K's console is this terminal; "
+                        "after the program a shell runs there, and the "
+                        "node ends when it exits (no timeout)")
+    p.add_argument("--forward", type=int, action="append", default=[],
+                   metavar="PORT", help="with --linux: forward TCP port "
+                   "PORT of every node to a host port on 127.0.0.1 (the "
+                   "launcher prints which; repeatable)")
+    p.add_argument("--gdb", type=int, default=None, metavar="K",
+                   help="node K waits for a debugger on QEMU's gdbstub "
+                        "(the launcher prints where; no timeout)")
     p.add_argument("--qemu-arg", action="append", default=[],
                    metavar="ARG", help="extra QEMU argument for every node "
                    "(repeatable), e.g. --qemu-arg=-d --qemu-arg=guest_errors")
@@ -223,6 +252,45 @@ def check_program(path):
         raise StepError(f"run: {path} {what}; the tempest machine runs "
                         "aarch64 ELF executables built with 'scripts/tempest "
                         "cc'")
+
+
+PT_INTERP = 3
+
+
+def check_linux_program(path):
+    """What a Linux node runs: a static aarch64 ELF executable (ET_EXEC, or
+    ET_DYN without an interpreter: static-pie), a script ('#!'), or, for
+    a name with no '/' that is no file here, a command of the node's
+    busybox.  Returns False for such a command, True for a file."""
+    if not os.path.exists(path) and "/" not in path:
+        return False
+    if not os.path.isfile(path):
+        raise StepError(f"run: no such program: {path}")
+    with open(path, "rb") as f:
+        h = f.read(64)
+        if h[:2] == b"#!":
+            return True
+        what = None
+        if len(h) < 64 or h[:4] != b"\x7fELF":
+            what = "is neither an ELF file nor a script"
+        elif h[4] != 2 or h[5] != 1 or \
+                int.from_bytes(h[18:20], "little") != EM_AARCH64:
+            what = "is not a 64-bit little-endian aarch64 ELF"
+        elif int.from_bytes(h[16:18], "little") not in (ET_EXEC, 3):
+            what = "is not an executable"
+        else:
+            phoff = int.from_bytes(h[32:40], "little")
+            phentsize = int.from_bytes(h[54:56], "little")
+            for i in range(int.from_bytes(h[56:58], "little")):
+                f.seek(phoff + i * phentsize)
+                if int.from_bytes(f.read(4), "little") == PT_INTERP:
+                    what = ("is dynamically linked (a node has no shared "
+                            "libraries)")
+                    break
+    if what:
+        raise StepError(f"run --linux: {path} {what}; build programs with "
+                        "'scripts/tempest cc --linux' (static, glibc)")
+    return True
 
 
 def check_settings(nodes, smp, mem, tagmem, credits, timeout, limits=None):
@@ -357,17 +425,20 @@ class Node:
         self.killed = False       # stopped by the launcher
         self.signal = None        # the signal that ended it, if any
         self.reader = None
+        self.booted = None        # Linux: seconds from start to the program
+        self.panicked = False     # Linux: the kernel panicked
 
 
 class RunResult:
     def __init__(self, status, statuses, run_dir, summary, elapsed,
-                 outputs=()):
+                 outputs=(), booted=()):
         self.status = status          # the launcher's exit status
         self.statuses = statuses      # per node: exit status or None
         self.run_dir = run_dir
         self.summary = summary
         self.elapsed = elapsed
         self.outputs = list(outputs)  # strata.log, states.svg, trace.json
+        self.booted = list(booted)    # Linux: per node, s to its program
 
     def log(self, node):
         with open(os.path.join(self.run_dir, f"node{node}.log"),
@@ -452,7 +523,9 @@ def fake_host(index, nodes, hosts):
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
                  extra=(), fabric=None, cluster=0, credits=None,
                  tagmem=None, key_file=None, spin_us=None, fabric_opts="",
-                 host_id=None):
+                 host_id=None, boot=None):
+    """QEMU's command line for one node; boot, if given, replaces the
+    bare-metal -kernel and -append (LinuxRun.boot)."""
     machine = f"tempest,node-id={index},num-nodes={nodes}"
     secret = []
     if tagmem:
@@ -486,11 +559,77 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
                "share=on"]
     cmd = [QEMU_BIN, "-M", machine, "-smp", str(smp), "-m", mem,
            "-nodefaults", "-no-user-config", "-display", "none",
-           "-serial", "stdio", "-kernel", program,
-           "-append", guest_cmdline(program, args)] + secret + ram
+           "-serial", "stdio"] + (boot or [
+               "-kernel", program, "-append", guest_cmdline(program, args)]) \
+        + secret + ram
     if cpu:
         cmd += ["-cpu", cpu]
     return cmd + list(extra)
+
+
+class LinuxRun:
+    """What the nodes of a --linux run share: kernel, initramfs, the job
+    (written to the run directory, shared into each node), host ports."""
+
+    def __init__(self, program, args, run_dir, nodes, forwards=(),
+                 shell=None):
+        self.kernel = lx.kernel_image()
+        self.initrd = lx.initramfs()
+        self.nodes = nodes
+        self.share = os.path.realpath(ROOT)
+        self.run_dir = os.path.realpath(run_dir)
+        self.shell = shell
+        self.forwards = [lx.SHELL_PORT] + [p for p in forwards
+                                           if p != lx.SHELL_PORT]
+        self.port_base = free_port_base(nodes * len(self.forwards))
+        if not os.path.exists(program):
+            node_prog = program             # a command of the node's own
+        else:
+            real = os.path.realpath(program)
+            if real.startswith(self.share + os.sep):
+                node_prog = real
+            else:
+                shutil.copy2(real, self.run_dir)
+                node_prog = os.path.join(lx.RUN_MOUNT,
+                                         os.path.basename(real))
+        cwd = os.path.realpath(os.getcwd())
+        if not (cwd + os.sep).startswith(self.share + os.sep):
+            cwd = self.share
+        with open(os.path.join(self.run_dir, "job"), "w") as f:
+            f.write(lx.job_script(node_prog, args, cwd))
+        with open(os.path.join(self.run_dir, "ports.txt"), "w") as f:
+            for i in range(nodes):
+                for guest, host in self.ports(i):
+                    f.write(f"node {i} tcp {guest} 127.0.0.1:{host}\n")
+
+    def ports(self, index):
+        """(guest port, host port) pairs forwarded for node index."""
+        base = self.port_base + index * len(self.forwards)
+        return [(g, base + j) for j, g in enumerate(self.forwards)]
+
+    def boot(self, index):
+        # cryptomgr.notests: the crypto self-tests took a third of the
+        # boot's CPU time (3.8 s to 2.5 s a node under TCG).
+        cmdline = ("console=ttyAMA0 quiet cryptomgr.notests=1 "
+                   f"tempest.node={index} "
+                   f"tempest.nodes={self.nodes}"
+                   + ("" if " " in self.share else
+                      f" tempest.share={self.share}")
+                   + (" tempest.shell=1" if index == self.shell else ""))
+        fwd = "".join(f",hostfwd=tcp:127.0.0.1:{h}-:{g}"
+                      for g, h in self.ports(index))
+        return ["-kernel", self.kernel, "-initrd", self.initrd,
+                "-append", cmdline,
+                "-netdev", "user,id=net0" + fwd,
+                "-device", "virtio-net-device,netdev=net0",
+                "-fsdev", f"local,id=run,path={self.run_dir},"
+                "security_model=none",
+                "-device", "virtio-9p-device,fsdev=run,"
+                f"mount_tag={lx.RUN_TAG}",
+                "-fsdev", f"local,id=share,path={self.share},"
+                "security_model=none",
+                "-device", "virtio-9p-device,fsdev=share,"
+                f"mount_tag={lx.SHARE_TAG}"]
 
 
 def new_run_dir(program):
@@ -514,15 +653,29 @@ def new_run_dir(program):
     return d
 
 
-def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
+def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
                 tcp=False, credits=None, tagmem=None, fabric=None,
-                spin_us=None, hosts=None):
+                spin_us=None, hosts=None, linux=False, shell=None,
+                forwards=(), gdb=None):
     """Boot the cluster and wait for it; returns a RunResult.  A program or
     a setting the machine would refuse raises StepError before anything is
-    started."""
-    check_program(program)
+    started.  linux: boot Linux nodes (LinuxRun); shell, forwards: their
+    console shell and forwarded ports; gdb: the node waiting for gdb."""
+    mem = mem or ("256M" if linux else "128M")
+    if linux:
+        check_linux_program(program)
+    else:
+        check_program(program)
+        if shell is not None or forwards:
+            raise StepError("run: --shell and --forward need --linux")
     check_settings(nodes, smp, mem, tagmem, credits, timeout)
+    for what, k in (("--shell", shell), ("--gdb", gdb)):
+        if k is not None and not 0 <= k < nodes:
+            raise StepError(f"run: {what} {k}: nodes are 0 to {nodes - 1}")
+    for port in forwards:
+        if not 1 <= port <= 65535:
+            raise StepError(f"run: --forward {port}: not a TCP port")
     fabric = fabric_kind(fabric)
     if hosts is not None and (fabric != "auto" or tcp):
         raise StepError("run: --hosts needs --fabric auto")
@@ -539,14 +692,40 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     out = out or sys.stdout
     run_dir = run_dir or new_run_dir(program)
     os.makedirs(run_dir, exist_ok=True)
+    lrun = LinuxRun(program, args, run_dir, nodes, forwards, shell) \
+        if linux else None
     print_lock = threading.Lock()
     width = len(str(nodes - 1))
     records = Records()
+    t0 = time.monotonic()
+
+    def pump_raw(node):
+        """The --shell node: its console as it comes, to this terminal."""
+        with open(node.log_path, "wb") as log:
+            while True:
+                raw = os.read(node.proc.stdout.fileno(), 4096)
+                if not raw:
+                    break
+                log.write(raw)
+                log.flush()
+                if node.booted is None and BOOTED in raw:
+                    node.booted = time.monotonic() - t0
+                if PANIC in raw:
+                    node.panicked = True
+                with print_lock:
+                    out.write(raw.decode("utf-8", "replace"))
+                    out.flush()
 
     def pump(node):
+        if node.index == shell:
+            return pump_raw(node)
         prefix = f"[node {node.index:>{width}}] "
         with open(node.log_path, "wb") as log:
             for raw in iter(node.proc.stdout.readline, b""):
+                if lrun and node.booted is None and BOOTED in raw:
+                    node.booted = time.monotonic() - t0
+                if lrun and PANIC in raw:
+                    node.panicked = True
                 # A record for the launcher (stategraph.py), not output.
                 at = raw.find(RECORD)
                 if at >= 0:
@@ -557,7 +736,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
                         continue
                 log.write(raw)
                 log.flush()
-                if echo:
+                if echo and shell is None:
                     text = raw.decode("utf-8", "replace").rstrip("\r\n")
                     with print_lock:
                         out.write(prefix + text + "\n")
@@ -574,18 +753,36 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
     fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(secrets.token_hex(32))
+    gdb_port = free_port_base(1) if gdb is not None else None
     ns = []
     for i in range(nodes):
+        more = list(extra)
+        if i == gdb:
+            more += ["-gdb", f"tcp:127.0.0.1:{gdb_port}", "-S"]
         ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
-                                       cpu, extra, fabric, cluster, credits,
+                                       cpu, more, fabric, cluster, credits,
                                        tagmem, key_file, spin, fabric_opts,
                                        fake_host(i, nodes, hosts)
-                                       if hosts else None),
+                                       if hosts else None,
+                                       lrun.boot(i) if lrun else None),
                        os.path.join(run_dir, f"node{i}.log")))
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:
             f.write(" ".join(n.cmd) + "\n")
 
+    if lrun:
+        say(f"run: booting {nodes} Linux node{'s' if nodes > 1 else ''} "
+            f"({os.path.basename(lrun.kernel)}); shells on 127.0.0.1:"
+            + (f"{lrun.ports(0)[0][1]}" if nodes == 1 else
+               f"{lrun.ports(0)[0][1]}..{lrun.ports(nodes - 1)[0][1]}")
+            + " ('scripts/tempest ssh K')")
+        for port in forwards:
+            say(f"run: node port {port} is 127.0.0.1:" + ", ".join(
+                str(dict(lrun.ports(i))[port]) for i in range(nodes))
+                + " (node 0, 1, ...; all in ports.txt)")
+    if gdb is not None:
+        say(f"run: node {gdb} waits for gdb at 127.0.0.1:{gdb_port} "
+            f"(gdb-multiarch -ex 'target remote 127.0.0.1:{gdb_port}')")
     t0 = time.monotonic()
     interrupted = []
     old_int = signal.getsignal(signal.SIGINT)
@@ -603,10 +800,17 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
         watchdog = Watchdog()
         for n in ns:
             # Its own process group: Ctrl-C reaches the launcher only.
-            n.proc = subprocess.Popen(n.cmd, stdin=subprocess.DEVNULL,
+            n.proc = subprocess.Popen(n.cmd, stdin=None if n.index == shell
+                                      else subprocess.DEVNULL,
                                       stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT,
-                                      process_group=0)
+                                      # the --shell node reads the
+                                      # terminal: it must be in the
+                                      # foreground group (QEMU puts the
+                                      # terminal in raw mode, so Ctrl-C
+                                      # goes to the node's shell)
+                                      process_group=None
+                                      if n.index == shell else 0)
             watchdog.watch(n.proc.pid)
             n.reader = threading.Thread(target=pump, args=(n,), daemon=True)
             n.reader.start()
@@ -614,10 +818,26 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
         first_fail = None
         fail_time = None
         timed_out = False
+        booted_told, told_t = 0, time.monotonic()
         while True:
             running = 0
             failed_now = []
+            if lrun:
+                booted = sum(n.booted is not None for n in ns)
+                now = time.monotonic()
+                if booted > booted_told and (booted == nodes or
+                                             now - told_t > 2):
+                    say(f"run: {booted}/{nodes} Linux nodes running the "
+                        f"program ({now - t0:.1f} s)")
+                    booted_told, told_t = booted, now
             for n in ns:
+                if n.status is None and n.panicked and not n.killed:
+                    # A panicked kernel never ends QEMU itself.
+                    n.proc.kill()
+                    n.proc.wait()
+                    n.status = STATUS_CRASH
+                    failed_now.append(n)
+                    continue
                 if n.status is None:
                     rc = n.proc.poll()
                     if rc is None:
@@ -668,6 +888,8 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
         status = first_fail.status
         how = (f" (killed by signal {first_fail.signal})"
                if first_fail.signal else "")
+        if first_fail.panicked:
+            how = " (its kernel panicked)"
         summary = (f"node {first_fail.index} failed with status {status}{how} "
                    f"after {elapsed:.2f} s; the others were stopped "
                    f"(log: {rel(first_fail.log_path)})")
@@ -691,7 +913,8 @@ def run_cluster(program, nodes, args=(), smp=1, mem="128M", cpu=None,
         summary += f"; {records.bad} malformed records ignored"
     with open(os.path.join(run_dir, "summary.txt"), "w") as f:
         f.write(summary + "\n")
-    return RunResult(status, statuses, run_dir, summary, elapsed, outputs)
+    return RunResult(status, statuses, run_dir, summary, elapsed, outputs,
+                     [n.booted for n in ns])
 
 
 def _stop(ns, grace=2.0):
@@ -715,12 +938,20 @@ def _stop(ns, grace=2.0):
 
 
 def run_cli(args):
+    timeout = args.timeout
+    if timeout is None:
+        # A person at a shell or a debugger takes the time they need.
+        # Linux nodes share the host's cores while they boot (about 2.5 s
+        # of CPU each): their runs get 10 s more per node.
+        timeout = 0 if args.shell is not None or args.gdb is not None \
+            else 120 + (10 * args.nodes if args.linux else 0)
     res = run_cluster(args.program, args.nodes, args.args, smp=args.smp,
-                      mem=args.mem, cpu=args.cpu, timeout=args.timeout,
+                      mem=args.mem, cpu=args.cpu, timeout=timeout,
                       run_dir=args.run_dir, echo=not args.quiet,
                       extra=args.qemu_arg, tcp=args.tcp,
                       credits=args.credits, tagmem=args.tagmem,
                       fabric=args.fabric, spin_us=args.spin_us,
-                      hosts=args.hosts)
+                      hosts=args.hosts, linux=args.linux,
+                      shell=args.shell, forwards=args.forward, gdb=args.gdb)
     say(f"run: {res.summary}")
     return res.status

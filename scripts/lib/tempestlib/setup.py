@@ -3,9 +3,11 @@
 
 Everything comes from Debian's archive, through the mirror the machine's
 own apt configuration already names: the build and guest toolchains, meson
->= 1.5 and python3-pycotap (from bookworm-backports on Debian 12), and the
+>= 1.5 and python3-pycotap (from bookworm-backports on Debian 12), the
 source of the trixie suite's qemu (10.0.x) with Debian's patches applied by
-'apt-get source'.  Every step is idempotent: a second run changes nothing.
+'apt-get source', and, for Linux nodes, the arm64 kernel and busybox
+(downloaded, never installed: linux.py).  Every step is idempotent: a
+second run changes nothing.
 """
 
 import glob
@@ -14,6 +16,7 @@ import re
 import shutil
 import subprocess
 
+from . import linux
 from .common import QEMU_SRC_PARENT, StepError, run_step, say
 
 SOURCES_FILE = "/etc/apt/sources.list.d/tempest.sources"
@@ -225,6 +228,9 @@ def setup(quiet=False):
     if not quiet:
         say(f"setup: toolchains installed; meson {'.'.join(map(str, mv))}; "
             f"QEMU source {os.path.basename(src)}")
+
+    # 4. Linux nodes: Debian's arm64 kernel and busybox, unpacked in build/
+    linux.setup_linux(quiet=quiet)
 
 
 def setup_fuzz():

@@ -8,6 +8,8 @@ Suites, by layer:
          (tests/tcg/multiarch/system: memory, interrupt, hello), built from
          the QEMU tree and run on the tempest machine
   guest  real programs on booted clusters, through the real launcher
+  linux  clusters of Linux nodes (run --linux): programs, exit statuses,
+         the user network both ways, the shared directory, the shell
   style  QEMU's checkpatch.pl on our QEMU-side sources
   fuzz   a short libFuzzer run of the node controller and the fabric, and
          every saved reproducer replayed (scripts/tempest fuzz)
@@ -28,7 +30,7 @@ import unittest
 from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
 from .setup import qemu_source_dir
 
-SUITES = ["unit", "qtest", "tcg", "guest", "style", "fuzz"]
+SUITES = ["unit", "qtest", "tcg", "guest", "linux", "style", "fuzz"]
 TCG_TESTS = os.path.join(ROOT, "build", "tcg-tests")
 TEST_RUNS = os.path.join(ROOT, "build", "test-runs")
 
@@ -270,6 +272,17 @@ def suite_guest(results, k):
                test_args=["-k", k] if k else [])
 
 
+def suite_linux(results, k):
+    """tests/linux/cases.py: Linux nodes through 'scripts/tempest run
+    --linux', each case's runs in build/test-runs/linux/."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "linux_cases", os.path.join(ROOT, "tests", "linux", "cases.py"))
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    cases.run(results, os.path.join(TEST_RUNS, "linux"), k)
+
+
 def suite_style(results, k):
     suite_warnings(results)
     src = qemu_source_dir()
@@ -321,7 +334,8 @@ def suite_fuzz(results, k):
 
 
 RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "tcg": suite_tcg,
-           "guest": suite_guest, "style": suite_style, "fuzz": suite_fuzz}
+           "guest": suite_guest, "linux": suite_linux, "style": suite_style,
+           "fuzz": suite_fuzz}
 
 
 def run_suites(suites, k=None, verbose=False):

@@ -23,6 +23,10 @@
 #define TEMPEST_UART_SIZE           0x00001000ULL
 #define TEMPEST_NC_BASE             0x0A000000ULL
 #define TEMPEST_NC_SIZE             0x00010000ULL
+/* virtio-mmio transports for a Linux node's NIC and shared directory */
+#define TEMPEST_VIRTIO_BASE         0x0B000000ULL
+#define TEMPEST_VIRTIO_SIZE         0x00000200ULL   /* per transport */
+#define TEMPEST_VIRTIO_COUNT        8
 #define TEMPEST_RAM_BASE            0x40000000ULL
 #define TEMPEST_RAM_MAX             (16ULL << 30)   /* 16 GiB */
 
@@ -42,6 +46,7 @@
 /* Shared peripheral interrupts (GIC INTID = 32 + SPI number) */
 #define TEMPEST_UART_SPI            1
 #define TEMPEST_NC_SPI              2
+#define TEMPEST_VIRTIO_SPI          16  /* transport i: SPI 16 + i */
 
 #define TEMPEST_MAX_CPUS            8
 #define TEMPEST_MAX_NODES           1024

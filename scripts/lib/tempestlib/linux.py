@@ -1,0 +1,367 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Linux nodes: Debian's arm64 kernel, an initramfs of busybox and the
+modules a node needs, and what a node's QEMU gets to boot them
+(docs/linux.rst).
+
+setup_linux() fetches linux-image-arm64's kernel package and busybox-static
+for arm64 with 'apt-get download' through a private apt configuration under
+build/linux/apt (APT::Architecture arm64, its own lists, cache and an empty
+dpkg status; the host's sources and keys): the host's dpkg architectures
+and installed packages are left alone.  The packages are unpacked with
+'dpkg-deb -x' into build/linux/root; build/linux/versions.txt records what
+was fetched.
+
+initramfs() writes build/linux/initramfs.cpio (uncompressed: the node's
+kernel unpacks it faster than it would inflate it under TCG): busybox, the
+modules of MODULES with what they depend on (read from each module's
+.modinfo, as the package ships no modules.dep), their load order, and
+/init (INIT below).
+"""
+
+import glob
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+
+from .common import BUILD, ROOT, StepError, rel, run_step, say
+
+LINUX = os.path.join(BUILD, "linux")
+APT_DIR = os.path.join(LINUX, "apt")
+DEBS = os.path.join(LINUX, "debs")
+UNPACKED = os.path.join(LINUX, "root")
+VERSIONS = os.path.join(LINUX, "versions.txt")
+INITRAMFS = os.path.join(LINUX, "initramfs.cpio")
+
+KERNEL_META = "linux-image-arm64"
+BUSYBOX = "busybox-static"
+
+# What /init loads, in this order; their dependencies come first.
+MODULES = ["virtio_mmio", "virtio_net", "9pnet_virtio", "9p"]
+
+# Where the share and the run directory are mounted in a node.
+SHARE_TAG = "tempest"
+RUN_TAG = "tempest-run"
+RUN_MOUNT = "/run/tempest"
+SHELL_PORT = 23         # the node's shell service (telnetd)
+
+# TEMPEST_NC_BASE + TEMPEST_NC_EXIT (tempest-hw.h), filled in by initramfs()
+INIT = r"""#!/bin/sh
+# /init of a Tempest Linux node, written by scripts/lib/tempestlib/linux.py.
+# Mounts what a node needs, brings up the NIC and the shared directory,
+# runs the job the launcher wrote, and ends QEMU with the job's status
+# through the node controller's EXIT register.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+/bin/busybox mkdir -p /proc /sys /dev /tmp /run /sbin /usr/bin /usr/sbin \
+    /root /etc
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts
+
+say() { echo "tempest-init: $*"; }
+
+# End the node: drain the console, then write the status to the node
+# controller's EXIT register (QEMU exits with it).
+finish() {
+    sync
+    stty -F /dev/console -ixany 2>/dev/null
+    devmem @NC_EXIT@ 32 "$1"
+    # Still here: a power-off would look like status 0, a panic does not
+    # (the launcher reports it as a crash).
+    say "could not write the node controller's EXIT register"
+    echo c > /proc/sysrq-trigger
+}
+
+NODE=0 NODES=1 SHARE= SHELL=0
+for arg in $(cat /proc/cmdline); do
+    case "$arg" in
+    tempest.node=*) NODE="${arg#*=}" ;;
+    tempest.nodes=*) NODES="${arg#*=}" ;;
+    tempest.share=*) SHARE="${arg#*=}" ;;
+    tempest.shell=*) SHELL="${arg#*=}" ;;
+    esac
+done
+export TEMPEST_NODE="$NODE" TEMPEST_NODES="$NODES" HOME=/root
+hostname "node$NODE"
+
+while read -r m; do
+    insmod "/lib/modules/$m.ko" || say "insmod $m failed"
+done < /lib/modules/load-order
+
+ip link set lo up
+ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 &&
+    ip route add default via 10.0.2.2 || say "no network (eth0)"
+echo "nameserver 10.0.2.3" > /etc/resolv.conf
+
+OPTS=trans=virtio,version=9p2000.L,msize=262144
+mkdir -p @RUN_MOUNT@
+mount -t 9p -o "$OPTS" @RUN_TAG@ @RUN_MOUNT@ || {
+    say "cannot mount the run directory"; finish 125; }
+if [ -n "$SHARE" ]; then
+    mkdir -p "$SHARE" && mount -t 9p -o "$OPTS" @SHARE_TAG@ "$SHARE" &&
+        ln -s "$SHARE" /tempest || say "cannot mount the share at $SHARE"
+fi
+
+telnetd -p @SHELL_PORT@ -l /bin/sh
+
+# The job: the program and its arguments, quoted by the launcher.
+cd /root
+say "running the program on node $NODE of $NODES"
+. @RUN_MOUNT@/job < /dev/null
+status=$?
+if [ "$SHELL" = 1 ]; then
+    say "program exited $status; a shell on node $NODE (exit ends the node)"
+    setsid cttyhack sh -l
+fi
+finish "$status"
+"""
+
+
+def apt_conf():
+    """The private apt configuration; apt's state lives under APT_DIR."""
+    for d in ("lists/partial", "cache/archives/partial", "prefs"):
+        os.makedirs(os.path.join(APT_DIR, d), exist_ok=True)
+    status = os.path.join(APT_DIR, "status")
+    if not os.path.exists(status):
+        open(status, "w").close()
+    conf = os.path.join(APT_DIR, "apt.conf")
+    text = "".join(f'{k} "{v}";\n' for k, v in [
+        ("APT::Architecture", "arm64"),
+        ("Dir::State", APT_DIR),
+        ("Dir::State::lists", os.path.join(APT_DIR, "lists")),
+        ("Dir::State::status", status),
+        ("Dir::Cache", os.path.join(APT_DIR, "cache")),
+        ("Dir::Etc::Preferences", "/dev/null"),
+        ("Dir::Etc::PreferencesParts", os.path.join(APT_DIR, "prefs")),
+        ("APT::Sandbox::User", "root"),
+        ("Acquire::Languages", "none"),
+        # binary packages only (the host's deb-src entries are not needed)
+        ("Acquire::IndexTargets::deb-src::Sources::DefaultEnabled",
+         "false"),
+    ]) + 'APT::Architectures { "arm64"; };\n'
+    with open(conf, "w") as f:
+        f.write(text)
+    return dict(os.environ, APT_CONFIG=conf, DEBIAN_FRONTEND="noninteractive")
+
+
+def versions():
+    """{package: version} as recorded by setup_linux, or {}."""
+    out = {}
+    if os.path.exists(VERSIONS):
+        with open(VERSIONS) as f:
+            for line in f:
+                k, _, v = line.strip().partition(" ")
+                if k and v:
+                    out[k] = v
+    return out
+
+
+def kernel_release():
+    """The release of the unpacked kernel (e.g. 6.1.0-56-arm64), or None."""
+    rels = sorted(os.listdir(os.path.join(UNPACKED, "lib/modules"))) \
+        if os.path.isdir(os.path.join(UNPACKED, "lib/modules")) else []
+    return rels[-1] if rels else None
+
+
+def kernel_image():
+    rel_ = kernel_release()
+    path = rel_ and os.path.join(UNPACKED, "boot", f"vmlinuz-{rel_}")
+    if not path or not os.path.exists(path):
+        raise StepError("run --linux: no kernel; run 'scripts/tempest "
+                        "setup'")
+    return path
+
+
+def setup_linux(quiet=False):
+    """Fetch and unpack the kernel and busybox (idempotent)."""
+    have = versions()
+    if have and kernel_release() and \
+       os.path.exists(os.path.join(UNPACKED, "bin/busybox")):
+        if not quiet:
+            say("setup: Linux nodes: " + ", ".join(
+                f"{k} {v}" for k, v in sorted(have.items())))
+        return
+    if os.geteuid() != 0:
+        raise StepError("setup: fetching the arm64 kernel runs apt-get "
+                        "(as root)")
+    env = apt_conf()
+    say("setup: Linux nodes: apt-get update for arm64 (private lists in "
+        f"{rel(APT_DIR)})")
+    run_step("setup: apt-get update (arm64)", ["apt-get", "update", "-q"],
+             env=env, quiet=True)
+    r = subprocess.run(["apt-cache", "depends", KERNEL_META], env=env,
+                       capture_output=True, text=True)
+    m = re.search(r"Depends: (linux-image-\S+-arm64)\b", r.stdout)
+    if not m:
+        raise StepError(f"setup: cannot resolve {KERNEL_META} for arm64: "
+                        f"{r.stdout.strip()} {r.stderr.strip()}")
+    pkgs = [m.group(1), BUSYBOX]
+    shutil.rmtree(DEBS, ignore_errors=True)
+    os.makedirs(DEBS)
+    say(f"setup: Linux nodes: downloading {' '.join(pkgs)} (arm64, about "
+        "60 MB)")
+    run_step("setup: apt-get download", ["apt-get", "download", "-q"] + pkgs,
+             cwd=DEBS, env=env, quiet=True)
+    shutil.rmtree(UNPACKED, ignore_errors=True)
+    recorded = []
+    for deb in sorted(glob.glob(os.path.join(DEBS, "*.deb"))):
+        info = subprocess.run(["dpkg-deb", "-W", "--showformat",
+                               "${Package} ${Version}", deb],
+                              capture_output=True, text=True).stdout.split()
+        say(f"setup: Linux nodes: unpacking {os.path.basename(deb)}")
+        run_step("setup: dpkg-deb -x", ["dpkg-deb", "-x", deb, UNPACKED],
+                 quiet=True)
+        if len(info) == 2:
+            recorded.append(f"{info[0]} {info[1]}\n")
+    with open(VERSIONS, "w") as f:
+        f.writelines(recorded)
+    if os.path.exists(INITRAMFS):
+        os.unlink(INITRAMFS)
+    say(f"setup: Linux nodes: {kernel_release()} and busybox in "
+        f"{rel(UNPACKED)} ({rel(VERSIONS)})")
+
+
+def _module_index(release):
+    """{name: path} of every module of the kernel (names with '_')."""
+    index = {}
+    top = os.path.join(UNPACKED, "lib/modules", release, "kernel")
+    for dirpath, _, files in os.walk(top):
+        for f in files:
+            if f.endswith(".ko"):
+                index[f[:-3].replace("-", "_")] = os.path.join(dirpath, f)
+    return index
+
+
+def _depends(path):
+    with open(path, "rb") as f:
+        m = re.search(rb"\0depends=([^\0]*)\0", f.read())
+    return [d.decode().replace("-", "_") for d in m.group(1).split(b",")
+            if d] if m else []
+
+
+def module_order(release, wanted=MODULES):
+    """The modules to load, each after what it depends on, as paths."""
+    index = _module_index(release)
+    order = []
+
+    def visit(name, chain):
+        name = name.replace("-", "_")
+        if name in order:
+            return
+        if name not in index:
+            raise StepError(f"initramfs: module {name} (for "
+                            f"{' <- '.join(chain)}) is not in {release}")
+        for dep in _depends(index[name]):
+            visit(dep, chain + [name])
+        order.append(name)
+
+    for w in wanted:
+        visit(w, [w])
+    return [(n, index[n]) for n in order]
+
+
+def _nc_exit_address():
+    hdr = os.path.join(ROOT, "hw/include/standard-headers/tempest/"
+                       "tempest-hw.h")
+    vals = {}
+    with open(hdr) as f:
+        for line in f:
+            m = re.match(r"#define\s+(TEMPEST_NC_BASE|TEMPEST_NC_EXIT)\s+"
+                         r"(0x[0-9A-Fa-f]+)", line)
+            if m:
+                vals[m.group(1)] = int(m.group(2), 16)
+    return vals["TEMPEST_NC_BASE"] + vals["TEMPEST_NC_EXIT"]
+
+
+def init_script():
+    text = INIT
+    for k, v in {"NC_EXIT": f"{_nc_exit_address():#x}",
+                 "RUN_MOUNT": RUN_MOUNT, "RUN_TAG": RUN_TAG,
+                 "SHARE_TAG": SHARE_TAG,
+                 "SHELL_PORT": str(SHELL_PORT)}.items():
+        text = text.replace(f"@{k}@", v)
+    return text
+
+
+class Cpio:
+    """A newc cpio archive, as the kernel's initramfs unpacker reads it."""
+
+    def __init__(self, f):
+        self.f = f
+        self.ino = 1
+
+    def _entry(self, name, mode, data=b""):
+        name_b = name.encode() + b"\0"
+        hdr = "070701" + "".join(f"{v:08X}" for v in [
+            self.ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0,
+            len(name_b), 0])
+        self.ino += 1
+        self.f.write(hdr.encode() + name_b)
+        self.f.write(b"\0" * (-(110 + len(name_b)) % 4))
+        self.f.write(data)
+        self.f.write(b"\0" * (-len(data) % 4))
+
+    def dir(self, name):
+        self._entry(name, stat.S_IFDIR | 0o755)
+
+    def file(self, name, data, mode=0o644):
+        self._entry(name, stat.S_IFREG | mode, data)
+
+    def symlink(self, name, target):
+        self._entry(name, stat.S_IFLNK | 0o777, target.encode())
+
+    def close(self):
+        self._entry("TRAILER!!!", 0)
+
+
+def initramfs():
+    """Build INITRAMFS when its inputs changed; returns its path."""
+    release = kernel_release()
+    busybox = os.path.join(UNPACKED, "bin/busybox")
+    if release is None or not os.path.exists(busybox):
+        raise StepError("run --linux: no kernel or busybox; run "
+                        "'scripts/tempest setup'")
+    mods = module_order(release)
+    init = init_script().encode()
+    h = hashlib.sha256(init + release.encode())
+    for name, path in mods:
+        h.update(name.encode() + b"\0" + str(os.path.getsize(path)).encode())
+    stamp = INITRAMFS + ".stamp"
+    if os.path.exists(INITRAMFS) and os.path.exists(stamp) and \
+       open(stamp).read() == h.hexdigest():
+        return INITRAMFS
+    tmp = INITRAMFS + ".tmp"
+    with open(tmp, "wb") as f:
+        c = Cpio(f)
+        for d in ("bin", "dev", "lib", "lib/modules", "proc", "sys", "run",
+                  "tmp", "root", "etc"):
+            c.dir(d)
+        with open(busybox, "rb") as b:
+            c.file("bin/busybox", b.read(), 0o755)
+        c.symlink("bin/sh", "busybox")
+        c.file("init", init, 0o755)
+        for name, path in mods:
+            with open(path, "rb") as m:
+                c.file(f"lib/modules/{name}.ko", m.read())
+        c.file("lib/modules/load-order",
+               "".join(n + "\n" for n, _ in mods).encode())
+        c.close()
+    os.replace(tmp, INITRAMFS)
+    with open(stamp, "w") as f:
+        f.write(h.hexdigest())
+    say(f"run: built {rel(INITRAMFS)} ({release}; modules "
+        f"{' '.join(n for n, _ in mods)})")
+    return INITRAMFS
+
+
+def job_script(program, args, cwd):
+    """The job /init sources: cd, then the program with its arguments."""
+    return (f"cd {shlex.quote(cwd)} 2>/dev/null || cd /root\n"
+            + " ".join(shlex.quote(a) for a in [program] + list(args))
+            + "\n")

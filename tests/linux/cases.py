@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Linux nodes (docs/linux.rst), through the real launcher.
+
+Each case runs 'scripts/tempest run --linux' as a user would (a separate
+process, real QEMUs booting Debian's kernel, real consoles) and checks its
+exit status, its summary, what it streamed with '[node K]' prefixes, the
+nodes' logs, and what crossed the user network and the 9p share.  Run by
+'scripts/tempest test --suite linux' (testing.suite_linux).
+"""
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+TEMPEST = os.path.join(ROOT, "scripts", "tempest")
+HERE = os.path.join(ROOT, "tests", "linux")
+
+
+def _read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def launch(run_dir, nodes, program, args=(), opts=(), timeout=120):
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return subprocess.Popen(
+        [sys.executable, TEMPEST, "run", "--linux", "-n", str(nodes),
+         "--timeout", str(timeout), "--run-dir", run_dir] + list(opts)
+        + [program] + list(args),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL)
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what, out=""):
+    if not cond:
+        raise Failure(what + ("\n" + out if out else ""))
+
+
+def hello_program(runs):
+    """tests/linux/hello.c built with 'scripts/tempest cc --linux'."""
+    os.makedirs(os.path.join(runs, "bin"), exist_ok=True)
+    exe = os.path.join(runs, "bin", "hello")
+    r = subprocess.run([sys.executable, TEMPEST, "cc", "--linux", "-O2",
+                        "-Wall", "-Werror", "-o", exe,
+                        os.path.join(HERE, "hello.c")],
+                       capture_output=True, text=True)
+    expect(r.returncode == 0, "cc --linux failed", r.stdout + r.stderr)
+    return exe
+
+
+def case_hello(runs):
+    """Four Linux nodes each run the program and print what their kernel
+    command line says (docs/linux.rst, "Programs"); the run ends 0 only
+    when every node's program exited 0 ("Exit status")."""
+    exe = hello_program(runs)
+    run_dir = os.path.join(runs, "hello")
+    p = launch(run_dir, 4, exe, opts=["--smp", "2"])
+    out, err = p.communicate()
+    both = out + err
+    expect(p.returncode == 0, f"exit {p.returncode}", both)
+    expect(re.search(r"run: 4 nodes exited 0", err), "no summary", both)
+    expect("4/4 Linux nodes running the program" in err,
+           "no boot progress line", both)
+    for k in range(4):
+        line = (rf"\[node {k}\] hello from Linux node {k} of 4: 2 CPUs "
+                r"online, kernel \S+-arm64")
+        expect(re.search(line, out), f"node {k}: no hello line", both)
+        expect(re.search(line[len(rf"\[node {k}\] "):],
+                         _read(os.path.join(run_dir, f"node{k}.log"))),
+               f"node {k}: no hello line in its log", both)
+
+
+def case_exit_status(runs):
+    """A program's exit status is its node's (docs/linux.rst, "Exit
+    status"): node 1 exits 3, so the run fails with 3 and names node 1;
+    the others exited 0 or were stopped."""
+    exe = hello_program(runs)
+    run_dir = os.path.join(runs, "exit-status")
+    p = launch(run_dir, 4, exe, ["exit-on", "1", "3"])
+    out, err = p.communicate()
+    both = out + err
+    expect(p.returncode == 3, f"exit {p.returncode}, wanted 3", both)
+    expect(re.search(r"node 1 failed with status 3", err),
+           "summary does not name node 1 and status 3", both)
+    expect("[node 1] node 1 exits 3" in out, "node 1 did not say so", both)
+
+
+class OneLine(threading.Thread):
+    """A host server on 127.0.0.1 that reads one line from one client."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.sock.settimeout(120)
+        self.port = self.sock.getsockname()[1]
+        self.line = None
+
+    def run(self):
+        try:
+            conn, _ = self.sock.accept()
+            with conn, conn.makefile("r") as f:
+                self.line = f.readline().strip()
+        except OSError:
+            pass
+        finally:
+            self.sock.close()
+
+
+def forwarded_port(run_dir, node, guest, p):
+    """The host port of node's guest port, from the run's ports.txt."""
+    while p.poll() is None:
+        m = re.search(rf"node {node} tcp {guest} 127\.0\.0\.1:(\d+)",
+                      _read(os.path.join(run_dir, "ports.txt")))
+        if m:
+            return int(m.group(1))
+        time.sleep(0.1)
+    return None
+
+
+def case_network(runs):
+    """User networking and the shared directory (docs/linux.rst,
+    "Network" and "Files"): node 2 connects to the host at 10.0.2.2; the
+    host fetches a page from node 2's port 7000 through the port the
+    launcher forwards (run --forward); node 2 reads a file the host put in
+    the run directory and writes one the host reads."""
+    run_dir = os.path.join(runs, "network")
+    token = secrets.token_hex(8)
+    server = OneLine()
+    server.start()
+    # Written before the run: the run directory is made by launch(), so
+    # the file goes in right after, before node 2 can look for it.
+    p = launch(run_dir, 4, os.path.join(HERE, "net.sh"),
+               [str(server.port), token], opts=["--forward", "7000"])
+    try:
+        for _ in range(100):
+            if os.path.isdir(run_dir):
+                break
+            time.sleep(0.05)
+        with open(os.path.join(run_dir, "from-host"), "w") as f:
+            f.write(f"host wrote {token}\n")
+        port = forwarded_port(run_dir, 2, 7000, p)
+        expect(port is not None, "no forwarded port for node 2")
+        page, last = None, None
+        while p.poll() is None and page is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/",
+                                            timeout=10) as r:
+                    page = r.read().decode()
+            except OSError as e:
+                last = e        # node 2's server is not up yet
+                time.sleep(0.5)
+        # The share, the other way, once node 2 wrote it.
+        answer = ""
+        while p.poll() is None and not answer.endswith("\n"):
+            answer = _read(os.path.join(run_dir, "from-node"))
+            time.sleep(0.2)
+        open(os.path.join(run_dir, "done"), "w").close()
+        out, err = p.communicate(timeout=150)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    both = out + err
+    expect(p.returncode == 0, f"exit {p.returncode}", both)
+    expect(page == f"node 2 serves {token}\n",
+           f"host -> node 2:7000 got {page!r} (last error {last})", both)
+    server.join(5)
+    expect(server.line == f"node 2 says {token}",
+           f"node 2 -> host 10.0.2.2 got {server.line!r}", both)
+    expect(answer == f"node 2 read: host wrote {token}\n",
+           f"node 2's file in the run directory: {answer!r}", both)
+
+
+def case_shell(runs):
+    """The shell service (docs/linux.rst, "Logging in"): 'scripts/tempest
+    ssh 1 CMD' runs CMD on node 1 of a running cluster and returns its
+    output and status."""
+    run_dir = os.path.join(runs, "shell")
+    p = launch(run_dir, 2, "sleep", ["600"])
+    try:
+        expect(forwarded_port(run_dir, 1, 23, p) is not None,
+               "no shell port for node 1")
+        r = subprocess.run([sys.executable, TEMPEST, "ssh", "--run-dir",
+                            run_dir, "1", "hostname; cat /proc/cmdline; "
+                            "exit 7"],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        p.terminate()
+        out, err = p.communicate(timeout=30)
+    expect(r.returncode == 7, f"ssh exit {r.returncode}, wanted 7",
+           r.stdout + r.stderr)
+    expect(re.search(r"^node1$", r.stdout, re.M), "no hostname node1",
+           r.stdout + r.stderr)
+    expect("tempest.node=1 " in r.stdout, "no node 1 command line",
+           r.stdout + r.stderr)
+
+
+def case_panic(runs):
+    """A Linux node whose kernel panics is a crashed node (docs/linux.rst,
+    "Exit status"): the launcher stops it and the run ends with 134,
+    naming the node and the panic, although QEMU itself never exits."""
+    run_dir = os.path.join(runs, "panic")
+    p = launch(run_dir, 1, "sh", ["-c", "echo c > /proc/sysrq-trigger"])
+    out, err = p.communicate()
+    both = out + err
+    expect(p.returncode == 134, f"exit {p.returncode}, wanted 134", both)
+    expect("node 0 failed with status 134" in err and
+           "kernel panicked" in err, "summary does not say so", both)
+    expect("Kernel panic - not syncing" in
+           _read(os.path.join(run_dir, "node0.log")), "no panic in the log",
+           both)
+
+
+CASES = [case_hello, case_exit_status, case_network, case_shell, case_panic]
+
+
+def run(results, runs, k=None):
+    """Run every case (whose name contains k) into results.record."""
+    os.makedirs(runs, exist_ok=True)
+    for case in CASES:
+        name = "linux/" + case.__name__[len("case_"):]
+        if k and k not in name:
+            continue
+        t0 = time.monotonic()
+        try:
+            case(runs)
+            results.record(name, True, f"{time.monotonic() - t0:.1f} s")
+        except Failure as e:
+            results.record(name, False, str(e).split("\n")[0], str(e))
+        except Exception as e:  # noqa: BLE001 - a broken case is a failure
+            results.record(name, False, f"{type(e).__name__}: {e}")
