@@ -99,14 +99,13 @@ bool xfer_buf_take(TempestNCState *s, TempestXferIn *in, bool *refuse)
 
     QTAILQ_FOREACH_SAFE(b, &s->xfer_bufs, next, next) {
         if (b->type == in->type && !b->full) {
+            any = true;
             big |= b->len >= in->len;
         }
+        /* May close and free b: b is not looked at after it. */
         if (buf_place(s, b, in)) {
             *refuse = false;
             return true;
-        }
-        if (b->type == in->type) {
-            any = true;
         }
     }
     *refuse = any && !big && in->len > s->xfer_sys_max;
@@ -177,8 +176,14 @@ static void sys_move(TempestNCState *s)
  */
 void xfer_sys_park(TempestNCState *s, TempestXferIn *in)
 {
+    gpointer key = NULL;
+
     s->xfer_in_count[in->src]--;
-    g_hash_table_steal(s->xfer_in, &(uint64_t){ in_key(in->src, in->mid) });
+    /* Out of the table, whose destroy functions would free it: the key. */
+    g_hash_table_steal_extended(s->xfer_in,
+                                &(uint64_t){ in_key(in->src, in->mid) },
+                                &key, NULL);
+    g_free(key);
     QTAILQ_INSERT_TAIL(&s->xfer_parked, in, park_next);
     s->xfer_nparked++;
     sys_move(s);
