@@ -576,6 +576,7 @@ struct spin {
     uint64_t ns;            /* how long: spin_us then */
     uint64_t handled;       /* handlers run, when start was taken */
     unsigned turns;
+    bool quiet;             /* no POLL writes (not the polling CPU) */
 };
 
 /* True while the node controller has been told the CPU polls. */
@@ -593,6 +594,7 @@ static void spin_begin(struct spin *sp)
     sp->start = sp->ns ? rt_time_ns() : 0;
     sp->handled = spin_work();
     sp->turns = 0;
+    sp->quiet = false;
 }
 
 /*
@@ -620,7 +622,9 @@ static bool spin_turn(struct spin *sp)
             return false;
         }
     }
-    polling = nc_poll(true);
+    if (!sp->quiet) {
+        polling = nc_poll(true);
+    }
     __asm__ volatile("yield");
     return true;
 }
@@ -758,14 +762,33 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
     return met;
 }
 
+/* An interrupt is pending at this CPU (masked or not): no device access. */
+static inline bool irq_pending(void)
+{
+    uint64_t isr;
+
+    __asm__ volatile("mrs %0, isr_el1" : "=r"(isr));
+    return (isr & (1U << 7)) != 0;      /* ISR_EL1.I */
+}
+
 bool tppi_spin_masked(int (*cond)(void *arg), void *arg)
 {
     struct spin sp;
     bool met = false;
 
     spin_begin(&sp);
+    /*
+     * With a CPU of its own the protocol thread polls the rings itself:
+     * a POLL write here would only take QEMU's lock from it.
+     */
+    sp.quiet = dedicated;
     while (!(met = cond(arg) != 0) && spin_turn(&sp)) {
-        if (!dedicated && (nc_reg(TEMPEST_NC_IRQ_STATUS) & NC_IRQ_BITS)) {
+        /*
+         * On a CPU the protocol thread shares, its interrupt (a device
+         * event, or the one a fault raised in software) shows in ISR_EL1:
+         * let it run now rather than after the spin.
+         */
+        if (!dedicated && irq_pending()) {
             rt_cpu_sleep(0);    /* pending: runs the handler, returns */
         }
     }
