@@ -22,48 +22,6 @@
 
 static volatile uint64_t acks, bad_acks, backs;
 
-static uint32_t pattern(unsigned seed, unsigned i)
-{
-    return seed * 0x9e3779b9U + i * 0x85ebca6bU;
-}
-
-static void fill(void *blk, int len, unsigned seed)
-{
-    uint32_t *w = (uint32_t *)tt_alias(blk);
-    int i;
-
-    for (i = 0; i < len / 4; i++) {
-        w[i] = pattern(seed, (unsigned)i);
-    }
-}
-
-static bool holds(void *blk, int len, unsigned seed)
-{
-    uint32_t *w = (uint32_t *)tt_alias(blk);
-    int i;
-
-    for (i = 0; i < len / 4; i++) {
-        if (w[i] != pattern(seed, (unsigned)i)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Every tag block of the block has tag @tag (copy and device). */
-static bool tagged(void *blk, int len, int tag)
-{
-    int i;
-
-    for (i = 0; i < len; i += TPPI_TAG_BLK_SIZE) {
-        if ((int)TPPI_get_blk_acc((char *)blk + i) != tag ||
-            tt_dev_tag((char *)blk + i) != tag) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* Block @i (of 256 bytes) of page @page. */
 static char *blk(unsigned page, unsigned i)
 {
@@ -75,7 +33,7 @@ static char *ready(unsigned page, unsigned i, int len, unsigned seed)
 {
     char *b = blk(page, i);
 
-    fill(b, len, seed);
+    tt_fill(b, len, seed);
     TPPI_change_blk_acc(b, len, TPPI_Blk_Validate_RW);
     return b;
 }
@@ -111,7 +69,7 @@ static void rr_h(TPPI_NodeId src, int size)
 
     TPPI_recv_R(got, 20);
     for (i = 0; i < 5; i++) {
-        ok = ok && got[i] == pattern(1, i);
+        ok = ok && got[i] == tt_pattern(1, i);
     }
     ack(src, 1, ok);
 }
@@ -135,9 +93,9 @@ static void baba_h(TPPI_NodeId src, int size)
 
     TPPI_recv_Ba(blk(1, 0) + 5, 64, TPPI_Blk_Validate_RO);
     TPPI_recv_Ba(blk(1, 2), 128, TPPI_Blk_Validate_RW);
-    ok = ok && holds(blk(1, 0), 64, 30) && holds(blk(1, 2), 128, 31) &&
-         tagged(blk(1, 0), 64, TPPI_Blk_ReadOnly) &&
-         tagged(blk(1, 2), 128, TPPI_Blk_Writable);
+    ok = ok && tt_holds(blk(1, 0), 64, 30) && tt_holds(blk(1, 2), 128, 31) &&
+         tt_tagged(blk(1, 0), 64, TPPI_Blk_ReadOnly) &&
+         tt_tagged(blk(1, 2), 128, TPPI_Blk_Writable);
     ack(src, 3, ok);
 }
 
@@ -150,11 +108,11 @@ static void back_h(TPPI_NodeId src, int size)
 
     ok = TPPI_recv_W() == 77 && ok;
     TPPI_recv_Ba(blk(1, 4), 64, TPPI_Blk_Validate_RW);
-    ok = ok && holds(blk(1, 4), 64, 40) &&
-         tagged(blk(1, 4), 64, TPPI_Blk_Writable);
+    ok = ok && tt_holds(blk(1, 4), 64, 40) &&
+         tt_tagged(blk(1, 4), 64, TPPI_Blk_Writable);
     TPPI_recv_R(r, 16);
     for (i = 0; i < 4; i++) {
-        ok = ok && r[i] == pattern(41, i);
+        ok = ok && r[i] == tt_pattern(41, i);
     }
     ok = TPPI_recv_W() == 88 && ok;
     for (i = 0; i < 3; i++) {
@@ -177,11 +135,11 @@ static void forward_h(TPPI_NodeId src, int size)
         am_fail("case 4: node 1 got the wrong request");
     }
     for (i = 0; i < 4; i++) {
-        r[i] = pattern(41, i);
+        r[i] = tt_pattern(41, i);
     }
     TPPI_send_WBaRWF(src, back_h, 77, b, 64, TPPI_Blk_Downgrade_RO, r, 16,
                      88, 12);
-    ack(src, 4, tagged(b, 64, TPPI_Blk_ReadOnly));
+    ack(src, 4, tt_tagged(b, 64, TPPI_Blk_ReadOnly));
 }
 
 /* Case 5, the builder: W Ba R Ba W. */
@@ -195,9 +153,9 @@ static void built_h(TPPI_NodeId src, int size)
     TPPI_recv_R(r, 8);
     TPPI_recv_Ba(blk(1, 7), 64, TPPI_Blk_Validate_RO);
     ok = ok && TPPI_recv_W() == 55;
-    ok = ok && r[0] == 1 && r[1] == 2 && holds(blk(1, 6), 64, 50) &&
-         holds(blk(1, 7), 64, 51) &&
-         tagged(blk(1, 6), 64, TPPI_Blk_ReadOnly);
+    ok = ok && r[0] == 1 && r[1] == 2 && tt_holds(blk(1, 6), 64, 50) &&
+         tt_holds(blk(1, 7), 64, 51) &&
+         tt_tagged(blk(1, 6), 64, TPPI_Blk_ReadOnly);
     ack(src, 5, ok);
 }
 
@@ -210,10 +168,10 @@ static void sender(void)
     unsigned i;
 
     for (i = 0; i < 2; i++) {
-        a[i] = pattern(1, i);
+        a[i] = tt_pattern(1, i);
     }
     for (i = 0; i < 3; i++) {
-        b[i] = pattern(1, 2 + i);
+        b[i] = tt_pattern(1, 2 + i);
     }
     TPPI_send_RR(1, rr_h, a, 8, b, 12);
     TPPI_send_WWWWWWWWWWWW(1, w12_h, 100, 101, 102, 103, 104, 105, 106, 107,
@@ -223,8 +181,8 @@ static void sender(void)
     y = ready(0, 2, 128, 31);
     TPPI_send_BaBa(1, baba_h, x, 64, TPPI_Blk_Invalidate, y + 100, 128,
                    TPPI_Blk_Downgrade_RO);
-    if (!tagged(x, 64, TPPI_Blk_Invalid) ||
-        !tagged(y, 128, TPPI_Blk_ReadOnly)) {
+    if (!tt_tagged(x, 64, TPPI_Blk_Invalid) ||
+        !tt_tagged(y, 128, TPPI_Blk_ReadOnly)) {
         am_fail("case 3: the sender's tags did not change as asked");
     }
 
@@ -238,8 +196,8 @@ static void sender(void)
     tempest_msg_R(&m, (uint32_t[2]){ 1, 2 }, 8);
     tempest_msg_Ba(&m, y, 64, TPPI_Blk_No_Tag_Change);
     tempest_msg_W(&m, 55);
-    if (tempest_msg_send(&m) != 0 || !tagged(x, 64, TPPI_Blk_ReadOnly) ||
-        !tagged(y, 64, TPPI_Blk_Writable)) {
+    if (tempest_msg_send(&m) != 0 || !tt_tagged(x, 64, TPPI_Blk_ReadOnly) ||
+        !tt_tagged(y, 64, TPPI_Blk_Writable)) {
         am_fail("case 5: the builder's message or its tags are wrong");
     }
 
@@ -252,10 +210,10 @@ static void sender(void)
                    TPPI_Blk_Invalidate);
     tempest_get_stats(&s1);
     if (s1.bad_sends - s0.bad_sends != 2 ||
-        !tagged(x, 64, TPPI_Blk_Writable)) {
+        !tt_tagged(x, 64, TPPI_Blk_Writable)) {
         am_fail("bad BaBa: %llu refused (want 2), tag kept %d",
                 (unsigned long long)(s1.bad_sends - s0.bad_sends),
-                tagged(x, 64, TPPI_Blk_Writable));
+                tt_tagged(x, 64, TPPI_Blk_Writable));
     }
 }
 

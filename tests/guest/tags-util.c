@@ -147,3 +147,44 @@ bool tt_pc_in(int pc, void *fn)
 
     return a >= f && a < f + 32;
 }
+
+uint32_t tt_pattern(unsigned seed, unsigned i)
+{
+    return seed * 0x9e3779b9U + i * 0x85ebca6bU;
+}
+
+void tt_fill(void *blk, int len, unsigned seed)
+{
+    uint32_t *w = (uint32_t *)tt_alias(blk);
+    int i;
+
+    for (i = 0; i < len / 4; i++) {
+        w[i] = tt_pattern(seed, (unsigned)i);
+    }
+}
+
+bool tt_holds(void *blk, int len, unsigned seed)
+{
+    uint32_t *w = (uint32_t *)tt_alias(blk);
+    int i;
+
+    for (i = 0; i < len / 4; i++) {
+        if (w[i] != tt_pattern(seed, (unsigned)i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool tt_tagged(void *blk, int len, int tag)
+{
+    int i;
+
+    for (i = 0; i < len; i += TPPI_TAG_BLK_SIZE) {
+        if ((int)TPPI_get_blk_acc((char *)blk + i) != tag ||
+            tt_dev_tag((char *)blk + i) != tag) {
+            return false;
+        }
+    }
+    return true;
+}

@@ -37,6 +37,18 @@ int tt_dev_tag(void *va);
 /* The name of a tag. */
 const char *tt_tag_name(int tag);
 
+/*
+ * Block data for the Ba tests: tt_pattern(seed, i) is word i of the
+ * pattern of @seed; tt_fill() writes it through the unchecked alias;
+ * tt_holds() checks it is there.
+ */
+uint32_t tt_pattern(unsigned seed, unsigned i);
+void tt_fill(void *blk, int len, unsigned seed);
+bool tt_holds(void *blk, int len, unsigned seed);
+
+/* Every tag block of [blk, blk + len) has tag @tag (copy and device). */
+bool tt_tagged(void *blk, int len, int tag);
+
 /* Accesses, one instruction each (returns the value loaded). */
 uint8_t tt_ldrb(void *p);
 void tt_strb(void *p, uint8_t v);

@@ -24,48 +24,6 @@
 
 static volatile uint64_t acks, bad_acks;
 
-static uint32_t pattern(unsigned seed, unsigned i)
-{
-    return seed * 0x9e3779b9U + i * 0x85ebca6bU;
-}
-
-static void fill(char *blk, int len, unsigned seed)
-{
-    uint32_t *w = (uint32_t *)tt_alias(blk);
-    int i;
-
-    for (i = 0; i < len / 4; i++) {
-        w[i] = pattern(seed, (unsigned)i);
-    }
-}
-
-static bool holds(char *blk, int len, unsigned seed)
-{
-    uint32_t *w = (uint32_t *)tt_alias(blk);
-    int i;
-
-    for (i = 0; i < len / 4; i++) {
-        if (w[i] != pattern(seed, (unsigned)i)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Every minimal block of the block has tag @tag (copy and device). */
-static bool tagged(char *blk, int len, int tag)
-{
-    int i;
-
-    for (i = 0; i < len; i += TPPI_TAG_BLK_SIZE) {
-        if ((int)TPPI_get_blk_acc(blk + i) != tag ||
-            tt_dev_tag(blk + i) != tag) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /*
  * The tag change @chg leaves on a block whose tag was @old (Table 2).
  * This repeats chg_target() of guest/lib/tempest/vm.c on purpose: the
@@ -110,11 +68,11 @@ static void ack_h(TPPI_NodeId src, int size)
 static void received(TPPI_NodeId src, unsigned id, char *blk, int len,
                      unsigned seed, int tag)
 {
-    bool ok = holds(blk, len, seed) && tagged(blk, len, tag);
+    bool ok = tt_holds(blk, len, seed) && tt_tagged(blk, len, tag);
 
     if (!ok) {
         printf("case %u: block %p (%d bytes) holds the data %d, tag %s "
-               "(want %s)\n", id, (void *)blk, len, holds(blk, len, seed),
+               "(want %s)\n", id, (void *)blk, len, tt_holds(blk, len, seed),
                tt_tag_name(TPPI_get_blk_acc(blk)), tt_tag_name(tag));
     }
     TPPI_send_WW(src, ack_h, (int)id, ok);
@@ -219,7 +177,7 @@ static void send_case(TPPI_NodeId dest, unsigned id, const struct ba_case *c,
     int before = c->send_chg == TPPI_Blk_Validate_RW ? TPPI_Blk_Invalid :
                                                       TPPI_Blk_Writable;
 
-    fill(blk, c->len, seed);
+    tt_fill(blk, c->len, seed);
     TPPI_change_blk_acc(blk, c->len, TPPI_Blk_Validate_RW);
     if (c->send_chg == TPPI_Blk_Validate_RW) {
         TPPI_change_blk_acc(blk, c->len, TPPI_Blk_Invalidate);
@@ -240,7 +198,7 @@ static void send_case(TPPI_NodeId dest, unsigned id, const struct ba_case *c,
                           c->send_chg, (int)seed, c->recv_chg, c->recv_old);
         break;
     }
-    if (!tagged(blk, c->len, target(c->send_chg, before))) {
+    if (!tt_tagged(blk, c->len, target(c->send_chg, before))) {
         am_fail("case %u: the sender's block is %s, not %s", id,
                 tt_tag_name(TPPI_get_blk_acc(blk)),
                 tt_tag_name(target(c->send_chg, before)));
@@ -303,7 +261,7 @@ static void misuse(void)
         am_fail("bad Ba items: %llu refused, not 5",
                 (unsigned long long)(s1.bad_sends - s0.bad_sends));
     }
-    if (!tagged(blk, 64, TPPI_Blk_Writable)) {
+    if (!tt_tagged(blk, 64, TPPI_Blk_Writable)) {
         am_fail("a refused Ba item changed the tag");
     }
 }
@@ -328,7 +286,7 @@ int main(void)
         run_cases(0, 4 * TPPI_PAGE_SIZE, 200);     /* to itself */
         want = 2 * n;
         /* An R item, received as a Ba item. */
-        fill(seg(3 * TPPI_PAGE_SIZE + 2048), 256, 300);
+        tt_fill(seg(3 * TPPI_PAGE_SIZE + 2048), 256, 300);
         TPPI_send_WWR(1, r_as_ba_h, 300, 3 * TPPI_PAGE_SIZE + 2048,
                       tt_alias(seg(3 * TPPI_PAGE_SIZE + 2048)), 256);
         want++;

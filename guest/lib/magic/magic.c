@@ -714,12 +714,34 @@ static void buf_release(struct mbuf *b)
     free(b);
 }
 
+/*
+ * Full buffer @b has no message in use: posts all its space again, or
+ * frees it if magic_buffree() said so.  Returns 0, or why posting failed
+ * (reported, for @who; the buffer is then freed).
+ */
+static int buf_give_back(struct mbuf *b, const char *who)
+{
+    int r;
+
+    if (b->freeing) {
+        buf_release(b);
+        return 0;
+    }
+    b->full = false;
+    r = post(b);
+    if (r != 0) {
+        fail(r, "%s: posting a filled buffer again (%zu bytes, type %u)",
+             who, b->size, b->type);
+        buf_release(b);
+    }
+    return r;
+}
+
 int magic_bufreturn(void *msg)
 {
     struct mentry *e;
     struct mbuf *b;
     uint64_t flags;
-    int r;
 
     flags = lock();
     e = deliv_take((uintptr_t)msg);
@@ -729,21 +751,8 @@ int magic_bufreturn(void *msg)
         return MAGIC_E_NOT_BUFFER;
     }
     b = msg_done(e, false);
-    if (b == NULL) {
-        return 0;       /* its space is still posted, or still in use */
-    }
-    if (b->freeing) {
-        buf_release(b);
-        return 0;
-    }
-    b->full = false;
-    r = post(b);
-    if (r != 0) {
-        fail(r, "magic_bufreturn(%p): posting %zu bytes for type %u", msg,
-             b->size, b->type);
-        buf_release(b);
-    }
-    return r;
+    /* NULL: its space is still posted, or still in use. */
+    return b ? buf_give_back(b, "magic_bufreturn") : 0;
 }
 
 int magic_buffree(void *msg)
@@ -761,7 +770,7 @@ int magic_buffree(void *msg)
     }
     b = msg_done(e, true);
     if (b) {
-        buf_release(b);
+        buf_give_back(b, "magic_buffree");  /* freeing: only frees it */
     }
     return 0;
 }
@@ -936,15 +945,8 @@ static void buf_closed(const struct tempest_xfer_event *ev)
         }
     }
     unlock(flags);
-    if (b && b->freeing) {
-        buf_release(b);
-    } else if (b) {
-        b->full = false;
-        if (post(b) != 0) {
-            fail(MAGIC_E_FULL, "posting a filled buffer again (%zu bytes, "
-                 "type %u)", b->size, b->type);
-            buf_release(b);
-        }
+    if (b) {
+        buf_give_back(b, "magic: a buffer the controller filled");
     }
 }
 
