@@ -119,6 +119,21 @@ static struct bulk *alloc(void)
     return NULL;    /* not reached: a_record_free() said there was one */
 }
 
+/* A record for a store or a get of @nbytes between @lva here and @rva. */
+static struct bulk *alloc_for(vnn_t dest, void *lva, void *rva, int nbytes,
+                              handler_t handler, void *arg)
+{
+    struct bulk *b = alloc();
+
+    b->dest = dest;
+    b->nbytes = nbytes;
+    b->lva = (uintptr_t)lva;
+    b->rva = (uintptr_t)rva;
+    b->handler = (uintptr_t)handler;
+    b->arg = (uintptr_t)arg;
+    return b;
+}
+
 static int check_block(const char *call, vnn_t dest, uint64_t lva,
                        int nbytes, uintptr_t handler)
 {
@@ -170,13 +185,7 @@ static int store(const char *call, vnn_t dest, void *lva, void *rva,
         libam_check_handler(call, (uintptr_t)endfunc, true) < 0) {
         return -1;
     }
-    b = alloc();
-    b->dest = dest;
-    b->nbytes = nbytes;
-    b->lva = (uintptr_t)lva;
-    b->rva = (uintptr_t)rva;
-    b->handler = (uintptr_t)handler;
-    b->arg = (uintptr_t)arg;
+    b = alloc_for(dest, lva, rva, nbytes, handler, arg);
     b->endfunc = (uintptr_t)endfunc;
     b->endarg = (uintptr_t)endarg;
     b->blocking = blocking;
@@ -303,14 +312,8 @@ int am_get(vnn_t dest, void *rva, void *lva, int nbytes, handler_t handler,
                     (uintptr_t)handler) < 0) {
         return -1;
     }
-    b = alloc();
+    b = alloc_for(dest, lva, rva, nbytes, handler, arg);
     b->get = true;
-    b->dest = dest;
-    b->nbytes = nbytes;
-    b->lva = (uintptr_t)lva;
-    b->rva = (uintptr_t)rva;
-    b->handler = (uintptr_t)handler;
-    b->arg = (uintptr_t)arg;
     d[0] = b->rva;
     d[1] = (uint64_t)nbytes;
     libam_send_request((unsigned)dest, KIND_GET, 0, b->lva, cookie_of(b), d);
