@@ -23,6 +23,10 @@
  *  + credits: packets in flight per peer and logical network (32)
  *  + fabric-timeout: ms to wait for the whole cluster to connect (30000)
  *  + tagmem: bytes of tagged memory for Tempest pages (64 MiB; 0 none)
+ *  + usermem: id of a memory backend mapped at TEMPEST_USERMEM_BASE as the
+ *    memory the node controller reaches instead of RAM (a Linux node: the
+ *    kernel never sees it, its processes map it at VA == PA through the
+ *    driver; docs/linux.rst)
  *
  * -kernel loads a bare-metal ELF (entered at EL1, MMU off, x0 = 0) or a
  * Linux kernel Image (with -initrd; docs/linux.rst).  For an ELF the
@@ -48,6 +52,7 @@
 #include "hw/sysbus.h"
 #include "hw/tempest/tempest-nc.h"
 #include "hw/virtio/virtio-mmio.h"
+#include "system/hostmem.h"
 #include "qobject/qlist.h"
 #include "target/arm/cpu.h"
 #include "target/arm/gtimer.h"
@@ -112,6 +117,7 @@ struct TempestMachineState {
     uint32_t fabric_timeout;
     uint32_t spin_us;
     uint64_t tagmem;
+    char *usermem;
 };
 
 static void create_fdt(TempestMachineState *tms)
@@ -317,6 +323,43 @@ static void create_uart(TempestMachineState *tms)
     g_free(name);
 }
 
+/*
+ * The memory backend @id as the node controller's memory, mapped at
+ * TEMPEST_USERMEM_BASE (not in the device tree's /memory: the kernel of a
+ * Linux node never uses it; its processes map it through the driver).
+ */
+static MemoryRegion *create_usermem(const char *id)
+{
+    Object *o = object_resolve_path_component(object_get_objects_root(), id);
+    HostMemoryBackend *be;
+    MemoryRegion *mr;
+
+    if (!o || !object_dynamic_cast(o, TYPE_MEMORY_BACKEND)) {
+        error_report("usermem: no memory backend '%s' (make one with "
+                     "-object memory-backend-memfd,id=%s,size=...)", id, id);
+        exit(1);
+    }
+    be = MEMORY_BACKEND(o);
+    if (host_memory_backend_is_mapped(be)) {
+        error_report("usermem: memory backend '%s' is already in use", id);
+        exit(1);
+    }
+    mr = host_memory_backend_get_memory(be);
+    if (memory_region_size(mr) < TEMPEST_USERMEM_MIN ||
+        memory_region_size(mr) > TEMPEST_USERMEM_MAX ||
+        memory_region_size(mr) % TEMPEST_USERMEM_MIN) {
+        error_report("usermem: '%s' has %" PRIu64 " bytes: it must be a "
+                     "multiple of %llu MiB, at most %llu MiB", id,
+                     (uint64_t)memory_region_size(mr),
+                     TEMPEST_USERMEM_MIN / MiB, TEMPEST_USERMEM_MAX / MiB);
+        exit(1);
+    }
+    host_memory_backend_set_mapped(be, true);
+    memory_region_add_subregion(get_system_memory(), TEMPEST_USERMEM_BASE,
+                                mr);
+    return mr;
+}
+
 static void create_nc(TempestMachineState *tms)
 {
     MachineState *ms = MACHINE(tms);
@@ -324,17 +367,24 @@ static void create_nc(TempestMachineState *tms)
     int irq = tempest_irqmap[TMAP_NC];
     DeviceState *dev = DEVICE(&tms->nc);
     SysBusDevice *s = SYS_BUS_DEVICE(dev);
+    MemoryRegion *nc_mem = ms->ram;
+    hwaddr nc_mem_base = tempest_memmap[TMAP_MEM].base;
     char *name;
+
+    if (*tms->usermem) {
+        nc_mem = create_usermem(tms->usermem);
+        nc_mem_base = TEMPEST_USERMEM_BASE;
+    }
 
     qdev_prop_set_uint32(dev, "node-id", tms->node_id);
     qdev_prop_set_uint32(dev, "num-nodes", tms->num_nodes);
     qdev_prop_set_uint32(dev, "num-cpus", ms->smp.cpus);
-    qdev_prop_set_uint64(dev, "ram-base", tempest_memmap[TMAP_MEM].base);
-    qdev_prop_set_uint64(dev, "ram-size", ms->ram_size);
+    qdev_prop_set_uint64(dev, "ram-base", nc_mem_base);
+    qdev_prop_set_uint64(dev, "ram-size", memory_region_size(nc_mem));
     qdev_prop_set_string(dev, "cmdline",
                          ms->kernel_cmdline ? ms->kernel_cmdline : "");
     qdev_prop_set_string(dev, "fabric", tms->fabric);
-    object_property_set_link(OBJECT(dev), "ram", OBJECT(ms->ram),
+    object_property_set_link(OBJECT(dev), "ram", OBJECT(nc_mem),
                              &error_abort);
     qdev_prop_set_string(dev, "fabric-key", tms->fabric_key);
     qdev_prop_set_string(dev, "fabric-shm", tms->fabric_shm);
@@ -547,6 +597,7 @@ static void tempest_set_##field(Object *obj, const char *value,             \
 }
 
 TEMPEST_STR_PROP(fabric_shm)
+TEMPEST_STR_PROP(usermem)
 TEMPEST_STR_PROP(fabric_host_id)
 TEMPEST_STR_PROP(fabric_shm_dir)
 
@@ -562,6 +613,7 @@ static void tempest_instance_init(Object *obj)
     tms->fabric_shm = g_strdup("auto");
     tms->fabric_host_id = g_strdup("");
     tms->fabric_shm_dir = g_strdup("");
+    tms->usermem = g_strdup("");
     tms->credits = 32;
     tms->fabric_timeout = 30000;
     tms->spin_us = 50;
@@ -571,6 +623,12 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "tagmem", "Bytes of tagged memory "
                                     "for Tempest user-managed pages "
                                     "(0: none)");
+    object_property_add_str(obj, "usermem", tempest_get_usermem,
+                            tempest_set_usermem);
+    object_property_set_description(obj, "usermem", "Id of a memory "
+                                    "backend mapped at TEMPEST_USERMEM_BASE "
+                                    "as the node controller's memory "
+                                    "instead of RAM (Linux nodes)");
     object_property_add_str(obj, "fabric", tempest_get_fabric,
                             tempest_set_fabric);
     object_property_set_description(obj, "fabric", "How the nodes reach "

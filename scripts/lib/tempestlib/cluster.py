@@ -549,8 +549,14 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
     if spin_us is not None:
         machine += f",spin-us={spin_us}"
     ram = []
-    if fabric and (fabric.startswith("shm:") or
-                   "fabric-shm=auto" in fabric_opts):
+    if boot:
+        # A Linux node: its processes' memory for the node controller, in
+        # a memfd peers on this host map like RAM (docs/linux.rst).
+        machine += ",usermem=tempest.user"
+        ram = ["-object", f"memory-backend-memfd,id=tempest.user,"
+               f"size={lx.USERMEM},share=on"]
+    elif fabric and (fabric.startswith("shm:") or
+                     "fabric-shm=auto" in fabric_opts):
         # RAM in a sealed memfd that peers on this host map: transfers and
         # fetch-and-op go straight to it (docs/fabric.rst, "Shared
         # memory").

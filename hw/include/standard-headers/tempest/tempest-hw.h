@@ -43,6 +43,18 @@
 #define TEMPEST_TAGMEM_ALIAS        0x2000000000ULL  /* 128 GiB */
 #define TEMPEST_TAGMEM_MAX          (4ULL << 30)
 
+/*
+ * User memory (version 1.6, Linux nodes): with the machine property
+ * usermem, this region, not RAM, is the memory the node controller reads
+ * and writes (its RAM_BASE and RAM_SIZE registers say so).  The kernel of
+ * a Linux node never uses it; a process maps it at VA == PA through the
+ * driver (/dev/tempest0), so the addresses it gives the node controller
+ * are its own pointers, as on a bare-metal node.
+ */
+#define TEMPEST_USERMEM_BASE        0x0800000000ULL  /* 32 GiB */
+#define TEMPEST_USERMEM_MIN         (2ULL << 20)     /* and granule */
+#define TEMPEST_USERMEM_MAX         (4ULL << 30)
+
 /* Shared peripheral interrupts (GIC INTID = 32 + SPI number) */
 #define TEMPEST_UART_SPI            1
 #define TEMPEST_NC_SPI              2
