@@ -292,6 +292,11 @@ bool rt_irq_masked(void)
     return RT_READ_SYSREG(daif) & DAIF_I;
 }
 
+bool rt_irq_pending(void)
+{
+    return RT_READ_SYSREG(isr_el1) & (1U << 7);     /* ISR_EL1.I */
+}
+
 /* ---- wake-ups and sleeping --------------------------------------- */
 
 static void send_sgi(uint64_t targets)

@@ -85,6 +85,11 @@ unsigned rt_cpu_id(void)
     return rt_cpu_index();
 }
 
+uint64_t rt_ram_base(void)
+{
+    return TEMPEST_RAM_BASE;
+}
+
 uint64_t rt_ram_size(void)
 {
     return rt_info.ram_size;

@@ -192,9 +192,9 @@ int libam_check_handler(const char *call, uintptr_t h, bool may_be_null)
 
 bool libam_ram_contains(uint64_t p, uint64_t len)
 {
-    uint64_t end = TEMPEST_RAM_BASE + rt_ram_size();
+    uint64_t end = rt_ram_base() + rt_ram_size();
 
-    return p >= TEMPEST_RAM_BASE && p <= end && len <= end - p;
+    return p >= rt_ram_base() && p <= end && len <= end - p;
 }
 
 /* ---- running handlers --------------------------------------------------- */
@@ -417,10 +417,7 @@ static void nc_irq(unsigned intid, void *arg)
 
 static inline bool irq_pending(void)
 {
-    uint64_t isr;
-
-    __asm__ volatile("mrs %0, isr_el1" : "=r"(isr));
-    return isr & (1U << 7);
+    return rt_irq_pending();
 }
 
 void libam_wait(bool (*done)(void *), void *arg)

@@ -199,10 +199,7 @@ unsigned StrataSetSpin(unsigned us)
 
 static inline bool irq_pending(void)
 {
-    uint64_t isr;
-
-    __asm__ volatile("mrs %0, isr_el1" : "=r"(isr));
-    return isr & (1U << 7);
+    return rt_irq_pending();
 }
 
 /*

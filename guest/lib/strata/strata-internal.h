@@ -126,7 +126,7 @@ static inline uint64_t strata_ticks(void)
 {
     uint64_t v;
 
-    __asm__ volatile("mrs %0, cntpct_el0" : "=r"(v));
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
     return v;
 }
 

@@ -765,10 +765,7 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
 /* An interrupt is pending at this CPU (masked or not): no device access. */
 static inline bool irq_pending(void)
 {
-    uint64_t isr;
-
-    __asm__ volatile("mrs %0, isr_el1" : "=r"(isr));
-    return (isr & (1U << 7)) != 0;      /* ISR_EL1.I */
+    return rt_irq_pending();
 }
 
 bool tppi_spin_masked(int (*cond)(void *arg), void *arg)

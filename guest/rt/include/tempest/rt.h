@@ -112,8 +112,16 @@ void rt_nc_write(unsigned off, uint32_t v);
 void rt_exit(int status) __attribute__((noreturn));
 
 /*
- * rt_ram_size: returns the size in bytes of this node's RAM, which starts
- * at TEMPEST_RAM_BASE (RAM_SIZE registers, read at boot).
+ * rt_ram_base: returns the address of the memory the node controller
+ * reaches (its RAM_BASE registers): TEMPEST_RAM_BASE on a bare-metal node,
+ * TEMPEST_USERMEM_BASE for a Linux process.  Every buffer given to the
+ * node controller lies in [rt_ram_base(), rt_ram_base() + rt_ram_size()).
+ */
+uint64_t rt_ram_base(void);
+
+/*
+ * rt_ram_size: returns the size in bytes of that memory (RAM_SIZE
+ * registers, read at boot): this node's RAM on a bare-metal node.
  */
 uint64_t rt_ram_size(void);
 
@@ -300,6 +308,13 @@ int rt_irq_raise(unsigned intid);
 
 /* rt_irq_masked: returns true if IRQs are masked on the calling CPU. */
 bool rt_irq_masked(void);
+
+/*
+ * rt_irq_pending: returns true if an interrupt waits to be taken on the
+ * calling CPU (masked or not), without touching any device: for a spin
+ * with IRQs masked that must stop when one arrives.
+ */
+bool rt_irq_pending(void);
 
 /*
  * rt_in_irq: returns true if the calling CPU is running an interrupt
