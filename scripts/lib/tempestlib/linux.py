@@ -5,19 +5,27 @@ modules a node needs, and what a node's QEMU gets to boot them
 
 setup_linux() fetches linux-image-arm64's kernel package and busybox-static
 for arm64 with 'apt-get download' through a private apt configuration under
-build/linux/apt (APT::Architecture arm64, its own lists, cache and an empty
-dpkg status; the host's sources and keys): the host's dpkg architectures
-and installed packages are left alone.  The packages are unpacked with
-'dpkg-deb -x' into build/linux/root; build/linux/versions.txt records what
-was fetched.
+build/linux/apt (APT::Architecture arm64, the host's architecture as a
+second one, its own lists, cache and an empty dpkg status; the host's
+sources and keys): the host's dpkg architectures and installed packages
+are left alone.  The packages are unpacked with 'dpkg-deb -x' into
+build/linux/root.  For the node controller's driver it also fetches that
+kernel's headers (linux-headers-<release>, its -common) and the host's
+linux-kbuild-<major.minor> (fixdep, modpost: host programs), all of the
+kernel's version, unpacked into build/linux/kbuild with their absolute
+symbolic links made relative, so that the kbuild tree works in place.
+build/linux/versions.txt records what was fetched.
 
+driver_module() builds guest/linux/driver (tempest.ko) against those
+headers with the host's aarch64 cross compiler into build/linux/driver.
 initramfs() writes build/linux/initramfs.cpio (uncompressed: the node's
 kernel unpacks it faster than it would inflate it under TCG): busybox, the
 modules of MODULES with what they depend on (read from each module's
-.modinfo, as the package ships no modules.dep), their load order, and
-/init (INIT below).
+.modinfo, as the package ships no modules.dep), tempest.ko, their load
+order, and /init (INIT below).
 """
 
+import fcntl
 import glob
 import hashlib
 import os
@@ -26,6 +34,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import time
 
 from .common import BUILD, ROOT, StepError, rel, run_step, say
 
@@ -35,12 +44,21 @@ DEBS = os.path.join(LINUX, "debs")
 UNPACKED = os.path.join(LINUX, "root")
 VERSIONS = os.path.join(LINUX, "versions.txt")
 INITRAMFS = os.path.join(LINUX, "initramfs.cpio")
+KBUILD = os.path.join(LINUX, "kbuild")          # headers + kbuild, unpacked
+KBUILD_DEBS = os.path.join(LINUX, "debs-kbuild")
+DRIVER_SRC = os.path.join(ROOT, "guest", "linux", "driver")
+DRIVER_OUT = os.path.join(LINUX, "driver")
+HW_INCLUDE = os.path.join(ROOT, "hw", "include", "standard-headers")
+CROSS = "aarch64-linux-gnu-"
 
 KERNEL_META = "linux-image-arm64"
 BUSYBOX = "busybox-static"
 
-# What /init loads, in this order; their dependencies come first.
+# What /init loads, in this order; their dependencies come first.  Our
+# driver (DRIVER) comes last.
 MODULES = ["virtio_mmio", "virtio_net", "9pnet_virtio", "9p"]
+DRIVER = "tempest"
+DEVICE = "/dev/tempest0"
 
 # Where the share and the run directory are mounted in a node.
 SHARE_TAG = "tempest"
@@ -98,6 +116,10 @@ hostname "node$NODE"
 while read -r m; do
     insmod "/lib/modules/$m.ko" || say "insmod $m failed"
 done < /lib/modules/load-order
+# The node controller's driver (docs/linux.rst, "The device from user
+# space"), loaded last by the list above.
+[ -c @DEVICE@ ] || say "NO @DEVICE@: the node controller's driver \
+(@DRIVER@.ko) did not load or bind; 'dmesg | grep tempest' says why"
 
 ip link set lo up
 ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 &&
@@ -128,6 +150,13 @@ finish "$status"
 """
 
 
+def host_arch():
+    """The host's dpkg architecture (amd64): kbuild's programs run here."""
+    r = subprocess.run(["dpkg", "--print-architecture"], capture_output=True,
+                       text=True)
+    return r.stdout.strip() or "amd64"
+
+
 def apt_conf():
     """The private apt configuration; apt's state lives under APT_DIR."""
     for d in ("lists/partial", "cache/archives/partial", "prefs"):
@@ -136,6 +165,7 @@ def apt_conf():
     if not os.path.exists(status):
         open(status, "w").close()
     conf = os.path.join(APT_DIR, "apt.conf")
+    archs = ["arm64"] + [a for a in [host_arch()] if a != "arm64"]
     text = "".join(f'{k} "{v}";\n' for k, v in [
         ("APT::Architecture", "arm64"),
         ("Dir::State", APT_DIR),
@@ -149,7 +179,8 @@ def apt_conf():
         # binary packages only (the host's deb-src entries are not needed)
         ("Acquire::IndexTargets::deb-src::Sources::DefaultEnabled",
          "false"),
-    ]) + 'APT::Architectures { "arm64"; };\n'
+    ]) + "APT::Architectures { " + " ".join(f'"{a}";' for a in archs) \
+        + " };\n"
     with open(conf, "w") as f:
         f.write(text)
     return dict(os.environ, APT_CONFIG=conf, DEBIAN_FRONTEND="noninteractive")
@@ -183,11 +214,76 @@ def kernel_image():
     return path
 
 
+def headers_tree(release=None):
+    """The kbuild tree of the kernel's headers (make -C it), or None."""
+    release = release or kernel_release()
+    path = release and os.path.join(KBUILD, "usr/src",
+                                    f"linux-headers-{release}")
+    return path if path and os.path.exists(
+        os.path.join(path, "scripts/basic/fixdep")) else None
+
+
+def kbuild_packages(release, version):
+    """The packages of the headers and kbuild of release, at version."""
+    common = release.rsplit("-", 1)[0] + "-common"
+    series = ".".join(release.split(".")[:2])
+    return [f"linux-headers-{release}={version}",
+            f"linux-headers-{common}={version}",
+            f"linux-kbuild-{series}:{host_arch()}={version}"]
+
+
+def _fetch(env, pkgs, debs, dest, what):
+    """apt-get download pkgs into debs, unpack them into dest (both made
+    afresh); returns the 'package version' lines for VERSIONS."""
+    shutil.rmtree(debs, ignore_errors=True)
+    os.makedirs(debs)
+    say(f"setup: Linux nodes: downloading {' '.join(pkgs)} ({what})")
+    run_step("setup: apt-get download", ["apt-get", "download", "-q"] + pkgs,
+             cwd=debs, env=env, quiet=True)
+    shutil.rmtree(dest, ignore_errors=True)
+    recorded = []
+    for deb in sorted(glob.glob(os.path.join(debs, "*.deb"))):
+        info = subprocess.run(["dpkg-deb", "-W", "--showformat",
+                               "${Package} ${Version}", deb],
+                              capture_output=True, text=True).stdout.split()
+        say(f"setup: Linux nodes: unpacking {os.path.basename(deb)}")
+        run_step("setup: dpkg-deb -x", ["dpkg-deb", "-x", deb, dest],
+                 quiet=True)
+        if len(info) == 2:
+            recorded.append(f"{info[0]} {info[1]}\n")
+    return recorded
+
+
+def _relocate(top):
+    """Make the kbuild tree under top work in place: its absolute symbolic
+    links (lib/modules/R/build -> /usr/src/...) point inside top instead,
+    relatively, and the headers' Makefile includes -common's Makefile
+    beside it instead of /usr/src's."""
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            link = os.path.join(dirpath, name)
+            if os.path.islink(link) and os.readlink(link).startswith("/"):
+                target = top + os.readlink(link)
+                os.unlink(link)
+                os.symlink(os.path.relpath(target, dirpath), link)
+    for mk in glob.glob(os.path.join(top, "usr/src/linux-headers-*/Makefile")):
+        with open(mk) as f:
+            text = f.read()
+        fixed = re.sub(r"^include /usr/src/",
+                       "include $(dir $(lastword $(MAKEFILE_LIST)))../",
+                       text, flags=re.M)
+        if fixed != text:
+            with open(mk, "w") as f:
+                f.write(fixed)
+
+
 def setup_linux(quiet=False):
-    """Fetch and unpack the kernel and busybox (idempotent)."""
+    """Fetch and unpack the kernel, busybox, and the kernel's headers and
+    kbuild (idempotent)."""
     have = versions()
-    if have and kernel_release() and \
-       os.path.exists(os.path.join(UNPACKED, "bin/busybox")):
+    kernel = bool(have and kernel_release() and os.path.exists(
+        os.path.join(UNPACKED, "bin/busybox")))
+    if kernel and headers_tree():
         if not quiet:
             say("setup: Linux nodes: " + ", ".join(
                 f"{k} {v}" for k, v in sorted(have.items())))
@@ -196,40 +292,41 @@ def setup_linux(quiet=False):
         raise StepError("setup: fetching the arm64 kernel runs apt-get "
                         "(as root)")
     env = apt_conf()
-    say("setup: Linux nodes: apt-get update for arm64 (private lists in "
-        f"{rel(APT_DIR)})")
+    say(f"setup: Linux nodes: apt-get update for arm64 and {host_arch()} "
+        f"(private lists in {rel(APT_DIR)})")
     run_step("setup: apt-get update (arm64)", ["apt-get", "update", "-q"],
              env=env, quiet=True)
-    r = subprocess.run(["apt-cache", "depends", KERNEL_META], env=env,
-                       capture_output=True, text=True)
-    m = re.search(r"Depends: (linux-image-\S+-arm64)\b", r.stdout)
-    if not m:
-        raise StepError(f"setup: cannot resolve {KERNEL_META} for arm64: "
-                        f"{r.stdout.strip()} {r.stderr.strip()}")
-    pkgs = [m.group(1), BUSYBOX]
-    shutil.rmtree(DEBS, ignore_errors=True)
-    os.makedirs(DEBS)
-    say(f"setup: Linux nodes: downloading {' '.join(pkgs)} (arm64, about "
-        "60 MB)")
-    run_step("setup: apt-get download", ["apt-get", "download", "-q"] + pkgs,
-             cwd=DEBS, env=env, quiet=True)
-    shutil.rmtree(UNPACKED, ignore_errors=True)
     recorded = []
-    for deb in sorted(glob.glob(os.path.join(DEBS, "*.deb"))):
-        info = subprocess.run(["dpkg-deb", "-W", "--showformat",
-                               "${Package} ${Version}", deb],
-                              capture_output=True, text=True).stdout.split()
-        say(f"setup: Linux nodes: unpacking {os.path.basename(deb)}")
-        run_step("setup: dpkg-deb -x", ["dpkg-deb", "-x", deb, UNPACKED],
-                 quiet=True)
-        if len(info) == 2:
-            recorded.append(f"{info[0]} {info[1]}\n")
+    if not kernel:
+        r = subprocess.run(["apt-cache", "depends", KERNEL_META], env=env,
+                           capture_output=True, text=True)
+        m = re.search(r"Depends: (linux-image-\S+-arm64)\b", r.stdout)
+        if not m:
+            raise StepError(f"setup: cannot resolve {KERNEL_META} for arm64: "
+                            f"{r.stdout.strip()} {r.stderr.strip()}")
+        recorded = _fetch(env, [m.group(1), BUSYBOX], DEBS, UNPACKED,
+                          "arm64, about 60 MB")
+        if os.path.exists(INITRAMFS):
+            os.unlink(INITRAMFS)
+    else:
+        recorded = [f"{k} {v}\n" for k, v in sorted(have.items())
+                    if not k.startswith(("linux-headers-", "linux-kbuild-"))]
+    release = kernel_release()
+    version = dict(line.split() for line in recorded).get(
+        f"linux-image-{release}")
+    if not version:
+        raise StepError(f"setup: no version recorded for linux-image-"
+                        f"{release}; delete {rel(LINUX)} and run setup again")
+    recorded += _fetch(env, kbuild_packages(release, version), KBUILD_DEBS,
+                       KBUILD, "headers and kbuild, about 14 MB")
+    _relocate(KBUILD)
+    if not headers_tree(release):
+        raise StepError(f"setup: no kbuild tree for {release} in "
+                        f"{rel(KBUILD)} after unpacking")
     with open(VERSIONS, "w") as f:
         f.writelines(recorded)
-    if os.path.exists(INITRAMFS):
-        os.unlink(INITRAMFS)
-    say(f"setup: Linux nodes: {kernel_release()} and busybox in "
-        f"{rel(UNPACKED)} ({rel(VERSIONS)})")
+    say(f"setup: Linux nodes: {release}, busybox in {rel(UNPACKED)}, its "
+        f"headers and kbuild in {rel(KBUILD)} ({rel(VERSIONS)})")
 
 
 def _module_index(release):
@@ -289,7 +386,8 @@ def init_script():
     for k, v in {"NC_EXIT": f"{_nc_exit_address():#x}",
                  "RUN_MOUNT": RUN_MOUNT, "RUN_TAG": RUN_TAG,
                  "SHARE_TAG": SHARE_TAG,
-                 "SHELL_PORT": str(SHELL_PORT)}.items():
+                 "SHELL_PORT": str(SHELL_PORT), "DEVICE": DEVICE,
+                 "DRIVER": DRIVER}.items():
         text = text.replace(f"@{k}@", v)
     return text
 
@@ -325,18 +423,71 @@ class Cpio:
         self._entry("TRAILER!!!", 0)
 
 
+def driver_module(release):
+    """Build DRIVER_OUT/tempest.ko (debug information stripped, as Debian
+    ships its modules) from guest/linux/driver against the kernel's
+    headers, when its inputs changed; returns its path."""
+    tree = headers_tree(release)
+    if tree is None:
+        raise StepError(f"run --linux: no headers for {release} to build "
+                        "the node controller's driver; run "
+                        "'scripts/tempest setup'")
+    sources = sorted(os.listdir(DRIVER_SRC))
+    h = hashlib.sha256(release.encode())
+    for name in sources:
+        with open(os.path.join(DRIVER_SRC, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    with open(os.path.join(HW_INCLUDE, "tempest", "tempest-hw.h"), "rb") as f:
+        h.update(f.read())
+    ko = os.path.join(DRIVER_OUT, f"{DRIVER}-stripped.ko")
+    stamp = os.path.join(DRIVER_OUT, "stamp")
+    if os.path.exists(ko) and os.path.exists(stamp) and \
+       open(stamp).read() == h.hexdigest():
+        return ko
+    t0 = time.monotonic()
+    shutil.rmtree(DRIVER_OUT, ignore_errors=True)
+    os.makedirs(DRIVER_OUT)
+    for name in sources:
+        shutil.copy(os.path.join(DRIVER_SRC, name), DRIVER_OUT)
+    log = os.path.join(DRIVER_OUT, "build.log")
+    run_step("initramfs: building the driver (tempest.ko)",
+             ["make", "-C", tree, f"M={DRIVER_OUT}", "ARCH=arm64",
+              f"CROSS_COMPILE={CROSS}", f"TEMPEST_HW_INCLUDE={HW_INCLUDE}",
+              "modules"], log=log)
+    run_step("initramfs: stripping tempest.ko",
+             [CROSS + "strip", "--strip-debug", "-o", ko,
+              os.path.join(DRIVER_OUT, f"{DRIVER}.ko")], log=log + ".strip")
+    with open(stamp, "w") as f:
+        f.write(h.hexdigest())
+    say(f"run: built {rel(ko)} in {time.monotonic() - t0:.1f} s "
+        f"(log: {rel(log)})")
+    return ko
+
+
 def initramfs():
     """Build INITRAMFS when its inputs changed; returns its path."""
+    os.makedirs(LINUX, exist_ok=True)
+    # One launcher at a time builds the driver and the archive.
+    with open(os.path.join(LINUX, ".initramfs-lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _initramfs()
+
+
+def _initramfs():
     release = kernel_release()
     busybox = os.path.join(UNPACKED, "bin/busybox")
     if release is None or not os.path.exists(busybox):
         raise StepError("run --linux: no kernel or busybox; run "
                         "'scripts/tempest setup'")
     mods = module_order(release)
+    driver = driver_module(release)
     init = init_script().encode()
     h = hashlib.sha256(init + release.encode())
     for name, path in mods:
         h.update(name.encode() + b"\0" + str(os.path.getsize(path)).encode())
+    with open(driver, "rb") as f:
+        h.update(f.read())
+    mods.append((DRIVER, driver))
     stamp = INITRAMFS + ".stamp"
     if os.path.exists(INITRAMFS) and os.path.exists(stamp) and \
        open(stamp).read() == h.hexdigest():
