@@ -194,6 +194,23 @@ static unsigned read_ranges(uint64_t lo, uint64_t hi, struct range *r)
     return count;
 }
 
+/* Maps the driver's window at @off (its physical address, but 0 for the
+ * registers) at @va. */
+static void map_fixed(uint64_t va, uint64_t off, uint64_t len, int prot,
+                      const char *what)
+{
+    void *got = mmap((void *)(uintptr_t)va, len, prot,
+                     MAP_SHARED | MAP_FIXED_NOREPLACE, rtl.fd, (off_t)off);
+
+    if (got != (void *)(uintptr_t)va) {
+        char msg[128];
+
+        snprintf(msg, sizeof(msg), "cannot map %s at 0x%llx", what,
+                 (unsigned long long)va);
+        rtl_fatal(msg, got == MAP_FAILED ? errno : EEXIST);
+    }
+}
+
 static void move_image(void)
 {
     struct range r[MAX_RANGES];
@@ -239,19 +256,9 @@ static void move_image(void)
     }
     rtl.heap_start = (base + span + PAGE - 1) & ~(PAGE - 1);
     rtl.heap_end = end;
-}
-
-static void map_fixed(uint64_t va, uint64_t len, int prot, const char *what)
-{
-    void *got = mmap((void *)(uintptr_t)va, len, prot,
-                     MAP_SHARED | MAP_FIXED_NOREPLACE, rtl.fd, (off_t)va);
-
-    if (got != (void *)(uintptr_t)va) {
-        char msg[128];
-
-        snprintf(msg, sizeof(msg), "cannot map %s at 0x%llx", what,
-                 (unsigned long long)va);
-        rtl_fatal(msg, got == MAP_FAILED ? errno : EEXIST);
+    if (rtl.heap_start < end) {
+        map_fixed(rtl.heap_start, rtl.heap_start, end - rtl.heap_start,
+                  PROT_READ | PROT_WRITE, "the heap in user memory");
     }
 }
 
@@ -266,13 +273,14 @@ static void rtl_start(int argc, char **argv, char **envp)
     (void)argv;
     (void)envp;
     rtl.t0_ns = mono_ns();
+    rtl_crash_init();
     rtl.fd = open(RTL_DEVICE, O_RDWR | O_CLOEXEC);
     if (rtl.fd < 0) {
         rtl_fatal("cannot open " RTL_DEVICE " (a Tempest program runs on a "
                   "Linux node of the tempest machine: scripts/tempest run "
                   "--linux)", errno);
     }
-    map_fixed(TEMPEST_NC_BASE, TEMPEST_NC_SIZE, PROT_READ | PROT_WRITE,
+    map_fixed(TEMPEST_NC_BASE, 0, TEMPEST_NC_SIZE, PROT_READ | PROT_WRITE,
               "the node controller");
     if (rt_nc_read(TEMPEST_NC_MAGIC) != TEMPEST_NC_MAGIC_VALUE) {
         rtl_fatal("no tempest node controller behind " RTL_DEVICE, 0);
@@ -293,10 +301,10 @@ static void rtl_start(int argc, char **argv, char **envp)
     rtl_heap_add((void *)(uintptr_t)rtl.heap_start,
                  rtl.heap_end - rtl.heap_start);
     if (rtl.tagmem_size) {
-        map_fixed(TEMPEST_TAGMEM_ALIAS, rtl.tagmem_size,
+        map_fixed(TEMPEST_TAGMEM_ALIAS, TEMPEST_TAGMEM_ALIAS,
+                  rtl.tagmem_size,
                   PROT_READ | PROT_WRITE, "the tagged memory's alias");
     }
-    rtl_crash_init();
     rtl_fault_init();
     rtl_irq_init();
 }
