@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from .common import (GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, StepError,
+from .common import (GUEST_BUILD, GUEST_LINUX_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, StepError,
                      rel, run_step, say, tail)
 from .setup import qemu_source_dir
 
@@ -244,19 +244,25 @@ def build_qemu(jobs):
 
 
 def build_guest(jobs):
-    cross = os.path.join(ROOT, "guest/cross/aarch64-tempest.ini")
-    if not os.path.exists(os.path.join(GUEST_BUILD, "build.ninja")):
-        log = os.path.join(ROOT, "build", "guest-setup.log")
-        say(f"build: configuring the guest build (log: {rel(log)})")
-        if os.path.exists(GUEST_BUILD):
-            shutil.rmtree(GUEST_BUILD)
-        run_step("build: meson setup (guest)",
-                 ["meson", "setup", GUEST_BUILD, ROOT, "--cross-file", cross],
-                 log=log)
-    ninja_with_progress("build: guest", GUEST_BUILD, [], jobs,
-                        os.path.join(ROOT, "build", "guest-build.log"))
+    """The guest programs twice from the same sources: bare metal
+    (build/guest) and as Linux processes (build/guest-linux)."""
+    for name, out, cross in (
+            ("guest", GUEST_BUILD, "aarch64-tempest.ini"),
+            ("guest-linux", GUEST_LINUX_BUILD, "aarch64-linux.ini")):
+        cross = os.path.join(ROOT, "guest/cross", cross)
+        if not os.path.exists(os.path.join(out, "build.ninja")):
+            log = os.path.join(ROOT, "build", f"{name}-setup.log")
+            say(f"build: configuring the {name} build (log: {rel(log)})")
+            if os.path.exists(out):
+                shutil.rmtree(out)
+            run_step(f"build: meson setup ({name})",
+                     ["meson", "setup", out, ROOT, "--cross-file", cross],
+                     log=log)
+        ninja_with_progress(f"build: {name}", out, [], jobs,
+                            os.path.join(ROOT, "build", f"{name}-build.log"))
     say("build: guest runtime, libraries, examples and tests ready in "
-        f"{rel(GUEST_BUILD)}")
+        f"{rel(GUEST_BUILD)} (bare metal) and {rel(GUEST_LINUX_BUILD)} "
+        "(Linux processes)")
 
 
 @contextlib.contextmanager
@@ -288,8 +294,9 @@ def guest_program(relpath):
     return path
 
 
-def cc_flags():
-    path = os.path.join(GUEST_BUILD, "guest/rt/cc-flags.txt")
+def cc_flags(linux=False):
+    path = (os.path.join(GUEST_LINUX_BUILD, "guest/rt-linux/cc-flags.txt")
+            if linux else os.path.join(GUEST_BUILD, "guest/rt/cc-flags.txt"))
     if not os.path.exists(path):
         build_guest(None)
     flags = {}
@@ -303,19 +310,16 @@ def cc_flags():
 def guest_cc(args):
     if args and args[0] == "--":
         args = args[1:]
-    if args and args[0] == "--linux":
+    linux = bool(args) and args[0] == "--linux"
+    if linux:
         # A program for Linux nodes: glibc, static (a node's initramfs has
-        # no shared libraries); the machine's header is there to include.
-        if not args[1:]:
-            raise StepError("cc: usage: scripts/tempest cc --linux -o prog "
-                            "prog.c [more.c] [cflags]")
-        inc = os.path.join(ROOT, "hw/include/standard-headers")
-        return subprocess.run(["aarch64-linux-gnu-gcc", "-static", "-I", inc]
-                              + args[1:]).returncode
+        # no shared libraries), over the Linux runtime (guest/rt-linux)
+        # with the same libraries and headers as a bare-metal program.
+        args = args[1:]
     if not args:
-        raise StepError("cc: usage: scripts/tempest cc -o prog.elf prog.c "
-                        "[more.c] [cflags]")
-    cflags, ldflags = cc_flags()
+        raise StepError("cc: usage: scripts/tempest cc [--linux] -o prog "
+                        "prog.c [more.c] [cflags]")
+    cflags, ldflags = cc_flags(linux)
     extra = send_extra_header(args)
     cmd = (["aarch64-linux-gnu-gcc"] + cflags + ["-include", extra] + args +
            ldflags)

@@ -14,6 +14,7 @@ QEMU_SRC_PARENT = os.path.join(BUILD, "qemu-src")
 QEMU_BUILD = os.path.join(BUILD, "qemu")
 QEMU_BIN = os.path.join(QEMU_BUILD, "qemu-system-aarch64")
 GUEST_BUILD = os.path.join(BUILD, "guest")
+GUEST_LINUX_BUILD = os.path.join(BUILD, "guest-linux")
 RUNS = os.path.join(BUILD, "runs")
 
 
