@@ -23,7 +23,14 @@ TEMPEST = os.path.join(ROOT, "scripts", "tempest")
 FABRIC = os.environ.get("TEMPEST_FABRIC") or "shm"
 SHM = FABRIC == "shm"
 QEMU = os.path.join(ROOT, "build", "qemu", "qemu-system-aarch64")
-GUEST = os.path.join(ROOT, "build", "guest")
+# TEMPEST_LINUX=1: the same programs built as Linux processes
+# (build/guest-linux), each case's cluster booted with --linux
+# (tests/linux/cases.py runs a set of the cases this way).
+LINUX = os.environ.get("TEMPEST_LINUX") == "1"
+GUEST = os.path.join(ROOT, "build", "guest-linux" if LINUX else "guest")
+# A Linux node boots in about 2.5 s of one host core before the program
+# starts: the nodes of a case boot together on the host's cores.
+LINUX_BOOT_S = 15
 
 
 def prog(name):
@@ -67,10 +74,14 @@ class Run:
         self.files = files or {}      # run-dir file -> regexes it must match
         self.launch = list(launch)    # more options of 'scripts/tempest run'
 
+    def time_limit(self):
+        return self.timeout + (LINUX_BOOT_S + 5 * self.nodes if LINUX
+                               else 0)
+
     def command(self, run_dir):
         cmd = [sys.executable, TEMPEST, "run", "-n", str(self.nodes),
-               "--smp", str(self.smp), "--timeout", str(self.timeout),
-               "--run-dir", run_dir]
+               "--smp", str(self.smp), "--timeout", str(self.time_limit()),
+               "--run-dir", run_dir] + (["--linux"] if LINUX else [])
         if self.mem:
             cmd += ["--mem", self.mem]
         return cmd + self.launch + [prog(self.program)] + self.args
@@ -80,7 +91,7 @@ class Run:
         shutil.rmtree(run_dir, ignore_errors=True)
         r = subprocess.run(self.command(run_dir), capture_output=True,
                            text=True, errors="replace",
-                           timeout=self.timeout + 60,
+                           timeout=self.time_limit() + 60,
                            stdin=subprocess.DEVNULL)
         return self.check(r.returncode, r.stdout + r.stderr, run_dir)
 
