@@ -550,11 +550,12 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
         machine += f",spin-us={spin_us}"
     ram = []
     if boot:
-        # A Linux node: its processes' memory for the node controller, in
-        # a memfd peers on this host map like RAM (docs/linux.rst).
+        # A Linux node: its processes' memory for the node controller, as
+        # large as its RAM (pages cost only once touched), in a memfd
+        # peers on this host map like RAM (docs/linux.rst).
         machine += ",usermem=tempest.user"
         ram = ["-object", f"memory-backend-memfd,id=tempest.user,"
-               f"size={lx.USERMEM},share=on"]
+               f"size={mem},share=on"]
     elif fabric and (fabric.startswith("shm:") or
                      "fabric-shm=auto" in fabric_opts):
         # RAM in a sealed memfd that peers on this host map: transfers and

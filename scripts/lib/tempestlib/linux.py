@@ -67,11 +67,6 @@ RUN_MOUNT = "/run/tempest"
 SHELL_PORT = 23         # the node's shell service (telnetd)
 
 # TEMPEST_NC_BASE + TEMPEST_NC_EXIT (tempest-hw.h), filled in by initramfs()
-# The memory a Linux node's node controller reaches (the machine's
-# usermem): its processes map it at VA == PA through /dev/tempest0 and
-# take their heap, stacks and data for the device from it.
-USERMEM = "64M"
-
 INIT = r"""#!/bin/sh
 # /init of a Tempest Linux node, written by scripts/lib/tempestlib/linux.py.
 # Mounts what a node needs, brings up the NIC and the shared directory,
