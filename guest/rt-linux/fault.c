@@ -119,17 +119,33 @@ static uint64_t frame_esr(const ucontext_t *uc)
     return 0;
 }
 
+/* What is at a faulting address, as the bare-metal report says it. */
+static const char *where(int sig, uint64_t far)
+{
+    if (far < 0x1000) {
+        return "  (NULL pointer dereference)";
+    }
+    if (!in_segment(far)) {
+        return "";
+    }
+    return sig == SIGBUS ? "  (Tempest user-managed segment: block access "
+                           "fault)" :
+           sig == SIGSEGV ? "  (Tempest user-managed segment: page fault)" :
+           "  (Tempest user-managed segment)";
+}
+
 static void crash(int sig, const siginfo_t *si, const ucontext_t *uc,
                   const char *why)
 {
-    char line[256];
+    char line[512];
+    uint64_t far = (uint64_t)(uintptr_t)si->si_addr;
 
-    snprintf(line, sizeof(line), "*** CRASH on node %u CPU %u: %s (%s) at "
-             "pc 0x%llx, address 0x%llx, esr 0x%llx\n"
+    snprintf(line, sizeof(line), "*** CRASH on node %u CPU %u: %s (%s)\n"
+             "  PC  0x%016llx\n  FAR 0x%016llx%s\n  ESR 0x%08llx\n"
              "*** node %u ends with status %d\n",
              rt_node_id(), rt_cpu_id(), strsignal(sig), why,
              (unsigned long long)uc->uc_mcontext.pc,
-             (unsigned long long)(uintptr_t)si->si_addr,
+             (unsigned long long)far, where(sig, far),
              (unsigned long long)frame_esr(uc), rt_node_id(),
              TEMPEST_EXIT_CRASH);
     fflush(stdout);
