@@ -269,6 +269,8 @@ static uint64_t reg64(unsigned lo)
 
 static void rtl_start(int argc, char **argv, char **envp)
 {
+    cpu_set_t one;
+
     (void)argc;
     (void)argv;
     (void)envp;
@@ -306,6 +308,11 @@ static void rtl_start(int argc, char **argv, char **envp)
                   PROT_READ | PROT_WRITE, "the tagged memory's alias");
     }
     rtl_fault_init();
+    /* The libraries' constructors, which come next, run on CPU 0. */
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+    rtl_cpu_main_init();
     rtl_irq_init();
 }
 
@@ -320,17 +327,12 @@ int __wrap_main(int argc, char **argv, char **envp);
 int __wrap_main(int argc, char **argv, char **envp)
 {
     uint8_t *stack = aligned_alloc(PAGE, RTL_MAIN_STACK);
-    cpu_set_t one;
 
     if (!stack) {
         rtl_fatal("no user memory left for main's stack", ENOMEM);
     }
     /* A guard page: running off the stack faults, not corrupts. */
     mprotect(stack, PAGE, PROT_NONE);
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    sched_setaffinity(0, sizeof(one), &one);
-    rtl_cpu_main_init();
     exit(rtl_call_on_stack(__real_main, argc, argv, envp,
                            stack + RTL_MAIN_STACK));
 }

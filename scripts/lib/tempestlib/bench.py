@@ -55,7 +55,7 @@ import sys
 import time
 
 from . import build, cluster
-from .common import QEMU_BIN, ROOT, StepError, say
+from .common import GUEST_LINUX_BUILD, QEMU_BIN, ROOT, StepError, rel, say
 
 
 RUNS = os.path.join(ROOT, "build", "bench-runs")
@@ -462,6 +462,35 @@ def bench_linux(repeat):
         rows.append((f"Linux boot to program, {n} node{'s' if n > 1 else ''}"
                      + (" (reference)" if n == LINUX_NODES[0] else ""),
                      m, m[0] / ref[0]))
+    return rows + _linux_am(repeat)
+
+
+def _linux_am(repeat):
+    """am_bench between two Linux processes (guest/rt-linux) against the
+    same program between two bare-metal nodes, interleaved round by
+    round, with --smp 1 and 2."""
+    bare = build.guest_program("bench/am_bench.elf")
+    lin = os.path.join(GUEST_LINUX_BUILD, "guest", "bench", "am_bench.elf")
+    if not os.path.exists(lin):
+        raise StepError(f"bench: {rel(lin)} is not built")
+    args = [str(AM_ROUNDS), str(AM_STREAM // 10)]
+    rows = []
+    for smp in (1, 2):
+        refs, subs = [], []
+        for _ in range(repeat):
+            refs.append(_parse_bench(_cluster(bare, 2, args,
+                                              f"am-bare-smp{smp}", smp=smp),
+                                     "am_bench"))
+            subs.append(_parse_bench(_cluster(lin, 2, args,
+                                              f"am-linux-smp{smp}", smp=smp,
+                                              linux=True, timeout=300),
+                                     "am_bench"))
+        for key, what in AM_METRICS[:2]:
+            rows.append((f"bare metal --smp {smp}, AM {what} (reference)",
+                         _med([s[key] / 1e9 for s in refs]), 1.0))
+            rows.append((f"Linux processes --smp {smp}, AM {what}",
+                         _med([s[key] / 1e9 for s in subs]),
+                         _pair_ratio(subs, refs, key)))
     return rows
 
 

@@ -20,8 +20,8 @@ import subprocess
 import sys
 import time
 
-from .common import (GUEST_BUILD, GUEST_LINUX_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, StepError,
-                     rel, run_step, say, tail)
+from .common import (GUEST_BUILD, GUEST_LINUX_BUILD, QEMU_BIN, QEMU_BUILD,
+                     ROOT, StepError, rel, run_step, say, tail)
 from .setup import qemu_source_dir
 
 GIT = ["git", "-c", "user.name=tempest", "-c", "user.email=build@tempest",

@@ -90,8 +90,11 @@ finish() {
     sync
     stty -F /dev/console -ixany 2>/dev/null
     devmem @NC_EXIT@ 32 "$1"
-    # Still here: a power-off would look like status 0, a panic does not
-    # (the launcher reports it as a crash).
+    # QEMU ends the node once the fabric has said goodbye to its peers,
+    # which takes a moment in a large cluster: still here after that, the
+    # write failed.  A power-off would look like status 0, a panic does
+    # not (the launcher reports it as a crash).
+    sleep 10
     say "could not write the node controller's EXIT register"
     echo c > /proc/sysrq-trigger
 }
