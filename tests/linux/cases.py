@@ -229,7 +229,58 @@ def case_panic(runs):
            both)
 
 
-CASES = [case_hello, case_exit_status, case_network, case_shell, case_panic]
+# The guest suite's programs as Linux processes (docs/linux.rst, "The
+# libraries on Linux"): the same sources, built over the Linux runtime in
+# build/guest-linux, run by the guest suite's own cases (tests/guest/
+# cases.py, TEMPEST_LINUX=1 boots every cluster with --linux) and checked
+# the same way: messaging, Strata (barriers, scans, reductions, the radix
+# sort), block access faults that run a handler in the process and
+# resume, bulk transfers, fetch-and-op, FLASH, channels, GAM.
+GUEST_CASES = [
+    "hello-4", "am-pingpong-smp1", "am-pingpong-smp2", "am-ring-4",
+    "am-storm-all-4-smp2", "am-items-smp2", "am-timers-2",
+    "tags-table1-smp2", "tags-resume-smp1", "tags-resume-smp3",
+    "tags-ba-smp2", "tags-crash-no-handler", "dsm-jacobi-4",
+    "strata-basics-5", "strata-combine-5", "strata-bcast-5",
+    "strata-radix-5", "strata-xfer-5", "strata-am-5",
+    "xfer-chan-ring-2", "xfer-fop-4", "xfer-memcpy-4", "flash-fig4-4",
+    "chan-data-smp2", "chan-migrate-3", "am-gam-pingpong-2",
+    "am-gam-bulk-2",
+]
+
+
+def _guest_cases():
+    """tests/guest/cases.py, loaded with TEMPEST_LINUX=1."""
+    import importlib.util
+
+    old = os.environ.get("TEMPEST_LINUX")
+    os.environ["TEMPEST_LINUX"] = "1"
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "guest_cases_linux", os.path.join(ROOT, "tests", "guest",
+                                              "cases.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        if old is None:
+            del os.environ["TEMPEST_LINUX"]
+        else:
+            os.environ["TEMPEST_LINUX"] = old
+    return {c.name: c for c in mod.CASES}
+
+
+def guest_case(name):
+    def case(runs):
+        c = _guest_cases().get(name)
+        expect(c is not None, f"tests/guest/cases.py has no case {name}")
+        ok, detail, output = c.run(os.path.join(runs, "guest"))
+        expect(ok, detail, output)
+    case.__name__ = "case_guest_" + name
+    return case
+
+
+CASES = [case_hello, case_exit_status, case_network, case_shell,
+         case_panic] + [guest_case(n) for n in GUEST_CASES]
 
 
 def run(results, runs, k=None):
