@@ -520,6 +520,19 @@ def fake_host(index, nodes, hosts):
     return f"host{index * hosts // nodes}"
 
 
+# TEMPEST_USERMEM_MAX (tempest-hw.h): a Linux node's user memory is as
+# large as its RAM up to this.
+USERMEM_MAX = 768 << 20
+
+
+def _bytes(size):
+    """A QEMU size ("256M", "1G", "1048576") in bytes."""
+    m = re.fullmatch(r"(\d+)([KMGT]?)i?B?", str(size).strip(), re.I)
+    if not m:
+        raise StepError(f"run: memory size '{size}' is not a size")
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
+
+
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
                  extra=(), fabric=None, cluster=0, credits=None,
                  tagmem=None, key_file=None, spin_us=None, fabric_opts="",
@@ -555,7 +568,7 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
         # peers on this host map like RAM (docs/linux.rst).
         machine += ",usermem=tempest.user"
         ram = ["-object", f"memory-backend-memfd,id=tempest.user,"
-               f"size={mem},share=on"]
+               f"size={min(_bytes(mem), USERMEM_MAX)},share=on"]
     elif fabric and (fabric.startswith("shm:") or
                      "fabric-shm=auto" in fabric_opts):
         # RAM in a sealed memfd that peers on this host map: transfers and

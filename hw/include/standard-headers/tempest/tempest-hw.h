@@ -49,11 +49,12 @@
  * and writes (its RAM_BASE and RAM_SIZE registers say so).  The kernel of
  * a Linux node never uses it; a process maps it at VA == PA through the
  * driver (/dev/tempest0), so the addresses it gives the node controller
- * are its own pointers, as on a bare-metal node.
+ * are its own pointers, as on a bare-metal node.  Below 2 GiB, so that
+ * a code address fits the int of Tempest's page fault handler.
  */
-#define TEMPEST_USERMEM_BASE        0x0800000000ULL  /* 32 GiB */
+#define TEMPEST_USERMEM_BASE        0x10000000ULL    /* 256 MiB */
 #define TEMPEST_USERMEM_MIN         (2ULL << 20)     /* and granule */
-#define TEMPEST_USERMEM_MAX         (4ULL << 30)
+#define TEMPEST_USERMEM_MAX         (768ULL << 20)   /* up to RAM */
 
 /* Shared peripheral interrupts (GIC INTID = 32 + SPI number) */
 #define TEMPEST_UART_SPI            1
