@@ -38,9 +38,10 @@
  *   write(fd, &u32, 4): 1 enables the line again (after the program has
  *     acknowledged the cause in IRQ_ACK), 0 disables it; anything else,
  *     or a size other than 4, is EINVAL.
- *   close: IRQ_ENABLE is set to 0 (a dead process leaves no level
- *     interrupt asserted) and the line is enabled again, so the next
- *     process starts clean.
+ *   close (the last reference: a mapping holds the file open too):
+ *     IRQ_ENABLE is set to 0 (a dead process leaves no level interrupt
+ *     asserted) and the line is enabled again, so the next process starts
+ *     clean (its write of 1 is harmless).
  *
  * No ioctl.
  */
@@ -139,7 +140,7 @@ static int tempest_mmap(struct file *file, struct vm_area_struct *vma)
 	phys_addr_t start;
 	unsigned int i;
 
-	if (!(vma->vm_flags & VM_SHARED))
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	if (vma->vm_pgoff > (PHYS_ADDR_MAX >> PAGE_SHIFT))
 		return -EINVAL;
@@ -389,6 +390,8 @@ static struct platform_driver tempest_driver = {
 	.driver = {
 		.name = "tempest",
 		.of_match_table = tempest_of_match,
+		/* No unbinding under an open file */
+		.suppress_bind_attrs = true,
 	},
 };
 module_platform_driver(tempest_driver);
