@@ -83,7 +83,7 @@ struct tempest_dev {
 	int irq;
 	atomic_t opened;
 	spinlock_t lock;	/* irq_off and the line's enable depth */
-	bool irq_off;		/* the line is disabled (handler or write 0) */
+	bool irq_off;		/* disabled by the handler or write 0 */
 	atomic_t events;
 	wait_queue_head_t wait;
 };
@@ -315,15 +315,16 @@ static int tempest_probe(struct platform_device *pdev)
 	td->regs_size = min_t(resource_size_t, resource_size(res),
 			      TEMPEST_NC_SIZE);
 	if (!PAGE_ALIGNED(td->regs_phys) || !PAGE_ALIGNED(td->regs_size))
-		return dev_err_probe(dev, -EINVAL, "registers not page aligned\n");
+		return dev_err_probe(dev, -EINVAL,
+				     "registers not page aligned\n");
 	/* Not requested: /init writes EXIT through /dev/mem */
 	td->regs = devm_ioremap(dev, td->regs_phys, td->regs_size);
 	if (!td->regs)
 		return -ENOMEM;
 	magic = readl(td->regs + TEMPEST_NC_MAGIC);
 	if (magic != TEMPEST_NC_MAGIC_VALUE)
-		return dev_err_probe(dev, -ENODEV, "no node controller (magic %#x)\n",
-				     magic);
+		return dev_err_probe(dev, -ENODEV,
+				     "no node controller (magic %#x)\n", magic);
 	writel(0, td->regs + TEMPEST_NC_IRQ_ENABLE);
 
 	tempest_window_init(td, &td->ram, "RAM",
