@@ -4,7 +4,8 @@
 Each case runs 'scripts/tempest run --linux' as a user would (a separate
 process, real QEMUs booting Debian's kernel, real consoles) and checks its
 exit status, its summary, what it streamed with '[node K]' prefixes, the
-nodes' logs, and what crossed the user network and the 9p share.  Run by
+nodes' logs, what a program did with /dev/tempest0, and what crossed the
+user network and the 9p share.  Run by
 'scripts/tempest test --suite linux' (testing.suite_linux).
 """
 
