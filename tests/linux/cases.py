@@ -4,7 +4,8 @@
 Each case runs 'scripts/tempest run --linux' as a user would (a separate
 process, real QEMUs booting Debian's kernel, real consoles) and checks its
 exit status, its summary, what it streamed with '[node K]' prefixes, the
-nodes' logs, and what crossed the user network and the 9p share.  Run by
+nodes' logs, what a program did with /dev/tempest0, and what crossed the
+user network and the 9p share.  Run by
 'scripts/tempest test --suite linux' (testing.suite_linux).
 """
 
@@ -52,16 +53,20 @@ def expect(cond, what, out=""):
         raise Failure(what + ("\n" + out if out else ""))
 
 
-def hello_program(runs):
-    """tests/linux/hello.c built with 'scripts/tempest cc --linux'."""
+def linux_program(runs, name):
+    """tests/linux/NAME.c built with 'scripts/tempest cc --linux'."""
     os.makedirs(os.path.join(runs, "bin"), exist_ok=True)
-    exe = os.path.join(runs, "bin", "hello")
+    exe = os.path.join(runs, "bin", name)
     r = subprocess.run([sys.executable, TEMPEST, "cc", "--linux", "-O2",
                         "-Wall", "-Werror", "-o", exe,
-                        os.path.join(HERE, "hello.c")],
+                        os.path.join(HERE, f"{name}.c")],
                        capture_output=True, text=True)
     expect(r.returncode == 0, "cc --linux failed", r.stdout + r.stderr)
     return exe
+
+
+def hello_program(runs):
+    return linux_program(runs, "hello")
 
 
 def case_hello(runs):
@@ -84,6 +89,30 @@ def case_hello(runs):
         expect(re.search(line[len(rf"\[node {k}\] "):],
                          _read(os.path.join(run_dir, f"node{k}.log"))),
                f"node {k}: no hello line in its log", both)
+
+
+def case_devnode(runs):
+    """The node controller from user space (docs/linux.rst, "The device
+    from user space"): /init loads tempest.ko on every node and finds
+    /dev/tempest0; tests/linux/devnode.c, on each of 2 nodes, checks the
+    device's mode, uses it as an unprivileged user (one open at a time,
+    the registers, the windows mmap refuses, tagged memory at VA == PA,
+    interrupts through read, poll and write) and exits 0 only if every
+    check passed."""
+    exe = linux_program(runs, "devnode")
+    run_dir = os.path.join(runs, "devnode")
+    p = launch(run_dir, 2, exe, opts=["--smp", "2"])
+    out, err = p.communicate()
+    both = out + err
+    expect("NO /dev/tempest0" not in out, "/init found no /dev/tempest0",
+           both)
+    fails = re.findall(r"^\[node \d\] devnode: FAIL: .*$", out, re.M)
+    expect(not fails, "; ".join(fails[:3]), both)
+    expect(p.returncode == 0, f"exit {p.returncode}", both)
+    for k in range(2):
+        expect(re.search(rf"^\[node {k}\] devnode: node {k}: [1-9]\d* "
+                         r"passed, 0 failed$", out, re.M),
+               f"node {k}: no summary line", both)
 
 
 def case_exit_status(runs):
@@ -279,8 +308,8 @@ def guest_case(name):
     return case
 
 
-CASES = [case_hello, case_exit_status, case_network, case_shell,
-         case_panic] + [guest_case(n) for n in GUEST_CASES]
+CASES = [case_hello, case_devnode, case_exit_status, case_network,
+         case_shell, case_panic] + [guest_case(n) for n in GUEST_CASES]
 
 
 def run(results, runs, k=None):

@@ -38,9 +38,10 @@
  *   write(fd, &u32, 4): 1 enables the line again (after the program has
  *     acknowledged the cause in IRQ_ACK), 0 disables it; anything else,
  *     or a size other than 4, is EINVAL.
- *   close: IRQ_ENABLE is set to 0 (a dead process leaves no level
- *     interrupt asserted) and the line is enabled again, so the next
- *     process starts clean.
+ *   close (the last reference: a mapping holds the file open too):
+ *     IRQ_ENABLE is set to 0 (a dead process leaves no level interrupt
+ *     asserted) and the line is enabled again, so the next process starts
+ *     clean (its write of 1 is harmless).
  *
  * No ioctl.
  */
@@ -82,7 +83,7 @@ struct tempest_dev {
 	int irq;
 	atomic_t opened;
 	spinlock_t lock;	/* irq_off and the line's enable depth */
-	bool irq_off;		/* the line is disabled (handler or write 0) */
+	bool irq_off;		/* disabled by the handler or write 0 */
 	atomic_t events;
 	wait_queue_head_t wait;
 };
@@ -139,7 +140,7 @@ static int tempest_mmap(struct file *file, struct vm_area_struct *vma)
 	phys_addr_t start;
 	unsigned int i;
 
-	if (!(vma->vm_flags & VM_SHARED))
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	if (vma->vm_pgoff > (PHYS_ADDR_MAX >> PAGE_SHIFT))
 		return -EINVAL;
@@ -314,15 +315,16 @@ static int tempest_probe(struct platform_device *pdev)
 	td->regs_size = min_t(resource_size_t, resource_size(res),
 			      TEMPEST_NC_SIZE);
 	if (!PAGE_ALIGNED(td->regs_phys) || !PAGE_ALIGNED(td->regs_size))
-		return dev_err_probe(dev, -EINVAL, "registers not page aligned\n");
+		return dev_err_probe(dev, -EINVAL,
+				     "registers not page aligned\n");
 	/* Not requested: /init writes EXIT through /dev/mem */
 	td->regs = devm_ioremap(dev, td->regs_phys, td->regs_size);
 	if (!td->regs)
 		return -ENOMEM;
 	magic = readl(td->regs + TEMPEST_NC_MAGIC);
 	if (magic != TEMPEST_NC_MAGIC_VALUE)
-		return dev_err_probe(dev, -ENODEV, "no node controller (magic %#x)\n",
-				     magic);
+		return dev_err_probe(dev, -ENODEV,
+				     "no node controller (magic %#x)\n", magic);
 	writel(0, td->regs + TEMPEST_NC_IRQ_ENABLE);
 
 	tempest_window_init(td, &td->ram, "RAM",
@@ -389,6 +391,8 @@ static struct platform_driver tempest_driver = {
 	.driver = {
 		.name = "tempest",
 		.of_match_table = tempest_of_match,
+		/* No unbinding under an open file */
+		.suppress_bind_attrs = true,
 	},
 };
 module_platform_driver(tempest_driver);

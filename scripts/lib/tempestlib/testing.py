@@ -9,7 +9,8 @@ Suites, by layer:
          the QEMU tree and run on the tempest machine
   guest  real programs on booted clusters, through the real launcher
   linux  clusters of Linux nodes (run --linux): programs, exit statuses,
-         the user network both ways, the shared directory, the shell
+         the node controller's driver (/dev/tempest0), the user network
+         both ways, the shared directory, the shell
   style  QEMU's checkpatch.pl on our QEMU-side sources
   fuzz   a short libFuzzer run of the node controller and the fabric, and
          every saved reproducer replayed (scripts/tempest fuzz)
