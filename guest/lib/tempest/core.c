@@ -740,6 +740,12 @@ static void pt_main(void *arg)
     }
 }
 
+/* An interrupt is pending at this CPU (masked or not). */
+static inline bool irq_pending(void)
+{
+    return rt_irq_pending();
+}
+
 /*
  * On a one-vCPU node, computation code's wait spins first, with IRQs
  * unmasked: the node controller's interrupt runs handlers in the middle
@@ -756,16 +762,17 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
            (deadline == 0 || sp.turns % CLOCK_EVERY ||
             rt_time_ns() < deadline) &&
            spin_turn(&sp)) {
-        /* handlers run from the interrupt */
+        /*
+         * Handlers run from the interrupt.  On bare metal it is taken
+         * before this looks; a Linux process's runtime finds it here
+         * (rt_irq_pending reads the device now and then) and runs it.
+         */
+        if (irq_pending()) {
+            rt_cpu_sleep(0);
+        }
     }
     spin_end();
     return met;
-}
-
-/* An interrupt is pending at this CPU (masked or not): no device access. */
-static inline bool irq_pending(void)
-{
-    return rt_irq_pending();
 }
 
 bool tppi_spin_masked(int (*cond)(void *arg), void *arg)

@@ -632,7 +632,7 @@ class LinuxRun:
         # boot's CPU time (3.8 s to 2.5 s a node under TCG).
         # norandmaps: a program's heap (brk) starts right after its bss,
         # inside the user memory it is moved into (guest/rt-linux).
-        cmdline = ("console=ttyAMA0 quiet cryptomgr.notests=1 norandmaps "
+        cmdline = ("console=ttyAMA0 quiet cryptomgr.notests=1 norandmaps mitigations=off "
                    f"tempest.node={index} "
                    f"tempest.nodes={self.nodes}"
                    + ("" if " " in self.share else
