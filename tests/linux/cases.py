@@ -53,11 +53,13 @@ def expect(cond, what, out=""):
         raise Failure(what + ("\n" + out if out else ""))
 
 
-def linux_program(runs, name):
-    """tests/linux/NAME.c built with 'scripts/tempest cc --linux'."""
+def linux_program(runs, name, plain=False):
+    """tests/linux/NAME.c built with 'scripts/tempest cc --linux' (with
+    --plain: glibc alone, no Tempest runtime)."""
     os.makedirs(os.path.join(runs, "bin"), exist_ok=True)
     exe = os.path.join(runs, "bin", name)
-    r = subprocess.run([sys.executable, TEMPEST, "cc", "--linux", "-O2",
+    r = subprocess.run([sys.executable, TEMPEST, "cc", "--linux"] +
+                       (["--plain"] if plain else []) + ["-O2",
                         "-Wall", "-Werror", "-o", exe,
                         os.path.join(HERE, f"{name}.c")],
                        capture_output=True, text=True)
@@ -99,7 +101,7 @@ def case_devnode(runs):
     the registers, the windows mmap refuses, tagged memory at VA == PA,
     interrupts through read, poll and write) and exits 0 only if every
     check passed."""
-    exe = linux_program(runs, "devnode")
+    exe = linux_program(runs, "devnode", plain=True)
     run_dir = os.path.join(runs, "devnode")
     p = launch(run_dir, 2, exe, opts=["--smp", "2"])
     out, err = p.communicate()

@@ -316,6 +316,11 @@ def guest_cc(args):
         # no shared libraries), over the Linux runtime (guest/rt-linux)
         # with the same libraries and headers as a bare-metal program.
         args = args[1:]
+        if args and args[0] == "--plain":
+            # glibc alone: a program that opens /dev/tempest0 itself.
+            inc = os.path.join(ROOT, "hw/include/standard-headers")
+            return subprocess.run(["aarch64-linux-gnu-gcc", "-static", "-I",
+                                   inc] + args[1:]).returncode
     if not args:
         raise StepError("cc: usage: scripts/tempest cc [--linux] -o prog "
                         "prog.c [more.c] [cflags]")
