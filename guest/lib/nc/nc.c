@@ -108,10 +108,9 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
     }
     flags = rt_irq_save();
     for (;;) {
+        /* One 8-byte access an argument: each access is a VM exit. */
         for (i = 0; i < nargs; i++) {
-            nc_reg_write(TEMPEST_NC_CMD_ARG(i), (uint32_t)args[i]);
-            nc_reg_write(TEMPEST_NC_CMD_ARG(i) + 4,
-                         (uint32_t)(args[i] >> 32));
+            nc_reg_write64(TEMPEST_NC_CMD_ARG(i), args[i]);
         }
         nc_reg_write(TEMPEST_NC_CMD_OP, op);
         status = nc_reg(TEMPEST_NC_CMD_COMMIT);

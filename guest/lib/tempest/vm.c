@@ -27,8 +27,8 @@
  * Faults.  The runtime calls fault_hook() on the faulting CPU.  It
  * records (va, pc, is_write, kind) in that CPU's slot, marks it QUEUED
  * with an arrival number, wakes the protocol thread (rt_cpu_wake on a
- * dedicated CPU; on a one-vCPU node it makes the node controller's
- * interrupt pending, whose handler is the protocol thread) and waits,
+ * dedicated CPU; on a one-vCPU node it runs, inline, what the node
+ * controller's interrupt would run: tppi_run_protocol_thread) and waits,
  * polling briefly and then sleeping in WFI, until TPPI_resume_va() marks
  * the slot RESUMED; the instruction is then retried.  The protocol thread
  * takes QUEUED slots in arrival order before any timer or message
@@ -832,7 +832,7 @@ static bool fault_hook(const struct rt_fault *f)
     s->seq = __atomic_fetch_add(&fault_seq, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->state, FS_QUEUED, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&tppi_stats.faults, 1, __ATOMIC_RELAXED);
-    tppi_wake_protocol_thread();
+    tppi_run_protocol_thread();
 
     /*
      * Poll for the spin time (a handler, here or after a message from

@@ -109,6 +109,12 @@ static inline void nc_reg_write(unsigned off, uint32_t v)
     *(volatile uint32_t *)(uintptr_t)(TEMPEST_NC_BASE + off) = v; /* MMIO */
 }
 
+/* An aligned 8-byte write: the pair at @off and @off + 4, one access. */
+static inline void nc_reg_write64(unsigned off, uint64_t v)
+{
+    *(volatile uint64_t *)(uintptr_t)(TEMPEST_NC_BASE + off) = v; /* MMIO */
+}
+
 static inline uint64_t nc_reg64(unsigned off)
 {
     return *(volatile uint64_t *)(uintptr_t)(TEMPEST_NC_BASE + off); /* MMIO */
