@@ -286,11 +286,39 @@ static bool shadow_all(uint32_t frame, unsigned tag)
  * @tag, on the device and in the copy.  Returns false if the device
  * refused (reported).
  */
+/* What a tag lets through: 0 nothing, 1 loads, 2 loads and stores. */
+static unsigned tag_rank(unsigned tag)
+{
+    return tag == TPPI_Blk_Writable ? 2 : tag == TPPI_Blk_ReadOnly ? 1 : 0;
+}
+
+/* True if setting @tag on those blocks adds access to every one. */
+static bool adds_access(uint32_t frame, unsigned off, unsigned len,
+                        unsigned tag)
+{
+    unsigned b;
+
+    for (b = off / TPPI_TAG_BLK_SIZE; b < (off + len) / TPPI_TAG_BLK_SIZE;
+         b++) {
+        if (tag_rank(shadow_get(frame, b)) > tag_rank(tag)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool tag_change(uint32_t frame, unsigned off, unsigned len,
                        unsigned tag)
 {
     uint32_t reason = 0;
 
+    /* An upgrade: one device access (TAG_UPGRADE), no command. */
+    if (adds_access(frame, off, len, tag) &&
+        nc_tag_upgrade(frame_pa(frame) + off, len, tag) == 0) {
+        shadow_set(frame, off / TPPI_TAG_BLK_SIZE, len / TPPI_TAG_BLK_SIZE,
+                   tag);
+        return true;
+    }
     if (nc_tag_set(frame_pa(frame) + off, len, tag, &reason) != 0) {
         tppi_report(NULL, "setting tag %u on %u bytes of frame %u failed: "
                     "%s", tag, len, (unsigned)frame,
