@@ -332,9 +332,10 @@ void rt_wake_others(void)
  * protocol thread polling, a faulting CPU spinning for its resume) finds
  * it in woken[] at its next sleep, which then returns at once, and is not
  * interrupted (an IRQ costs an exception with every register saved, and
- * two accesses to the GIC).  Each side stores its flag and then reads the
- * other's, sequentially consistent: either the waker sees the sleeper or
- * the sleeper sees the wake-up.
+ * two accesses to the GIC).  Each side stores its flag, a full barrier
+ * (DMB ISH: STLR then LDAR alone is not enough under TCG on an x86 host,
+ * whose stores may pass later loads), then reads the other's: either the
+ * waker sees the sleeper or the sleeper sees the wake-up.
  */
 static uint8_t sleeping[RT_MAX_CPUS];
 static uint8_t woken[RT_MAX_CPUS];
@@ -343,6 +344,7 @@ static uint8_t woken[RT_MAX_CPUS];
 static bool sleep_begin(unsigned me)
 {
     __atomic_store_n(&sleeping[me], 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_exchange_n(&woken[me], 0, __ATOMIC_SEQ_CST)) {
         __atomic_store_n(&sleeping[me], 0, __ATOMIC_RELAXED);
         return false;
@@ -360,6 +362,7 @@ void rt_cpu_wake(unsigned cpu)
 {
     if (cpu < rt_info.num_cpus && cpu != rt_cpu_index()) {
         __atomic_store_n(&woken[cpu], 1, __ATOMIC_SEQ_CST);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         if (__atomic_load_n(&sleeping[cpu], __ATOMIC_SEQ_CST)) {
             rt_wake_cpu(cpu);
         }
