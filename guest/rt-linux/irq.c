@@ -258,6 +258,7 @@ static void *irq_thread(void *arg)
         pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     }
     unsigned long seen_dispatched = 0;
+    uint32_t seen_traffic = 0;
 
     for (unsigned quiet = 0;;) {
         uint32_t count;
@@ -288,9 +289,18 @@ static void *irq_thread(void *arg)
                     deliver(NC_INTID);
                 }
                 seen_dispatched = d;
-            } else if (++quiet >= 2) {
-                quiet = 0;
-                line_on();
+            } else {
+                /* Packets moved: the CPUs are busy polling, not idle. */
+                uint32_t traffic = rt_nc_read(TEMPEST_NC_RX_PACKETS) +
+                                   rt_nc_read(TEMPEST_NC_TX_PACKETS);
+
+                if (traffic != seen_traffic) {
+                    seen_traffic = traffic;
+                    quiet = 0;
+                } else if (++quiet >= 2) {
+                    quiet = 0;
+                    line_on();
+                }
             }
             continue;
         }
