@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "tempest-internal.h"
+#include "tempest/client.h"
 
 #define NC_IRQ_BITS         (TEMPEST_NC_IRQ_RQ | TEMPEST_NC_IRQ_CQ | \
                              TEMPEST_NC_IRQ_SQ)
@@ -98,6 +99,10 @@ static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
 uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
 static tempest_peer_down_fn peer_down_fn;
+/* Another library on the same rings (tempest/client.h), or NULL. */
+static const struct tempest_client *client;
+static uint32_t client_irq_bits;    /* its bits, once registered */
+static uint64_t client_pkts;        /* its packets handed over */
 
 static void peer_down_event(const struct nc_event *ev);
 static void send_error_event(const struct nc_event *ev);
@@ -451,6 +456,18 @@ static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
     TPPI_NodeId src = p->node;
     struct reasm *r;
 
+    if (client && (kind >> 4) == client->proto &&
+        len <= TEMPEST_PKT_PAYLOAD && src < TPPI_num_nodes && p->net <= 1) {
+        /* The client's: it takes a copy, its handlers run when it polls. */
+        client->packet(p);
+        __atomic_fetch_add(&client_pkts, 1, __ATOMIC_RELAXED);
+        if (slot) {
+            nc_rq_pop(slot);
+        }
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        wake_waiters();
+        return;
+    }
     if ((kind & TPPI_KIND_PROTO_MASK) != TPPI_KIND_AM ||
         len > TEMPEST_PKT_PAYLOAD || src >= TPPI_num_nodes || p->net > 1) {
         bad_packet(p, "not an active-message packet");
@@ -562,10 +579,17 @@ static void handle_event(struct nc_event *e)
     fn = type < TPPI_EV_TYPES ? event_fns[type] : NULL;
     if (fn) {
         fn(&ev);
-        return;
+    } else {
+        tppi_report(&tppi_stats.bad_packets, "unknown control event type "
+                    "%u (node %u): ignored", (unsigned)type,
+                    (unsigned)ev.node);
     }
-    tppi_report(&tppi_stats.bad_packets, "unknown control event type %u "
-                "(node %u): ignored", (unsigned)type, (unsigned)ev.node);
+    if (client && client->event) {
+        /* Every event reaches the client too (peers gone above all). */
+        client->event(&ev);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        wake_waiters();
+    }
 }
 
 /* ---- spinning ---------------------------------------------------------- */
@@ -585,7 +609,8 @@ static bool polling;
 static uint64_t spin_work(void)
 {
     return __atomic_load_n(&tppi_stats.msgs_handled, __ATOMIC_RELAXED) +
-           __atomic_load_n(&tppi_stats.timers_run, __ATOMIC_RELAXED);
+           __atomic_load_n(&tppi_stats.timers_run, __ATOMIC_RELAXED) +
+           __atomic_load_n(&client_pkts, __ATOMIC_RELAXED);
 }
 
 static void spin_begin(struct spin *sp)
@@ -640,6 +665,12 @@ static void spin_end(void)
 
 /* ---- the protocol thread ---------------------------------------------- */
 
+/* An interrupt is pending at this CPU (masked or not). */
+static inline bool irq_pending(void)
+{
+    return rt_irq_pending();
+}
+
 /* True if pt_step() has something to do. */
 static bool pt_pending(void)
 {
@@ -682,11 +713,37 @@ static bool pt_step(void)
     return false;
 }
 
+/*
+ * A client's interrupt bits (and IRQ_SQ, which its sends wait for): read
+ * and acknowledged here, told to the client, its waiters woken.
+ */
+static void client_irq(void)
+{
+    uint32_t bits = client_irq_bits;
+    uint32_t st;
+
+    if (!bits) {
+        return;
+    }
+    st = nc_reg(TEMPEST_NC_IRQ_STATUS) & (bits | TEMPEST_NC_IRQ_SQ);
+    if (st & bits) {
+        nc_irq_ack(st & bits);
+    }
+    if (st) {
+        if (client->irq) {
+            client->irq(st);
+        }
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        wake_waiters();
+    }
+}
+
 /* The node controller's interrupt. */
 static void nc_irq(unsigned intid, void *arg)
 {
     (void)intid;
     (void)arg;
+    client_irq();
     nc_irq_ack(NC_IRQ_BITS);
     wake_sq_waiters();
     if (dedicated) {
@@ -708,6 +765,13 @@ static void pt_main(void *arg)
     (void)arg;
     nc_irq_enable(NC_IRQ_BITS);
     for (;;) {
+        if (client_irq_bits && irq_pending()) {
+            /*
+             * A client waits for a collective or a broadcast: take the
+             * interrupt now (nc_irq wakes the client), not after the spin.
+             */
+            rt_cpu_sleep(0);
+        }
         if (pt_step()) {
             /* Still polling: the thread comes straight back to it. */
             spinning = false;
@@ -738,12 +802,6 @@ static void pt_main(void *arg)
         tppi_stats.sleeps++;
         rt_cpu_sleep(0);
     }
-}
-
-/* An interrupt is pending at this CPU (masked or not). */
-static inline bool irq_pending(void)
-{
-    return rt_irq_pending();
 }
 
 /*
@@ -840,6 +898,31 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 void tempest_wait(int (*cond)(void *arg), void *arg)
 {
     tempest_wait_until(cond, arg, 0);
+}
+
+/* ---- clients (tempest/client.h) -------------------------------------- */
+
+int tempest_client_register(const struct tempest_client *c)
+{
+    if (c == NULL || c->packet == NULL || c->proto == 0 || c->proto > 15 ||
+        !started || client != NULL) {
+        return -1;
+    }
+    __atomic_store_n(&client, c, __ATOMIC_RELEASE);
+    __atomic_store_n(&client_irq_bits, c->irq_bits & ~NC_IRQ_BITS,
+                     __ATOMIC_RELEASE);
+    nc_irq_enable(NC_IRQ_BITS | client_irq_bits);
+    return 0;
+}
+
+int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline)
+{
+    return tempest_wait_until(cond, arg, deadline);
+}
+
+bool tempest_client_polled(void)
+{
+    return !dedicated && rt_cpu_id() == pt_cpu;
 }
 
 int tempest_flush(unsigned max_ms)
