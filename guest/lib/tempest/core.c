@@ -103,6 +103,7 @@ static tempest_peer_down_fn peer_down_fn;
 static const struct tempest_client *client;
 static uint32_t client_irq_bits;    /* its bits, once registered */
 static uint64_t client_pkts;        /* its packets handed over */
+static bool pt_running;             /* pt_main() has set IRQ_ENABLE */
 
 static void peer_down_event(const struct nc_event *ev);
 static void send_error_event(const struct nc_event *ev);
@@ -764,6 +765,7 @@ static void pt_main(void *arg)
 
     (void)arg;
     nc_irq_enable(NC_IRQ_BITS);
+    __atomic_store_n(&pt_running, true, __ATOMIC_RELEASE);
     for (;;) {
         if (client_irq_bits && irq_pending()) {
             /*
@@ -907,6 +909,13 @@ int tempest_client_register(const struct tempest_client *c)
     if (c == NULL || c->packet == NULL || c->proto == 0 || c->proto > 15 ||
         !started || client != NULL) {
         return -1;
+    }
+    /*
+     * A dedicated protocol thread sets IRQ_ENABLE when it starts, which
+     * may be after main() began: the client's bits go in after that.
+     */
+    while (dedicated && !__atomic_load_n(&pt_running, __ATOMIC_ACQUIRE)) {
+        rt_cpu_sleep(10);
     }
     __atomic_store_n(&client, c, __ATOMIC_RELEASE);
     __atomic_store_n(&client_irq_bits, c->irq_bits & ~NC_IRQ_BITS,
