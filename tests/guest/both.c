@@ -236,7 +236,6 @@ static void phase_messages(void)
     int r, i, k;
     struct want w;
 
-    StrataPortTable[XFER_PORT].base = xfer_in;
     for (r = 0; r < rounds; r++) {
         StrataXferHeaderHandler(XFER_PORT, XFER_WORDS, xfer_done_h);
         TPPI_schedule_timer(100 + 10 * Self, timer_h, NULL);
@@ -506,6 +505,8 @@ int main(int argc, char **argv)
     if (argc > 2) {
         msgs = atoi(argv[2]);
     }
+    /* Before any node can send to it. */
+    StrataPortTable[XFER_PORT].base = xfer_in;
     StrataInit();
     if (PartitionSize > MAX_NODES || rounds < 1 || msgs < 2) {
         printf("both: at most %d nodes, ROUNDS >= 1, MSGS >= 2\n",
