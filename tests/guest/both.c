@@ -25,6 +25,9 @@
  *
  *   both [ROUNDS [MSGS]]       defaults 3 and 200
  * Prints "both ok" on every node; node 0 also the checksums.
+ *
+ *   both misuse                a Tempest handler calls Barrier(): the
+ *       node fails with StrataFail's report (status 255), not a hang.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -494,11 +497,34 @@ static void phase_faults(void)
     }
 }
 
+static volatile int misuse_done;
+
+static void misuse_h(TPPI_NodeId src, int size)
+{
+    (void)src;
+    (void)size;
+    Barrier();          /* on the protocol thread: refused */
+    misuse_done = 1;
+}
+
+static int misuse_over(void *arg)
+{
+    (void)arg;
+    return misuse_done;
+}
+
 int main(int argc, char **argv)
 {
     struct tempest_stats st;
     int total;
 
+    if (argc > 1 && strcmp(argv[1], "misuse") == 0) {
+        StrataInit();
+        TPPI_send(TPPI_self_address, misuse_h);
+        tempest_wait(misuse_over, NULL);
+        printf("both: Barrier in a Tempest handler returned\n");
+        StrataExit(1);
+    }
     if (argc > 1) {
         rounds = atoi(argv[1]);
     }

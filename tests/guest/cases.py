@@ -900,6 +900,12 @@ CASES += [
     both("both-4-smp2", 4, 2),
     both("both-16-smp1", 16, 1),
     both("both-16-smp2", 16, 2, args=["2", "100"]),
+    # A Strata call that waits, in a Tempest handler: refused by name.
+    Run("both-misuse", "both", nodes=2, smp=1, args=["misuse"], status=255,
+        summary=r"node \d+ failed with status 255",
+        stdout_expect=[r"StrataFail: node \d: a Strata call that waits, in "
+                       r"a handler \(or timer or callback\) of libtempest"],
+        absent=[r"\*\*\* CRASH", r"returned"]),
 ]
 
 # ---------------------------------------------------------------------------

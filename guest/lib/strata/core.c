@@ -318,6 +318,12 @@ static void shared_wait(bool (*done)(void *), void *arg, unsigned poll,
 {
     struct shared_cond c = { done, arg, poll, cheap, 0 };
 
+    if (tempest_client_on_protocol_thread()) {
+        /* Nothing would run while it waits: not even what it waits for. */
+        StrataFail("node %d: a Strata call that waits, in a handler (or "
+                   "timer or callback) of libtempest: it would never return; "
+                   "call Strata from computation code", Self);
+    }
     for (;;) {
         if (poll && poll_fn(poll)) {
             if (done(arg)) {

@@ -47,6 +47,8 @@ extern __typeof__(tempest_client_wait) tempest_client_wait
     __attribute__((weak));
 extern __typeof__(tempest_client_polled) tempest_client_polled
     __attribute__((weak));
+extern __typeof__(tempest_client_on_protocol_thread)
+    tempest_client_on_protocol_thread __attribute__((weak));
 
 /* The high nibble of KIND of every Strata packet (0x53, 0x54). */
 #define STRATA_PROTO        5

@@ -934,6 +934,11 @@ bool tempest_client_polled(void)
     return !dedicated && rt_cpu_id() == pt_cpu;
 }
 
+bool tempest_client_on_protocol_thread(void)
+{
+    return tppi_on_protocol_thread();
+}
+
 int tempest_flush(unsigned max_ms)
 {
     uint64_t t0 = rt_time_ns();

@@ -95,4 +95,11 @@ int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline);
  */
 bool tempest_client_polled(void);
 
+/*
+ * tempest_client_on_protocol_thread: true if the caller runs on the
+ * protocol thread (a handler, timer or callback of libtempest's), where a
+ * client must not wait for anything.
+ */
+bool tempest_client_on_protocol_thread(void);
+
 #endif /* TEMPEST_CLIENT_H */
