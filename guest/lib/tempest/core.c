@@ -826,9 +826,16 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
          * Handlers run from the interrupt.  On bare metal it is taken
          * before this looks; a Linux process's runtime finds it here
          * (rt_irq_pending reads the device now and then) and runs it.
+         * Masked, and looked at again: an interrupt taken in between
+         * would leave the sleep nothing to end it.
          */
         if (irq_pending()) {
-            rt_cpu_sleep(0);
+            uint64_t flags = rt_irq_save();
+
+            if (irq_pending()) {
+                rt_cpu_sleep(0);    /* pending: runs the handler, returns */
+            }
+            rt_irq_restore(flags);
         }
     }
     spin_end();
