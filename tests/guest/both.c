@@ -18,6 +18,9 @@
  *   2. a Tempest channel to the next node (its ID sent in a Strata
  *      message, whose handler sets up the destination), CH_BYTES a round,
  *      checked byte by byte; Strata messages in flight meanwhile.
+ *      Then the rest of the control network beside Tempest's traffic:
+ *      a Broadcast() and a BroadcastVector() from a different node each
+ *      round (their interrupt is libtempest's now), CompositeInt(Median).
  *   3. block access faults: a page of the segment whose 64 blocks are
  *      Invalid, filled on read faults from the next node (a Tempest
  *      request, a reply with the block as a Ba item, TPPI_resume_va),
@@ -46,6 +49,7 @@
 #define BLK         TPPI_TAG_BLK_SIZE
 #define BLKS        (TPPI_PAGE_SIZE / BLK)
 #define WAIT_S      30          /* a wait longer than this is a hang */
+#define BVEC        301         /* words of a BroadcastVector */
 
 static int failures;
 static int rounds = 3;
@@ -166,11 +170,16 @@ static void s_send(uint32_t v)
     want_s_reply += ~v;
 }
 
+/*
+ * Every node sends as many of each as this one: the Tempest messages of
+ * the previous node, the replies to ours, and the Tempest messages the
+ * previous node's Strata handlers sent for our Strata messages are in.
+ */
 static int t_all(void *arg)
 {
-    uint64_t n = ((struct want *)arg)->n;
-
-    return t_got >= n && t_replies >= n && t_from_s >= n;
+    (void)arg;
+    return t_got >= (uint64_t)t_seq_out && t_replies >= (uint64_t)t_seq_out &&
+           t_from_s >= (uint64_t)s_seq_out;
 }
 
 static int t_timer_ran(void *arg)
@@ -267,8 +276,7 @@ static void phase_messages(void)
                 break;
             }
         }
-        w.n = (uint64_t)t_seq_out;
-        t_wait(t_all, &w, "Tempest messages");
+        t_wait(t_all, NULL, "Tempest messages");
         w.n = (uint64_t)r + 1;
         t_wait(t_timer_ran, &w, "a timer");
         Barrier();
@@ -293,6 +301,50 @@ static void phase_messages(void)
           sums[0], sums[1], sums[2], sums[3]);
     if (Self == 0) {
         printf("messages: checksums 0x%08x 0x%08x\n", sums[1], sums[3]);
+    }
+}
+
+/* Broadcasts and a composite reduction, with Tempest messages in flight. */
+static void phase_broadcast(void)
+{
+    static Word vin[BVEC], vout[BVEC];
+    int r, k, from, median;
+
+    for (r = 0; r < rounds; r++) {
+        from = (r + 1) % PartitionSize;
+        for (k = 0; k < msgs / 4; k++) {
+            t_send(val(Self, r, k, 8));
+        }
+        if (Self == from) {
+            for (k = 0; k < BVEC; k++) {
+                vout[k] = val(from, r, k, 9);
+            }
+            Broadcast((Word)val(from, r, -1, 9));
+            BroadcastVector(vin, vout, BVEC);
+            ReceiveBroadcastVector(vin, BVEC);      /* returns at once */
+        } else {
+            Word x = ReceiveBroadcast();
+
+            CHECK(x == (Word)val(from, r, -1, 9), "round %d: broadcast "
+                  "0x%x from node %d, not 0x%x", r, (unsigned)x, from,
+                  (unsigned)val(from, r, -1, 9));
+            ReceiveBroadcastVector(vin, BVEC);
+        }
+        for (k = 0; k < BVEC; k++) {
+            if (vin[k] != (Word)val(from, r, k, 9)) {
+                CHECK(0, "round %d: broadcast vector word %d is 0x%x", r, k,
+                      (unsigned)vin[k]);
+                break;
+            }
+        }
+        median = CompositeInt(Self * 3 + r, Median);
+        CHECK(median == (PartitionSize - 1) / 2 * 3 + r, "round %d: median "
+              "%d", r, median);
+        t_wait(t_all, NULL, "Tempest messages");
+        Barrier();
+    }
+    if (Self == 0) {
+        printf("broadcasts: %d rounds\n", rounds);
     }
 }
 
@@ -554,6 +606,7 @@ int main(int argc, char **argv)
     }
 
     phase_messages();
+    phase_broadcast();
     phase_channel();
     phase_faults();
 

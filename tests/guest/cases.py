@@ -889,7 +889,8 @@ BOTH_CLEAN = [r"\*\*\* tempest", r"\*\*\* strata", r"StrataFail",
 def both(name, nodes, smp, args=(), **kw):
     return Run(name, "both", nodes=nodes, smp=smp, args=args, mem="64M",
                nodes_expect={"*": [r"^both ok"],
-                             0: [r"^messages: checksums", r"^channel: ",
+                             0: [r"^messages: checksums", r"^broadcasts: ",
+                                 r"^channel: ",
                                  r"^faults: checksum"]},
                summary=rf"{nodes} nodes exited 0", timeout=90,
                absent=BOTH_CLEAN, **kw)
