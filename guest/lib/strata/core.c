@@ -285,6 +285,11 @@ static void shared_irq(uint32_t bits)
     __atomic_fetch_add(&shared_irqs, 1, __ATOMIC_RELEASE);
 }
 
+uint32_t strata_shared_irqs(void)
+{
+    return __atomic_load_n(&shared_irqs, __ATOMIC_ACQUIRE);
+}
+
 struct shared_cond {
     bool (*done)(void *);
     void *arg;

@@ -389,11 +389,12 @@ static bool softq_pop_shared(unsigned net, struct nc_pkt *copy)
     return true;
 }
 
+/* A packet queued, or an interrupt taken since *@irqs (a uint32_t). */
 static int softq_any(void *arg)
 {
-    (void)arg;
     return __atomic_load_n(&softq[NET_LEFT].count, __ATOMIC_ACQUIRE) ||
-           __atomic_load_n(&softq[NET_RIGHT].count, __ATOMIC_ACQUIRE);
+           __atomic_load_n(&softq[NET_RIGHT].count, __ATOMIC_ACQUIRE) ||
+           strata_shared_irqs() != *(uint32_t *)arg;
 }
 
 /*
@@ -406,6 +407,7 @@ static void idle_poll_shared(void)
 {
     unsigned limit = strata_spin_turns > IDLE_POLLS_MIN ? strata_spin_turns :
                      IDLE_POLLS_MIN;
+    uint32_t irqs;
 
     if (strata_spin_turns && tempest_client_polled()) {
         polling = nc_poll(true);
@@ -418,7 +420,9 @@ static void idle_poll_shared(void)
         polling = false;
         nc_poll(false);
     }
-    tempest_client_wait(softq_any, NULL,
+    /* Ended, as idle_poll()'s sleep, by whatever a wait may wait for. */
+    irqs = strata_shared_irqs();
+    tempest_client_wait(softq_any, &irqs,
                         rt_time_ns() + IDLE_SLEEP_US * 1000ULL);
 }
 

@@ -117,6 +117,13 @@ void strata_set_sink(void (*sink)(const struct nc_pkt *p))
     STRATA_ISYM(strata_set_sink);
 
 /*
+ * strata_shared_irqs: when strata_shared, a count of the interrupts
+ * libstrata waits for (COLL, BCAST, SQ) that the protocol thread took:
+ * a wait whose count moved has something to look at again.
+ */
+uint32_t strata_shared_irqs(void) STRATA_ISYM(strata_shared_irqs);
+
+/*
  * strata_await_peer_events: when strata_shared, waits up to @ms
  * milliseconds until the protocol thread has passed on at least one
  * peer-gone event (the control network may report a node gone before

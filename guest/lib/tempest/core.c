@@ -715,21 +715,22 @@ static bool pt_step(void)
 }
 
 /*
- * A client's interrupt bits (and IRQ_SQ, which its sends wait for): read
- * and acknowledged here, told to the client, its waiters woken.
+ * A client's interrupt bits (and IRQ_SQ, which its sends wait for): which
+ * of them are pending (one read of IRQ_STATUS, only with a client).  The
+ * caller acknowledges them with libtempest's own, before client_tell():
+ * a bit set again after that is a new interrupt.
  */
-static void client_irq(void)
+static uint32_t client_pending(void)
 {
     uint32_t bits = client_irq_bits;
-    uint32_t st;
 
-    if (!bits) {
-        return;
-    }
-    st = nc_reg(TEMPEST_NC_IRQ_STATUS) & (bits | TEMPEST_NC_IRQ_SQ);
-    if (st & bits) {
-        nc_irq_ack(st & bits);
-    }
+    return bits ? nc_reg(TEMPEST_NC_IRQ_STATUS) &
+                  (bits | TEMPEST_NC_IRQ_SQ) : 0;
+}
+
+/* Tells the client, and wakes its waiters, that @st were pending. */
+static void client_tell(uint32_t st)
+{
     if (st) {
         if (client->irq) {
             client->irq(st);
@@ -742,10 +743,12 @@ static void client_irq(void)
 /* The node controller's interrupt. */
 static void nc_irq(unsigned intid, void *arg)
 {
+    uint32_t st = client_pending();
+
     (void)intid;
     (void)arg;
-    client_irq();
-    nc_irq_ack(NC_IRQ_BITS);
+    nc_irq_ack(NC_IRQ_BITS | (st & client_irq_bits));
+    client_tell(st);
     wake_sq_waiters();
     if (dedicated) {
         return;         /* pt_main() does the work after its sleep */
