@@ -770,7 +770,8 @@ static void pt_main(void *arg)
     nc_irq_enable(NC_IRQ_BITS);
     __atomic_store_n(&pt_running, true, __ATOMIC_RELEASE);
     for (;;) {
-        if (client_irq_bits && irq_pending()) {
+        if (__atomic_load_n(&client_irq_bits, __ATOMIC_RELAXED) &&
+            irq_pending()) {
             /*
              * A client waits for a collective or a broadcast: take the
              * interrupt now (nc_irq wakes the client), not after the spin.
