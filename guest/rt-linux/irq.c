@@ -101,6 +101,7 @@ static void notify(unsigned cpu)
     struct cpu *c = &cpus[cpu];
 
     atomic_fetch_add(&c->seq, 1);
+    atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&c->sleeping)) {
         st.wakes++;
         futex(&c->seq, FUTEX_WAKE_PRIVATE, 1, NULL);
@@ -501,6 +502,7 @@ void rt_cpu_sleep(uint64_t max_us)
     }
     line_on();
     atomic_store(&c->sleeping, true);
+    atomic_thread_fence(memory_order_seq_cst);
     if (!atomic_exchange(&c->wake, false) && !rt_irq_pending()) {
         st.sleeps++;
         futex(&c->seq, FUTEX_WAIT_PRIVATE, seen, tsp);

@@ -327,23 +327,62 @@ void rt_wake_others(void)
     send_sgi(SGI1R_IRM);
 }
 
+/*
+ * A wake-up is an interrupt only for a CPU that sleeps: one that runs (a
+ * protocol thread polling, a faulting CPU spinning for its resume) finds
+ * it in woken[] at its next sleep, which then returns at once, and is not
+ * interrupted (an IRQ costs an exception with every register saved, and
+ * two accesses to the GIC).  Each side stores its flag, a full barrier
+ * (DMB ISH: STLR then LDAR alone is not enough under TCG on an x86 host,
+ * whose stores may pass later loads), then reads the other's: either the
+ * waker sees the sleeper or the sleeper sees the wake-up.
+ */
+static uint8_t sleeping[RT_MAX_CPUS];
+static uint8_t woken[RT_MAX_CPUS];
+
+/* False if a wake-up came already: then do not WFI.  IRQs masked. */
+static bool sleep_begin(unsigned me)
+{
+    __atomic_store_n(&sleeping[me], 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_exchange_n(&woken[me], 0, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&sleeping[me], 0, __ATOMIC_RELAXED);
+        return false;
+    }
+    return true;
+}
+
+static void sleep_end(unsigned me)
+{
+    __atomic_store_n(&sleeping[me], 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&woken[me], 0, __ATOMIC_RELAXED);
+}
+
 void rt_cpu_wake(unsigned cpu)
 {
     if (cpu < rt_info.num_cpus && cpu != rt_cpu_index()) {
-        rt_wake_cpu(cpu);
+        __atomic_store_n(&woken[cpu], 1, __ATOMIC_SEQ_CST);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&sleeping[cpu], __ATOMIC_SEQ_CST)) {
+            rt_wake_cpu(cpu);
+        }
     }
 }
 
 void rt_wait_event(void)
 {
     uint64_t flags;
+    unsigned me = rt_cpu_index();
 
     if (!gic_ok) {
         __asm__ volatile("wfe" : : : "memory");
         return;
     }
     flags = rt_irq_save();
-    __asm__ volatile("wfi" : : : "memory");
+    if (sleep_begin(me)) {
+        __asm__ volatile("wfi" : : : "memory");
+    }
+    sleep_end(me);
     dispatch_pending();
     rt_irq_restore(flags);
 }
@@ -376,7 +415,10 @@ void rt_cpu_sleep(uint64_t max_us)
         RT_WRITE_SYSREG(cntp_ctl_el0, CNTP_CTL_ENABLE);
         __asm__ volatile("isb" : : : "memory");
     }
-    __asm__ volatile("wfi" : : : "memory");
+    if (sleep_begin(rt_cpu_index())) {
+        __asm__ volatile("wfi" : : : "memory");
+    }
+    sleep_end(rt_cpu_index());
     dispatch_pending();
     if (max_us) {
         RT_WRITE_SYSREG(cntp_ctl_el0, 0);

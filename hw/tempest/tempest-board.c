@@ -422,8 +422,8 @@ static void create_nc(TempestMachineState *tms)
     qemu_fdt_add_subnode(tms->fdt, name);
     /* The version says which register map a driver binds to. */
     qemu_fdt_setprop(tms->fdt, name, "compatible",
-                     "tempest,nc-1.6\0tempest,node-controller",
-                     sizeof("tempest,nc-1.6\0tempest,node-controller"));
+                     "tempest,nc-1.7\0tempest,node-controller",
+                     sizeof("tempest,nc-1.7\0tempest,node-controller"));
     qemu_fdt_setprop_sized_cells(tms->fdt, name, "reg", 2, base,
                                  2, tempest_memmap[TMAP_NC].size);
     qemu_fdt_setprop_cells(tms->fdt, name, "interrupts",

@@ -168,6 +168,13 @@ extern const TempestNCEngine tempest_nc_xfer_engine;
 extern const VMStateDescription vmstate_tempest_nc_xfer;
 
 /* tempest-nc-tags.c: tagged memory */
+/*
+ * tempest_nc_tag_upgrade: the TAG_UPGRADE register's 8-byte write @value
+ * (TEMPEST_TAG_UPGRADE: first block, count, tag), applied if it adds
+ * access to every block; else nothing changes and ERR_STATUS says so.
+ */
+void tempest_nc_tag_upgrade(TempestNCState *s, uint64_t value);
+
 extern const TempestNCEngine tempest_nc_tags_engine;
 extern const VMStateDescription vmstate_tempest_nc_tags;
 

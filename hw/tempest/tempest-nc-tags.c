@@ -224,6 +224,33 @@ static uint32_t tags_cmd_set(TempestNCState *s, TempestCmdBank *b)
     return TEMPEST_CMD_RETRY;
 }
 
+void tempest_nc_tag_upgrade(TempestNCState *s, uint64_t value)
+{
+    uint64_t first = extract64(value, 0, 32), n = extract64(value, 32, 16);
+    uint8_t tag = extract64(value, 48, 16);
+    uint64_t blocks = s->tagmem_size >> BLK_SHIFT;
+
+    if (!s->tags || tag > TEMPEST_TAG_WRITABLE || n == 0 ||
+        first >= blocks || n > blocks - first) {
+        trace_tempest_nc_tag_upgrade_refused(s->node_id, first, n, tag);
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_TAG_REFUSED,
+                               TEMPEST_NC_TAG_UPGRADE, 8);
+        return;
+    }
+    for (uint64_t i = first; i < first + n; i++) {
+        if (tag_rank(tag) < tag_rank(qatomic_read(&s->tags[i]))) {
+            /* Taking access away needs TAG_SET's exclusive section. */
+            trace_tempest_nc_tag_upgrade_refused(s->node_id, first, n, tag);
+            tempest_nc_guest_error(s, TEMPEST_NC_ERR_TAG_REFUSED,
+                                   TEMPEST_NC_TAG_UPGRADE, 8);
+            return;
+        }
+    }
+    if (nc_tags_apply(s, first, n, tag)) {
+        nc_flush_tlbs(NULL);
+    }
+}
+
 static uint32_t tags_cmd_get(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t addr = b->arg[0];

@@ -105,12 +105,15 @@ REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
 REG32(XFER_PARKED, TEMPEST_NC_XFER_PARKED)
+REG32(TAG_UPGRADE, TEMPEST_NC_TAG_UPGRADE)
+REG32(TAG_UPGRADE_HI, TEMPEST_NC_TAG_UPGRADE + 4)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
      TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
      TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER | \
-     TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE)
+     TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE | \
+     TEMPEST_NC_FEAT_TAG_UPGRADE)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -358,6 +361,8 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_SQ_DOORBELL:
     case A_RQ_DOORBELL:
     case A_POLL:
+    case A_TAG_UPGRADE:
+    case A_TAG_UPGRADE_HI:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_WRITE_ONLY, offset, 4);
         *value = 0;
         return false;
@@ -508,6 +513,11 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_XFER_PARKED:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
+    case A_TAG_UPGRADE:
+    case A_TAG_UPGRADE_HI:
+        /* One 8-byte write or nothing (tempest_nc_write). */
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, offset, 4);
+        return;
     }
 
     if (offset >= TEMPEST_NC_CMD_ARG(0) && offset < CMD_ARGS_END) {
@@ -557,6 +567,10 @@ static void tempest_nc_write(void *opaque, hwaddr offset, uint64_t value,
     TempestNCState *s = TEMPEST_NC(opaque);
 
     trace_tempest_nc_write(s->node_id, offset, value, size);
+    if (offset == A_TAG_UPGRADE && size == 8) {
+        tempest_nc_tag_upgrade(s, value);
+        return;
+    }
     if (size == 4 && QEMU_IS_ALIGNED(offset, 4)) {
         tempest_nc_write32(s, offset, value);
     } else if (size == 8 && QEMU_IS_ALIGNED(offset, 8)) {

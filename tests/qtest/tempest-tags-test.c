@@ -93,6 +93,74 @@ static void test_bad_commands(void)
     qtest_quit(s);
 }
 
+/*
+ * TAG_UPGRADE (1.7): one 8-byte write adds access to a run of blocks;
+ * one that would take access from any block of the run, a run outside
+ * tagged memory, a bad tag, a 4-byte write and a read change nothing and
+ * say why in ERR_STATUS.
+ */
+static void test_upgrade_register(void)
+{
+    QTestState *s = qtest_init("-M tempest,tagmem=1M -m 64M");
+    uint64_t base = TEMPEST_TAGMEM_BASE, blocks = (1 << 20) / BLK;
+
+    g_assert_true(qtest_readl(s, NC(TEMPEST_NC_FEATURES)) &
+                  TEMPEST_NC_FEAT_TAG_UPGRADE);
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_TAG_SET, base, 8 * BLK,
+                                 TEMPEST_TAG_INVALID), ==,
+                     TEMPEST_CMD_SUCCESS);
+    /* Invalid to ReadOnly on blocks 2..4, then ReadOnly to Writable. */
+    qtest_writeq(s, NC(TEMPEST_NC_TAG_UPGRADE),
+                 TEMPEST_TAG_UPGRADE(2, 3, TEMPEST_TAG_READONLY));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_NONE);
+    g_assert_cmpuint(tag_of(s, base + BLK), ==, TEMPEST_TAG_INVALID);
+    g_assert_cmpuint(tag_of(s, base + 2 * BLK), ==, TEMPEST_TAG_READONLY);
+    g_assert_cmpuint(tag_of(s, base + 4 * BLK), ==, TEMPEST_TAG_READONLY);
+    g_assert_cmpuint(tag_of(s, base + 5 * BLK), ==, TEMPEST_TAG_INVALID);
+    qtest_writeq(s, NC(TEMPEST_NC_TAG_UPGRADE),
+                 TEMPEST_TAG_UPGRADE(3, 1, TEMPEST_TAG_WRITABLE));
+    g_assert_cmpuint(tag_of(s, base + 3 * BLK), ==, TEMPEST_TAG_WRITABLE);
+    /* Blocks 3..4 to ReadOnly would take writes from block 3: refused. */
+    qtest_writeq(s, NC(TEMPEST_NC_TAG_UPGRADE),
+                 TEMPEST_TAG_UPGRADE(3, 2, TEMPEST_TAG_READONLY));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_TAG_REFUSED);
+    g_assert_cmpuint(tag_of(s, base + 3 * BLK), ==, TEMPEST_TAG_WRITABLE);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    /* Invalid to Busy takes nothing away but gives nothing: allowed. */
+    qtest_writeq(s, NC(TEMPEST_NC_TAG_UPGRADE),
+                 TEMPEST_TAG_UPGRADE(6, 1, TEMPEST_TAG_BUSY));
+    g_assert_cmpuint(tag_of(s, base + 6 * BLK), ==, TEMPEST_TAG_BUSY);
+    /* Past the end, no blocks, a bad tag: refused, nothing changed. */
+    qtest_writeq(s, NC(TEMPEST_NC_TAG_UPGRADE),
+                 TEMPEST_TAG_UPGRADE(blocks - 1, 2, TEMPEST_TAG_WRITABLE));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_TAG_REFUSED);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    qtest_writeq(s, NC(TEMPEST_NC_TAG_UPGRADE),
+                 TEMPEST_TAG_UPGRADE(0, 0, TEMPEST_TAG_WRITABLE));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_TAG_REFUSED);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    qtest_writeq(s, NC(TEMPEST_NC_TAG_UPGRADE),
+                 TEMPEST_TAG_UPGRADE(0, 1, 4));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_TAG_REFUSED);
+    g_assert_cmpuint(tag_of(s, base), ==, TEMPEST_TAG_INVALID);
+    /* Only an 8-byte write: a 4-byte one is refused, a read too. */
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    qtest_writel(s, NC(TEMPEST_NC_TAG_UPGRADE), 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_SIZE);
+    g_assert_cmpuint(tag_of(s, base), ==, TEMPEST_TAG_INVALID);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_TAG_UPGRADE)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_WRITE_ONLY);
+    qtest_quit(s);
+}
+
 /* Both windows show the same frames (no TCG here: nothing is checked). */
 static void test_alias(void)
 {
@@ -223,6 +291,7 @@ int main(int argc, char **argv)
 
     qtest_add_func("/tempest/tags/set-and-get", test_set_and_get);
     qtest_add_func("/tempest/tags/bad-commands", test_bad_commands);
+    qtest_add_func("/tempest/tags/upgrade-register", test_upgrade_register);
     qtest_add_func("/tempest/tags/alias", test_alias);
     qtest_add_func("/tempest/tags/device-access", test_device_access);
     qtest_add_func("/tempest/tags/unrealize-realize", test_unrealize_realize);

@@ -17,6 +17,7 @@
 
 struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 bool nc_poll_present;
+bool nc_tag_upgrade_present;
 bool nc_polling;
 
 static bool ready;
@@ -88,6 +89,8 @@ const char *nc_err_name(uint32_t err)
         return "doorbell value out of range";
     case TEMPEST_NC_ERR_DMA:
         return "ring memory not accessible";
+    case TEMPEST_NC_ERR_TAG_REFUSED:
+        return "TAG_UPGRADE that takes access away, or out of range";
     default:
         return "unknown";
     }
@@ -108,10 +111,9 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
     }
     flags = rt_irq_save();
     for (;;) {
+        /* One 8-byte access an argument: each access is a VM exit. */
         for (i = 0; i < nargs; i++) {
-            nc_reg_write(TEMPEST_NC_CMD_ARG(i), (uint32_t)args[i]);
-            nc_reg_write(TEMPEST_NC_CMD_ARG(i) + 4,
-                         (uint32_t)(args[i] >> 32));
+            nc_reg_write64(TEMPEST_NC_CMD_ARG(i), args[i]);
         }
         nc_reg_write(TEMPEST_NC_CMD_OP, op);
         status = nc_reg(TEMPEST_NC_CMD_COMMIT);
@@ -197,6 +199,8 @@ int nc_init(void)
     }
     nc_poll_present = (features & TEMPEST_NC_FEAT_POLL) &&
                       nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
+    nc_tag_upgrade_present = (features & TEMPEST_NC_FEAT_TAG_UPGRADE) &&
+                             nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 7U);
     ready = true;
     return 0;
 }

@@ -182,6 +182,9 @@ tempest_peer_down_fn tempest_on_peer_down(tempest_peer_down_fn fn)
 
 /* ---- where are we ---------------------------------------------------- */
 
+/* A one-vCPU node's fault hook runs the protocol thread's work itself. */
+static volatile bool pt_inline;
+
 bool tppi_on_protocol_thread(void)
 {
     unsigned cpu = rt_cpu_id();
@@ -189,7 +192,7 @@ bool tppi_on_protocol_thread(void)
     if (cpu != pt_cpu || !started) {
         return false;
     }
-    return dedicated || rt_in_irq();
+    return dedicated || rt_in_irq() || pt_inline;
 }
 
 bool tppi_in_message_handler(void)
@@ -758,6 +761,22 @@ static void nc_irq(unsigned intid, void *arg)
     }
     nc_rx_doorbell();
     wake_waiters();
+}
+
+void tppi_run_protocol_thread(void)
+{
+    if (dedicated) {
+        rt_cpu_wake(pt_cpu);
+        return;
+    }
+    /* nc_irq() without the acknowledgement: no interrupt was taken. */
+    pt_inline = true;
+    while (pt_step()) {
+        /* the fault first: its work is the first of every step */
+    }
+    nc_rx_doorbell();
+    wake_waiters();
+    pt_inline = false;
 }
 
 static void pt_main(void *arg)

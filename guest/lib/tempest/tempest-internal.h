@@ -117,6 +117,14 @@ bool tppi_spin_masked(int (*cond)(void *arg), void *arg);
 void tppi_wake_protocol_thread(void);
 
 /*
+ * tppi_run_protocol_thread: from a fault hook (IRQs masked, not on the
+ * protocol thread): wakes the protocol thread on a dedicated CPU; on a
+ * one-vCPU node runs now what its interrupt would run (the fault's
+ * handler first), as the protocol thread, without the interrupt.
+ */
+void tppi_run_protocol_thread(void);
+
+/*
  * Consumes @len bytes of the message being handled into @dst, reporting
  * a read past its end as TPPI_recv_R does; returns the bytes copied.
  */

@@ -27,8 +27,8 @@
  * Faults.  The runtime calls fault_hook() on the faulting CPU.  It
  * records (va, pc, is_write, kind) in that CPU's slot, marks it QUEUED
  * with an arrival number, wakes the protocol thread (rt_cpu_wake on a
- * dedicated CPU; on a one-vCPU node it makes the node controller's
- * interrupt pending, whose handler is the protocol thread) and waits,
+ * dedicated CPU; on a one-vCPU node it runs, inline, what the node
+ * controller's interrupt would run: tppi_run_protocol_thread) and waits,
  * polling briefly and then sleeping in WFI, until TPPI_resume_va() marks
  * the slot RESUMED; the instruction is then retried.  The protocol thread
  * takes QUEUED slots in arrival order before any timer or message
@@ -286,11 +286,39 @@ static bool shadow_all(uint32_t frame, unsigned tag)
  * @tag, on the device and in the copy.  Returns false if the device
  * refused (reported).
  */
+/* What a tag lets through: 0 nothing, 1 loads, 2 loads and stores. */
+static unsigned tag_rank(unsigned tag)
+{
+    return tag == TPPI_Blk_Writable ? 2 : tag == TPPI_Blk_ReadOnly ? 1 : 0;
+}
+
+/* True if setting @tag on those blocks adds access to every one. */
+static bool adds_access(uint32_t frame, unsigned off, unsigned len,
+                        unsigned tag)
+{
+    unsigned b;
+
+    for (b = off / TPPI_TAG_BLK_SIZE; b < (off + len) / TPPI_TAG_BLK_SIZE;
+         b++) {
+        if (tag_rank(shadow_get(frame, b)) > tag_rank(tag)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool tag_change(uint32_t frame, unsigned off, unsigned len,
                        unsigned tag)
 {
     uint32_t reason = 0;
 
+    /* An upgrade: one device access (TAG_UPGRADE), no command. */
+    if (adds_access(frame, off, len, tag) &&
+        nc_tag_upgrade(frame_pa(frame) + off, len, tag) == 0) {
+        shadow_set(frame, off / TPPI_TAG_BLK_SIZE, len / TPPI_TAG_BLK_SIZE,
+                   tag);
+        return true;
+    }
     if (nc_tag_set(frame_pa(frame) + off, len, tag, &reason) != 0) {
         tppi_report(NULL, "setting tag %u on %u bytes of frame %u failed: "
                     "%s", tag, len, (unsigned)frame,
@@ -832,7 +860,7 @@ static bool fault_hook(const struct rt_fault *f)
     s->seq = __atomic_fetch_add(&fault_seq, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->state, FS_QUEUED, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&tppi_stats.faults, 1, __ATOMIC_RELAXED);
-    tppi_wake_protocol_thread();
+    tppi_run_protocol_thread();
 
     /*
      * Poll for the spin time (a handler, here or after a message from

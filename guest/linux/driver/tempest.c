@@ -4,7 +4,7 @@
  * programs of a Linux node (docs/linux.rst, "The device from user space").
  *
  * Binds the device tree node "tempest,node-controller" (the board's
- * "tempest,nc-1.6"): 64 KiB of registers and one level interrupt.  The
+ * "tempest,nc-1.7"): 64 KiB of registers and one level interrupt.  The
  * registers are mapped with devm_ioremap() but not requested, so that
  * /init can still write the EXIT register through /dev/mem.
  *

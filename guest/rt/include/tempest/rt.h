@@ -337,12 +337,11 @@ void rt_cpu_sleep(uint64_t max_us);
 
 /*
  * rt_cpu_wake: makes CPU @cpu return from rt_cpu_sleep() (or from the
- * wait of a secondary CPU for work).  If @cpu is not sleeping, its next
- * sleep returns at once when it runs with IRQs masked; with IRQs unmasked
- * the wake-up is consumed as an interrupt, so a sleeper must publish that
- * it sleeps before re-checking its condition (or sleep with a time
- * limit).  Does nothing if @cpu is the caller or not one of this node's
- * CPUs.
+ * wait of a secondary CPU for work).  If @cpu is not sleeping it is not
+ * interrupted: the wake-up is remembered and its next sleep returns at
+ * once.  A sleeper still publishes that it sleeps before re-checking its
+ * condition, as the wake-up may have come before.  Does nothing if @cpu
+ * is the caller or not one of this node's CPUs.
  */
 void rt_cpu_wake(unsigned cpu);
 

@@ -191,6 +191,19 @@
 /* (1.6) typed messages held in system space for want of a buffer */
 #define TEMPEST_NC_XFER_SYS_USED    0x1A8   /* bytes of system space taken */
 #define TEMPEST_NC_XFER_PARKED      0x1AC   /* messages stored there */
+/*
+ * (1.7) TAG_UPGRADE: one aligned 8-byte write sets the access tag of a
+ * run of blocks, when that adds access to every one of them (Invalid to
+ * ReadOnly or Writable, ReadOnly to Writable, or no change): the
+ * published-at-once half of TEMPEST_CMD_TAG_SET in one device access.
+ * A change that would take access away, a range outside tagged memory,
+ * or any other access size changes nothing and sets ERR_STATUS
+ * (TEMPEST_NC_ERR_TAG_REFUSED, TEMPEST_NC_ERR_BAD_SIZE): use TAG_SET.
+ */
+#define TEMPEST_NC_TAG_UPGRADE      0x1B0
+#define TEMPEST_TAG_UPGRADE(first_blk, nblks, tag) \
+    ((uint64_t)(first_blk) | (uint64_t)(nblks) << 32 | (uint64_t)(tag) << 48)
+#define TEMPEST_TAG_UPGRADE_MAX     0xFFFF  /* blocks in one write */
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -198,7 +211,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    6
+#define TEMPEST_NC_VERSION_MINOR    7
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -214,6 +227,7 @@
 #define TEMPEST_NC_FEAT_XFER        (1U << 8)   /* transfers, fetch-and-op */
 #define TEMPEST_NC_FEAT_POLL        (1U << 9)   /* the POLL register */
 #define TEMPEST_NC_FEAT_SYSSPACE    (1U << 10)  /* system space, buffer space */
+#define TEMPEST_NC_FEAT_TAG_UPGRADE (1U << 11)  /* the TAG_UPGRADE register */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -241,6 +255,7 @@
 #define TEMPEST_NC_ERR_NO_RING      8   /* doorbell for a ring not set up */
 #define TEMPEST_NC_ERR_BAD_VALUE    9   /* doorbell value out of range */
 #define TEMPEST_NC_ERR_DMA          10  /* ring memory could not be accessed */
+#define TEMPEST_NC_ERR_TAG_REFUSED  11  /* TAG_UPGRADE: no upgrade, or range */
 
 /* ------------------------------------------------------------------ */
 /* Commands (TEMPEST_NC_CMD_OP)                                        */

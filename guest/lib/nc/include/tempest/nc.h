@@ -94,6 +94,8 @@ extern struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 
 /* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
 extern bool nc_poll_present;
+/* True once nc_init() has found TEMPEST_NC_FEAT_TAG_UPGRADE. */
+extern bool nc_tag_upgrade_present;
 /* What the node controller was last told through POLL (see nc_poll). */
 extern bool nc_polling;
 
@@ -107,6 +109,12 @@ static inline uint32_t nc_reg(unsigned off)
 static inline void nc_reg_write(unsigned off, uint32_t v)
 {
     *(volatile uint32_t *)(uintptr_t)(TEMPEST_NC_BASE + off) = v; /* MMIO */
+}
+
+/* An aligned 8-byte write: the pair at @off and @off + 4, one access. */
+static inline void nc_reg_write64(unsigned off, uint64_t v)
+{
+    *(volatile uint64_t *)(uintptr_t)(TEMPEST_NC_BASE + off) = v; /* MMIO */
 }
 
 static inline uint64_t nc_reg64(unsigned off)
@@ -383,6 +391,29 @@ static inline void nc_irq_enable(uint32_t bits)
 }
 
 /* nc_irq_ack: clears the IRQ_STATUS bits @bits. */
+/*
+ * nc_tag_upgrade: sets the tag of the @len bytes of tagged memory at @pa
+ * to @tag with one device access (TEMPEST_NC_TAG_UPGRADE), for a change
+ * that adds access to every block (the caller knows the old tags);
+ * returns 0, or -1 without doing anything if the device has no such
+ * register or the run is longer than one write takes: use nc_tag_set().
+ */
+static inline int nc_tag_upgrade(uint64_t pa, uint64_t len, unsigned tag)
+{
+    uint64_t nblks = len >> TEMPEST_TAG_BLK_SHIFT;
+
+    if (!nc_tag_upgrade_present || nblks == 0 ||
+        nblks > TEMPEST_TAG_UPGRADE_MAX) {
+        return -1;
+    }
+    /* The data written before the upgrade is visible first. */
+    __asm__ volatile("dsb ish" : : : "memory");
+    nc_reg_write64(TEMPEST_NC_TAG_UPGRADE,
+                   TEMPEST_TAG_UPGRADE((pa - TEMPEST_TAGMEM_BASE) >>
+                                       TEMPEST_TAG_BLK_SHIFT, nblks, tag));
+    return 0;
+}
+
 static inline void nc_irq_ack(uint32_t bits)
 {
     nc_reg_write(TEMPEST_NC_IRQ_ACK, bits);
