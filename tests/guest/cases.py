@@ -875,6 +875,41 @@ CASES += (
 )
 
 # ---------------------------------------------------------------------------
+# Strata and libtempest in one program (issue 12; docs/strata.rst, "Strata
+# with libtempest"): after StrataInit, Tempest messages, a channel and
+# block access faults, with Strata's messages and block transfers on the
+# same rings, phases ended by Barrier and checked by CombineInt; the
+# protocol thread interrupt-driven (--smp 1) and on CPU 1 (--smp 2).
+# Clean: no library report, no failure, no crash.
+# ---------------------------------------------------------------------------
+BOTH_CLEAN = [r"\*\*\* tempest", r"\*\*\* strata", r"StrataFail",
+              r"\*\*\* CRASH", r"FAIL"]
+
+
+def both(name, nodes, smp, args=(), **kw):
+    return Run(name, "both", nodes=nodes, smp=smp, args=args, mem="64M",
+               nodes_expect={"*": [r"^both ok"],
+                             0: [r"^messages: checksums", r"^broadcasts: ",
+                                 r"^channel: ",
+                                 r"^faults: checksum"]},
+               summary=rf"{nodes} nodes exited 0", timeout=90,
+               absent=BOTH_CLEAN, **kw)
+
+
+CASES += [
+    both("both-4-smp1", 4, 1),
+    both("both-4-smp2", 4, 2),
+    both("both-16-smp1", 16, 1),
+    both("both-16-smp2", 16, 2, args=["2", "100"]),
+    # A Strata call that waits, in a Tempest handler: refused by name.
+    Run("both-misuse", "both", nodes=2, smp=1, args=["misuse"], status=255,
+        summary=r"node \d+ failed with status 255",
+        stdout_expect=[r"StrataFail: node \d: a Strata call that waits, in "
+                       r"a handler \(or timer or callback\) of libtempest"],
+        absent=[r"\*\*\* CRASH", r"returned"]),
+]
+
+# ---------------------------------------------------------------------------
 # Bulk transfer (issue 6): Tempest channels (spec 3.4) in libtempest, and
 # FLASH-style message passing, memory copy and fetch-and-op (<magic.h>,
 # FLASH sections 3 and 3.6) on the node controller's transfer engine.

@@ -118,9 +118,20 @@ static inline void nc_write64(unsigned off, uint64_t v)
 static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
                          uint32_t *reason)
 {
+    uint64_t flags = 0;
     uint32_t st;
     unsigned i;
 
+    if (strata_shared) {
+        /*
+         * libtempest uses this CPU's bank too (tags, transfers, timers,
+         * fetch-and-op; from its interrupt handler on a one-vCPU node):
+         * it may have written any argument, and must not write one
+         * between ours and the commit.
+         */
+        flags = rt_irq_save();
+        bank_known = false;
+    }
     __asm__ volatile("dmb osh" : : : "memory");
     for (i = 0; i < nargs; i++) {
         if (!bank_known || bank_arg[i] != args[i]) {
@@ -136,6 +147,9 @@ static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
     st = nc_reg(TEMPEST_NC_CMD_COMMIT);
     if (st == TEMPEST_CMD_FAIL) {
         *reason = nc_reg(TEMPEST_NC_CMD_REASON);
+    }
+    if (strata_shared) {
+        rt_irq_restore(flags);
     }
     return st;
 }
@@ -180,6 +194,8 @@ static NORETURN node_gone(const char *what, const char *why)
 {
     uint64_t hz, end;
 
+    /* Shared with libtempest, its protocol thread passes the event on. */
+    strata_await_peer_events(200);
     strata_take_events();
     if (strata_exiting && strata_peers_failed == 0 &&
         strata_peers_exited > 0) {

@@ -27,6 +27,17 @@
  * PMCCNTR) takes QEMU's big lock, and a vCPU doing so in a loop starves
  * the main loop that runs the node controller; the spin counts turns
  * instead, calibrated by StrataInit.
+ *
+ * Shared with libtempest (strata_shared: the program links it): the
+ * protocol thread of libtempest owns the RQ, the CQ and the interrupt.
+ * libstrata is its client (tempest/client.h): the protocol thread hands
+ * over Strata's packets (data.c's sink queues them per network, and its
+ * polls run their handlers), passes every control event on (the peers
+ * gone are counted here), and notes the interrupts libstrata waits for
+ * (COLL, BCAST, and SQ) in shared_irqs, waking the waiters.  A wait then
+ * polls as before and sleeps in tempest_client_wait(), re-reading device
+ * registers only after shared_irqs moved; libstrata touches neither the
+ * rings it does not send on nor the interrupt registers.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +58,12 @@
 #define CALIBRATE_POLLS     64
 #define PARK_MILLER_M       2147483647U     /* 2^31 - 1 */
 #define PARK_MILLER_A       16807U
+/*
+ * Shared with libtempest: a wait for room in a send ring, or for it to
+ * drain (RAM only, no interrupt of its own), sleeps at most this long at
+ * a time, as libtempest's computation code does.
+ */
+#define SHARED_RAM_WAIT_NS  1000000ULL
 
 int Self;
 int PartitionSize = 1;
@@ -57,6 +74,7 @@ float StrataVersionNumber = 2.0f;
 unsigned StrataTimingOverhead;
 
 bool strata_ready;
+bool strata_shared;
 bool strata_exiting;
 unsigned strata_spin_turns = 64;
 uint64_t strata_origin_ticks;
@@ -86,6 +104,22 @@ static bool (*poll_fn)(unsigned mask) = no_msgs;
 static bool (*waiting_fn)(unsigned mask) = no_msgs;
 static int (*flush_fn)(void) = no_flush;
 static void (*log_fn)(const char *fmt, ...);
+
+/* Shared with libtempest: the client, and its interrupts seen so far. */
+static void shared_event(const struct nc_event *ev);
+static void shared_irq(uint32_t bits);
+static struct tempest_client shared_client = {
+    .proto = STRATA_PROTO,
+    .irq_bits = TEMPEST_NC_IRQ_COLL | TEMPEST_NC_IRQ_BCAST,
+    .event = shared_event,
+    .irq = shared_irq,
+};
+static uint32_t shared_irqs;
+
+void strata_set_sink(void (*sink)(const struct nc_pkt *p))
+{
+    shared_client.packet = sink;
+}
 
 void strata_set_poller(bool (*poll)(unsigned mask),
                        bool (*waiting)(unsigned mask))
@@ -244,11 +278,83 @@ static void nc_irq(unsigned intid, void *arg)
     nc_irq_ack(STRATA_IRQ_BITS);
 }
 
+/* Shared with libtempest: the protocol thread noted an interrupt. */
+static void shared_irq(uint32_t bits)
+{
+    (void)bits;
+    __atomic_fetch_add(&shared_irqs, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t strata_shared_irqs(void)
+{
+    return __atomic_load_n(&shared_irqs, __ATOMIC_ACQUIRE);
+}
+
+struct shared_cond {
+    bool (*done)(void *);
+    void *arg;
+    unsigned poll;
+    bool cheap;
+    uint32_t irqs;          /* shared_irqs when done() was last false */
+};
+
+/*
+ * The condition of a shared wait: a message to poll, or done() true.
+ * done() reads device registers (unless cheap): only after an interrupt.
+ */
+static int shared_ready(void *arg)
+{
+    struct shared_cond *c = arg;
+    uint32_t irqs;
+
+    if (c->poll && waiting_fn(c->poll)) {
+        return 1;
+    }
+    irqs = __atomic_load_n(&shared_irqs, __ATOMIC_ACQUIRE);
+    if (c->cheap || irqs != c->irqs) {
+        c->irqs = irqs;
+        return c->done(c->arg);
+    }
+    return 0;
+}
+
+static void shared_wait(bool (*done)(void *), void *arg, unsigned poll,
+                        bool cheap)
+{
+    struct shared_cond c = { done, arg, poll, cheap, 0 };
+
+    if (tempest_client_on_protocol_thread()) {
+        /* Nothing would run while it waits: not even what it waits for. */
+        StrataFail("node %d: a Strata call that waits, in a handler (or "
+                   "timer or callback) of libtempest: it would never return; "
+                   "call Strata from computation code", Self);
+    }
+    for (;;) {
+        if (poll && poll_fn(poll)) {
+            if (done(arg)) {
+                return;
+            }
+            continue;
+        }
+        c.irqs = __atomic_load_n(&shared_irqs, __ATOMIC_ACQUIRE);
+        if (done(arg)) {
+            return;
+        }
+        /* RAM conditions have no interrupt: sleep with a time limit. */
+        tempest_client_wait(shared_ready, &c,
+                            cheap ? rt_time_ns() + SHARED_RAM_WAIT_NS : 0);
+    }
+}
+
 void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
 {
     unsigned spins = 0, max_spins = strata_spin_turns;
     bool polling = false;
 
+    if (strata_shared) {
+        shared_wait(done, arg, poll, cheap);
+        return;
+    }
     nc_irq_ack(STRATA_IRQ_BITS);
     if (done(arg)) {
         return;
@@ -311,11 +417,46 @@ void strata_require(const char *call)
 
 /* ---- control events ----------------------------------------------------- */
 
+/*
+ * Shared with libtempest: every control event, from the protocol thread
+ * after libtempest's own handling (which reports peers lost and send
+ * errors on the console, so here they are only counted).
+ */
+static void shared_event(const struct nc_event *ev)
+{
+    if ((ev->ctl & TEMPEST_EV_TYPE_MASK) != TEMPEST_EV_PEER_DOWN) {
+        return;
+    }
+    if (ev->a == 0 && ev->b == 0) {
+        __atomic_fetch_add(&strata_peers_exited, 1, __ATOMIC_RELEASE);
+    } else {
+        __atomic_fetch_add(&strata_peers_failed, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static int peer_event_seen(void *arg)
+{
+    (void)arg;
+    return __atomic_load_n(&strata_peers_exited, __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&strata_peers_failed, __ATOMIC_ACQUIRE) != 0;
+}
+
+void strata_await_peer_events(unsigned ms)
+{
+    if (strata_shared) {
+        tempest_client_wait(peer_event_seen, NULL,
+                            rt_time_ns() + (uint64_t)ms * 1000000);
+    }
+}
+
 void strata_take_events(void)
 {
     struct nc_event *e;
     struct nc_event ev;
 
+    if (strata_shared) {
+        return;     /* the protocol thread passes them on (shared_event) */
+    }
     while ((e = nc_cq_peek()) != NULL) {
         ev = *e;
         nc_cq_pop(e);
@@ -372,6 +513,8 @@ void strata_core_init(void)
         fprintf(stderr, "StrataFail: node %d: no messaging\n", Self);
         rt_exit(1);
     }
+    /* libtempest linked (and so started before main): share its rings. */
+    strata_shared = tempest_client_register != NULL;
     if (!pmu_start()) {
         fprintf(stderr, "StrataFail: node %d: this CPU has no cycle counter "
                 "(PMU); use --cpu cortex-a76 or max\n", Self);
@@ -382,6 +525,18 @@ void strata_core_init(void)
 
 void strata_core_start(void)
 {
+    if (strata_shared) {
+        if (shared_client.packet == NULL ||
+            tempest_client_register(&shared_client) != 0) {
+            fprintf(stderr, "StrataFail: node %d: cannot share libtempest's "
+                    "rings\n", Self);
+            rt_exit(1);
+        }
+        spin_us = nc_spin_us(spin_us);
+        calibrate_spin();
+        strata_ready = true;
+        return;
+    }
     if (rt_irq_register(NC_INTID, nc_irq, NULL) != 0 ||
         rt_irq_enable_spi(NC_INTID, rt_cpu_id(), false) != 0) {
         fprintf(stderr, "StrataFail: node %d: cannot take the node "

@@ -16,6 +16,16 @@
  *
  * strata_data_init() gives the core these polls (strata_set_poller), so
  * that every wait of the library (strata_wait) handles messages.
+ *
+ * Shared with libtempest (strata_shared): libtempest's protocol thread
+ * takes the RQ and gives every Strata packet to sink(), which copies it
+ * to the end of its network's software queue (never full: it grows as
+ * libtempest's backlog does), so a poll takes only from those queues, in
+ * order, and never touches the ring; the queues are locked (with IRQs
+ * masked: on a one-vCPU node the protocol thread is an interrupt
+ * handler).  Sends go through tempest_client_send(), under libtempest's
+ * ring locks.  Nothing needs setting aside (stash) then: the protocol
+ * thread keeps the ring moving whatever Strata's handlers do.
  */
 #include <string.h>
 
@@ -55,8 +65,11 @@ struct softq {
 
 static bool poll_nets(unsigned mask);
 static bool msgs_waiting(unsigned mask);
+static void sink(const struct nc_pkt *p);
 
 static struct softq softq[2];
+static uint32_t softq_lock;     /* strata_shared: the sink is another thread */
+static uint64_t sink_dropped;   /* strata_shared: no memory for a packet */
 static unsigned handler_depth;   /* handlers running, nested */
 static unsigned idle_polls;      /* empty polls in a row */
 static bool polling;            /* the node controller was told (POLL) */
@@ -124,6 +137,7 @@ void strata_data_init(void)
         rt_exit(1);
     }
     strata_set_poller(poll_nets, msgs_waiting);
+    strata_set_sink(sink);
 }
 
 static void check_proc(int proc, const char *call)
@@ -270,7 +284,7 @@ static bool softq_grow(struct softq *q)
     uint32_t cap = q->cap * 2;
     struct nc_pkt *pkts;
 
-    if (cap > SOFTQ_MAX) {
+    if (cap > SOFTQ_MAX && !strata_shared) {
         return false;
     }
     pkts = malloc(cap * sizeof(*pkts));
@@ -306,6 +320,112 @@ static bool set_aside(struct nc_pkt *p)
     return true;
 }
 
+/* ---- shared with libtempest -------------------------------------------- */
+
+static uint64_t softq_take_lock(void)
+{
+    uint64_t flags = rt_irq_save();
+
+    while (__atomic_exchange_n(&softq_lock, 1, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&softq_lock, __ATOMIC_RELAXED)) {
+            __asm__ volatile("yield");
+        }
+    }
+    return flags;
+}
+
+static void softq_drop_lock(uint64_t flags)
+{
+    __atomic_store_n(&softq_lock, 0, __ATOMIC_RELEASE);
+    rt_irq_restore(flags);
+}
+
+/*
+ * The protocol thread's hand-over (strata_set_sink): a copy of @p at the
+ * end of its network's queue.  Only if the heap is exhausted is it
+ * dropped, with a report.
+ */
+static void sink(const struct nc_pkt *p)
+{
+    struct softq *q = &softq[p->net & 1];
+    size_t bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
+    uint64_t flags = softq_take_lock();
+    bool ok = q->count < q->cap || softq_grow(q);
+
+    if (ok) {
+        memcpy(&q->pkts[(q->head + q->count) & (q->cap - 1)], p,
+               bytes <= sizeof(*p) ? bytes : sizeof(*p));
+        __atomic_store_n(&q->count, q->count + 1, __ATOMIC_RELEASE);
+    }
+    softq_drop_lock(flags);
+    if (!ok) {
+        __atomic_fetch_add(&sink_dropped, 1, __ATOMIC_RELAXED);
+        report(p, "no memory to queue it");
+    }
+}
+
+/* Copies the first packet of network @net's queue out; false if none. */
+static bool softq_pop_shared(unsigned net, struct nc_pkt *copy)
+{
+    struct softq *q = &softq[net];
+    struct nc_pkt *p;
+    size_t bytes;
+    uint64_t flags;
+
+    if (!__atomic_load_n(&q->count, __ATOMIC_ACQUIRE)) {
+        return false;
+    }
+    flags = softq_take_lock();
+    if (q->count == 0) {
+        softq_drop_lock(flags);
+        return false;
+    }
+    p = &q->pkts[q->head];
+    bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
+    memcpy(copy, p, bytes <= sizeof(*copy) ? bytes : sizeof(*copy));
+    q->head = (q->head + 1) & (q->cap - 1);
+    q->count--;
+    softq_drop_lock(flags);
+    return true;
+}
+
+/* A packet queued, or an interrupt taken since *@irqs (a uint32_t). */
+static int softq_any(void *arg)
+{
+    return __atomic_load_n(&softq[NET_LEFT].count, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&softq[NET_RIGHT].count, __ATOMIC_ACQUIRE) ||
+           strata_shared_irqs() != *(uint32_t *)arg;
+}
+
+/*
+ * An empty poll, shared: as idle_poll(), but the protocol thread owns the
+ * interrupt, so the short sleep is libtempest's wait for a packet.  On a
+ * one-vCPU node the program's polls tell the node controller they poll;
+ * with a dedicated protocol thread, that thread does.
+ */
+static void idle_poll_shared(void)
+{
+    unsigned limit = strata_spin_turns > IDLE_POLLS_MIN ? strata_spin_turns :
+                     IDLE_POLLS_MIN;
+    uint32_t irqs;
+
+    if (strata_spin_turns && tempest_client_polled()) {
+        polling = nc_poll(true);
+    }
+    if (++idle_polls < limit) {
+        return;
+    }
+    idle_polls = 0;
+    if (polling) {
+        polling = false;
+        nc_poll(false);
+    }
+    /* Ended, as idle_poll()'s sleep, by whatever a wait may wait for. */
+    irqs = strata_shared_irqs();
+    tempest_client_wait(softq_any, &irqs,
+                        rt_time_ns() + IDLE_SLEEP_US * 1000ULL);
+}
+
 /* Handles one message of network @net if there is one. */
 static bool poll_net(unsigned net)
 {
@@ -314,6 +434,15 @@ static bool poll_net(unsigned net)
     struct nc_pkt copy;
     size_t bytes;
 
+    if (strata_shared) {
+        if (softq_pop_shared(net, &copy)) {
+            idle_polls = 0;
+            dispatch(&copy, NULL);
+            return true;
+        }
+        idle_poll_shared();
+        return false;
+    }
     if (q->count) {
         p = &q->pkts[q->head];
         bytes = TEMPEST_PKT_DATA + (p->ctl & TEMPEST_PKT_LEN_MASK);
@@ -371,6 +500,9 @@ static bool stash(void)
     struct nc_pkt *p;
     bool any = false;
 
+    if (strata_shared) {
+        return false;   /* the protocol thread keeps the ring moving */
+    }
     while ((p = nc_rq_peek()) != NULL && set_aside(p)) {
         any = true;
     }
@@ -407,6 +539,12 @@ static bool msgs_waiting(unsigned mask)
 {
     struct nc_pkt *p;
 
+    if (strata_shared) {
+        return (mask & POLL_LEFT &&
+                __atomic_load_n(&softq[NET_LEFT].count, __ATOMIC_ACQUIRE)) ||
+               (mask & POLL_RIGHT &&
+                __atomic_load_n(&softq[NET_RIGHT].count, __ATOMIC_ACQUIRE));
+    }
     if (mask & POLL_STASH) {
         return nc_rq_peek() != NULL;
     }
@@ -477,7 +615,16 @@ void PollRightThenBothTilEmpty(void)
 static bool try_send(unsigned net, unsigned proc, uint8_t kind, uint32_t w0,
                      uint64_t w1, const void *data, uint32_t len)
 {
-    struct nc_pkt *p = nc_sq_claim(net);
+    struct nc_pkt *p;
+
+    if (strata_shared) {
+        if (!tempest_client_send(net, proc, kind, w0, w1, data, len)) {
+            return false;
+        }
+        strata_pkts_sent++;
+        return true;
+    }
+    p = nc_sq_claim(net);
 
     if (p == NULL) {
         return false;

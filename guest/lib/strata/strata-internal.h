@@ -28,8 +28,30 @@
 #include <stdbool.h>
 
 #include "strata.h"
+#include "tempest/client.h"
 #include "tempest/nc.h"
 #include "tempest/rt.h"
+
+/*
+ * libtempest's client interface (tempest/client.h), referenced weakly: in
+ * a program that links libtempest (it uses any TPPI_ or tempest_ call)
+ * they are there and libstrata shares libtempest's rings (strata_shared);
+ * in a program of Strata alone they are NULL and libstrata owns the
+ * rings, as it always did.
+ */
+extern __typeof__(tempest_client_register) tempest_client_register
+    __attribute__((weak));
+extern __typeof__(tempest_client_send) tempest_client_send
+    __attribute__((weak));
+extern __typeof__(tempest_client_wait) tempest_client_wait
+    __attribute__((weak));
+extern __typeof__(tempest_client_polled) tempest_client_polled
+    __attribute__((weak));
+extern __typeof__(tempest_client_on_protocol_thread)
+    tempest_client_on_protocol_thread __attribute__((weak));
+
+/* The high nibble of KIND of every Strata packet (0x53, 0x54). */
+#define STRATA_PROTO        5
 
 #define STRATA_ISYM(name)   STRATA_SYM(i_##name)
 
@@ -58,6 +80,15 @@
 
 /* ---- core.c: calls nothing else of libstrata ---------------------------- */
 
+/*
+ * True once StrataInit() has found libtempest in the program: its
+ * protocol thread takes the RQ, the CQ and the interrupt, hands Strata's
+ * packets to data.c's sink (strata_set_sink) and the control events to
+ * the core; libstrata's sends go through tempest_client_send() and its
+ * waits through tempest_client_wait().
+ */
+extern bool strata_shared STRATA_ISYM(strata_shared);
+
 /* True once StrataInit() has run. */
 extern bool strata_ready STRATA_ISYM(strata_ready);
 /* True once StrataExit() (or the exit of main) has begun. */
@@ -76,6 +107,30 @@ extern uint64_t strata_origin_ticks STRATA_ISYM(strata_origin_ticks);
 void strata_set_poller(bool (*poll)(unsigned mask),
                        bool (*waiting)(unsigned mask))
     STRATA_ISYM(strata_set_poller);
+
+/*
+ * strata_set_sink: when strata_shared, libtempest's protocol thread calls
+ * sink(p) with every Strata packet, at its turn in the RQ; the sink
+ * copies it (it must not block).  Set before strata_core_start().
+ */
+void strata_set_sink(void (*sink)(const struct nc_pkt *p))
+    STRATA_ISYM(strata_set_sink);
+
+/*
+ * strata_shared_irqs: when strata_shared, a count of the interrupts
+ * libstrata waits for (COLL, BCAST, SQ) that the protocol thread took:
+ * a wait whose count moved has something to look at again.
+ */
+uint32_t strata_shared_irqs(void) STRATA_ISYM(strata_shared_irqs);
+
+/*
+ * strata_await_peer_events: when strata_shared, waits up to @ms
+ * milliseconds until the protocol thread has passed on at least one
+ * peer-gone event (the control network may report a node gone before
+ * that event is taken).  Returns at once otherwise.
+ */
+void strata_await_peer_events(unsigned ms)
+    STRATA_ISYM(strata_await_peer_events);
 
 /*
  * strata_set_output: what a node that fails or exits does with its

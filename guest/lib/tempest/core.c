@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "tempest-internal.h"
+#include "tempest/client.h"
 
 #define NC_IRQ_BITS         (TEMPEST_NC_IRQ_RQ | TEMPEST_NC_IRQ_CQ | \
                              TEMPEST_NC_IRQ_SQ)
@@ -98,6 +99,11 @@ static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
 uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
 static tempest_peer_down_fn peer_down_fn;
+/* Another library on the same rings (tempest/client.h), or NULL. */
+static const struct tempest_client *client;
+static uint32_t client_irq_bits;    /* its bits, once registered */
+static uint64_t client_pkts;        /* its packets handed over */
+static bool pt_running;             /* pt_main() has set IRQ_ENABLE */
 
 static void peer_down_event(const struct nc_event *ev);
 static void send_error_event(const struct nc_event *ev);
@@ -454,6 +460,18 @@ static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
     TPPI_NodeId src = p->node;
     struct reasm *r;
 
+    if (client && (kind >> 4) == client->proto &&
+        len <= TEMPEST_PKT_PAYLOAD && src < TPPI_num_nodes && p->net <= 1) {
+        /* The client's: it takes a copy, its handlers run when it polls. */
+        client->packet(p);
+        __atomic_fetch_add(&client_pkts, 1, __ATOMIC_RELAXED);
+        if (slot) {
+            nc_rq_pop(slot);
+        }
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        wake_waiters();
+        return;
+    }
     if ((kind & TPPI_KIND_PROTO_MASK) != TPPI_KIND_AM ||
         len > TEMPEST_PKT_PAYLOAD || src >= TPPI_num_nodes || p->net > 1) {
         bad_packet(p, "not an active-message packet");
@@ -565,10 +583,17 @@ static void handle_event(struct nc_event *e)
     fn = type < TPPI_EV_TYPES ? event_fns[type] : NULL;
     if (fn) {
         fn(&ev);
-        return;
+    } else {
+        tppi_report(&tppi_stats.bad_packets, "unknown control event type "
+                    "%u (node %u): ignored", (unsigned)type,
+                    (unsigned)ev.node);
     }
-    tppi_report(&tppi_stats.bad_packets, "unknown control event type %u "
-                "(node %u): ignored", (unsigned)type, (unsigned)ev.node);
+    if (client && client->event) {
+        /* Every event reaches the client too (peers gone above all). */
+        client->event(&ev);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        wake_waiters();
+    }
 }
 
 /* ---- spinning ---------------------------------------------------------- */
@@ -588,7 +613,8 @@ static bool polling;
 static uint64_t spin_work(void)
 {
     return __atomic_load_n(&tppi_stats.msgs_handled, __ATOMIC_RELAXED) +
-           __atomic_load_n(&tppi_stats.timers_run, __ATOMIC_RELAXED);
+           __atomic_load_n(&tppi_stats.timers_run, __ATOMIC_RELAXED) +
+           __atomic_load_n(&client_pkts, __ATOMIC_RELAXED);
 }
 
 static void spin_begin(struct spin *sp)
@@ -643,6 +669,12 @@ static void spin_end(void)
 
 /* ---- the protocol thread ---------------------------------------------- */
 
+/* An interrupt is pending at this CPU (masked or not). */
+static inline bool irq_pending(void)
+{
+    return rt_irq_pending();
+}
+
 /* True if pt_step() has something to do. */
 static bool pt_pending(void)
 {
@@ -685,12 +717,41 @@ static bool pt_step(void)
     return false;
 }
 
+/*
+ * A client's interrupt bits (and IRQ_SQ, which its sends wait for): which
+ * of them are pending (one read of IRQ_STATUS, only with a client).  The
+ * caller acknowledges them with libtempest's own, before client_tell():
+ * a bit set again after that is a new interrupt.
+ */
+static uint32_t client_pending(void)
+{
+    uint32_t bits = client_irq_bits;
+
+    return bits ? nc_reg(TEMPEST_NC_IRQ_STATUS) &
+                  (bits | TEMPEST_NC_IRQ_SQ) : 0;
+}
+
+/* Tells the client, and wakes its waiters, that @st were pending. */
+static void client_tell(uint32_t st)
+{
+    if (st) {
+        if (client->irq) {
+            client->irq(st);
+        }
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        wake_waiters();
+    }
+}
+
 /* The node controller's interrupt. */
 static void nc_irq(unsigned intid, void *arg)
 {
+    uint32_t st = client_pending();
+
     (void)intid;
     (void)arg;
-    nc_irq_ack(NC_IRQ_BITS);
+    nc_irq_ack(NC_IRQ_BITS | (st & client_irq_bits));
+    client_tell(st);
     wake_sq_waiters();
     if (dedicated) {
         return;         /* pt_main() does the work after its sleep */
@@ -726,7 +787,16 @@ static void pt_main(void *arg)
 
     (void)arg;
     nc_irq_enable(NC_IRQ_BITS);
+    __atomic_store_n(&pt_running, true, __ATOMIC_RELEASE);
     for (;;) {
+        if (__atomic_load_n(&client_irq_bits, __ATOMIC_RELAXED) &&
+            irq_pending()) {
+            /*
+             * A client waits for a collective or a broadcast: take the
+             * interrupt now (nc_irq wakes the client), not after the spin.
+             */
+            rt_cpu_sleep(0);
+        }
         if (pt_step()) {
             /* Still polling: the thread comes straight back to it. */
             spinning = false;
@@ -757,12 +827,6 @@ static void pt_main(void *arg)
         tppi_stats.sleeps++;
         rt_cpu_sleep(0);
     }
-}
-
-/* An interrupt is pending at this CPU (masked or not). */
-static inline bool irq_pending(void)
-{
-    return rt_irq_pending();
 }
 
 /*
@@ -866,6 +930,43 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 void tempest_wait(int (*cond)(void *arg), void *arg)
 {
     tempest_wait_until(cond, arg, 0);
+}
+
+/* ---- clients (tempest/client.h) -------------------------------------- */
+
+int tempest_client_register(const struct tempest_client *c)
+{
+    if (c == NULL || c->packet == NULL || c->proto == 0 || c->proto > 15 ||
+        !started || client != NULL) {
+        return -1;
+    }
+    /*
+     * A dedicated protocol thread sets IRQ_ENABLE when it starts, which
+     * may be after main() began: the client's bits go in after that.
+     */
+    while (dedicated && !__atomic_load_n(&pt_running, __ATOMIC_ACQUIRE)) {
+        rt_cpu_sleep(10);
+    }
+    __atomic_store_n(&client, c, __ATOMIC_RELEASE);
+    __atomic_store_n(&client_irq_bits, c->irq_bits & ~NC_IRQ_BITS,
+                     __ATOMIC_RELEASE);
+    nc_irq_enable(NC_IRQ_BITS | client_irq_bits);
+    return 0;
+}
+
+int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline)
+{
+    return tempest_wait_until(cond, arg, deadline);
+}
+
+bool tempest_client_polled(void)
+{
+    return !dedicated && rt_cpu_id() == pt_cpu;
+}
+
+bool tempest_client_on_protocol_thread(void)
+{
+    return tppi_on_protocol_thread();
 }
 
 int tempest_flush(unsigned max_ms)

@@ -28,7 +28,8 @@
  *    reused; it may send nothing.
  *
  * Owner: <am.h> owns the node controller's rings in a program, as
- * libtempest and libstrata each do: a program uses one of the three.
+ * libtempest does: a program uses one of the two (libstrata shares
+ * libtempest's rings in a program that links both, not libam's).
  *
  * Errors: every call that can fail returns -1, sets am_errno to an
  * AM_E_* code and prints one line on the console,

@@ -21,6 +21,15 @@
  *    partition, a port out of range, an unknown CombineOp, ...) ends the
  *    program through StrataFail() with a message naming the call, unless
  *    its description says otherwise.
+ *  - With libtempest in the same program (any TPPI_ or tempest_ call):
+ *    StrataInit() makes libstrata a client of libtempest's protocol
+ *    thread, which owns the rings and the interrupt (docs/strata.rst,
+ *    "Strata with libtempest").  Every call above behaves the same;
+ *    Strata's handlers still run only when the program polls, while
+ *    libtempest's run as libtempest says (on a one-vCPU node, from its
+ *    interrupt, anywhere).  Strata calls belong to computation code: one
+ *    that waits, called from a handler of libtempest's, ends the node
+ *    with StrataFail().
  *
  * Names are the manual's.  The few additions, marked "extension", are
  * StrataSetSpin(), SetStateName(), STRATA_CYCLE_HZ and
@@ -92,7 +101,8 @@ extern float StrataVersionNumber STRATA_SYM(StrataVersionNumber);
  * It sets up the device's rings, the globals, the random seed (Self + 1),
  * the cycle counter and its calibration, sets this node's asynchronous
  * global-OR bit to True, and ends with a barrier, whose end is the time
- * origin of state graphs.  Interrupts stay off.  A node controller
+ * origin of state graphs.  Interrupts stay off (with libtempest in the
+ * program, they stay as libtempest set them).  A node controller
  * without messaging or the control network ends the node with status 1
  * and a message.  A second call does nothing.
  */
