@@ -510,7 +510,10 @@ void rt_cpu_sleep(uint64_t max_us)
             __asm__ volatile("yield");
         }
     }
-    line_on();
+    /* Only the CPU the device's interrupt goes to needs it to wake. */
+    if (atomic_load(&intrs[NC_INTID].route) == my_cpu) {
+        line_on();
+    }
     atomic_store(&c->sleeping, true);
     atomic_thread_fence(memory_order_seq_cst);
     if (!atomic_exchange(&c->wake, false) && !rt_irq_pending()) {
