@@ -479,6 +479,11 @@ void rt_cpu_sleep(uint64_t max_us)
     /* A wake-up through the kernel costs more than this spin. */
     {
         uint64_t t0 = rt_time_ns(), limit = SLEEP_SPIN_US * 1000ULL;
+        /* The CPU the device interrupts polls it meanwhile (POLL = 1:
+         * a peer's packet is taken at once, not by the main loop). */
+        bool poll = atomic_load(&intrs[NC_INTID].route) == my_cpu &&
+                    (rt_nc_read(TEMPEST_NC_FEATURES) &
+                     TEMPEST_NC_FEAT_POLL);
 
         if (max_us && max_us * 1000 < limit) {
             limit = max_us * 1000;
@@ -486,14 +491,23 @@ void rt_cpu_sleep(uint64_t max_us)
         for (unsigned turn = 1;; turn++) {
             if (atomic_load_explicit(&c->wake, memory_order_relaxed) ||
                 rt_irq_pending()) {
+                if (poll) {
+                    rt_nc_write(TEMPEST_NC_POLL, 0);
+                }
                 atomic_store(&c->wake, false);
                 rtl_dispatch();
                 return;
+            }
+            if (poll && turn % DEVICE_EVERY == 1) {
+                rt_nc_write(TEMPEST_NC_POLL, 1);
             }
             if (turn % DEVICE_EVERY == 0) {
                 uint64_t spent = rt_time_ns() - t0;
 
                 if (spent >= limit) {
+                    if (poll) {
+                        rt_nc_write(TEMPEST_NC_POLL, 0);
+                    }
                     if (max_us && spent >= max_us * 1000) {
                         rtl_dispatch();
                         return;
