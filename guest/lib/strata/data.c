@@ -249,19 +249,30 @@ static void dispatch(struct nc_pkt *p, struct nc_pkt *slot)
  * controller interrupts (a message, a control-network event) or
  * IDLE_SLEEP_US pass.  No handler runs meanwhile.
  */
-static void idle_poll(void)
+/*
+ * Counts one empty poll; true once a spin's worth have passed in a row,
+ * with POLL = 0 written (about to sleep: peers ring the doorbell again).
+ */
+static bool idle_spin_over(void)
 {
     unsigned limit = strata_spin_turns > IDLE_POLLS_MIN ? strata_spin_turns :
                      IDLE_POLLS_MIN;
 
     if (++idle_polls < limit) {
-        return;
+        return false;
     }
     idle_polls = 0;
     if (polling) {
-        /* Sleeping: peers ring the doorbell again. */
         polling = false;
         nc_poll(false);
+    }
+    return true;
+}
+
+static void idle_poll(void)
+{
+    if (!idle_spin_over()) {
+        return;
     }
     nc_irq_ack(STRATA_IRQ_BITS);
     if (nc_rq_peek() == NULL && nc_cq_peek() == NULL) {
@@ -405,20 +416,13 @@ static int softq_any(void *arg)
  */
 static void idle_poll_shared(void)
 {
-    unsigned limit = strata_spin_turns > IDLE_POLLS_MIN ? strata_spin_turns :
-                     IDLE_POLLS_MIN;
     uint32_t irqs;
 
     if (strata_spin_turns && tempest_client_polled()) {
         polling = nc_poll(true);
     }
-    if (++idle_polls < limit) {
+    if (!idle_spin_over()) {
         return;
-    }
-    idle_polls = 0;
-    if (polling) {
-        polling = false;
-        nc_poll(false);
     }
     /* Ended, as idle_poll()'s sleep, by whatever a wait may wait for. */
     irqs = strata_shared_irqs();
