@@ -29,7 +29,10 @@ never asserted).
          active-message round trip; the active-message round trip while a
          64 MiB transfer runs, against the idle one and the transfer's
          time.
-  scale  hello on 16, 64 and 256 nodes (wall time, against 16) and the CPU an
+  scale  hello, a Strata barrier loop and the radix sort (4096 keys a
+         node) on 16, 64 and 256 nodes: wall time against 16 nodes, the
+         time of one barrier and of the sort, and the peak resident set of
+         a node (sampled VmHWM); and the CPU an
          idle cluster of 64 nodes costs the host (guest/bench/
          idle_bench.c: the nodes' CPU time while they sleep 5 s, a run
          that sleeps minus one that does not), as a fraction of a core.
@@ -52,6 +55,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 from . import build, cluster
@@ -328,6 +332,8 @@ def _bulk_busy(guests):
 SCALE_NODES = (16, 64, 256)
 SCALE_IDLE_NODES = 64
 SCALE_IDLE_MS = 5000
+SCALE_BARRIERS = 50         # strata_bench rounds: Barrier, CombineInt, ...
+SCALE_RADIX_KEYS = 4096     # keys per node (weak scaling)
 
 
 def _children_cpu():
@@ -337,23 +343,102 @@ def _children_cpu():
     return ru.ru_utime + ru.ru_stime
 
 
+class _PeakRss:
+    """While a cluster runs, samples the peak resident set (VmHWM) of each
+    QEMU this process started; peak() is the largest per node, in bytes.
+    It counts what a node shares with others (the QEMU binary's pages) in
+    each node, so it is an upper bound of what one more node costs."""
+
+    PERIOD = 0.02
+
+    def __init__(self):
+        self.kib = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+
+    def _scan(self):
+        pids = set()
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/children") as f:
+                    pids.update(f.read().split())
+            except OSError:
+                continue
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    st = dict(line.split(":", 1) for line in f
+                              if ":" in line)
+            except OSError:
+                continue
+            if st.get("Name", "").strip().startswith("qemu"):
+                hwm = int(st.get("VmHWM", "0 kB").split()[0])
+                self.kib[pid] = max(self.kib.get(pid, 0), hwm)
+
+    def _run(self):
+        while not self.done.wait(self.PERIOD):
+            self._scan()
+
+    def peak(self):
+        return max(self.kib.values(), default=0) * 1024
+
+
 def bench_scale(repeat):
-    """Hello on 16, 64 and 256 nodes (wall time, against 16), and what an idle
-    cluster of 64 nodes costs the host: the nodes' CPU time while they
-    sleep SCALE_IDLE_MS (a run that sleeps minus one that does not), as a
+    """Hello, a Strata barrier loop and the radix sort on 16, 64 and 256
+    nodes (wall time against 16 nodes; the barrier's own time and the
+    sort's; the peak resident set of a node), and what an idle cluster of
+    64 nodes costs the host: the nodes' CPU time while they sleep
+    SCALE_IDLE_MS (a run that sleeps minus one that does not), as a
     fraction of one core."""
     hello = build.guest_program("examples/hello/hello.elf")
     idle = build.guest_program("bench/idle_bench.elf")
+    strata = build.guest_program("bench/strata_bench.elf")
+    radix = build.guest_program("examples/radix-sort/radix.elf")
+    jobs = [("hello", hello, [], None),
+            ("Barrier loop", strata, [str(SCALE_BARRIERS)],
+             lambda log: _parse_bench(log, "strata_bench")["barrier_ns"]
+             / 1e9),
+            ("radix sort", radix,
+             [str(SCALE_RADIX_KEYS)], _radix_s)]
+    rows, mem = [], []
+    for what, elf, args, inner in jobs:
+        ref = ref_in = None
+        for n in SCALE_NODES:
+            walls, ins, peaks = [], [], []
+            for _ in range(repeat):
+                with _PeakRss() as rss:
+                    t0 = time.perf_counter()
+                    log = _cluster(elf, n, args, f"scale-{n}", smp=1,
+                                   mem="64M")
+                    walls.append(time.perf_counter() - t0)
+                peaks.append(rss.peak())
+                if inner:
+                    ins.append(inner(log))
+            wall, ref = _med(walls), ref or _med(walls)
+            rows.append((f"{what}, {n} nodes, wall"
+                         + (" (reference)" if n == SCALE_NODES[0] else ""),
+                         wall, wall[0] / ref[0]))
+            if inner:
+                m = _med(ins)
+                ref_in = ref_in or m
+                rows.append((f"{what}, {n} nodes, " +
+                             ("per barrier" if elf == strata else "the sort")
+                             + f" (ratio: to {SCALE_NODES[0]})", m,
+                             m[0] / ref_in[0]))
+            mem.append((what, n, _med([p / 2**20 for p in peaks])))
 
-    def boot(n):
-        return lambda: _cluster(hello, n, [], f"scale-{n}", smp=1,
-                                mem="64M")
-
-    ref = _median_time(boot(SCALE_NODES[0]), repeat)
-    rows = [(f"hello, {SCALE_NODES[0]} nodes (reference)", ref, 1.0)]
-    for n in SCALE_NODES[1:]:
-        m = _median_time(boot(n), repeat)
-        rows.append((f"hello, {n} nodes", m, m[0] / ref[0]))
+    for what, n, peak in mem:
+        if what == "hello" or n == SCALE_NODES[-1]:
+            rows.append((f"{what}, {n} nodes: peak RSS of a node", peak,
+                         None, "MiB"))
 
     def idle_cpu(ms):
         c0 = _children_cpu()
@@ -370,6 +455,14 @@ def bench_scale(repeat):
     rows.append((f"idle {SCALE_IDLE_NODES} nodes, CPU s per s (ratio: of "
                  "one core)", f, f[0]))
     return rows
+
+
+def _radix_s(log):
+    """The sort's own time, from radix.c's line."""
+    m = re.search(r"radix-sort: .*: sorted in ([\d.]+) ms", log)
+    if not m:
+        raise StepError(f"bench: radix-sort did not sort:\n{log[-2000:]}")
+    return float(m.group(1)) / 1e3
 
 
 BENCHES = {"boot": bench_boot, "am": bench_am, "strata": bench_strata,
@@ -523,7 +616,18 @@ def run(name, repeat, as_json=False, out=None, fabric=None):
             f"average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         rows = BENCHES[n](repeat)
         results[n] = []
-        for w, m, r in rows:
+        for row in rows:
+            w, m, r = row[:3]
+            if len(row) > 3:
+                # A quantity in row[3]'s unit, not a time: no ratio.
+                results[n].append({"what": w, "median": m[0], "min": m[1],
+                                   "max": m[2], "unit": row[3],
+                                   "loadavg": load[0], "fabric": fabric})
+                if not as_json:
+                    print(f"  {w:<54} {m[0]:7.1f} {row[3]}  (min "
+                          f"{m[1]:.1f}, max {m[2]:.1f})", file=out,
+                          flush=True)
+                continue
             # r: a ratio of medians, or (median, min, max) of per-round
             # ratios where reference and subject were interleaved.
             rr = r if isinstance(r, tuple) else (r, r, r)
