@@ -53,6 +53,8 @@ struct FabricConn {
     const char *broken_why;     /* what broke it, if not a socket write */
     bool reading, writing;      /* reading the peer (not paused); writing */
     bool sock_reading;          /* the socket's read handler is set */
+    bool ep_added;              /* its socket is in the fabric's epoll set */
+    bool ep_fallback;           /* epoll refused it: the main loop polls it */
     int64_t born_ms;            /* when it was made (pending ones expire) */
     uint8_t nonce[FABRIC_NONCE_SIZE];       /* ours, for this connection */
     uint8_t peer_nonce[FABRIC_NONCE_SIZE];  /* its, from its HELLO */
@@ -102,6 +104,8 @@ struct FabricSocket {
     char **addrs;               /* listening address of every node */
     char *unix_path;            /* our socket file, removed at the end */
     QIOChannelSocket *listener;
+    int epfd;                   /* the links' sockets (valid if ep_open) */
+    bool ep_open;
     GList *pending;             /* connections before their HELLO */
     FabricPeer *peers;
     QEMUTimer *connect_timer;

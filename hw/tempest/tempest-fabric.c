@@ -6,6 +6,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <sys/epoll.h>
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
@@ -115,6 +116,88 @@ static void fabric_conn_close(FabricConn *c, const char *why);
 static bool fabric_conn_parse(FabricConn *c, uint8_t *buf, size_t *len);
 
 /*
+ * The sockets of the links are watched through one epoll set that the
+ * main loop polls as one descriptor: glib's ppoll() looks at every
+ * descriptor on every turn of the main loop, so a node with a link to
+ * each of 255 peers (an all-to-all on 256 nodes) paid for 256 sockets on
+ * every wake-up (docs/scale.rst).  Now a turn costs one descriptor, and
+ * only the sockets with something to do are looked at.
+ */
+static void fabric_conn_watch(FabricConn *c, bool in, bool out)
+{
+    FabricSocket *f = c->fab;
+    struct epoll_event ev = {
+        .events = (in ? EPOLLIN : 0) | (out ? EPOLLOUT : 0),
+        .data.ptr = c,
+    };
+
+    if (!c->ep_fallback) {
+        if (!in && !out) {
+            /* Not even EPOLLHUP, which epoll reports unasked. */
+            if (c->ep_added) {
+                epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+                c->ep_added = false;
+            }
+            return;
+        }
+        if (f->ep_open && epoll_ctl(f->epfd, c->ep_added ? EPOLL_CTL_MOD :
+                                    EPOLL_CTL_ADD, c->fd, &ev) == 0) {
+            c->ep_added = true;
+            return;
+        }
+        /* The host refused it (max_user_watches): poll it as before. */
+        if (c->ep_added) {
+            epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+            c->ep_added = false;
+        }
+        c->ep_fallback = true;
+    }
+    qemu_set_fd_handler(c->fd, in ? fabric_conn_readable : NULL,
+                        out ? fabric_conn_writable : NULL, c);
+}
+
+static void fabric_conn_unwatch(FabricConn *c)
+{
+    if (c->ep_added) {
+        epoll_ctl(c->fab->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        c->ep_added = false;
+    }
+    if (c->ep_fallback) {
+        qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
+    }
+}
+
+/* At most this many sockets' handlers per turn of the main loop. */
+#define FABRIC_EP_BATCH 64
+
+/*
+ * The epoll set is readable: run the handlers of the sockets that are
+ * ready.  One event at a time, since a handler may close any link;
+ * epoll's level-triggered ready list is a queue, so every ready socket
+ * gets its turn, and what is left after the batch is the next turn's.
+ */
+static void fabric_ep_ready(void *opaque)
+{
+    FabricSocket *f = opaque;
+    struct epoll_event ev;
+
+    for (int i = 0; i < FABRIC_EP_BATCH; i++) {
+        FabricConn *c;
+
+        if (epoll_wait(f->epfd, &ev, 1, 0) != 1) {
+            return;
+        }
+        c = ev.data.ptr;
+        if ((ev.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+            c->sock_reading) {
+            fabric_conn_readable(c);    /* may close c: not looked at */
+        } else if (c->writing) {
+            fabric_conn_writable(c);
+        }
+    }
+}
+
+/*
  * Read unless too much waits for the peer (FABRIC_TX_PAUSE); write while
  * anything waits.  The handlers are changed only when that changes.
  */
@@ -142,9 +225,7 @@ static void fabric_conn_update_handlers(FabricConn *c)
         c->reading = reading;
         c->writing = writing;
         c->sock_reading = sock_reading;
-        qemu_set_fd_handler(c->fd,
-                            sock_reading ? fabric_conn_readable : NULL,
-                            writing ? fabric_conn_writable : NULL, c);
+        fabric_conn_watch(c, sock_reading, writing);
     }
 }
 
@@ -596,7 +677,7 @@ static void fabric_peer_up(FabricSocket *f, FabricConn *c, unsigned id)
 static void fabric_conn_free(FabricConn *c)
 {
     fabric_shm_free(c);
-    qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
+    fabric_conn_unwatch(c);
     object_unref(OBJECT(c->sioc));
     g_byte_array_free(c->tx, true);
     g_free(c->rx);
@@ -1299,6 +1380,13 @@ static bool sock_start(TempestFabric *obj, Error **errp)
     if (f->unix_path) {
         unlink(f->unix_path);
     }
+    f->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (f->epfd < 0) {
+        error_setg_errno(errp, errno, "fabric: epoll_create1");
+        goto fail;
+    }
+    f->ep_open = true;
+    qemu_set_fd_handler(f->epfd, fabric_ep_ready, NULL, f);
     f->listener = qio_channel_socket_new();
     if (qio_channel_socket_listen_sync(f->listener, addr, nodes, errp) < 0) {
         error_prepend(errp, "fabric: node %u cannot listen at %s: ", node,
@@ -1370,6 +1458,10 @@ static void sock_stop(TempestFabric *obj)
         fabric_conn_free(c);
     }
     fabric_host_stop(f);
+    if (f->ep_open) {
+        qemu_set_fd_handler(f->epfd, NULL, NULL, NULL);
+        close(f->epfd);
+    }
     if (f->listener) {
         qemu_set_fd_handler(f->listener->fd, NULL, NULL, NULL);
         object_unref(OBJECT(f->listener));
