@@ -9,6 +9,7 @@
 #ifndef HW_TEMPEST_TEMPEST_FABRIC_INTERNAL_H
 #define HW_TEMPEST_TEMPEST_FABRIC_INTERNAL_H
 
+#include <sys/epoll.h>
 #include "qemu/timer.h"
 #include "io/channel-socket.h"
 #include "hw/tempest/tempest-fabric.h"
@@ -16,6 +17,7 @@
 
 #define FABRIC_RX_BUF       (1 * MiB)   /* grows for larger frames */
 #define FABRIC_READ_BUDGET  (256 * KiB)
+#define FABRIC_EP_BATCH     64          /* ready sockets per main-loop turn */
 
 typedef struct FabricShm FabricShm;
 typedef struct FabricLinkUp FabricLinkUp;
@@ -106,6 +108,8 @@ struct FabricSocket {
     QIOChannelSocket *listener;
     int epfd;                   /* the links' sockets (valid if ep_open) */
     bool ep_open;
+    struct epoll_event ep_batch[FABRIC_EP_BATCH];   /* being handled */
+    int ep_n;
     GList *pending;             /* connections before their HELLO */
     FabricPeer *peers;
     QEMUTimer *connect_timer;

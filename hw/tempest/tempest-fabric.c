@@ -6,7 +6,6 @@
  */
 
 #include "qemu/osdep.h"
-#include <sys/epoll.h>
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
@@ -158,43 +157,50 @@ static void fabric_conn_watch(FabricConn *c, bool in, bool out)
 
 static void fabric_conn_unwatch(FabricConn *c)
 {
+    FabricSocket *f = c->fab;
+
     if (c->ep_added) {
-        epoll_ctl(c->fab->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         c->ep_added = false;
     }
     if (c->ep_fallback) {
         qemu_set_fd_handler(c->fd, NULL, NULL, NULL);
     }
+    /* Its events in the batch being handled are no longer anyone's. */
+    for (int i = 0; i < f->ep_n; i++) {
+        if (f->ep_batch[i].data.ptr == c) {
+            f->ep_batch[i].data.ptr = NULL;
+        }
+    }
 }
-
-/* At most this many sockets' handlers per turn of the main loop. */
-#define FABRIC_EP_BATCH 64
 
 /*
  * The epoll set is readable: run the handlers of the sockets that are
- * ready.  One event at a time, since a handler may close any link;
- * epoll's level-triggered ready list is a queue, so every ready socket
- * gets its turn, and what is left after the batch is the next turn's.
+ * ready, at most FABRIC_EP_BATCH per turn of the main loop (epoll's
+ * level-triggered ready list is a queue: what is left goes first next
+ * turn).  A handler may close any link: fabric_conn_unwatch() clears
+ * the closed one's events from the batch.
  */
 static void fabric_ep_ready(void *opaque)
 {
     FabricSocket *f = opaque;
-    struct epoll_event ev;
+    int n = epoll_wait(f->epfd, f->ep_batch, FABRIC_EP_BATCH, 0);
 
-    for (int i = 0; i < FABRIC_EP_BATCH; i++) {
-        FabricConn *c;
+    f->ep_n = MAX(n, 0);
+    for (int i = 0; i < f->ep_n; i++) {
+        FabricConn *c = f->ep_batch[i].data.ptr;
+        uint32_t ev = f->ep_batch[i].events;
 
-        if (epoll_wait(f->epfd, &ev, 1, 0) != 1) {
-            return;
+        if (c == NULL) {
+            continue;
         }
-        c = ev.data.ptr;
-        if ((ev.events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
-            c->sock_reading) {
-            fabric_conn_readable(c);    /* may close c: not looked at */
+        if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->sock_reading) {
+            fabric_conn_readable(c);
         } else if (c->writing) {
             fabric_conn_writable(c);
         }
     }
+    f->ep_n = 0;
 }
 
 /*
