@@ -1,0 +1,444 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The slurm suite: clusters launched as Slurm job steps (docs/slurm.rst).
+
+Nothing is mocked.  As root, the suite makes a private Slurm cluster of
+Debian's packages on this machine: a bridge with the controller's address
+in this network namespace, and two made-up hosts, h1 and h2, each a
+network namespace of its own with a veth on the bridge, its own address
+and its own slurmd; one munged (the namespaces share the file system) and
+a slurm.conf of the suite's own (ports, directories and names that cannot
+meet a real Slurm's).  Then srun runs Tempest programs across both hosts,
+8 and 32 tasks: a messaging program, Strata's radix sort and the DSM
+Jacobi, each node's output checked, and srun's exit status; and QEMU's
+trace of every packet received shows that links between the hosts (TCP:
+the hosts cannot share memory) and links inside a host (shared memory,
+'switched') both carried the program's messages.  One step has a node
+that exits 3: srun's status is not 0, Slurm names the task, its peers
+report it.  Everything started is stopped and the namespaces deleted,
+even when a case fails.
+
+Without root, or without the packages and no way to install them, the
+suite says SKIP and why.
+"""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "lib"))
+
+from tempestlib import cluster, setup  # noqa: E402
+from tempestlib.common import GUEST_BUILD, StepError  # noqa: E402
+
+TEMPEST = os.path.join(ROOT, "scripts", "tempest")
+NET = "10.77.0"             # 10.77.0.1 the controller, .11 h1, .12 h2
+BRIDGE = "tempest-sbr"
+HOSTS = {"h1": 11, "h2": 12}
+CLEAN = [r"\*\*\* tempest", r"\*\*\* CRASH"]
+TRACE_EVENTS = ["tempest_fabric_rx", "tempest_fabric_shm"]
+SRUN_LIMIT = 180            # seconds an srun may take before it is failed
+
+
+def _run(cmd, check=True, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, **kw)
+    if check and r.returncode != 0:
+        raise StepError(f"{' '.join(cmd)}: exit {r.returncode}: "
+                        f"{(r.stdout + r.stderr).strip()[:500]}")
+    return r
+
+
+def netns(host):
+    return f"tempest-{host}"
+
+
+class SlurmCluster:
+    """A private Slurm cluster of two hosts in network namespaces."""
+
+    def __init__(self):
+        self.dir = None
+        self.procs = []
+        self.env = None
+
+    def conf(self, ctld_port):
+        d = self.dir
+        short = socket.gethostname().split(".")[0]
+        nodes = "".join(f"NodeName={h} NodeAddr={NET}.{a} CPUs=16 "
+                        "State=UNKNOWN\n" for h, a in HOSTS.items())
+        return f"""# The slurm test suite's private cluster (tests/slurm/cases.py)
+ClusterName=tempesttest
+SlurmctldHost={short}({NET}.1)
+SlurmctldPort={ctld_port}
+SlurmdPort={ctld_port + 1}
+AuthType=auth/munge
+AuthInfo=socket={d}/munge/sock
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool/%n
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/spool/slurmd-%n.pid
+SlurmctldLogFile={d}/log/slurmctld.log
+SlurmdLogFile={d}/log/slurmd-%n.log
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+KillWait=5
+InactiveLimit=0
+MailProg=/bin/true
+{nodes}PartitionName=tempest Nodes={','.join(HOSTS)} Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
+"""
+
+    def start(self):
+        self.teardown_net()         # what a killed run may have left
+        self.dir = tempfile.mkdtemp(prefix="tempest-slurm-")
+        for sub in ("munge", "state", "log", "spool"):
+            os.makedirs(os.path.join(self.dir, sub), mode=0o700)
+        for h in HOSTS:
+            os.makedirs(os.path.join(self.dir, "spool", h), mode=0o700)
+        # The network: a bridge here, a namespace and a veth per host.
+        _run(["ip", "link", "add", BRIDGE, "type", "bridge"])
+        _run(["ip", "addr", "add", f"{NET}.1/24", "dev", BRIDGE])
+        _run(["ip", "link", "set", BRIDGE, "up"])
+        for h, a in HOSTS.items():
+            ns, veth = netns(h), f"tempest-v{h}"
+            _run(["ip", "netns", "add", ns])
+            _run(["ip", "link", "add", veth, "type", "veth", "peer", "name",
+                  "eth0", "netns", ns])
+            _run(["ip", "link", "set", veth, "master", BRIDGE, "up"])
+            _run(["ip", "-n", ns, "addr", "add", f"{NET}.{a}/24", "dev",
+                  "eth0"])
+            _run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+            _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        # munge: one daemon, one key, a socket of our own.
+        key = os.path.join(self.dir, "munge", "key")
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+        os.write(fd, os.urandom(1024))
+        os.close(fd)
+        m = os.path.join(self.dir, "munge")
+        self.spawn(["munged", "-F", "-f", f"--socket={m}/sock",
+                    f"--key-file={key}", f"--log-file={m}/log",
+                    f"--pid-file={m}/pid", f"--seed-file={m}/seed"], "munged")
+        self.wait_for(lambda: os.path.exists(f"{m}/sock"), "munged's socket")
+        ctld_port = cluster.free_port_base(2)
+        conf = os.path.join(self.dir, "slurm.conf")
+        with open(conf, "w") as f:
+            f.write(self.conf(ctld_port))
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("SLURM")}
+        self.env["SLURM_CONF"] = conf
+        self.spawn(["slurmctld", "-D", "-i"], "slurmctld")
+        for h in HOSTS:
+            # nsenter, not 'ip netns exec': that one remounts /sys, and
+            # slurmd needs the cgroup file systems under it to start.
+            self.spawn(["nsenter", f"--net=/run/netns/{netns(h)}", "slurmd",
+                        "-D", "-N", h], f"slurmd-{h}")
+        self.wait_for(self.idle, "both slurmds to register", 90)
+
+    def spawn(self, cmd, name):
+        log = open(os.path.join(self.dir, "log", name + ".out"), "w")
+        p = subprocess.Popen(cmd, env=self.env, stdout=log,
+                             stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        log.close()
+        p.name = name
+        self.procs.append(p)
+
+    def wait_for(self, ready, what, limit=30):
+        t0 = time.monotonic()
+        while not ready():
+            dead = [p.name for p in self.procs if p.poll() is not None]
+            if dead or time.monotonic() - t0 > limit:
+                raise StepError(f"slurm: waiting for {what}: " +
+                                (f"{', '.join(dead)} ended" if dead else
+                                 f"not after {limit} s") + "\n" + self.logs())
+            time.sleep(0.3)
+
+    def idle(self):
+        r = _run(["sinfo", "-h", "-N", "-o", "%N %t"], check=False,
+                 env=self.env)
+        states = dict(line.split() for line in r.stdout.splitlines()
+                      if len(line.split()) == 2)
+        return all(states.get(h) == "idle" for h in HOSTS)
+
+    def logs(self):
+        out = []
+        for path in sorted(os.listdir(os.path.join(self.dir, "log"))):
+            with open(os.path.join(self.dir, "log", path),
+                      errors="replace") as f:
+                out.append(f"--- {path}\n" + "".join(f.readlines()[-15:]))
+        return "\n".join(out)
+
+    def srun(self, args, cwd, env=None):
+        """srun args (or any command: args[0] is not srun's option), with
+        this cluster's configuration; (status, output)."""
+        cmd = args if not args[0].startswith("-") else ["srun"] + args
+        try:
+            r = subprocess.run(cmd, cwd=cwd, env=dict(self.env, **(env or {})),
+                               capture_output=True, text=True,
+                               errors="replace", timeout=SRUN_LIMIT,
+                               stdin=subprocess.DEVNULL)
+            return r.returncode, r.stdout + r.stderr
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout or b"") + (e.stderr or b"")
+            return "timeout", out.decode(errors="replace") \
+                if isinstance(out, bytes) else out
+
+    def stop(self):
+        if self.env:
+            _run(["scancel", "--full", "--partition=tempest"], check=False,
+                 env=self.env)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 15:
+                r = _run(["squeue", "-h"], check=False, env=self.env)
+                if r.returncode != 0 or not r.stdout.strip():
+                    break
+                time.sleep(0.5)
+        cluster.stop_processes([p for p in self.procs if p.poll() is None])
+        self.teardown_net()
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def teardown_net(self):
+        """Delete our namespaces (killing whatever still runs in them: the
+        jobs' steps) and bridge; quiet when they are not there."""
+        for h in HOSTS:
+            ns = netns(h)
+            if not os.path.exists(f"/run/netns/{ns}"):
+                continue
+            r = _run(["ip", "netns", "pids", ns], check=False)
+            for pid in r.stdout.split():
+                try:
+                    os.kill(int(pid), 9)
+                except (ValueError, OSError):
+                    pass
+            _run(["ip", "netns", "del", ns], check=False)
+        _run(["ip", "link", "del", BRIDGE], check=False)
+
+
+def prog(path):
+    """A guest program: an example's path under guest/, or a test's name."""
+    return os.path.join(GUEST_BUILD, f"guest/{path}" if "/" in path
+                        else f"tests/guest/{path}.elf")
+
+
+class Step:
+    """One srun step of the suite and what it must show."""
+
+    def __init__(self, name, program, tasks, args=(), node_opts=(),
+                 status=0, node0=(), every=(), out=(), absent=CLEAN,
+                 traffic=True, via_run=False, files=()):
+        self.name = name
+        self.program = program
+        self.tasks = tasks
+        self.args = list(args)
+        self.node_opts = list(node_opts)
+        self.status = status
+        self.node0 = list(node0)        # regexes node 0's log must match
+        self.every = list(every)        # ... every node's log
+        self.out = list(out)            # ... srun's labelled output
+        self.absent = list(absent)
+        self.traffic = traffic
+        self.via_run = via_run          # run --slurm instead of srun
+        self.files = list(files)        # run-dir files it must write
+
+    def run(self, sc, runs):
+        run_dir = os.path.join(runs, self.name)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        trace = os.path.join(run_dir, "trace")
+        os.makedirs(trace)
+        events = os.path.join(run_dir, "trace-events")
+        with open(events, "w") as f:
+            f.write("\n".join(TRACE_EVENTS) + "\n")
+        qemu = ["--qemu-arg=-trace",
+                f"--qemu-arg=events={events},file={trace}/qemu-%d.log"]
+        per_host = self.tasks // len(HOSTS)
+        if self.via_run:
+            cmd = [sys.executable, TEMPEST, "run", "--slurm", "-n",
+                   str(self.tasks), "--ntasks-per-node", str(per_host),
+                   "--run-dir", run_dir, "--srun-arg=--time=3"] \
+                + self.node_opts + qemu + [prog(self.program)] + self.args
+        else:
+            cmd = ["srun", "-l", f"--ntasks={self.tasks}",
+                   f"--ntasks-per-node={per_host}", "--time=3", TEMPEST,
+                   "node"] + self.node_opts + qemu + \
+                [prog(self.program)] + self.args
+        t0 = time.monotonic()
+        rc, out = sc.srun(cmd, ROOT, {"TEMPEST_RUN_DIR": run_dir})
+        took = time.monotonic() - t0
+        problems = self.check(rc, out, run_dir)
+        return not problems, "; ".join(problems[:3]) or f"{took:.1f} s", \
+            " ".join(cmd) + "\n" + out
+
+    def check(self, rc, out, run_dir):
+        problems = []
+        if rc != self.status and not (self.status == "nonzero" and
+                                      isinstance(rc, int) and rc != 0):
+            problems.append(f"srun exit status {rc}, expected {self.status}")
+        logs = []
+        for i in range(self.tasks):
+            try:
+                with open(os.path.join(run_dir, f"node{i}.log"),
+                          errors="replace") as f:
+                    logs.append(f.read())
+            except OSError:
+                logs.append("")
+                problems.append(f"no node{i}.log")
+        for rx in self.node0:
+            if not re.search(rx, logs[0], re.M):
+                problems.append(f"node0.log lacks /{rx}/")
+        for i, log in enumerate(logs):
+            for rx in self.every:
+                if not re.search(rx.format(node=i), log, re.M):
+                    problems.append(f"node{i}.log lacks /{rx}/")
+        for rx in self.out:
+            if not re.search(rx, out, re.M):
+                problems.append(f"the output lacks /{rx}/")
+        for rx in self.absent:
+            if re.search(rx, out, re.M):
+                problems.append(f"the output has /{rx}/")
+        for name in self.files:
+            if not os.path.exists(os.path.join(run_dir, name)):
+                problems.append(f"no {name}")
+        if self.traffic:
+            problems += traffic_problems(run_dir, self.tasks)
+        return problems
+
+
+def traffic_problems(run_dir, tasks):
+    """From the nodes' QEMU traces: DATA packets received over links
+    between the two hosts (sockets: TCP) and over links inside a host
+    that switched to shared memory; no link across hosts in shared
+    memory.  The hosts are the ones each node's QEMU was given."""
+    hosts = {}
+    for i in range(tasks):
+        try:
+            with open(os.path.join(run_dir, f"node{i}.cmd")) as f:
+                m = re.search(r"fabric-host-id=([^,\s]+)", f.read())
+        except OSError:
+            m = None
+        if not m:
+            return [f"node{i}.cmd names no fabric-host-id"]
+        hosts[i] = m.group(1)
+    if len(set(hosts.values())) != len(HOSTS):
+        return [f"the nodes were on hosts {sorted(set(hosts.values()))}"]
+    rx, switched = {}, set()
+    trace = os.path.join(run_dir, "trace")
+    for name in os.listdir(trace):
+        with open(os.path.join(trace, name), errors="replace") as f:
+            for line in f:
+                m = re.search(r"tempest_fabric_rx node (\d+) from (\d+) ",
+                              line)
+                if m:
+                    k = (int(m.group(1)), int(m.group(2)))
+                    rx[k] = rx.get(k, 0) + 1
+                    continue
+                m = re.search(r"tempest_fabric_shm node (\d+) peer (\d+) "
+                              r"shared memory: switched", line)
+                if m:
+                    switched.add((int(m.group(1)), int(m.group(2))))
+    across = sum(n for (a, b), n in rx.items() if hosts[a] != hosts[b])
+    inside = sum(n for (a, b), n in rx.items()
+                 if (a, b) in switched or (b, a) in switched)
+    wrong = [p for p in switched if hosts[p[0]] != hosts[p[1]]]
+    problems = []
+    if across < 10:
+        problems.append(f"{across} packets between the hosts (TCP)")
+    if inside < 10:
+        problems.append(f"{inside} packets on shared-memory links")
+    if wrong:
+        problems.append(f"shared memory across hosts: {sorted(wrong)[:5]}")
+    return problems
+
+
+def label(rank):
+    """srun -l's label of a task's lines."""
+    return rf"^\s*0*{rank}: "
+
+
+RADIX_OK = r"^radix-sort: {n} nodes x 4096 keys, 8-bit digits, 4 passes: " \
+    r"sorted in .* match$"
+STEPS = []
+for n in (8, 32):
+    STEPS += [
+        Step(f"am-ring-{n}", "am_ring", n, args=["100" if n == 8 else "20"],
+             every=[r"^am_ring ok"], out=[label(n - 1) + "am_ring ok"]),
+        Step(f"radix-{n}", "examples/radix-sort/radix.elf", n,
+             node_opts=["--mem", "64M"], node0=[RADIX_OK.format(n=n)],
+             out=[label(0) + "radix-sort: "], via_run=n == 8,
+             files=["states.svg", "trace.json"] if n == 8 else []),
+        Step(f"dsm-jacobi-{n}", "examples/dsm/jacobi.elf", n, args=["dsm"],
+             node0=[rf"^jacobi dsm ok: 126x126, 40 sweeps on {n} nodes"]),
+    ]
+STEPS.append(
+    # A node that exits 3 (Strata's StrataExit(3) on node 1): srun's status
+    # says so, Slurm names the task, the peers report it and finish.
+    Step("exit-3-8", "strata_exit", 8, args=["code"],
+         node_opts=["--mem", "64M"], status=3, traffic=False,
+         absent=[r"\*\*\* CRASH"],
+         out=[r"srun: error: h1: task 1: Exited with exit code 3",
+              r"node \d+ is gone \(exit status 3\)"]))
+
+
+def run(results, runs, k=None):
+    steps = [s for s in STEPS if not k or k in f"slurm/{s.name}"]
+    if not steps:
+        return
+    if os.geteuid() != 0:
+        print("SKIP slurm (needs root: it starts slurmctld, slurmd and "
+              "munged and makes network namespaces)", flush=True)
+        return
+    try:
+        setup.setup_slurm()
+    except StepError as e:
+        print(f"SKIP slurm (the Slurm packages are missing and could not "
+              f"be installed: {e})", flush=True)
+        return
+    os.makedirs(runs, exist_ok=True)
+    sc = SlurmCluster()
+    try:
+        try:
+            sc.start()
+        except StepError as e:
+            results.record("slurm/cluster", False, "the private Slurm "
+                           "cluster did not start", str(e))
+            return
+        for s in steps:
+            ok, detail, out = s.run(sc, runs)
+            results.record(f"slurm/{s.name}", ok, detail, out)
+            if not ok and not sc.idle():
+                out = sc.logs()
+                results.record("slurm/cluster", False, "a host is down",
+                               out)
+                return
+    finally:
+        sc.stop()
+
+
+if __name__ == "__main__":
+    # python3 tests/slurm/cases.py CMD...: CMD run with the private
+    # cluster up (SLURM_CONF set), for debugging; the cluster goes after.
+    sc = SlurmCluster()
+    try:
+        sc.start()
+        sys.exit(subprocess.run(sys.argv[1:] or ["sinfo"],
+                                env=sc.env).returncode)
+    finally:
+        sc.stop()
