@@ -178,6 +178,17 @@ MailProg=/bin/true
                       if len(line.split()) == 2)
         return all(states.get(h) == "idle" for h in HOSTS)
 
+    def settle(self, limit=30):
+        """After a failed step: cancel what still runs; are both hosts
+        idle again within limit seconds?"""
+        _run(["scancel", "--partition=tempest"], check=False, env=self.env)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < limit:
+            if self.idle():
+                return True
+            time.sleep(0.5)
+        return False
+
     def logs(self):
         out = []
         for path in sorted(os.listdir(os.path.join(self.dir, "log"))):
@@ -423,10 +434,9 @@ def run(results, runs, k=None):
         for s in steps:
             ok, detail, out = s.run(sc, runs)
             results.record(f"slurm/{s.name}", ok, detail, out)
-            if not ok and not sc.idle():
-                out = sc.logs()
+            if not ok and not sc.settle():
                 results.record("slurm/cluster", False, "a host is down",
-                               out)
+                               sc.logs())
                 return
     finally:
         sc.stop()
