@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "lib"))
 
 from tempestlib import cluster, setup  # noqa: E402
-from tempestlib.common import GUEST_BUILD, StepError  # noqa: E402
+from tempestlib.common import StepError  # noqa: E402
 
 TEMPEST = os.path.join(ROOT, "scripts", "tempest")
 NET = "10.77.0"             # 10.77.0.1 the controller, .11 h1, .12 h2
@@ -72,7 +72,7 @@ class SlurmCluster:
         short = socket.gethostname().split(".")[0]
         nodes = "".join(f"NodeName={h} NodeAddr={NET}.{a} CPUs=16 "
                         "State=UNKNOWN\n" for h, a in HOSTS.items())
-        return f"""# The slurm test suite's private cluster (tests/slurm/cases.py)
+        return f"""# The slurm suite's private cluster (tests/slurm/cases.py)
 ClusterName=tempesttest
 SlurmctldHost={short}({NET}.1)
 SlurmctldPort={ctld_port}
@@ -103,7 +103,8 @@ ReturnToService=2
 KillWait=5
 InactiveLimit=0
 MailProg=/bin/true
-{nodes}PartitionName=tempest Nodes={','.join(HOSTS)} Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
+{nodes}PartitionName=tempest Nodes={','.join(HOSTS)} Default=YES MaxTime=10 \
+State=UP OverSubscribe=FORCE
 """
 
     def start(self):
@@ -244,31 +245,30 @@ MailProg=/bin/true
         _run(["ip", "link", "del", BRIDGE], check=False)
 
 
-def prog(path):
-    """A guest program: an example's path under guest/, or a test's name."""
-    return os.path.join(GUEST_BUILD, f"guest/{path}" if "/" in path
-                        else f"tests/guest/{path}.elf")
+def _guest_cases():
+    """tests/guest/cases.py, whose Run checks a run's outcome."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "guest_cases_slurm", os.path.join(ROOT, "tests", "guest", "cases.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-class Step:
-    """One srun step of the suite and what it must show."""
+GUEST = _guest_cases()
 
-    def __init__(self, name, program, tasks, args=(), node_opts=(),
-                 status=0, node0=(), every=(), out=(), absent=CLEAN,
-                 traffic=True, via_run=False, files=()):
-        self.name = name
-        self.program = program
-        self.tasks = tasks
-        self.args = list(args)
+
+class Step(GUEST.Run):
+    """One srun step of the suite: the guest suite's Run (node logs,
+    output, status, files), launched by srun (or run --slurm) instead of
+    run, and with the traffic between and inside the hosts checked."""
+
+    def __init__(self, name, program, tasks, node_opts=(), traffic=True,
+                 via_run=False, **kw):
+        super().__init__(name, program, nodes=tasks, **kw)
         self.node_opts = list(node_opts)
-        self.status = status
-        self.node0 = list(node0)        # regexes node 0's log must match
-        self.every = list(every)        # ... every node's log
-        self.out = list(out)            # ... srun's labelled output
-        self.absent = list(absent)
         self.traffic = traffic
         self.via_run = via_run          # run --slurm instead of srun
-        self.files = list(files)        # run-dir files it must write
 
     def run(self, sc, runs):
         run_dir = os.path.join(runs, self.name)
@@ -280,57 +280,26 @@ class Step:
             f.write("\n".join(TRACE_EVENTS) + "\n")
         qemu = ["--qemu-arg=-trace",
                 f"--qemu-arg=events={events},file={trace}/qemu-%d.log"]
-        per_host = self.tasks // len(HOSTS)
+        per_host = self.nodes // len(HOSTS)
+        prog = GUEST.prog(self.program)
         if self.via_run:
             cmd = [sys.executable, TEMPEST, "run", "--slurm", "-n",
-                   str(self.tasks), "--ntasks-per-node", str(per_host),
+                   str(self.nodes), "--ntasks-per-node", str(per_host),
                    "--run-dir", run_dir, "--srun-arg=--time=3"] \
-                + self.node_opts + qemu + [prog(self.program)] + self.args
+                + self.node_opts + qemu + [prog] + self.args
         else:
-            cmd = ["srun", "-l", f"--ntasks={self.tasks}",
+            cmd = ["srun", "-l", f"--ntasks={self.nodes}",
                    f"--ntasks-per-node={per_host}", "--time=3", TEMPEST,
-                   "node"] + self.node_opts + qemu + \
-                [prog(self.program)] + self.args
+                   "node"] + self.node_opts + qemu + [prog] + self.args
         t0 = time.monotonic()
         rc, out = sc.srun(cmd, ROOT, {"TEMPEST_RUN_DIR": run_dir})
         took = time.monotonic() - t0
-        problems = self.check(rc, out, run_dir)
+        ok, detail, _ = self.check(rc, out, run_dir)
+        problems = [detail] if not ok else []
+        if self.traffic:
+            problems += traffic_problems(run_dir, self.nodes)
         return not problems, "; ".join(problems[:3]) or f"{took:.1f} s", \
             " ".join(cmd) + "\n" + out
-
-    def check(self, rc, out, run_dir):
-        problems = []
-        if rc != self.status and not (self.status == "nonzero" and
-                                      isinstance(rc, int) and rc != 0):
-            problems.append(f"srun exit status {rc}, expected {self.status}")
-        logs = []
-        for i in range(self.tasks):
-            try:
-                with open(os.path.join(run_dir, f"node{i}.log"),
-                          errors="replace") as f:
-                    logs.append(f.read())
-            except OSError:
-                logs.append("")
-                problems.append(f"no node{i}.log")
-        for rx in self.node0:
-            if not re.search(rx, logs[0], re.M):
-                problems.append(f"node0.log lacks /{rx}/")
-        for i, log in enumerate(logs):
-            for rx in self.every:
-                if not re.search(rx.format(node=i), log, re.M):
-                    problems.append(f"node{i}.log lacks /{rx}/")
-        for rx in self.out:
-            if not re.search(rx, out, re.M):
-                problems.append(f"the output lacks /{rx}/")
-        for rx in self.absent:
-            if re.search(rx, out, re.M):
-                problems.append(f"the output has /{rx}/")
-        for name in self.files:
-            if not os.path.exists(os.path.join(run_dir, name)):
-                problems.append(f"no {name}")
-        if self.traffic:
-            problems += traffic_problems(run_dir, self.tasks)
-        return problems
 
 
 def traffic_problems(run_dir, tasks):
@@ -390,13 +359,18 @@ STEPS = []
 for n in (8, 32):
     STEPS += [
         Step(f"am-ring-{n}", "am_ring", n, args=["100" if n == 8 else "20"],
-             every=[r"^am_ring ok"], out=[label(n - 1) + "am_ring ok"]),
+             nodes_expect={"*": [r"^am_ring ok"]},
+             stdout_expect=[label(n - 1) + "am_ring ok"], absent=CLEAN),
         Step(f"radix-{n}", "examples/radix-sort/radix.elf", n,
-             node_opts=["--mem", "64M"], node0=[RADIX_OK.format(n=n)],
-             out=[label(0) + "radix-sort: "], via_run=n == 8,
-             files=["states.svg", "trace.json"] if n == 8 else []),
+             node_opts=["--mem", "64M"],
+             nodes_expect={0: [RADIX_OK.format(n=n)]},
+             stdout_expect=[label(0) + "radix-sort: "], absent=CLEAN,
+             via_run=n == 8,
+             files={"states.svg": [r"<svg"], "trace.json": [r'"scan"']}
+             if n == 8 else None),
         Step(f"dsm-jacobi-{n}", "examples/dsm/jacobi.elf", n, args=["dsm"],
-             node0=[rf"^jacobi dsm ok: 126x126, 40 sweeps on {n} nodes"]),
+             nodes_expect={0: [rf"^jacobi dsm ok: 126x126, 40 sweeps on "
+                               rf"{n} nodes"]}, absent=CLEAN),
     ]
 STEPS.append(
     # A node that exits 3 (Strata's StrataExit(3) on node 1): srun's status
@@ -404,8 +378,8 @@ STEPS.append(
     Step("exit-3-8", "strata_exit", 8, args=["code"],
          node_opts=["--mem", "64M"], status=3, traffic=False,
          absent=[r"\*\*\* CRASH"],
-         out=[r"srun: error: h1: task 1: Exited with exit code 3",
-              r"node \d+ is gone \(exit status 3\)"]))
+         stdout_expect=[r"srun: error: h1: task 1: Exited with exit code 3",
+                        r"node \d+ is gone \(exit status 3\)"]))
 
 
 def run(results, runs, k=None):

@@ -183,15 +183,21 @@ def _check_name(v):
     return v
 
 
-def check_hello(data, step):
-    """A task's registration (bytes, one JSON line): (rank, port, host);
-    ValueError says what is wrong with it."""
+def _message(data, what):
+    """A rendezvous message (bytes, one JSON object of ours) as a dict."""
     try:
         m = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise ValueError("not a JSON registration")
+        raise ValueError(f"not a JSON {what}")
     if not isinstance(m, dict) or m.get("proto") != RDV_PROTO:
-        raise ValueError("not a tempest rendezvous registration")
+        raise ValueError(f"not a tempest rendezvous {what}")
+    return m
+
+
+def check_hello(data, step):
+    """A task's registration (bytes, one JSON line): (rank, port, host);
+    ValueError says what is wrong with it."""
+    m = _message(data, "registration")
     if m.get("job") != step.job or m.get("step") != step.step:
         raise ValueError(f"for step {m.get('job')}.{m.get('step')}, not "
                          f"{step.job}.{step.step}")
@@ -204,12 +210,7 @@ def check_hello(data, step):
 def check_table(data, step, me):
     """Task 0's answer (bytes, one JSON line): (cluster id, key, [(addr,
     port, host)] per rank); ValueError says what is wrong with it."""
-    try:
-        m = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise ValueError("not a JSON answer")
-    if not isinstance(m, dict) or m.get("proto") != RDV_PROTO:
-        raise ValueError("not a tempest rendezvous answer")
+    m = _message(data, "answer")
     if "error" in m:
         raise ValueError(f"task 0 refused: {str(m['error'])[:200]}")
     cid, key, nodes = m.get("cluster"), m.get("key"), m.get("nodes")
@@ -218,8 +219,8 @@ def check_table(data, step, me):
     if not isinstance(key, str) or not re.fullmatch(r"[0-9a-f]{64}", key):
         raise ValueError("bad key")
     if not isinstance(nodes, list) or len(nodes) != step.ntasks:
-        raise ValueError(f"a table of {len(nodes) if isinstance(nodes, list) else '?'} "
-                         f"nodes for {step.ntasks} tasks")
+        size = len(nodes) if isinstance(nodes, list) else "?"
+        raise ValueError(f"a table of {size} nodes for {step.ntasks} tasks")
     table = []
     for n in nodes:
         if not isinstance(n, list) or len(n) != 3:
@@ -277,7 +278,8 @@ def serve(step, addr, port_sock, deadline):
                 raise StepError(
                     f"node: rendezvous: task(s) {', '.join(missing[:20])}"
                     f"{' ...' if len(missing) > 20 else ''} never "
-                    f"registered with task 0 at {addr}:{lsock.getsockname()[1]}")
+                    f"registered with task 0 at {addr}:"
+                    f"{lsock.getsockname()[1]}")
             for k, _ in sel.select(timeout=min(left, 1.0)):
                 if k.fileobj is lsock:
                     try:
@@ -355,6 +357,7 @@ def register(step, server, deadline):
             except OSError as e:
                 why = f"{server}:{port}: {e.strerror or e}"
                 continue
+            psock = None
             try:
                 mine = c.getsockname()[0]
                 psock = cluster.bind_free_ports(1, mine)[0]
@@ -376,7 +379,7 @@ def register(step, server, deadline):
                 return psock, cid, key, table
             except (OSError, ValueError) as e:
                 why = f"{server}:{port}: {e}"
-                if "psock" in locals():
+                if psock:
                     psock.close()
                 if isinstance(e, ValueError) and "refused" in str(e):
                     raise StepError(f"node: rendezvous: {why}")
