@@ -39,7 +39,7 @@ import time
 
 from . import linux as lx
 from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say
-from .stategraph import RECORD, Records
+from .stategraph import Records, split_record
 
 HW_HEADER = os.path.join(ROOT, "hw", "include", "standard-headers",
                          "tempest", "tempest-hw.h")
@@ -136,6 +136,16 @@ def run_parser(add_help=True):
     p.add_argument("--qemu-arg", action="append", default=[],
                    metavar="ARG", help="extra QEMU argument for every node "
                    "(repeatable), e.g. --qemu-arg=-d --qemu-arg=guest_errors")
+    p.add_argument("--slurm", action="store_true",
+                   help="run the cluster as a Slurm job step: srun starts "
+                   "'scripts/tempest node' as N tasks, one node each, on "
+                   "the hosts Slurm gives (docs/slurm.rst)")
+    p.add_argument("--ntasks-per-node", type=positive, default=None,
+                   metavar="K", help="with --slurm: K nodes per Slurm "
+                   "node (srun's option)")
+    p.add_argument("--srun-arg", action="append", default=[],
+                   metavar="ARG", help="with --slurm: an extra srun "
+                   "argument (repeatable), e.g. --srun-arg=--partition=p")
     p.add_argument("program", help="the guest ELF (scripts/tempest cc)")
     p.add_argument("args", nargs=argparse.REMAINDER,
                    help="arguments passed to main() on every node")
@@ -446,7 +456,7 @@ class RunResult:
             return f.read()
 
 
-def _status_of(returncode):
+def status_of(returncode):
     return 128 - returncode if returncode < 0 else returncode
 
 
@@ -459,28 +469,39 @@ def ephemeral_low():
         return 32768
 
 
-def free_port_base(count):
-    """A base port with count free consecutive TCP ports on 127.0.0.1,
-    below the kernel's ephemeral range when there is room: the nodes'
-    own connects (and everyone else's) take ports from that range, and
-    took a node's port before it listened (strata-debug-16 over TCP)."""
+def bind_free_ports(count, host="127.0.0.1"):
+    """count free consecutive TCP ports on host, below the kernel's
+    ephemeral range when there is room: the nodes' own connects (and
+    everyone else's) take ports from that range, and took a node's port
+    before it listened (strata-debug-16 over TCP).  Returns the sockets,
+    bound and not listening: while they are open nobody else can bind
+    those ports (slurm.py holds its node's until it starts QEMU)."""
     top = ephemeral_low()
     top = top if top - count > 20000 else 60000
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for _ in range(200):
         base = random.randrange(20000, top - count)
         socks = []
         try:
             for i in range(count):
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s = socket.socket(family, socket.SOCK_STREAM)
                 socks.append(s)
-                s.bind(("127.0.0.1", base + i))
-            return base
+                s.bind((host, base + i))
+            return socks
         except OSError:
-            continue
-        finally:
             for s in socks:
                 s.close()
-    raise StepError(f"run: found no {count} free consecutive TCP ports")
+    raise StepError(f"run: found no {count} free consecutive TCP ports on "
+                    f"{host}")
+
+
+def free_port_base(count):
+    """A base port with count free consecutive TCP ports on 127.0.0.1."""
+    socks = bind_free_ports(count)
+    base = socks[0].getsockname()[1]
+    for s in socks:
+        s.close()
+    return base
 
 
 FABRICS = ("shm", "socket", "tcp", "auto")
@@ -513,6 +534,15 @@ def fabric_spec(nodes, tcp, sock_dir, kind=None):
     if kind == "shm":
         return f"shm:{sock_dir}", ""
     return f"unix:{sock_dir}", ""
+
+
+def spin_default(spin_us, nodes_here):
+    """The spin-us of nodes_here nodes on this host: spin_us if given,
+    else SPIN_US while every node has a host core, else 0 (a polling node
+    takes a host core: docs/tempest.rst, "Waiting and spinning")."""
+    if spin_us is not None:
+        return spin_us
+    return SPIN_US if nodes_here <= (os.cpu_count() or 1) else 0
 
 
 def fake_host(index, nodes, hosts):
@@ -705,10 +735,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         raise StepError(f"run: --hosts must be 1 to {nodes} (the nodes)")
     if spin_us is not None and not 0 <= spin_us <= 1000000:
         raise StepError("run: --spin-us must be 0 to 1000000")
-    # A polling node takes a host core: spinning pays only while every
-    # node has one (docs/tempest.rst, "Waiting and spinning").
-    spin = spin_us if spin_us is not None else \
-        SPIN_US if nodes <= (os.cpu_count() or 1) else 0
+    spin = spin_default(spin_us, nodes)
     if not os.path.exists(QEMU_BIN):
         raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
     out = out or sys.stdout
@@ -748,12 +775,10 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                     node.booted = time.monotonic() - t0
                 if lrun and PANIC in raw:
                     node.panicked = True
-                # A record for the launcher (stategraph.py), not output.
-                at = raw.find(RECORD)
-                if at >= 0:
+                raw, record = split_record(raw)
+                if record is not None:
                     with print_lock:
-                        records.take(node.index, raw[at + 1:])
-                    raw = raw[:at] + (b"\n" if at else b"")
+                        records.take(node.index, record)
                     if not raw:
                         continue
                 log.write(raw)
@@ -865,7 +890,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                     if rc is None:
                         running += 1
                         continue
-                    n.status = _status_of(rc)
+                    n.status = status_of(rc)
                     n.signal = -rc if rc < 0 else None
                     if n.status != 0 and not n.killed:
                         failed_now.append(n)
@@ -944,22 +969,35 @@ def _stop(ns, grace=2.0):
     live = [n for n in ns if n.proc and n.proc.poll() is None]
     for n in live:
         n.killed = True
+    stop_processes([n.proc for n in live], grace)
+    for n in live:
+        if n.status is None:
+            n.status = status_of(n.proc.returncode)
+
+
+def stop_processes(procs, grace=2.0):
+    """SIGTERM each process, then SIGKILL those still alive after grace;
+    waits for them all."""
+    for p in procs:
         try:
-            n.proc.terminate()
+            p.terminate()
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + grace
-    for n in live:
+    for p in procs:
         try:
-            n.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            n.proc.kill()
-            n.proc.wait()
-        if n.status is None:
-            n.status = _status_of(n.proc.returncode)
+            p.kill()
+            p.wait()
 
 
 def run_cli(args):
+    if args.slurm:
+        from . import slurm
+        return slurm.run_slurm(args)
+    if args.ntasks_per_node or args.srun_arg:
+        raise StepError("run: --ntasks-per-node and --srun-arg need --slurm")
     timeout = args.timeout
     if timeout is None:
         # A person at a shell or a debugger takes the time they need.

@@ -42,6 +42,12 @@ NEWER_PACKAGES = ["meson", "python3-pycotap"]
 # they run: clang with libFuzzer, ASan and UBSan (clang-14 and
 # libclang-rt-14-dev on Debian 12), and llvm-symbolizer for their reports.
 FUZZ_PACKAGES = ["clang", "libclang-rt-dev", "llvm"]
+# Only for 'scripts/tempest setup --slurm' and the test suite 'slurm':
+# Slurm's controller, node daemon and commands, munge (its
+# authentication), and ip/nsenter/bridge for the suite's made-up hosts
+# (iproute2; nsenter is util-linux, always there).
+SLURM_PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge",
+                  "iproute2"]
 MIN_MESON = (1, 5, 0)
 QEMU_SERIES = "10.0."
 
@@ -233,22 +239,33 @@ def setup(quiet=False):
     linux.setup_linux(quiet=quiet)
 
 
-def setup_fuzz():
-    """What the fuzz build needs beyond setup(): FUZZ_PACKAGES, and
-    ccache's clang links (made by ccache only for compilers it has seen)."""
-    missing = [p for p in FUZZ_PACKAGES if p not in installed(FUZZ_PACKAGES)]
+def install_extra(pkgs, what):
+    """Install those of pkgs that are missing (root), for what."""
+    missing = [p for p in pkgs if p not in installed(pkgs)]
     if missing:
         if os.geteuid() != 0:
-            raise StepError("setup: installing the fuzzing toolchain needs "
-                            f"root (missing: {' '.join(missing)})")
+            raise StepError(f"setup: installing the {what} needs root "
+                            f"(missing: {' '.join(missing)})")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         say("setup: apt-get update")
         run_step("setup: apt-get update", ["apt-get", "update", "-q"],
                  env=env, quiet=True)
-        say(f"setup: installing {' '.join(missing)} (fuzzing)")
-        run_step("setup: installing the fuzzing toolchain",
+        say(f"setup: installing {' '.join(missing)} ({what})")
+        run_step(f"setup: installing the {what}",
                  ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
                  + missing, env=env, quiet=True)
+
+
+def setup_slurm():
+    """What 'run --slurm' and the test suite 'slurm' need: SLURM_PACKAGES
+    (the suite starts its own daemons; Debian's services are not used)."""
+    install_extra(SLURM_PACKAGES, "Slurm packages")
+
+
+def setup_fuzz():
+    """What the fuzz build needs beyond setup(): FUZZ_PACKAGES, and
+    ccache's clang links (made by ccache only for compilers it has seen)."""
+    install_extra(FUZZ_PACKAGES, "fuzzing toolchain")
     if os.path.isdir("/usr/lib/ccache") and \
        not os.path.exists("/usr/lib/ccache/clang") and \
        shutil.which("update-ccache-symlinks") and os.geteuid() == 0:

@@ -27,6 +27,16 @@ DEFAULT_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
+def split_record(raw):
+    """A console line (bytes) as (output, record): the record, without its
+    RS, is None when the line has none; the output is what came before it
+    (with its newline; empty when the record started the line)."""
+    at = raw.find(RECORD)
+    if at < 0:
+        return raw, None
+    return raw[:at] + (b"\n" if at else b""), raw[at + 1:]
+
+
 class Records:
     """What the nodes of one run sent the launcher."""
 

@@ -12,6 +12,9 @@ Suites, by layer:
          the node controller's driver (/dev/tempest0), the user network
          both ways, the shared directory, the shell
   style  QEMU's checkpatch.pl on our QEMU-side sources
+  slurm  clusters launched as Slurm job steps (srun ... scripts/tempest
+         node) on a private Slurm cluster of two hosts in network
+         namespaces (root; docs/slurm.rst)
   fuzz   a short libFuzzer run of the node controller and the fabric, and
          every saved reproducer replayed (scripts/tempest fuzz)
 
@@ -31,7 +34,8 @@ import unittest
 from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
 from .setup import qemu_source_dir
 
-SUITES = ["unit", "qtest", "tcg", "guest", "linux", "style", "fuzz"]
+SUITES = ["unit", "qtest", "tcg", "guest", "linux", "slurm", "style",
+          "fuzz"]
 TCG_TESTS = os.path.join(ROOT, "build", "tcg-tests")
 TEST_RUNS = os.path.join(ROOT, "build", "test-runs")
 
@@ -273,15 +277,27 @@ def suite_guest(results, k):
                test_args=["-k", k] if k else [])
 
 
-def suite_linux(results, k):
-    """tests/linux/cases.py: Linux nodes through 'scripts/tempest run
-    --linux', each case's runs in build/test-runs/linux/."""
+def _cases(suite, results, k):
+    """tests/SUITE/cases.py's run(), each case's runs in
+    build/test-runs/SUITE/."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(
-        "linux_cases", os.path.join(ROOT, "tests", "linux", "cases.py"))
+        f"{suite}_cases", os.path.join(ROOT, "tests", suite, "cases.py"))
     cases = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cases)
-    cases.run(results, os.path.join(TEST_RUNS, "linux"), k)
+    cases.run(results, os.path.join(TEST_RUNS, suite), k)
+
+
+def suite_linux(results, k):
+    """tests/linux/cases.py: Linux nodes through 'scripts/tempest run
+    --linux'."""
+    _cases("linux", results, k)
+
+
+def suite_slurm(results, k):
+    """tests/slurm/cases.py: Slurm job steps on a private Slurm cluster
+    of two hosts in network namespaces (skipped without root)."""
+    _cases("slurm", results, k)
 
 
 def suite_style(results, k):
@@ -335,7 +351,8 @@ def suite_fuzz(results, k):
 
 
 RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "tcg": suite_tcg,
-           "guest": suite_guest, "linux": suite_linux, "style": suite_style,
+           "guest": suite_guest, "linux": suite_linux, "slurm": suite_slurm,
+           "style": suite_style,
            "fuzz": suite_fuzz}
 
 

@@ -1,0 +1,627 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""scripts/tempest node, run --slurm: a cluster launched as a Slurm job step.
+
+  srun -l -n 64 [--ntasks-per-node K] scripts/tempest node prog.elf args
+
+Every task of the step is one node: node id from the task's rank
+(SLURM_PROCID), node count from the step (SLURM_STEP_NUM_TASKS).  The tasks
+meet through a rendezvous of their own, with task 0: each task binds a
+free TCP port on the address it reaches task 0 from and registers it; when
+every task has, task 0 answers each with the table of every node's address
+and port and the cluster's identity and key, which it made up.  Then each
+task starts its QEMU with those addresses (fabric=tcp:A0:P0;A1:P1;...), the
+Slurm node's name as its host identity and a directory of this host and
+step for the Unix sockets: the nodes of one host share memory, the links
+between hosts are TCP (docs/fabric.rst, "Mixed clusters").
+
+The node's console goes to standard output (srun -l labels it with the
+rank) and to nodeK.log in the run directory; the task's exit status is the
+node's, by run's rules.  docs/slurm.rst says how to use it.
+
+The rendezvous trusts nothing it reads: every message is bounded in size
+and time, and checked field by field.  It is not authenticated: a process
+on one of the step's hosts could connect first and claim a rank (the step
+then fails, or that process learns the cluster's key); docs/slurm.rst says
+so.
+"""
+
+import argparse
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import secrets
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from . import cluster
+from .common import QEMU_BIN, StepError, rel, say
+from .stategraph import split_record
+
+RDV_CANDIDATES = 8          # ports task 0 may listen on, in order
+RDV_HELLO_MAX = 1024        # bytes of a task's registration
+RDV_TABLE_MAX = 1 << 20     # bytes of task 0's answer
+RDV_TIMEOUT = 120.0         # seconds for the whole rendezvous
+RDV_PROTO = "tempest-rdv-1"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+RUN_DIR_ENV = "TEMPEST_RUN_DIR"
+
+
+class Step:
+    """What a task knows of its step, from Slurm's environment."""
+
+    def __init__(self, env):
+        def num(*names, lo=0):
+            for n in names:
+                v = env.get(n)
+                if v is not None:
+                    if not re.fullmatch(r"\d{1,9}", v) or int(v) < lo:
+                        raise StepError(f"node: ${n}='{v}' is not a number "
+                                        f"of at least {lo}")
+                    return int(v)
+            raise StepError("node: not in a Slurm job step (no $" +
+                            " or $".join(names) + "); run it under srun")
+
+        self.ntasks = num("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS",
+                          "SLURM_NPROCS", lo=1)
+        self.rank = num("SLURM_PROCID")
+        self.localid = num("SLURM_LOCALID")
+        self.nodeid = num("SLURM_NODEID")
+        self.job = num("SLURM_JOB_ID", "SLURM_JOBID")
+        self.step = num("SLURM_STEP_ID", "SLURM_STEPID")
+        if self.rank >= self.ntasks:
+            raise StepError(f"node: task {self.rank} of a step of "
+                            f"{self.ntasks} tasks")
+        self.host = env.get("SLURMD_NODENAME", "")
+        if not NAME.match(self.host):
+            raise StepError(f"node: $SLURMD_NODENAME='{self.host}' is not "
+                            "a Slurm node name")
+        self.nodelist = env.get("SLURM_STEP_NODELIST") or \
+            env.get("SLURM_JOB_NODELIST") or ""
+        self.tasks_per_node = env.get("SLURM_STEP_TASKS_PER_NODE") or \
+            env.get("SLURM_TASKS_PER_NODE") or ""
+        self.resv_ports = env.get("SLURM_STEP_RESV_PORTS", "")
+
+    def tasks_here(self):
+        """Tasks of the step on this task's Slurm node ("3,1",
+        "16(x2)" ...); the step's size if Slurm does not say."""
+        counts = []
+        for part in self.tasks_per_node.split(","):
+            m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+            if not m:
+                return self.ntasks
+            counts += [int(m.group(1))] * int(m.group(2) or 1)
+        return counts[self.nodeid] if self.nodeid < len(counts) \
+            else self.ntasks
+
+
+def _scontrol(*args):
+    try:
+        r = subprocess.run(["scontrol"] + list(args), capture_output=True,
+                           text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise StepError(f"node: scontrol {' '.join(args)}: {e}")
+    if r.returncode != 0:
+        raise StepError(f"node: scontrol {' '.join(args)} failed: "
+                        f"{r.stderr.strip()[:300]}")
+    return r.stdout
+
+
+def first_host(nodelist):
+    """The first Slurm node of a node list (task 0's, with Slurm's block
+    and cyclic distributions)."""
+    names = _scontrol("show", "hostnames", nodelist).split()
+    if not names or not NAME.match(names[0]):
+        raise StepError(f"node: no node names in the step's node list "
+                        f"'{nodelist}'")
+    return names[0]
+
+
+def node_address(name):
+    """The address of Slurm node name: its NodeAddr (which may be a host
+    name) resolved, the node's name resolved if Slurm does not know it."""
+    addr = name
+    try:
+        m = re.search(r"\bNodeAddr=(\S+)",
+                      _scontrol("-o", "show", "node", name))
+        if m:
+            addr = m.group(1)
+    except StepError:
+        pass
+    try:
+        infos = socket.getaddrinfo(addr, None, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise StepError(f"node: cannot resolve node {name}'s address "
+                        f"'{addr}': {e}")
+    v4 = [i for i in infos if i[0] == socket.AF_INET]
+    return (v4 or infos)[0][4][0]
+
+
+def rendezvous_ports(step):
+    """The ports task 0 may listen on: the step's reserved ports
+    (srun --resv-ports, MpiParams=ports=...) if Slurm gave some, else ports
+    derived from the job and step ids, the same on every task."""
+    ports = []
+    for part in step.resv_ports.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            ports += list(range(lo, min(hi, lo + RDV_CANDIDATES) + 1))
+    ports = [p for p in ports if 1024 <= p <= 65535][:RDV_CANDIDATES]
+    if ports:
+        return ports
+    for i in range(RDV_CANDIDATES):
+        h = hashlib.sha256(f"{step.job}.{step.step}.{i}".encode()).digest()
+        ports.append(20000 + int.from_bytes(h[:4], "big") % 12000)
+    return ports
+
+
+def _check_addr(text):
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise ValueError(f"bad address {text!r}")
+
+
+def _check_port(v):
+    if type(v) is not int or not 1 <= v <= 65535:
+        raise ValueError(f"bad port {v!r}")
+    return v
+
+
+def _check_name(v):
+    if not isinstance(v, str) or not NAME.match(v):
+        raise ValueError(f"bad host name {v!r}")
+    return v
+
+
+def _message(data, what):
+    """A rendezvous message (bytes, one JSON object of ours) as a dict."""
+    try:
+        m = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"not a JSON {what}")
+    if not isinstance(m, dict) or m.get("proto") != RDV_PROTO:
+        raise ValueError(f"not a tempest rendezvous {what}")
+    return m
+
+
+def check_hello(data, step):
+    """A task's registration (bytes, one JSON line): (rank, port, host);
+    ValueError says what is wrong with it."""
+    m = _message(data, "registration")
+    if m.get("job") != step.job or m.get("step") != step.step:
+        raise ValueError(f"for step {m.get('job')}.{m.get('step')}, not "
+                         f"{step.job}.{step.step}")
+    rank = m.get("rank")
+    if type(rank) is not int or not 1 <= rank < step.ntasks:
+        raise ValueError(f"bad rank {rank!r}")
+    return rank, _check_port(m.get("port")), _check_name(m.get("host"))
+
+
+def check_table(data, step, me):
+    """Task 0's answer (bytes, one JSON line): (cluster id, key, [(addr,
+    port, host)] per rank); ValueError says what is wrong with it."""
+    m = _message(data, "answer")
+    if "error" in m:
+        raise ValueError(f"task 0 refused: {str(m['error'])[:200]}")
+    cid, key, nodes = m.get("cluster"), m.get("key"), m.get("nodes")
+    if type(cid) is not int or not 0 < cid < 1 << 63:
+        raise ValueError("bad cluster id")
+    if not isinstance(key, str) or not re.fullmatch(r"[0-9a-f]{64}", key):
+        raise ValueError("bad key")
+    if not isinstance(nodes, list) or len(nodes) != step.ntasks:
+        size = len(nodes) if isinstance(nodes, list) else "?"
+        raise ValueError(f"a table of {size} nodes for {step.ntasks} tasks")
+    table = []
+    for n in nodes:
+        if not isinstance(n, list) or len(n) != 3:
+            raise ValueError("bad table entry")
+        table.append((_check_addr(n[0]), _check_port(n[1]),
+                      _check_name(n[2])))
+    if table[step.rank] != me:
+        raise ValueError(f"the table says this task is {table[step.rank]}, "
+                         f"not {me}")
+    return cid, key, table
+
+
+def _line(obj):
+    return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+
+
+def serve(step, addr, port_sock, deadline):
+    """Task 0: listen on the first free candidate port of addr, take every
+    other task's registration, answer each with the table."""
+    lsock = None
+    for port in rendezvous_ports(step):
+        s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((addr, port))
+            s.listen(min(step.ntasks, 1024))
+            lsock = s
+            break
+        except OSError:
+            s.close()
+    if lsock is None:
+        raise StepError(f"node: task 0 could not listen on any of the "
+                        f"rendezvous ports {rendezvous_ports(step)} of {addr}")
+    cid = secrets.randbits(63) | 1
+    key = secrets.token_hex(32)
+    table = [None] * step.ntasks
+    table[0] = (addr, port_sock.getsockname()[1], step.host)
+    conns = {}      # socket -> received bytes; rank once registered
+    ranks = {}
+    sel = selectors.DefaultSelector()
+    lsock.setblocking(False)
+    sel.register(lsock, selectors.EVENT_READ)
+
+    def drop(c):
+        sel.unregister(c)
+        conns.pop(c, None)
+        c.close()
+
+    try:
+        while len(ranks) < step.ntasks - 1:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                missing = [str(i) for i in range(1, step.ntasks)
+                           if table[i] is None]
+                raise StepError(
+                    f"node: rendezvous: task(s) {', '.join(missing[:20])}"
+                    f"{' ...' if len(missing) > 20 else ''} never "
+                    f"registered with task 0 at {addr}:"
+                    f"{lsock.getsockname()[1]}")
+            for k, _ in sel.select(timeout=min(left, 1.0)):
+                if k.fileobj is lsock:
+                    try:
+                        c, _peer = lsock.accept()
+                    except OSError:
+                        continue
+                    if len(conns) >= 2 * step.ntasks:
+                        c.close()       # bounded: strangers cannot pile up
+                        continue
+                    c.setblocking(False)
+                    conns[c] = b""
+                    sel.register(c, selectors.EVENT_READ)
+                    continue
+                c = k.fileobj
+                try:
+                    data = c.recv(RDV_HELLO_MAX)
+                except OSError:
+                    data = b""
+                if not data or c in ranks.values():
+                    drop(c)         # gone, or talking after registering
+                    continue
+                conns[c] += data
+                if b"\n" not in conns[c]:
+                    if len(conns[c]) >= RDV_HELLO_MAX:
+                        drop(c)
+                    continue
+                try:
+                    rank, port, host = check_hello(
+                        conns[c].split(b"\n", 1)[0], step)
+                    if table[rank] is not None:
+                        raise ValueError(f"rank {rank} registered twice")
+                    peer = _check_addr(c.getpeername()[0])
+                except (ValueError, OSError) as e:
+                    try:
+                        c.setblocking(True)
+                        c.settimeout(1)
+                        c.sendall(_line({"proto": RDV_PROTO,
+                                         "error": str(e)}))
+                    except OSError:
+                        pass
+                    drop(c)
+                    continue
+                # The address is the one the task reached us from, not one
+                # it claims.
+                table[rank] = (peer, port, host)
+                ranks[rank] = c
+                sel.unregister(c)
+        answer = _line({"proto": RDV_PROTO, "cluster": cid, "key": key,
+                        "nodes": [list(t) for t in table]})
+        for rank, c in ranks.items():
+            try:
+                c.setblocking(True)
+                c.settimeout(max(1.0, deadline - time.monotonic()))
+                c.sendall(answer)
+            except OSError as e:
+                raise StepError(f"node: rendezvous: cannot answer task "
+                                f"{rank}: {e}")
+    finally:
+        for c in list(conns) + list(ranks.values()):
+            c.close()
+        sel.close()
+        lsock.close()
+    return cid, key, table
+
+
+def register(step, server, deadline):
+    """Any other task: find task 0 at one of its candidate ports, register
+    a port of this host, return (port socket, cluster id, key, table)."""
+    ports = rendezvous_ports(step)
+    why = "no answer"
+    while time.monotonic() < deadline:
+        for port in ports:
+            try:
+                c = socket.create_connection((server, port), timeout=2)
+            except OSError as e:
+                why = f"{server}:{port}: {e.strerror or e}"
+                continue
+            psock = None
+            try:
+                mine = c.getsockname()[0]
+                psock = cluster.bind_free_ports(1, mine)[0]
+                me = (_check_addr(mine), psock.getsockname()[1], step.host)
+                c.settimeout(max(1.0, deadline - time.monotonic()))
+                c.sendall(_line({"proto": RDV_PROTO, "job": step.job,
+                                 "step": step.step, "rank": step.rank,
+                                 "port": me[1], "host": step.host}))
+                data = b""
+                while b"\n" not in data:
+                    more = c.recv(65536)
+                    if not more:
+                        break
+                    data += more
+                    if len(data) > RDV_TABLE_MAX:
+                        raise ValueError("an answer too large")
+                cid, key, table = check_table(data.split(b"\n", 1)[0],
+                                              step, me)
+                return psock, cid, key, table
+            except (OSError, ValueError) as e:
+                why = f"{server}:{port}: {e}"
+                if psock:
+                    psock.close()
+                if isinstance(e, ValueError) and "refused" in str(e):
+                    raise StepError(f"node: rendezvous: {why}")
+            finally:
+                c.close()
+        time.sleep(0.2)
+    raise StepError(f"node: rendezvous: task {step.rank} found no task 0 "
+                    f"of step {step.job}.{step.step} ({why})")
+
+
+def shm_dir(step):
+    """A directory of this host and step for the nodes' Unix sockets."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    d = os.path.join(base, f"tempest-{os.getuid()}-{step.job}.{step.step}-"
+                     f"{step.host}")
+    # c<16>-h<16>-n<node>.sock must fit in sun_path (108 bytes).
+    if len(d) > 60:
+        d = os.path.join("/tmp", f"tempest-{os.getuid()}-{step.job}."
+                         f"{step.step}-{step.host}")
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass        # another task of this host; QEMU checks it is safe
+    return d
+
+
+def node_parser(add_help=True):
+    p = argparse.ArgumentParser(
+        prog="tempest node", add_help=add_help,
+        description="One node of a cluster launched as a Slurm job step "
+        "(srun -l -n N scripts/tempest node prog.elf args); docs/slurm.rst.")
+    p.add_argument("--smp", type=cluster.positive, default=1,
+                   help="vCPUs per node, 1 to 8 (default 1)")
+    p.add_argument("--mem", type=cluster.parse_mem, default="128M",
+                   help="RAM per node (default 128M)")
+    p.add_argument("--tagmem", type=cluster.parse_mem, default=None,
+                   help="tagged memory (machine default 64M; 0 for none)")
+    p.add_argument("--cpu", default=None, help="CPU model")
+    p.add_argument("--credits", type=cluster.positive, default=None,
+                   help="packets in flight per peer and network")
+    p.add_argument("--spin-us", type=int, default=None, metavar="US",
+                   help="how long a node polls before it sleeps (default: "
+                   "50 when every task of this host has a core, else 0)")
+    p.add_argument("--timeout", type=float, default=0,
+                   help="seconds before the node is stopped (default 0: "
+                   "never; Slurm's time limit applies)")
+    p.add_argument("--rendezvous-timeout", type=float, default=RDV_TIMEOUT,
+                   help=f"seconds for the tasks to meet (default "
+                   f"{RDV_TIMEOUT:g})")
+    p.add_argument("--qemu-arg", action="append", default=[],
+                   metavar="ARG", help="extra QEMU argument (repeatable)")
+    p.add_argument("program", help="the guest ELF (scripts/tempest cc)")
+    p.add_argument("args", nargs=argparse.REMAINDER,
+                   help="arguments passed to main() on every node")
+    return p
+
+
+def run_node(a, env=None):
+    """scripts/tempest node: meet the step's other tasks, run this task's
+    node; returns its exit status."""
+    env = os.environ if env is None else env
+    step = Step(env)
+    cluster.check_program(a.program)
+    cluster.check_settings(step.ntasks, a.smp, a.mem, a.tagmem, a.credits,
+                           a.timeout)
+    if not os.path.exists(QEMU_BIN):
+        raise StepError("node: QEMU is not built; run 'scripts/tempest "
+                        "build'")
+    run_dir = env.get(RUN_DIR_ENV) or os.path.abspath(
+        f"tempest-slurm-{step.job}.{step.step}")
+    os.makedirs(run_dir, exist_ok=True)
+    deadline = time.monotonic() + a.rendezvous_timeout
+    private = tempfile.mkdtemp(prefix="tempest-node-")
+    psock = None
+    sockdir = None
+    try:
+        fabric, opts, cid, key_file = None, "", 0, None
+        if step.ntasks > 1:
+            server = node_address(first_host(step.nodelist)) \
+                if step.rank else None
+            if step.rank == 0:
+                psock = cluster.bind_free_ports(
+                    1, node_address(step.host))[0]
+                cid, key, table = serve(step, psock.getsockname()[0], psock,
+                                        deadline)
+            else:
+                psock, cid, key, table = register(step, server, deadline)
+            fabric = "tcp:" + ";".join(
+                (f"[{h}]" if ":" in h else h) + f":{p}" for h, p, _ in table)
+            sockdir = shm_dir(step)
+            opts = f",fabric-shm=auto,fabric-shm-dir={sockdir}"
+            key_file = os.path.join(private, "key")
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(key)
+        spin = cluster.spin_default(a.spin_us, step.tasks_here())
+        cmd = cluster.node_command(step.rank, step.ntasks, a.program, a.args,
+                                   a.smp, a.mem, a.cpu, a.qemu_arg, fabric,
+                                   cid, a.credits, a.tagmem, key_file, spin,
+                                   opts, step.host if fabric else None)
+        with open(os.path.join(run_dir, f"node{step.rank}.cmd"), "w") as f:
+            f.write(" ".join(cmd) + "\n")
+        if psock:
+            psock.close()       # QEMU binds it now
+            psock = None
+        return _run_qemu(cmd, run_dir, step.rank, a.timeout)
+    finally:
+        if psock:
+            psock.close()
+        shutil.rmtree(private, ignore_errors=True)
+        if sockdir:
+            try:
+                os.rmdir(sockdir)   # the last node of the host removes it
+            except OSError:
+                pass
+
+
+def _run_qemu(cmd, run_dir, rank, timeout):
+    """Run one node's QEMU: its console to standard output and nodeK.log,
+    its records to nodeK.records; returns its status by run's rules."""
+    stop = []
+
+    def on_signal(signum, frame):
+        stop.append(signum)
+
+    old = {s: signal.signal(s, on_signal)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    watchdog = cluster.Watchdog()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            process_group=0)
+    watchdog.watch(proc.pid)
+    out = sys.stdout.buffer
+
+    def pump():
+        with open(os.path.join(run_dir, f"node{rank}.log"), "wb") as log, \
+                open(os.path.join(run_dir, f"node{rank}.records"),
+                     "wb") as rec:
+            for raw in iter(proc.stdout.readline, b""):
+                raw, record = split_record(raw)
+                if record is not None:
+                    rec.write(record)
+                    if not raw:
+                        continue
+                log.write(raw)
+                log.flush()
+                out.write(raw)
+                out.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    t0 = time.monotonic()
+    status = None
+    try:
+        while proc.poll() is None:
+            if stop or (timeout and time.monotonic() - t0 > timeout):
+                break
+            time.sleep(0.05)
+        if proc.poll() is None:
+            cluster.stop_processes([proc])
+            status = 128 + stop[0] if stop else cluster.STATUS_TIMEOUT
+            say(f"node {rank}: " + (f"stopped by signal {stop[0]}" if stop
+                                    else f"timeout after {timeout:g} s"))
+        else:
+            status = cluster.status_of(proc.returncode)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        watchdog.close()
+        reader.join(timeout=5)
+        for s, h in old.items():
+            signal.signal(s, h)
+    return status
+
+
+def merge_records(run_dir, nodes):
+    """run --slurm, after the step: the nodes' records as one run's
+    (strata.log, states.svg, trace.json); returns the files written."""
+    from .stategraph import Records
+    records = Records()
+    for i in range(nodes):
+        try:
+            with open(os.path.join(run_dir, f"node{i}.records"), "rb") as f:
+                for line in f:
+                    records.take(i, line)
+        except OSError:
+            pass
+    return records.write(run_dir, nodes)
+
+
+def run_slurm(a):
+    """scripts/tempest run --slurm: the cluster as a job step of srun's;
+    returns srun's exit status."""
+    if shutil.which("srun") is None:
+        raise StepError("run --slurm: no srun here (Debian: apt-get install "
+                        "slurm-client)")
+    for opt, bad in (("--linux", a.linux), ("--shell", a.shell is not None),
+                     ("--gdb", a.gdb is not None), ("--hosts", a.hosts),
+                     ("--forward", a.forward), ("--fabric", a.fabric),
+                     ("--tcp", a.tcp)):
+        if bad:
+            raise StepError(f"run --slurm: {opt} is not supported with "
+                            "--slurm (docs/slurm.rst)")
+    cluster.check_program(a.program)
+    mem = a.mem or "128M"
+    timeout = 120 if a.timeout is None else a.timeout
+    cluster.check_settings(a.nodes, a.smp, mem, a.tagmem, a.credits, timeout)
+    run_dir = os.path.abspath(a.run_dir or cluster.new_run_dir(a.program))
+    os.makedirs(run_dir, exist_ok=True)
+    tempest = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))), "tempest")
+    cmd = ["srun", "--label", f"--ntasks={a.nodes}"]
+    if a.ntasks_per_node:
+        cmd.append(f"--ntasks-per-node={a.ntasks_per_node}")
+    cmd += list(a.srun_arg)
+    cmd += [tempest, "node", "--smp", str(a.smp), "--mem", mem,
+            "--timeout", f"{timeout:g}"]
+    for opt, v in (("--tagmem", a.tagmem), ("--cpu", a.cpu),
+                   ("--credits", a.credits), ("--spin-us", a.spin_us)):
+        if v is not None:
+            cmd += [opt, str(v)]
+    for q in a.qemu_arg:
+        cmd.append(f"--qemu-arg={q}")
+    cmd += [os.path.abspath(a.program)] + list(a.args)
+    with open(os.path.join(run_dir, "command.txt"), "w") as f:
+        f.write(" ".join(cmd) + "\n")
+    t0 = time.monotonic()
+    env = dict(os.environ, **{RUN_DIR_ENV: run_dir})
+    out = None if not a.quiet else subprocess.DEVNULL
+    rc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
+                        stdout=out).returncode
+    status = cluster.status_of(rc)
+    outputs = merge_records(run_dir, a.nodes)
+    summary = (f"{a.nodes} task{'s' if a.nodes > 1 else ''} exited 0"
+               if status == 0 else f"srun exited with status {status}") + \
+        f" in {time.monotonic() - t0:.2f} s (logs: {rel(run_dir)})"
+    if outputs:
+        summary += "; wrote " + ", ".join(os.path.basename(p)
+                                          for p in outputs)
+    with open(os.path.join(run_dir, "summary.txt"), "w") as f:
+        f.write(summary + "\n")
+    say(f"run: {summary}")
+    return status
