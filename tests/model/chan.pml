@@ -16,7 +16,7 @@
  *   - the writer outputs ND values 1, 2, ... (pre-sent: DATA leaves at
  *     once, the output completes on the ACK); the reader inputs them and
  *     asserts that each is the next one (no loss, no duplicate, in order);
- *   - the reader end moves RHOPS times (node 1 -> 2 -> 0), the writer end
+ *   - the reader end moves RHOPS times (node 1 -> 2 -> 1), the writer end
  *     WHOPS times (node 0 -> 1), each move a port output over a channel of
  *     its own (a "carrier") and input at the far end, at any point between
  *     the data, so both ends move at once (stage 5) in every interleaving.
@@ -31,6 +31,8 @@
  *   -DOPT2  paper 3.2.7, second: the CONFIRM is sent by whoever wires up
  *           (the companion, or in stage 5 the node its port went to), not
  *           by the origin after its DELETE.
+ *   -DMUTANT_NO_RESEND  stage 3 without the resend: a mutant that must
+ *           fail, to show that the checks can.
  *   -DRHOPS=n -DWHOPS=n -DND=n  the bounds (defaults 1, 1, 2).
  */
 
@@ -376,7 +378,11 @@ inline wire_h(me, target, new, old, wrx, ti) {
             if
             :: P[p].tx > wrx ->
                 /* 3.2: what the old port dropped goes to the new one. */
+#ifdef MUTANT_NO_RESEND
+                skip            /* a mutant: the checks must fail */
+#else
                 cp_send_output(me, p)
+#endif
             :: P[p].tx <= wrx && P[p].mode == OUT_DATA ->
                 /* Input before the move; its acknowledgement is late. */
                 P[p].state = IDLE;
@@ -549,32 +555,34 @@ inline exec_input_port(me, p, wait) {
 
 /* ---- the channel controllers -------------------------------------------- */
 
-/* One message from queue @s to @me, handled atomically (the protocol
- * thread runs one handler at a time; a handler never waits). */
-#define HANDLE(s) \
-    atomic { net[(s) * NNODES + me]?m, a, b, c, d, e, f, g -> \
-        if \
-        :: m == DATA -> data_h(me, a, b, c, d) \
-        :: m == ACK -> ack_h(me, a, b, c) \
-        :: m == PORTDATA -> portdata_h(me, a, b, c, d, e, f, g) \
-        :: m == WIRE -> wire_h(me, a, b, c, d, e) \
-        :: m == FWD -> fwd_h(me, a, b, c, e) \
-        :: m == DELETE -> delete_h(me, a) \
-        :: m == CONFIRM -> confirm_h(me, a) \
-        fi; \
-        m = 0; a = 0; b = 0; c = 0; d = 0; e = 0; f = 0; g = 0; \
-        p = 0; t = 0; n = 0; ok = 0 \
-    }
-
+/*
+ * One message from any queue to @me, handled atomically: the protocol
+ * thread runs one handler at a time, and a handler never waits.
+ */
 proctype controller(byte me) {
     mtype m;
     byte a, b, c, d, e, f, g, p, t, n;
     bit ok;
 end:
     do
-    :: HANDLE(0)
-    :: HANDLE(1)
-    :: HANDLE(2)
+    :: atomic {
+        if
+        :: net[0 * NNODES + me]?m, a, b, c, d, e, f, g
+        :: net[1 * NNODES + me]?m, a, b, c, d, e, f, g
+        :: net[2 * NNODES + me]?m, a, b, c, d, e, f, g
+        fi;
+        if
+        :: m == DATA -> data_h(me, a, b, c, d)
+        :: m == ACK -> ack_h(me, a, b, c)
+        :: m == PORTDATA -> portdata_h(me, a, b, c, d, e, f, g)
+        :: m == WIRE -> wire_h(me, a, b, c, d, e)
+        :: m == FWD -> fwd_h(me, a, b, c, e)
+        :: m == DELETE -> delete_h(me, a)
+        :: m == CONFIRM -> confirm_h(me, a)
+        fi;
+        m = 0; a = 0; b = 0; c = 0; d = 0; e = 0; f = 0; g = 0;
+        p = 0; t = 0; n = 0; ok = 0
+    }
     od
 }
 
