@@ -89,7 +89,7 @@ def verify(name, defines, cflags):
     work = os.path.join(WORK, name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    shutil.copy(MODEL, work)
+    shutil.copy(MODEL, os.path.join(work, "chan.pml"))
     steps = [["spin", "-a"] + defines + ["chan.pml"],
              ["gcc"] + PAN_CFLAGS + cflags + ["-o", "pan", "pan.c"],
              ["./pan", "-m200000"]]
@@ -144,7 +144,7 @@ def suite(results, k):
         results.record("model/setup", False, "spin not installed", str(e))
         return
     for name, (defines, cflags, want_error) in CHECKS.items():
-        if k and k not in name:
+        if k and k not in f"model/{name}":
             continue
         t0 = time.monotonic()
         pan, log = verify(name, defines, cflags)
@@ -166,7 +166,7 @@ def suite(results, k):
             results.record(f"model/{name}", ok,
                            f"{pan.errors} errors, {pan.summary()}; {took}",
                            pan.out if ok else log)
-    if not k or k in "drift":
+    if not k or k in "model/drift":
         ok, out = drift()
         results.record("model/drift", ok, out.strip().splitlines()[-1]
                        if out.strip() else "", out)
