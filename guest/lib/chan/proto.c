@@ -27,6 +27,11 @@
  * receiver drop a duplicate and let stage 3 tell whether the output under
  * way was input before the port moved (its acknowledgement may still be
  * on the way) or must be sent again.
+ *
+ * tests/model/chan.pml mirrors these handlers for the SPIN model checker
+ * (docs/chan.rst, "The protocol, model-checked"), and
+ * tests/model/transitions.txt lists their transitions: a change to one is
+ * a change to the others (the test suite 'model' compares them).
  */
 #include <stdlib.h>
 #include <string.h>

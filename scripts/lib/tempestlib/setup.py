@@ -48,6 +48,9 @@ FUZZ_PACKAGES = ["clang", "libclang-rt-dev", "llvm"]
 # (iproute2; nsenter is util-linux, always there).
 SLURM_PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge",
                   "iproute2"]
+# Only for the test suite 'model', installed when it runs: the SPIN model
+# checker (it compiles its verifiers with gcc, from PACKAGES).
+MODEL_PACKAGES = ["spin"]
 MIN_MESON = (1, 5, 0)
 QEMU_SERIES = "10.0."
 
@@ -239,33 +242,40 @@ def setup(quiet=False):
     linux.setup_linux(quiet=quiet)
 
 
-def install_extra(pkgs, what):
-    """Install those of pkgs that are missing (root), for what."""
-    missing = [p for p in pkgs if p not in installed(pkgs)]
-    if missing:
-        if os.geteuid() != 0:
-            raise StepError(f"setup: installing the {what} needs root "
-                            f"(missing: {' '.join(missing)})")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        say("setup: apt-get update")
-        run_step("setup: apt-get update", ["apt-get", "update", "-q"],
-                 env=env, quiet=True)
-        say(f"setup: installing {' '.join(missing)} ({what})")
-        run_step(f"setup: installing the {what}",
-                 ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
-                 + missing, env=env, quiet=True)
+def install_extra(packages, what):
+    """Installs those of @packages (a suite's own, beyond PACKAGES) that are
+    missing, from Debian's archive; @what names them in messages."""
+    missing = [p for p in packages if p not in installed(packages)]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise StepError(f"setup: installing {what} needs root "
+                        f"(missing: {' '.join(missing)})")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    say("setup: apt-get update")
+    run_step("setup: apt-get update", ["apt-get", "update", "-q"],
+             env=env, quiet=True)
+    say(f"setup: installing {' '.join(missing)} ({what})")
+    run_step(f"setup: installing {what}",
+             ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
+             + missing, env=env, quiet=True)
+
+
+def setup_model():
+    """What the test suite 'model' needs beyond setup(): MODEL_PACKAGES."""
+    install_extra(MODEL_PACKAGES, "the model checker")
 
 
 def setup_slurm():
     """What 'run --slurm' and the test suite 'slurm' need: SLURM_PACKAGES
     (the suite starts its own daemons; Debian's services are not used)."""
-    install_extra(SLURM_PACKAGES, "Slurm packages")
+    install_extra(SLURM_PACKAGES, "the Slurm packages")
 
 
 def setup_fuzz():
     """What the fuzz build needs beyond setup(): FUZZ_PACKAGES, and
     ccache's clang links (made by ccache only for compilers it has seen)."""
-    install_extra(FUZZ_PACKAGES, "fuzzing toolchain")
+    install_extra(FUZZ_PACKAGES, "the fuzzing toolchain")
     if os.path.isdir("/usr/lib/ccache") and \
        not os.path.exists("/usr/lib/ccache/clang") and \
        shutil.which("update-ccache-symlinks") and os.geteuid() == 0:

@@ -17,6 +17,10 @@ Suites, by layer:
          namespaces (root; docs/slurm.rst)
   fuzz   a short libFuzzer run of the node controller and the fabric, and
          every saved reproducer replayed (scripts/tempest fuzz)
+  model  libchan's migration protocol model-checked with SPIN
+         (tests/model: no deadlock, no data lost or duplicated, the
+         paper's two incorrect optimisations found wrong, the model and
+         proto.c kept to one transition table)
 
 The last line is 'N passed, M failed'; the exit status is 0 only if every
 test passed.
@@ -35,7 +39,7 @@ from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
 from .setup import qemu_source_dir
 
 SUITES = ["unit", "qtest", "tcg", "guest", "linux", "slurm", "style",
-          "fuzz"]
+          "fuzz", "model"]
 TCG_TESTS = os.path.join(ROOT, "build", "tcg-tests")
 TEST_RUNS = os.path.join(ROOT, "build", "test-runs")
 
@@ -350,10 +354,14 @@ def suite_fuzz(results, k):
     fuzz.suite(results, k)
 
 
+def suite_model(results, k):
+    from . import model
+    model.suite(results, k)
+
+
 RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "tcg": suite_tcg,
            "guest": suite_guest, "linux": suite_linux, "slurm": suite_slurm,
-           "style": suite_style,
-           "fuzz": suite_fuzz}
+           "style": suite_style, "fuzz": suite_fuzz, "model": suite_model}
 
 
 def run_suites(suites, k=None, verbose=False):
