@@ -196,7 +196,10 @@ static void fabric_ep_ready(void *opaque)
         }
         if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->sock_reading) {
             fabric_conn_readable(c);
-        } else if (c->writing) {
+        }
+        /* Both, as the main loop would: unless reading closed it. */
+        if (f->ep_batch[i].data.ptr == c &&
+            (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && c->writing) {
             fabric_conn_writable(c);
         }
     }
