@@ -402,12 +402,14 @@ def bench_scale(repeat):
     idle = build.guest_program("bench/idle_bench.elf")
     strata = build.guest_program("bench/strata_bench.elf")
     radix = build.guest_program("examples/radix-sort/radix.elf")
+    # (what, program, its arguments, the time it reports of itself: what
+    # and how to read it from node 0's log, or None)
     jobs = [("hello", hello, [], None),
             ("Barrier loop", strata, [str(SCALE_BARRIERS)],
-             lambda log: _parse_bench(log, "strata_bench")["barrier_ns"]
-             / 1e9),
-            ("radix sort", radix,
-             [str(SCALE_RADIX_KEYS)], _radix_s)]
+             ("per barrier", lambda log: _parse_bench(
+                 log, "strata_bench")["barrier_ns"] / 1e9)),
+            ("radix sort", radix, [str(SCALE_RADIX_KEYS)],
+             ("the sort", _radix_s))]
     rows, mem = [], []
     for what, elf, args, inner in jobs:
         ref = ref_in = None
@@ -421,18 +423,17 @@ def bench_scale(repeat):
                     walls.append(time.perf_counter() - t0)
                 peaks.append(rss.peak())
                 if inner:
-                    ins.append(inner(log))
-            wall, ref = _med(walls), ref or _med(walls)
+                    ins.append(inner[1](log))
+            wall = _med(walls)
+            ref = ref or wall
             rows.append((f"{what}, {n} nodes, wall"
                          + (" (reference)" if n == SCALE_NODES[0] else ""),
                          wall, wall[0] / ref[0]))
             if inner:
                 m = _med(ins)
                 ref_in = ref_in or m
-                rows.append((f"{what}, {n} nodes, " +
-                             ("per barrier" if elf == strata else "the sort")
-                             + f" (ratio: to {SCALE_NODES[0]})", m,
-                             m[0] / ref_in[0]))
+                rows.append((f"{what}, {n} nodes, {inner[0]} (ratio: to "
+                             f"{SCALE_NODES[0]})", m, m[0] / ref_in[0]))
             mem.append((what, n, _med([p / 2**20 for p in peaks])))
 
     for what, n, peak in mem:
