@@ -116,8 +116,8 @@ void fabric_host_start(FabricSocket *f)
     unlink(path);           /* a stale one of ours, in our own directory */
     addr.u.q_unix.path = path;
     f->local_listener = qio_channel_socket_new();
-    if (qio_channel_socket_listen_sync(f->local_listener, &addr, f->nodes,
-                                       &err) < 0) {
+    if (qio_channel_socket_listen_sync(f->local_listener, &addr,
+                                       fabric_backlog(f->nodes), &err) < 0) {
         warn_reportf_err(err, "tempest fabric: node %u: every link goes "
                          "over TCP: ", f->node);
         object_unref(OBJECT(f->local_listener));

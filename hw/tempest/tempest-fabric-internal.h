@@ -19,6 +19,16 @@
 #define FABRIC_READ_BUDGET  (256 * KiB)
 #define FABRIC_EP_BATCH     64          /* ready sockets per main-loop turn */
 
+/*
+ * The listen backlog of a node of nodes: every other node may dial it at
+ * once, and a dialler that gave up may have a second try queued (the
+ * kernel caps it at net.core.somaxconn).
+ */
+static inline int fabric_backlog(unsigned nodes)
+{
+    return MAX(2 * nodes, 128);
+}
+
 typedef struct FabricShm FabricShm;
 typedef struct FabricLinkUp FabricLinkUp;
 typedef struct FabricConn FabricConn;

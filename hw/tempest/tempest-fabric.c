@@ -48,6 +48,7 @@
 #define FABRIC_HELLO_MS     10000
 #define FABRIC_TX_PAUSE     (8 * MiB)
 #define FABRIC_ACCEPT_PAUSE_MS 100
+#define FABRIC_ACCEPT_BATCH 64
 
 static void fabric_set_state(FabricSocket *f, int state)
 {
@@ -1076,7 +1077,26 @@ static FabricConn *fabric_conn_new(FabricSocket *f, QIOChannelSocket *sioc,
     return c;
 }
 
-/* Close connections that did not prove themselves in FABRIC_HELLO_MS. */
+/*
+ * How long connection c may take to prove itself: FABRIC_HELLO_MS for a
+ * good HELLO (a stranger, or a socket that accepts and never answers, is
+ * dropped then), then the fabric's own timeout for the AUTH.  Once the
+ * HELLOs are through, each side has sent or is sending its AUTH, and the
+ * other side may already count the link as made; closing it because
+ * this node or its peer did not run for a while (an overloaded host)
+ * would make that side lose us for good.  Before the HELLO nothing can
+ * have counted it (an AUTH only follows a good HELLO), and a link not
+ * made in the fabric's timeout is given up by both sides anyway.
+ */
+static int64_t fabric_pending_limit(FabricSocket *f, FabricConn *c)
+{
+    if (c->hello_node >= 0) {
+        return MAX(f->parent_obj.timeout_ms, FABRIC_HELLO_MS);
+    }
+    return FABRIC_HELLO_MS;
+}
+
+/* Close connections that did not prove themselves in time. */
 static void fabric_pending_expire(void *opaque)
 {
     FabricSocket *f = opaque;
@@ -1084,13 +1104,14 @@ static void fabric_pending_expire(void *opaque)
 
     for (GList *l = f->pending, *nl; l; l = nl) {
         FabricConn *c = l->data;
+        int64_t end = c->born_ms + fabric_pending_limit(f, c);
 
         nl = l->next;
-        if (now - c->born_ms >= FABRIC_HELLO_MS) {
+        if (now >= end) {
             fabric_drop(f, -1, "no HELLO and AUTH in time");
             fabric_conn_close(c, "no HELLO and AUTH in time");
-        } else if (!next || c->born_ms + FABRIC_HELLO_MS < next) {
-            next = c->born_ms + FABRIC_HELLO_MS;
+        } else if (!next || end < next) {
+            next = end;
         }
     }
     if (next) {
@@ -1115,33 +1136,41 @@ static void fabric_accept_resume(void *opaque)
     fabric_accept_watch(opaque, true);
 }
 
+/*
+ * Take the connections waiting on listener, up to FABRIC_ACCEPT_BATCH: a
+ * full TCP accept queue drops the dialler's last handshake segment, and
+ * the kernel's retries back off to seconds (docs/fabric.rst, "Forming
+ * the cluster"), so the queue is emptied, not taken one a turn.
+ */
 static void fabric_accept_from(FabricSocket *f, QIOChannelSocket *listener)
 {
-    QIOChannelSocket *sioc = qio_channel_socket_accept(listener, NULL);
+    for (int i = 0; i < FABRIC_ACCEPT_BATCH; i++) {
+        QIOChannelSocket *sioc = qio_channel_socket_accept(listener, NULL);
 
-    if (!sioc) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-            errno == ENOMEM) {
-            /*
-             * Out of descriptors: the listener stays readable, so stop
-             * watching it for a while instead of spinning.
-             */
-            fabric_accept_watch(f, false);
-            timer_mod(f->accept_timer,
-                      qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
-                      FABRIC_ACCEPT_PAUSE_MS);
+        if (!sioc) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                errno == ENOMEM) {
+                /*
+                 * Out of descriptors: the listener stays readable, so stop
+                 * watching it for a while instead of spinning.
+                 */
+                fabric_accept_watch(f, false);
+                timer_mod(f->accept_timer,
+                          qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                          FABRIC_ACCEPT_PAUSE_MS);
+            }
+            return;
         }
-        return;
+        trace_tempest_fabric_accept(f->node);
+        if (f->npending >= MAX(FABRIC_MAX_PENDING, 2 * f->nodes)) {
+            /* Too many strangers at once: refused at the door. */
+            f->dropped_conns++;
+            fabric_drop(f, -1, "too many connections before HELLO");
+            object_unref(OBJECT(sioc));
+            continue;
+        }
+        fabric_conn_new(f, sioc, -1);
     }
-    trace_tempest_fabric_accept(f->node);
-    if (f->npending >= MAX(FABRIC_MAX_PENDING, 2 * f->nodes)) {
-        /* Too many strangers at once: this one is refused at the door. */
-        f->dropped_conns++;
-        fabric_drop(f, -1, "too many connections before HELLO");
-        object_unref(OBJECT(sioc));
-        return;
-    }
-    fabric_conn_new(f, sioc, -1);
 }
 
 /* Either listener is readable (both are non-blocking): take what waits. */
@@ -1160,6 +1189,7 @@ static void fabric_dial_done(QIOTask *task, gpointer opaque)
     FabricDial *d = opaque;
     FabricSocket *f = d->fab;
     QIOChannelSocket *sioc = d->sioc;
+    Error *err = NULL;
     FabricConn *c;
 
     d->sioc = NULL;
@@ -1168,7 +1198,10 @@ static void fabric_dial_done(QIOTask *task, gpointer opaque)
         return;
     }
     f->dials[d->node] = NULL;
-    if (qio_task_propagate_error(task, NULL)) {
+    if (qio_task_propagate_error(task, &err)) {
+        trace_tempest_fabric_dial_failed(f->node, d->node,
+                                         error_get_pretty(err));
+        error_free(err);
         if (d->local) {
             fabric_host_failed(f, d->node, false, "connect failed");
         }
@@ -1217,6 +1250,7 @@ static void fabric_dial(FabricSocket *f, unsigned i)
     d->local = local;
     d->sioc = qio_channel_socket_new();
     f->dials[i] = d;
+    trace_tempest_fabric_dial_start(f->node, i, local ?: f->addrs[i]);
     qio_channel_socket_connect_async(d->sioc, addr, fabric_dial_done, d,
                                      g_free, NULL);
 }
@@ -1397,7 +1431,8 @@ static bool sock_start(TempestFabric *obj, Error **errp)
     f->ep_open = true;
     qemu_set_fd_handler(f->epfd, fabric_ep_ready, NULL, f);
     f->listener = qio_channel_socket_new();
-    if (qio_channel_socket_listen_sync(f->listener, addr, nodes, errp) < 0) {
+    if (qio_channel_socket_listen_sync(f->listener, addr,
+                                       fabric_backlog(nodes), errp) < 0) {
         error_prepend(errp, "fabric: node %u cannot listen at %s: ", node,
                       f->addrs[node]);
         goto fail;

@@ -140,14 +140,40 @@ static inline void peer_hello(FabricHello *h, uint64_t cluster,
  * cluster READY once every other node has joined it), and *their_flags
  * (if not NULL) holds its HELLO's flags.
  */
+static inline void peer_handshake_finish(int fd, const FabricHello *mine,
+                                         unsigned to, const uint8_t *key,
+                                         size_t key_len,
+                                         uint32_t *their_flags);
+
 static inline void peer_handshake(int fd, unsigned to, unsigned self,
                                   unsigned nodes, uint64_t cluster,
                                   const uint8_t *key, size_t key_len,
                                   uint32_t flags, uint32_t *their_flags)
 {
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
+    FabricHello h;
+
+    peer_hello(&h, cluster, self, nodes);
+    h.flags = flags;
+    fabric_put_hello(frame, &h);
+    g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
+    peer_handshake_finish(fd, &h, to, key, key_len, their_flags);
+}
+
+/*
+ * The rest of peer_handshake() once our HELLO (mine) is sent: the node's
+ * HELLO and AUTH, then ours (the key is the cluster id when key is NULL).
+ */
+static inline void peer_handshake_finish(int fd, const FabricHello *mine,
+                                         unsigned to, const uint8_t *key,
+                                         size_t key_len,
+                                         uint32_t *their_flags)
+{
+    uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     uint8_t mac[FABRIC_AUTH_SIZE], cid[8];
-    FabricHello h, theirs;
+    uint64_t cluster = mine->cluster;
+    unsigned self = mine->node;
+    FabricHello h = *mine, theirs;
     uint32_t len;
 
     if (!key) {
@@ -155,10 +181,6 @@ static inline void peer_handshake(int fd, unsigned to, unsigned self,
         key = cid;
         key_len = sizeof(cid);
     }
-    peer_hello(&h, cluster, self, nodes);
-    h.flags = flags;
-    fabric_put_hello(frame, &h);
-    g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
     g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
                      FABRIC_HELLO);
     fabric_get_hello(frame + FABRIC_HDR_SIZE, &theirs);
@@ -230,17 +252,36 @@ static inline int peer_listen(const char *dir, unsigned self, int backlog)
  * HELLO) with HELLO flags 'flags', authenticating with the cluster id as
  * the key; *their_flags (if not NULL) gets the flags of the node's HELLO.
  */
+static inline void peer_answer(int fd, unsigned self, unsigned from,
+                               unsigned nodes, uint64_t cluster,
+                               uint32_t flags, uint32_t *their_flags,
+                               unsigned pause_us);
+
 static inline int peer_accept_flags(int lfd, unsigned self, unsigned from,
                                     unsigned nodes, uint64_t cluster,
                                     uint32_t flags, uint32_t *their_flags)
+{
+    int fd = accept(lfd, NULL, NULL);
+
+    g_assert_cmpint(fd, >=, 0);
+    peer_answer(fd, self, from, nodes, cluster, flags, their_flags, 0);
+    return fd;
+}
+
+/*
+ * peer_accept_flags() on a connection already accepted, pausing pause_us
+ * between our HELLO and our AUTH.
+ */
+static inline void peer_answer(int fd, unsigned self, unsigned from,
+                               unsigned nodes, uint64_t cluster,
+                               uint32_t flags, uint32_t *their_flags,
+                               unsigned pause_us)
 {
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE];
     uint8_t mac[FABRIC_AUTH_SIZE], key[8];
     FabricHello h, theirs;
     uint32_t len;
-    int fd = accept(lfd, NULL, NULL);
 
-    g_assert_cmpint(fd, >=, 0);
     fabric_st64(key, cluster);
     g_assert_cmpuint(peer_read_frame(fd, frame, sizeof(frame), &len), ==,
                      FABRIC_HELLO);
@@ -253,6 +294,7 @@ static inline int peer_accept_flags(int lfd, unsigned self, unsigned from,
     h.flags = flags;
     fabric_put_hello(frame, &h);
     g_assert_cmpint(write(fd, frame, sizeof(frame)), ==, sizeof(frame));
+    g_usleep(pause_us);
     fabric_auth_mac(key, sizeof(key), theirs.nonce, h.nonce, cluster, self,
                     from, mac);
     peer_send(fd, FABRIC_AUTH, 0, mac, sizeof(mac));
@@ -261,7 +303,6 @@ static inline int peer_accept_flags(int lfd, unsigned self, unsigned from,
     fabric_auth_mac(key, sizeof(key), h.nonce, theirs.nonce, cluster, from,
                     self, mac);
     g_assert_true(fabric_mac_equal(mac, frame + FABRIC_HDR_SIZE));
-    return fd;
 }
 
 /* peer_accept_flags() with no HELLO flags. */

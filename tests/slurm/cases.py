@@ -43,7 +43,7 @@ NET = "10.77.0"             # 10.77.0.1 the controller, .11 h1, .12 h2
 BRIDGE = "tempest-sbr"
 HOSTS = {"h1": 11, "h2": 12}
 CLEAN = [r"\*\*\* tempest", r"\*\*\* CRASH"]
-TRACE_EVENTS = ["tempest_fabric_rx", "tempest_fabric_shm"]
+TRACE_EVENTS = ["tempest_fabric_rx", "tempest_fabric_shm", "tempest_fabric_connect", "tempest_fabric_accept", "tempest_fabric_peer_up", "tempest_fabric_close", "tempest_fabric_drop", "tempest_fabric_want", "tempest_fabric_dial", "tempest_fabric_local_failed", "tempest_fabric_dial_start", "tempest_fabric_dial_failed"]
 STEP_TIMEOUT = 90           # node --timeout: a hung node ends by itself
 SRUN_LIMIT = 150            # seconds an srun may take before it is failed
 LOCK = "/run/lock/tempest-slurm-suite.lock"
@@ -300,7 +300,8 @@ class Step(GUEST.Run):
         events = os.path.join(run_dir, "trace-events")
         with open(events, "w") as f:
             f.write("\n".join(TRACE_EVENTS) + "\n")
-        qemu = ["--qemu-arg=-trace",
+        qemu = ["--qemu-arg=-msg", "--qemu-arg=timestamp=on",
+                "--qemu-arg=-trace",
                 f"--qemu-arg=events={events},file={trace}/qemu-%d.log"]
         per_host = self.nodes // len(HOSTS)
         prog = GUEST.prog(self.program)
