@@ -283,9 +283,11 @@ class Step(GUEST.Run):
     run, and with the traffic between and inside the hosts checked."""
 
     def __init__(self, name, program, tasks, node_opts=(), traffic=True,
-                 via_run=False, known=None, **kw):
+                 via_run=False, known=None, linux=False, **kw):
         super().__init__(name, program, nodes=tasks, **kw)
-        self.node_opts = list(node_opts)
+        # Linux nodes: the program as built for them (build/guest-linux).
+        self.linux = linux
+        self.node_opts = list(node_opts) + (["--linux"] if linux else [])
         self.traffic = traffic
         self.via_run = via_run          # run --slurm instead of srun
         # A known problem this step runs into: skipped unless
@@ -305,6 +307,9 @@ class Step(GUEST.Run):
                 f"--qemu-arg=events={events},file={trace}/qemu-%d.log"]
         per_host = self.nodes // len(HOSTS)
         prog = GUEST.prog(self.program)
+        if self.linux:
+            prog = os.path.join(ROOT, "build", "guest-linux",
+                                os.path.relpath(prog, GUEST.GUEST))
         if self.via_run:
             cmd = [sys.executable, TEMPEST, "run", "--slurm", "-n",
                    str(self.nodes), "--ntasks-per-node", str(per_host),
@@ -399,6 +404,12 @@ for n in (8, 32):
              nodes_expect={0: [rf"^jacobi dsm ok: 126x126, 40 sweeps on "
                                rf"{n} nodes"]}, absent=CLEAN),
     ]
+STEPS.append(
+    # Linux nodes as Slurm tasks: the token ring as Linux processes through
+    # /dev/tempest0, 4 a host (a node's boot costs ~2.5 s of a core).
+    Step("linux-am-ring-8", "am_ring", 8, args=["100"], linux=True,
+         nodes_expect={"*": [r"am_ring ok"]},
+         stdout_expect=[label(7) + ".*am_ring ok"], absent=CLEAN))
 STEPS.append(
     # A node that exits 3 (Strata's StrataExit(3) on node 1): srun's status
     # says so, Slurm names the task, the peers report it and finish.

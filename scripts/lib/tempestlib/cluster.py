@@ -622,16 +622,20 @@ class LinuxRun:
     (written to the run directory, shared into each node), host ports."""
 
     def __init__(self, program, args, run_dir, nodes, forwards=(),
-                 shell=None):
+                 shell=None, forward=True):
+        """forward=False: no host port reaches the nodes (a Slurm task's
+        node: its host's other tasks pick their ports at the same time)."""
         self.kernel = lx.kernel_image()
         self.initrd = lx.initramfs()
         self.nodes = nodes
         self.share = os.path.realpath(ROOT)
         self.run_dir = os.path.realpath(run_dir)
         self.shell = shell
-        self.forwards = [lx.SHELL_PORT] + [p for p in forwards
-                                           if p != lx.SHELL_PORT]
-        self.port_base = free_port_base(nodes * len(self.forwards))
+        self.forwards = ([lx.SHELL_PORT] + [p for p in forwards
+                                            if p != lx.SHELL_PORT]) \
+            if forward else []
+        self.port_base = free_port_base(nodes * len(self.forwards)) \
+            if forward else 0
         if not os.path.exists(program):
             node_prog = program             # a command of the node's own
         else:
@@ -645,12 +649,16 @@ class LinuxRun:
         cwd = os.path.realpath(os.getcwd())
         if not (cwd + os.sep).startswith(self.share + os.sep):
             cwd = self.share
-        with open(os.path.join(self.run_dir, "job"), "w") as f:
+        # Whole or not at all: every task of a Slurm step writes it.
+        tmp = os.path.join(self.run_dir, f".job-{os.getpid()}")
+        with open(tmp, "w") as f:
             f.write(lx.job_script(node_prog, args, cwd))
-        with open(os.path.join(self.run_dir, "ports.txt"), "w") as f:
-            for i in range(nodes):
-                for guest, host in self.ports(i):
-                    f.write(f"node {i} tcp {guest} 127.0.0.1:{host}\n")
+        os.replace(tmp, os.path.join(self.run_dir, "job"))
+        if forward:
+            with open(os.path.join(self.run_dir, "ports.txt"), "w") as f:
+                for i in range(nodes):
+                    for guest, host in self.ports(i):
+                        f.write(f"node {i} tcp {guest} 127.0.0.1:{host}\n")
 
     def ports(self, index):
         """(guest port, host port) pairs forwarded for node index."""

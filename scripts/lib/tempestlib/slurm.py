@@ -413,8 +413,12 @@ def node_parser(add_help=True):
         "(srun -l -n N scripts/tempest node prog.elf args); docs/slurm.rst.")
     p.add_argument("--smp", type=cluster.positive, default=1,
                    help="vCPUs per node, 1 to 8 (default 1)")
-    p.add_argument("--mem", type=cluster.parse_mem, default="128M",
-                   help="RAM per node (default 128M)")
+    p.add_argument("--mem", type=cluster.parse_mem, default=None,
+                   help="RAM per node (default 128M, with --linux 256M)")
+    p.add_argument("--linux", action="store_true",
+                   help="boot Debian's arm64 kernel and run the program as "
+                   "a Linux process (docs/linux.rst; built with "
+                   "'scripts/tempest cc --linux')")
     p.add_argument("--tagmem", type=cluster.parse_mem, default=None,
                    help="tagged memory (machine default 64M; 0 for none)")
     p.add_argument("--cpu", default=None, help="CPU model")
@@ -442,8 +446,12 @@ def run_node(a, env=None):
     node; returns its exit status."""
     env = os.environ if env is None else env
     step = Step(env)
-    cluster.check_program(a.program)
-    cluster.check_settings(step.ntasks, a.smp, a.mem, a.tagmem, a.credits,
+    mem = a.mem or ("256M" if a.linux else "128M")
+    if a.linux:
+        cluster.check_linux_program(a.program)
+    else:
+        cluster.check_program(a.program)
+    cluster.check_settings(step.ntasks, a.smp, mem, a.tagmem, a.credits,
                            a.timeout)
     if not os.path.exists(QEMU_BIN):
         raise StepError("node: QEMU is not built; run 'scripts/tempest "
@@ -477,10 +485,14 @@ def run_node(a, env=None):
             with os.fdopen(fd, "w") as f:
                 f.write(key)
         spin = cluster.spin_default(a.spin_us, step.tasks_here())
+        boot = cluster.LinuxRun(a.program, a.args, run_dir, step.ntasks,
+                                forward=False).boot(step.rank) \
+            if a.linux else None
         cmd = cluster.node_command(step.rank, step.ntasks, a.program, a.args,
-                                   a.smp, a.mem, a.cpu, a.qemu_arg, fabric,
+                                   a.smp, mem, a.cpu, a.qemu_arg, fabric,
                                    cid, a.credits, a.tagmem, key_file, spin,
-                                   opts, step.host if fabric else None)
+                                   opts, step.host if fabric else None,
+                                   boot=boot)
         with open(os.path.join(run_dir, f"node{step.rank}.cmd"), "w") as f:
             f.write(" ".join(cmd) + "\n")
         if psock:
@@ -578,16 +590,20 @@ def run_slurm(a):
     if shutil.which("srun") is None:
         raise StepError("run --slurm: no srun here (Debian: apt-get install "
                         "slurm-client)")
-    for opt, bad in (("--linux", a.linux), ("--shell", a.shell is not None),
+    for opt, bad in (("--shell", a.shell is not None),
                      ("--gdb", a.gdb is not None), ("--hosts", a.hosts),
                      ("--forward", a.forward), ("--fabric", a.fabric),
                      ("--tcp", a.tcp)):
         if bad:
             raise StepError(f"run --slurm: {opt} is not supported with "
                             "--slurm (docs/slurm.rst)")
-    cluster.check_program(a.program)
-    mem = a.mem or "128M"
-    timeout = 120 if a.timeout is None else a.timeout
+    if a.linux:
+        cluster.check_linux_program(a.program)
+    else:
+        cluster.check_program(a.program)
+    mem = a.mem or ("256M" if a.linux else "128M")
+    timeout = (120 + (10 * a.nodes if a.linux else 0)
+               if a.timeout is None else a.timeout)
     cluster.check_settings(a.nodes, a.smp, mem, a.tagmem, a.credits, timeout)
     run_dir = os.path.abspath(a.run_dir or cluster.new_run_dir(a.program))
     os.makedirs(run_dir, exist_ok=True)
@@ -598,7 +614,7 @@ def run_slurm(a):
         cmd.append(f"--ntasks-per-node={a.ntasks_per_node}")
     cmd += list(a.srun_arg)
     cmd += [tempest, "node", "--smp", str(a.smp), "--mem", mem,
-            "--timeout", f"{timeout:g}"]
+            "--timeout", f"{timeout:g}"] + (["--linux"] if a.linux else [])
     for opt, v in (("--tagmem", a.tagmem), ("--cpu", a.cpu),
                    ("--credits", a.credits), ("--spin-us", a.spin_us)):
         if v is not None:
