@@ -260,6 +260,50 @@ def case_panic(runs):
            both)
 
 
+def case_gdb(runs):
+    """Debugging a node (docs/linux.rst, "Debugging"): with --gdb 1, node 1
+    of a bare-metal pair waits with its CPUs stopped; gdb-multiarch
+    attaches, stops at main (a breakpoint in the program's own code),
+    and lets it run to the end: the run
+    exits 0 with both nodes' greetings."""
+    exe = os.path.join(ROOT, "build", "guest", "guest", "examples", "hello",
+                       "hello.elf")
+    run_dir = os.path.join(runs, "gdb")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    p = subprocess.Popen(
+        [sys.executable, TEMPEST, "run", "-n", "2", "--gdb", "1",
+         "--timeout", "120", "--run-dir", run_dir, exe],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL)
+    port, err_lines = None, []
+    try:
+        for line in p.stderr:
+            err_lines.append(line)
+            m = re.search(r"waits for gdb at 127\.0\.0\.1:(\d+)", line)
+            if m:
+                port = int(m.group(1))
+                break
+        expect(port is not None, "run printed no gdb port",
+               "".join(err_lines))
+        g = subprocess.run(
+            ["gdb-multiarch", "-nx", "-batch", "-ex", "set pagination off",
+             "-ex", f"target remote 127.0.0.1:{port}",
+             "-ex", "break main", "-ex", "continue",
+             "-ex", "info symbol $pc", "-ex", "continue", exe],
+            capture_output=True, text=True, timeout=120)
+    finally:
+        out, err = p.communicate(timeout=120)
+    both = g.stdout + g.stderr
+    expect(re.search(r"Breakpoint 1(, | at ).*main", both),
+           "gdb did not stop at main", both)
+    expect(re.search(r"^main(\+\d+)? in section", g.stdout, re.M),
+           "the stopped pc is not in main", both)
+    expect(p.returncode == 0, f"run exit {p.returncode}, wanted 0",
+           out + "".join(err_lines) + err)
+    expect(len(re.findall(r"hello from node [01] of 2", out)) == 2,
+           "not both nodes' greetings", out)
+
+
 # The guest suite's programs as Linux processes (docs/linux.rst, "The
 # libraries on Linux"): the same sources, built over the Linux runtime in
 # build/guest-linux, run by the guest suite's own cases (tests/guest/
@@ -311,7 +355,7 @@ def guest_case(name):
 
 
 CASES = [case_hello, case_devnode, case_exit_status, case_network,
-         case_shell, case_panic] + [guest_case(n) for n in GUEST_CASES]
+         case_shell, case_panic, case_gdb] + [guest_case(n) for n in GUEST_CASES]
 
 
 def run(results, runs, k=None):

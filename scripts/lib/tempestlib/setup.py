@@ -35,6 +35,8 @@ PACKAGES = [
     "picolibc-aarch64-linux-gnu",
     # QEMU's TCG system tests (suite tcg) include glibc's headers
     "libc6-dev-arm64-cross",
+    # debugging a node: run --gdb K (suite linux, case gdb)
+    "gdb-multiarch",
 ]
 # On Debian 12 these come from bookworm-backports (QEMU 10 needs meson 1.5).
 NEWER_PACKAGES = ["meson", "python3-pycotap"]
