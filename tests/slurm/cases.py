@@ -392,7 +392,10 @@ for n in (8, 32):
     STEPS += [
         Step(f"am-ring-{n}", "am_ring", n, args=["100" if n == 8 else "20"],
              nodes_expect={"*": [r"^am_ring ok"]},
-             stdout_expect=[label(n - 1) + "am_ring ok"], absent=CLEAN),
+             stdout_expect=[label(n - 1) + "am_ring ok"], absent=CLEAN,
+             # The rendezvous sealed in the suite's munge credentials.
+             files={"rendezvous.txt": [rf"^{n} tasks met task 0 .*; "
+                                       r"authenticated by munge"]}),
         Step(f"radix-{n}", "examples/radix-sort/radix.elf", n,
              node_opts=["--mem", "64M"],
              nodes_expect={0: [RADIX_OK.format(n=n)]},

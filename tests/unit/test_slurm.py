@@ -7,8 +7,11 @@ strangers and liars among them."""
 
 import json
 import os
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -170,6 +173,89 @@ class RendezvousTest(unittest.TestCase):
         s = step(SLURM_PROCID=1, SLURM_JOB_ID=99)
         with self.assertRaisesRegex(StepError, "found no task 0"):
             slurm.register(s, "127.0.0.1", time.monotonic() + 0.5)
+
+
+@unittest.skipUnless(shutil.which("munged") and shutil.which("munge"),
+                     "no munge here (the slurm suite installs it)")
+class MungeTest(unittest.TestCase):
+    """The rendezvous sealed in munge credentials, with a munged of the
+    test's own (its own key and socket): tasks meet; a plain
+    registration, a forged credential and a plain answer are refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tempest-munge-")
+        key = os.path.join(cls.dir, "key")
+        with open(key, "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(key, 0o600)
+        cls.sock = os.path.join(cls.dir, "sock")
+        subprocess.run(["munged", "-f", f"--key-file={key}",
+                        f"--socket={cls.sock}",
+                        f"--pid-file={cls.dir}/pid",
+                        f"--seed-file={cls.dir}/seed",
+                        f"--log-file={cls.dir}/log"], check=True,
+                       capture_output=True)
+        cls.auth = slurm.Munge(cls.sock)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            with open(os.path.join(cls.dir, "pid")) as f:
+                os.kill(int(f.read()), 15)
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_sealed(self):
+        s = step()
+        cred = self.auth.encode(hello())
+        m = slurm._line({"proto": slurm.RDV_PROTO, "munge": cred.decode()})
+        self.assertEqual(slurm.check_hello(m.rstrip(), s, self.auth),
+                         (1, 5000, "h2"))
+        for data, why in ((hello(), "unauthenticated registration"),
+                          (slurm._line({"proto": slurm.RDV_PROTO,
+                                        "munge": "MUNGE:AAAA:"}).rstrip(),
+                           "bad munge credential"),
+                          # a credential decodes once (munged's replay
+                          # cache): the same registration again is refused
+                          (m.rstrip(), "bad munge credential")):
+            with self.assertRaisesRegex(ValueError, why):
+                slurm.check_hello(data, s, self.auth)
+        with self.assertRaisesRegex(ValueError, "no munge here"):
+            slurm.check_hello(m.rstrip(), s)
+        with self.assertRaisesRegex(ValueError, "unauthenticated answer"):
+            slurm.check_table(b'{"proto": "%s", "cluster": 1}'
+                              % slurm.RDV_PROTO.encode(), s,
+                              ("127.0.0.1", 6000, "h1"), self.auth)
+
+    def test_meet(self):
+        s0 = step()
+        port = slurm.cluster.bind_free_ports(1)[0]
+        got = {}
+
+        def task0():
+            got[0] = slurm.serve(s0, "127.0.0.1", port,
+                                 time.monotonic() + 20, self.auth)
+
+        def task(rank):
+            s = step(SLURM_PROCID=rank, SLURMD_NODENAME=f"h{rank}")
+            got[rank] = slurm.register(s, "127.0.0.1", time.monotonic() + 20,
+                                       self.auth)
+
+        ts = [threading.Thread(target=task0)] + [
+            threading.Thread(target=task, args=(r,)) for r in (1, 2)]
+        for x in ts:
+            x.start()
+        for x in ts:
+            x.join(30)
+        cid, key, table = got[0]
+        for rank in (1, 2):
+            psock, c2, k2, t2 = got[rank]
+            self.assertEqual((c2, k2, t2), (cid, key, table))
+            psock.close()
+        port.close()
 
 
 if __name__ == "__main__":

@@ -19,10 +19,12 @@ rank) and to nodeK.log in the run directory; the task's exit status is the
 node's, by run's rules.  docs/slurm.rst says how to use it.
 
 The rendezvous trusts nothing it reads: every message is bounded in size
-and time, and checked field by field.  It is not authenticated: a process
-on one of the step's hosts could connect first and claim a rank (the step
-then fails, or that process learns the cluster's key); docs/slurm.rst says
-so.
+and time, and checked field by field.  Where Slurm's munge is there (the
+munge and unmunge commands, the socket of Slurm's AuthInfo), every
+registration is a munge credential of the task's user and task 0's answer
+is one credential per task that only that user can decode: a process of
+another user can neither claim a rank nor learn the cluster's key
+(docs/slurm.rst, "Trust").
 """
 
 import argparse
@@ -47,8 +49,8 @@ from .common import QEMU_BIN, StepError, rel, say
 from .stategraph import split_record
 
 RDV_CANDIDATES = 8          # ports task 0 may listen on, in order
-RDV_HELLO_MAX = 1024        # bytes of a task's registration
-RDV_TABLE_MAX = 1 << 20     # bytes of task 0's answer
+RDV_HELLO_MAX = 2048        # bytes of a task's registration
+RDV_TABLE_MAX = 2 << 20     # bytes of task 0's answer (munged: base64)
 RDV_TIMEOUT = 120.0         # seconds for the whole rendezvous
 RDV_PROTO = "tempest-rdv-1"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -113,6 +115,74 @@ def _scontrol(*args):
         raise StepError(f"node: scontrol {' '.join(args)} failed: "
                         f"{r.stderr.strip()[:300]}")
     return r.stdout
+
+
+class Munge:
+    """Credentials of munge (Slurm's authentication) through its commands:
+    what a task of this user says, and what only this user can read."""
+
+    def __init__(self, sock=None):
+        self.sock = sock        # munged's socket, or None for its default
+
+    def _run(self, prog, data, *opts):
+        cmd = [prog] + (["-S", self.sock] if self.sock else []) + list(opts)
+        try:
+            return subprocess.run(cmd, input=data, capture_output=True,
+                                  timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise StepError(f"node: rendezvous: {prog}: {e}")
+
+    def encode(self, payload, uid=None):
+        """A credential (bytes) of payload, decodable only by uid if
+        given."""
+        r = self._run("munge", payload,
+                      *(["-u", str(uid)] if uid is not None else []))
+        if r.returncode != 0:
+            raise StepError("node: rendezvous: munge: " + r.stderr.decode(
+                errors="replace").strip()[:300] + " (is munged running?)")
+        return r.stdout.strip()
+
+    def decode(self, cred):
+        """The payload of a credential of this user; ValueError if it is
+        not one (forged, another user's, replayed, expired)."""
+        r = self._run("unmunge", cred, "-k", "UID", "-N")
+        if r.returncode != 0:
+            raise ValueError("a bad munge credential: " + r.stderr.decode(
+                errors="replace").strip()[:200])
+        head, _, payload = r.stdout.partition(b"\n\n")
+        m = re.match(rb"UID:\s+(\d+)\s*$", head)
+        if not m or int(m.group(1)) != os.getuid():
+            raise ValueError("a munge credential of another user")
+        return payload
+
+    @classmethod
+    def for_step(cls, env):
+        """The step's munge (the socket of Slurm's AuthInfo), or None:
+        $TEMPEST_RDV_AUTH=none, or no munge commands here."""
+        if env.get("TEMPEST_RDV_AUTH") == "none":
+            return None
+        if not (shutil.which("munge") and shutil.which("unmunge")):
+            say("node: no munge here: the rendezvous is not authenticated "
+                "(docs/slurm.rst, 'Trust')")
+            return None
+        m = re.search(r"^AuthInfo\s*=.*\bsocket=([^,\s]+)",
+                      _scontrol("show", "config"), re.M)
+        return cls(m.group(1) if m else None)
+
+
+def _sealed(m, auth, what):
+    """The message inside a munge credential m['munge'] (auth given), or m
+    itself (no auth); ValueError if it is not sealed as it must be."""
+    if auth is None:
+        if "munge" in m:
+            raise ValueError(f"a munged {what}, and no munge here")
+        return m
+    if "error" in m:
+        return m
+    cred = m.get("munge")
+    if not isinstance(cred, str):
+        raise ValueError(f"an unauthenticated {what} (munge wanted)")
+    return _message(auth.decode(cred.encode()), what)
 
 
 def first_host(nodelist):
@@ -194,10 +264,10 @@ def _message(data, what):
     return m
 
 
-def check_hello(data, step):
-    """A task's registration (bytes, one JSON line): (rank, port, host);
-    ValueError says what is wrong with it."""
-    m = _message(data, "registration")
+def check_hello(data, step, auth=None):
+    """A task's registration (bytes, one JSON line; a munge credential of
+    it if auth): (rank, port, host); ValueError says what is wrong."""
+    m = _sealed(_message(data, "registration"), auth, "registration")
     if m.get("job") != step.job or m.get("step") != step.step:
         raise ValueError(f"for step {m.get('job')}.{m.get('step')}, not "
                          f"{step.job}.{step.step}")
@@ -207,10 +277,11 @@ def check_hello(data, step):
     return rank, _check_port(m.get("port")), _check_name(m.get("host"))
 
 
-def check_table(data, step, me):
-    """Task 0's answer (bytes, one JSON line): (cluster id, key, [(addr,
-    port, host)] per rank); ValueError says what is wrong with it."""
-    m = _message(data, "answer")
+def check_table(data, step, me, auth=None):
+    """Task 0's answer (bytes, one JSON line; a munge credential of it if
+    auth): (cluster id, key, [(addr, port, host)] per rank); ValueError
+    says what is wrong with it."""
+    m = _sealed(_message(data, "answer"), auth, "answer")
     if "error" in m:
         raise ValueError(f"task 0 refused: {str(m['error'])[:200]}")
     cid, key, nodes = m.get("cluster"), m.get("key"), m.get("nodes")
@@ -237,9 +308,10 @@ def _line(obj):
     return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
 
 
-def serve(step, addr, port_sock, deadline):
+def serve(step, addr, port_sock, deadline, auth=None):
     """Task 0: listen on the first free candidate port of addr, take every
-    other task's registration, answer each with the table."""
+    other task's registration, answer each with the table (auth: a Munge,
+    registrations and answers sealed in its credentials)."""
     lsock = None
     for port in rendezvous_ports(step):
         s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
@@ -308,7 +380,7 @@ def serve(step, addr, port_sock, deadline):
                     continue
                 try:
                     rank, port, host = check_hello(
-                        conns[c].split(b"\n", 1)[0], step)
+                        conns[c].split(b"\n", 1)[0], step, auth)
                     if table[rank] is not None:
                         raise ValueError(f"rank {rank} registered twice")
                     peer = _check_addr(c.getpeername()[0])
@@ -330,10 +402,14 @@ def serve(step, addr, port_sock, deadline):
         answer = _line({"proto": RDV_PROTO, "cluster": cid, "key": key,
                         "nodes": [list(t) for t in table]})
         for rank, c in ranks.items():
+            # One credential a task: munged refuses one decoded twice.
+            sealed = answer if auth is None else _line(
+                {"proto": RDV_PROTO, "munge": auth.encode(
+                    answer.rstrip(b"\n"), os.getuid()).decode()})
             try:
                 c.setblocking(True)
                 c.settimeout(max(1.0, deadline - time.monotonic()))
-                c.sendall(answer)
+                c.sendall(sealed)
             except OSError as e:
                 raise StepError(f"node: rendezvous: cannot answer task "
                                 f"{rank}: {e}")
@@ -345,9 +421,10 @@ def serve(step, addr, port_sock, deadline):
     return cid, key, table
 
 
-def register(step, server, deadline):
+def register(step, server, deadline, auth=None):
     """Any other task: find task 0 at one of its candidate ports, register
-    a port of this host, return (port socket, cluster id, key, table)."""
+    a port of this host, return (port socket, cluster id, key, table)
+    (auth: a Munge, as for serve())."""
     ports = rendezvous_ports(step)
     why = "no answer"
     while time.monotonic() < deadline:
@@ -363,9 +440,13 @@ def register(step, server, deadline):
                 psock = cluster.bind_free_ports(1, mine)[0]
                 me = (_check_addr(mine), psock.getsockname()[1], step.host)
                 c.settimeout(max(1.0, deadline - time.monotonic()))
-                c.sendall(_line({"proto": RDV_PROTO, "job": step.job,
-                                 "step": step.step, "rank": step.rank,
-                                 "port": me[1], "host": step.host}))
+                hello = _line({"proto": RDV_PROTO, "job": step.job,
+                               "step": step.step, "rank": step.rank,
+                               "port": me[1], "host": step.host})
+                if auth is not None:
+                    hello = _line({"proto": RDV_PROTO, "munge": auth.encode(
+                        hello.rstrip(b"\n")).decode()})
+                c.sendall(hello)
                 data = b""
                 while b"\n" not in data:
                     more = c.recv(65536)
@@ -375,7 +456,7 @@ def register(step, server, deadline):
                     if len(data) > RDV_TABLE_MAX:
                         raise ValueError("an answer too large")
                 cid, key, table = check_table(data.split(b"\n", 1)[0],
-                                              step, me)
+                                              step, me, auth)
                 return psock, cid, key, table
             except (OSError, ValueError) as e:
                 why = f"{server}:{port}: {e}"
@@ -468,13 +549,21 @@ def run_node(a, env=None):
         if step.ntasks > 1:
             server = node_address(first_host(step.nodelist)) \
                 if step.rank else None
+            auth = Munge.for_step(env)
             if step.rank == 0:
                 psock = cluster.bind_free_ports(
                     1, node_address(step.host))[0]
                 cid, key, table = serve(step, psock.getsockname()[0], psock,
-                                        deadline)
+                                        deadline, auth)
+                with open(os.path.join(run_dir, "rendezvous.txt"), "w") as f:
+                    f.write(f"{step.ntasks} tasks met task 0 of step "
+                            f"{step.job}.{step.step}; " +
+                            (f"authenticated by munge (socket "
+                             f"{auth.sock or 'the default'})" if auth else
+                             "not authenticated (no munge)") + "\n")
             else:
-                psock, cid, key, table = register(step, server, deadline)
+                psock, cid, key, table = register(step, server, deadline,
+                                                  auth)
             fabric = "tcp:" + ";".join(
                 (f"[{h}]" if ":" in h else h) + f":{p}" for h, p, _ in table)
             sockdir = shm_dir(step)
