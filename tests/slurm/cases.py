@@ -310,6 +310,8 @@ class Step(GUEST.Run):
         if self.linux:
             prog = os.path.join(ROOT, "build", "guest-linux",
                                 os.path.relpath(prog, GUEST.GUEST))
+            if not os.path.exists(prog):
+                prog = self.program     # a command of the node's own
         if self.via_run:
             cmd = [sys.executable, TEMPEST, "run", "--slurm", "-n",
                    str(self.nodes), "--ntasks-per-node", str(per_host),
@@ -413,6 +415,14 @@ STEPS.append(
     Step("linux-am-ring-8", "am_ring", 8, args=["100"], linux=True,
          nodes_expect={"*": [r"am_ring ok"]},
          stdout_expect=[label(7) + ".*am_ring ok"], absent=CLEAN))
+STEPS.append(
+    # A Linux task whose kernel panics ends (QEMU never does by itself):
+    # status 134, as with run --linux.
+    Step("linux-panic-2", "sh", 2, args=["-c", "echo c > /proc/sysrq-trigger"],
+         linux=True, status=134, traffic=False,
+         nodes_expect={"*": [r"Kernel panic - not syncing"]},
+         stdout_expect=[r"srun: error: h\d: tasks? .*Exited with exit code 134",
+                        r"node \d: the kernel panicked"]))
 STEPS.append(
     # A node that exits 3 (Strata's StrataExit(3) on node 1): srun's status
     # says so, Slurm names the task, the peers report it and finish.

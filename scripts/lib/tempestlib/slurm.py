@@ -587,7 +587,7 @@ def run_node(a, env=None):
         if psock:
             psock.close()       # QEMU binds it now
             psock = None
-        return _run_qemu(cmd, run_dir, step.rank, a.timeout)
+        return _run_qemu(cmd, run_dir, step.rank, a.timeout, a.linux)
     finally:
         if psock:
             psock.close()
@@ -599,10 +599,12 @@ def run_node(a, env=None):
                 pass
 
 
-def _run_qemu(cmd, run_dir, rank, timeout):
+def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
     """Run one node's QEMU: its console to standard output and nodeK.log,
-    its records to nodeK.records; returns its status by run's rules."""
+    its records to nodeK.records; returns its status by run's rules (a
+    Linux node whose kernel panics: STATUS_CRASH, as run --linux)."""
     stop = []
+    panicked = []
 
     def on_signal(signum, frame):
         stop.append(signum)
@@ -621,6 +623,8 @@ def _run_qemu(cmd, run_dir, rank, timeout):
                 open(os.path.join(run_dir, f"node{rank}.records"),
                      "wb") as rec:
             for raw in iter(proc.stdout.readline, b""):
+                if linux and cluster.PANIC in raw:
+                    panicked.append(True)
                 raw, record = split_record(raw)
                 if record is not None:
                     rec.write(record)
@@ -637,10 +641,17 @@ def _run_qemu(cmd, run_dir, rank, timeout):
     status = None
     try:
         while proc.poll() is None:
-            if stop or (timeout and time.monotonic() - t0 > timeout):
+            if stop or panicked or \
+                    (timeout and time.monotonic() - t0 > timeout):
                 break
             time.sleep(0.05)
-        if proc.poll() is None:
+        if proc.poll() is None and panicked and not stop:
+            # A panicked kernel never ends QEMU itself.
+            time.sleep(0.5)     # the panic's last lines
+            cluster.stop_processes([proc])
+            status = cluster.STATUS_CRASH
+            say(f"node {rank}: the kernel panicked")
+        elif proc.poll() is None:
             cluster.stop_processes([proc])
             status = 128 + stop[0] if stop else cluster.STATUS_TIMEOUT
             say(f"node {rank}: " + (f"stopped by signal {stop[0]}" if stop
