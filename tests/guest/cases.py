@@ -653,11 +653,21 @@ CASES += [
          args=["dsm"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 2 "
                            r"nodes"]}),
+    # dsm_prefetch (the edge rows' misses started at a sweep's start):
+    # every node's prefetches started misses, and the result is exact.
     tags("dsm-jacobi-4", "examples/dsm/jacobi.elf", nodes=4, smp=1,
          args=["dsm"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 4 "
                            r"nodes"],
-                       "*": [r"^node {node}: rows \d+\.\.\d+"]}),
+                       "*": [r"^node {node}: rows \d+\.\.\d+.* "
+                             r"[1-9]\d* prefetches$"]}),
+    # Without prefetches: every miss taken where the sweep meets it.
+    tags("dsm-jacobi-4-plain", "examples/dsm/jacobi.elf", nodes=4, smp=1,
+         args=["dsm-plain"], absent=CLEAN,
+         nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 4 "
+                           r"nodes"],
+                       "*": [r"^node {node}: rows \d+\.\.\d+.* "
+                             r"0 prefetches$"]}),
     tags("dsm-jacobi-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
          args=["dsm"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 8 "

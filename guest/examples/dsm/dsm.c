@@ -405,17 +405,11 @@ static void fetch_h(TPPI_NodeId src, int size)
 
 /* ---- faults -------------------------------------------------------------- */
 
-/* A load or store our copy does not allow: ask the home. */
-static void miss(void *va, bool write, TPPI_NodeId home)
+/* Ask the home for @blk (a miss, or a prefetch): grant() resumes us. */
+static void request(char *blk, bool write, TPPI_NodeId home)
 {
-    char *blk = blk_of(va);
     struct dir_entry *e;
 
-    if (write) {
-        stats.write_misses++;
-    } else {
-        stats.read_misses++;
-    }
     if (home == TPPI_self_address) {
         e = dir_of(blk);
         if (!e->local) {
@@ -426,6 +420,48 @@ static void miss(void *va, bool write, TPPI_NodeId home)
     }
     TPPI_change_blk_acc(blk, unit, change_to(blk, TPPI_Blk_Busy));
     TPPI_send_WW(home, get_h, off_of(blk), write);
+}
+
+/* A load or store our copy does not allow: ask the home. */
+static void miss(void *va, bool write, TPPI_NodeId home)
+{
+    if (write) {
+        stats.write_misses++;
+    } else {
+        stats.read_misses++;
+    }
+    request(blk_of(va), write, home);
+}
+
+/*
+ * PREFETCH(blk, write), from this node to itself: the protocol's state
+ * changes only in handlers, so dsm_prefetch() asks its own protocol
+ * thread to do what a fault would.
+ */
+static void prefetch_h(TPPI_NodeId src, int size)
+{
+    char *blk = blk_at(TPPI_recv_W());
+    bool write = TPPI_recv_W();
+    TPPI_BlkAccTag tag;
+
+    (void)size;
+    if (src != TPPI_self_address) {
+        return;
+    }
+    map_page(blk);
+    tag = TPPI_get_blk_acc(blk);
+    if (tag == TPPI_Blk_Writable || tag == TPPI_Blk_Busy ||
+        (tag == TPPI_Blk_ReadOnly && !write)) {
+        return;             /* there, or on its way */
+    }
+    stats.prefetches++;
+    request(blk, write, home_of(blk));
+}
+
+void dsm_prefetch(void *va, int write)
+{
+    TPPI_send_WW(TPPI_self_address, prefetch_h, off_of(blk_of(va)),
+                 write != 0);
 }
 
 static void read_miss(void *va, void *usr_ptr, TPPI_NodeId home)

@@ -62,6 +62,16 @@ int dsm_init(int block, dsm_home_fn home, void *arg);
  */
 void dsm_barrier(void);
 
+/*
+ * dsm_prefetch: starts the miss that a load (@write 0) or store (@write 1)
+ * at @va would take, without waiting for it: a later access finds the
+ * block there, or on its way (Busy: it waits for the reply as a miss
+ * would).  Nothing if this node's copy already allows the access.  From
+ * computation code; it only moves a miss earlier, so memory stays
+ * sequentially consistent.
+ */
+void dsm_prefetch(void *va, int write);
+
 /* Protocol counters of this node. */
 struct dsm_stats {
     uint64_t pages;         /* pages mapped here */
@@ -70,6 +80,7 @@ struct dsm_stats {
     uint64_t invalidations; /* invalidations of copies here */
     uint64_t fetches;       /* Writable copies fetched from here */
     uint64_t requests;      /* requests served as a home */
+    uint64_t prefetches;    /* dsm_prefetch() calls that started a miss */
 };
 
 /* dsm_get_stats: copies this node's counters to *@s. */

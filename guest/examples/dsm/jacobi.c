@@ -8,7 +8,12 @@
  *                                updates its band of rows, reads its
  *                                neighbours' edge rows through the
  *                                coherence protocol, dsm_barrier() between
- *                                sweeps;
+ *                                sweeps; the misses of the edge rows
+ *                                started at a sweep's start
+ *                                (dsm_prefetch) and the interior rows
+ *                                computed first;
+ *   jacobi.elf dsm-plain ...     the same without dsm_prefetch: every
+ *                                miss taken when the sweep reaches it;
  *   jacobi.elf msg [N] [ITERS]   the same computation with explicit
  *                                messages: private bands with halo rows
  *                                exchanged by TPPI_send_R each sweep.
@@ -161,7 +166,7 @@ static int block_size(void)
     return b;
 }
 
-static int run_dsm(void)
+static int run_dsm(bool prefetch)
 {
     unsigned lo = band_lo(TPPI_self_address), hi = band_hi(TPPI_self_address);
     struct dsm_stats st;
@@ -181,18 +186,37 @@ static int run_dsm(void)
     dsm_barrier();
     t0 = rt_time_ns();
     for (it = 0; it < iters; it++) {
-        sweep(grid[it & 1], grid[(it + 1) & 1], lo, hi);
+        double *from = grid[it & 1], *to = grid[(it + 1) & 1];
+
+        if (prefetch && hi - lo > 2) {
+            /*
+             * The misses this sweep will take, started now: the
+             * neighbours' edge rows we read, our own edge rows whose
+             * copies the neighbours hold; the interior rows first, the
+             * edge rows (by then here) last.
+             */
+            dsm_prefetch(from + (size_t)(lo - 1) * stride, 0);
+            dsm_prefetch(from + (size_t)hi * stride, 0);
+            dsm_prefetch(to + (size_t)lo * stride, 1);
+            dsm_prefetch(to + (size_t)(hi - 1) * stride, 1);
+            sweep(from, to, lo + 1, hi - 1);
+            sweep(from, to, lo, lo + 1);
+            sweep(from, to, hi - 1, hi);
+        } else {
+            sweep(from, to, lo, hi);
+        }
         dsm_barrier();
     }
     ns = rt_time_ns() - t0;
     dsm_get_stats(&st);
     printf("node %u: rows %u..%u, %llu pages, %llu read and %llu write "
            "misses, %llu invalidations, %llu fetches, %llu requests "
-           "served\n", TPPI_self_address, lo, hi - 1,
+           "served, %llu prefetches\n", TPPI_self_address, lo, hi - 1,
            (unsigned long long)st.pages, (unsigned long long)st.read_misses,
            (unsigned long long)st.write_misses,
            (unsigned long long)st.invalidations,
-           (unsigned long long)st.fetches, (unsigned long long)st.requests);
+           (unsigned long long)st.fetches, (unsigned long long)st.requests,
+           (unsigned long long)st.prefetches);
     if (TPPI_self_address == 0) {
         /* Reading the whole grid fetches every row from its owner. */
         int ret = verify("dsm", grid[iters & 1], ns);
@@ -334,11 +358,14 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!strcmp(mode, "dsm")) {
-        return run_dsm();
+        return run_dsm(true);
+    }
+    if (!strcmp(mode, "dsm-plain")) {
+        return run_dsm(false);
     }
     if (!strcmp(mode, "msg")) {
         return run_msg();
     }
-    printf("usage: jacobi.elf dsm|msg [N] [ITERS]\n");
+    printf("usage: jacobi.elf dsm|dsm-plain|msg [N] [ITERS]\n");
     return 2;
 }
