@@ -8,7 +8,8 @@
  *                       dispatch, realize/unrealize, reset, VMState
  *     |
  *   tempest-nc-msg.c, tempest-nc-coll.c, tempest-nc-xfer.c,
- *   tempest-nc-tags.c   the engines, side by side; none calls another
+ *   tempest-nc-tags.c,
+ *   tempest-nc-chan.c   the engines, side by side; none calls another
  *     |
  *   tempest-nc-core.c   IRQ, guest errors, RAM checks, DMA, the event
  *                       queue (CQ), timers, the engines' registrations
@@ -51,6 +52,8 @@ struct TempestNCHooks {
     void (*coll)(void *opaque, unsigned peer, const uint8_t *body,
                  size_t len);
     void (*xfer)(void *opaque, unsigned peer, const uint8_t *body,
+                 size_t len);
+    void (*chan)(void *opaque, unsigned peer, const uint8_t *body,
                  size_t len);
     void (*tx_drained)(void *opaque, unsigned peer);
     /* peer is gone; its PEER_DOWN event is posted already. */
@@ -166,6 +169,10 @@ void tempest_nc_aor_write(TempestNCState *s, uint32_t bit);
 /* tempest-nc-xfer.c: the transfer engine and fetch-and-op */
 extern const TempestNCEngine tempest_nc_xfer_engine;
 extern const VMStateDescription vmstate_tempest_nc_xfer;
+
+/* tempest-nc-chan.c: the channel controller (docs/chan.rst) */
+extern const TempestNCEngine tempest_nc_chan_engine;
+extern const VMStateDescription vmstate_tempest_nc_chan;
 
 /* tempest-nc-tags.c: tagged memory */
 /*

@@ -34,6 +34,7 @@ NC_LAYERS = {
     "tempest-nc-coll": 2,
     "tempest-nc-xfer": 2,
     "tempest-nc-tags": 2,
+    "tempest-nc-chan": 2,
     "tempest-nc": 3,            # the device: MMIO, commands, life cycle
 }
 
