@@ -10,8 +10,13 @@
  * COMMIT read; the controllers exchange the paper's data messages (DATA,
  * ACK, and NACK and FREED of ours) as FABRIC_CHAN frames, in order per
  * pair of nodes, and the receiving controller stores data straight into
- * the buffer the port names.  Completions that do not happen at the
- * COMMIT reach the guest as TEMPEST_EV_CHAN events.
+ * the buffer the port names.  Data longer than TEMPEST_CHAN_INLINE goes
+ * by the transfer engine: DATA announces its length (BIG), the receiver
+ * answers with the buffer's address (GO) and the sender's controller
+ * starts a transfer from the output's memory straight into it; the
+ * receiver takes it as the DATA once the transfer engine has stored it
+ * all.  Completions that do not happen at the COMMIT reach the guest as
+ * TEMPEST_EV_CHAN events.
  *
  * Peers are not trusted: a frame is taken only if it names a live port
  * of this node whose companion is the frame's sender, the sender's node
@@ -33,8 +38,18 @@ enum {
     CHAN_MSG_ACK,           /* number: the DATA input */
     CHAN_MSG_NACK,          /* number: the DATA refused (too big) */
     CHAN_MSG_FREED,         /* the companion was freed */
-    CHAN_MSG_MAX = CHAN_MSG_FREED,
+    CHAN_MSG_BIG,           /* number: tx; u64 length: DATA to come */
+    CHAN_MSG_GO,            /* number: the BIG's; u64 where it goes */
+    CHAN_MSG_MAX = CHAN_MSG_GO,
 };
+
+/*
+ * The cookie of a channel's transfer: the receiver's port index, the
+ * sender's, the DATA number.
+ */
+#define CHAN_COOKIE(to, from, number) \
+    (TEMPEST_CHAN_ID_INDEX(to) | (uint64_t)TEMPEST_CHAN_ID_INDEX(from) << 16 | \
+     (uint64_t)(number) << 32)
 
 static TempestChanPort *chan_port_of(TempestNCState *s, uint64_t id)
 {
@@ -129,30 +144,12 @@ static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
     trace_tempest_nc_chan_drop(s->node_id, peer, why);
 }
 
-static void chan_rx_data(TempestNCState *s, unsigned peer,
-                         TempestChanPort *p, uint32_t number,
-                         const uint8_t *data, size_t len)
+/* The DATA of @p is stored at p->buf: input, or held (BUFFERFULL). */
+static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
+                             uint64_t len)
 {
-    uint64_t where = p->buf;
-
-    if (p->state != TEMPEST_CHAN_ST_IDLE &&
-        p->state != TEMPEST_CHAN_ST_INPUTTING) {
-        chan_drop(s, peer, "DATA for a port that holds data or outputs");
-        return;
-    }
-    if (number != p->rx + 1) {
-        chan_drop(s, peer, "DATA out of sequence");
-        return;
-    }
-    if (len > p->bufsize ||
-        (len && !tempest_nc_dma_write(s, where, data, len))) {
-        /* Nothing stored: the output fails; the input goes on waiting. */
-        p->rx++;
-        chan_send(s, CHAN_MSG_NACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
-        return;
-    }
     if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
-        chan_event(s, p, TEMPEST_CHAN_EV_INPUT, len, where);
+        chan_event(s, p, TEMPEST_CHAN_EV_INPUT, len, p->buf);
         chan_input_done(s, p);
     } else {
         p->held_len = len;
@@ -160,10 +157,121 @@ static void chan_rx_data(TempestNCState *s, unsigned peer,
     }
 }
 
+/* Can DATA (or BIG) number @number come to @p now? */
+static bool chan_data_ok(TempestNCState *s, unsigned peer,
+                         TempestChanPort *p, uint32_t number)
+{
+    if ((p->state != TEMPEST_CHAN_ST_IDLE &&
+         p->state != TEMPEST_CHAN_ST_INPUTTING) || p->incoming) {
+        chan_drop(s, peer, "DATA for a port that holds data or outputs");
+        return false;
+    }
+    if (number != p->rx + 1) {
+        chan_drop(s, peer, "DATA out of sequence");
+        return false;
+    }
+    return true;
+}
+
+/* Refuse DATA number p->rx + 1: the output fails, the input waits on. */
+static void chan_refuse(TempestNCState *s, TempestChanPort *p)
+{
+    p->rx++;
+    chan_send(s, CHAN_MSG_NACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
+}
+
+static void chan_rx_data(TempestNCState *s, unsigned peer,
+                         TempestChanPort *p, uint32_t number,
+                         const uint8_t *data, size_t len)
+{
+    if (!chan_data_ok(s, peer, p, number)) {
+        return;
+    }
+    if (len > p->bufsize ||
+        (len && !tempest_nc_dma_write(s, p->buf, data, len))) {
+        chan_refuse(s, p);
+        return;
+    }
+    chan_data_stored(s, p, len);
+}
+
+/* BIG: DATA of @len bytes to come by the transfer engine. */
+static void chan_rx_big(TempestNCState *s, unsigned peer,
+                        TempestChanPort *p, uint32_t number, uint64_t len)
+{
+    uint8_t where[8];
+
+    if (len <= TEMPEST_CHAN_INLINE || len > TEMPEST_CHAN_MAX_DATA) {
+        chan_drop(s, peer, "BIG of a bad length");
+        return;
+    }
+    if (!chan_data_ok(s, peer, p, number)) {
+        return;
+    }
+    if (len > p->bufsize) {
+        chan_refuse(s, p);
+        return;
+    }
+    p->incoming = 1;
+    p->in_len = len;
+    fabric_st64(where, p->buf);
+    chan_send(s, CHAN_MSG_GO, p->comp, chan_id(s, p), number, where, 8);
+}
+
+/* GO: start the transfer of our long pre-send into @where there. */
+static void chan_rx_go(TempestNCState *s, unsigned peer, TempestChanPort *p,
+                       uint32_t number, uint64_t where)
+{
+    if (!p->presend || p->presend_done || p->go || number != p->tx ||
+        p->out_len <= TEMPEST_CHAN_INLINE) {
+        chan_drop(s, peer, "GO for no long pre-send");
+        return;
+    }
+    p->go = 1;
+    if (!tempest_nc_xfer_chan(s, TEMPEST_CHAN_ID_NODE(p->comp), p->out_addr,
+                              p->out_len, where,
+                              CHAN_COOKIE(p->comp, chan_id(s, p), number))) {
+        chan_presend_end(s, p, TEMPEST_CMD_E_REMOTE);
+    }
+}
+
+/* The transfer engine stored a channel's transfer here. */
+static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
+                           uint64_t len, uint64_t cookie)
+{
+    unsigned idx = cookie & 0xFFFF;
+    TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
+
+    if (!p || !p->incoming || p->comp == TEMPEST_CHAN_NONE ||
+        TEMPEST_CHAN_ID_NODE(p->comp) != src ||
+        TEMPEST_CHAN_ID_INDEX(p->comp) != ((cookie >> 16) & 0xFFFF) ||
+        cookie >> 32 != p->rx + 1 || len != p->in_len || addr != p->buf) {
+        chan_drop(s, src, "transfer for no long DATA");
+        return;
+    }
+    p->incoming = 0;
+    p->in_len = 0;
+    chan_data_stored(s, p, len);
+}
+
+/* Our channel's transfer ended: only a failure matters (ACK comes). */
+static void chan_xfer_sent(TempestNCState *s, uint64_t cookie,
+                           uint32_t status)
+{
+    unsigned idx = (cookie >> 16) & 0xFFFF;
+    TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
+
+    if (status && p && p->presend && !p->presend_done && p->go &&
+        cookie >> 32 == p->tx) {
+        chan_presend_end(s, p, status);
+    }
+}
+
 static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
 {
     p->comp = TEMPEST_CHAN_NONE;
     p->closed = 1;
+    p->incoming = 0;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
         p->state = TEMPEST_CHAN_ST_IDLE;
         p->next = 0;
@@ -197,11 +305,12 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         chan_drop(s, peer, "unknown kind");
         return;
     }
-    if (kind != CHAN_MSG_DATA && len != FABRIC_CHAN_HDR) {
+    if (kind != CHAN_MSG_DATA &&
+        len != FABRIC_CHAN_HDR + (kind >= CHAN_MSG_BIG ? 8 : 0)) {
         chan_drop(s, peer, "bad length");
         return;
     }
-    if (len - FABRIC_CHAN_HDR > TEMPEST_CHAN_MAX_DATA) {
+    if (len - FABRIC_CHAN_HDR > TEMPEST_CHAN_INLINE) {
         chan_drop(s, peer, "DATA too long");
         return;
     }
@@ -230,6 +339,12 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         break;
     case CHAN_MSG_FREED:
         chan_rx_freed(s, p);
+        break;
+    case CHAN_MSG_BIG:
+        chan_rx_big(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR));
+        break;
+    case CHAN_MSG_GO:
+        chan_rx_go(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR));
         break;
     }
 }
@@ -346,7 +461,7 @@ static uint32_t chan_op_free(TempestNCState *s, TempestCmdBank *b,
 {
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
          p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
-        (p->presend && !p->presend_done)) {
+        (p->presend && !p->presend_done) || p->incoming) {
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (p->comp != TEMPEST_CHAN_NONE) {
@@ -363,8 +478,8 @@ static uint32_t chan_op_buffer(TempestNCState *s, TempestCmdBank *b,
 {
     uint64_t addr = b->arg[2], size = b->arg[3];
 
-    if (p->state != TEMPEST_CHAN_ST_IDLE) {
-        /* BUFFERFULL: the data is in the current buffer; keep it. */
+    if (p->state != TEMPEST_CHAN_ST_IDLE || p->incoming) {
+        /* The data is (or is going) in the current buffer; keep it. */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (!chan_buffer_ok(s, addr, size)) {
@@ -401,17 +516,28 @@ static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
         !tempest_fabric_peer_up(s->fabric, TEMPEST_CHAN_ID_NODE(p->comp))) {
         return chan_fail(s, b, TEMPEST_CMD_E_PEER_DOWN);
     }
-    data = g_malloc(len ? len : 1);
-    if (len && !tempest_nc_dma_read(s, addr, data, len)) {
-        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    if (len <= TEMPEST_CHAN_INLINE) {
+        data = g_malloc(len ? len : 1);
+        if (len && !tempest_nc_dma_read(s, addr, data, len)) {
+            return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+        }
     }
     p->presend = 1;
     p->presend_done = 0;
+    p->go = 0;
     p->out_status = 0;
     p->out_addr = addr;
     p->out_len = len;
     p->tx++;
-    chan_send(s, CHAN_MSG_DATA, p->comp, chan_id(s, p), p->tx, data, len);
+    if (data) {
+        chan_send(s, CHAN_MSG_DATA, p->comp, chan_id(s, p), p->tx, data,
+                  len);
+    } else {
+        uint8_t l[8];
+
+        fabric_st64(l, len);
+        chan_send(s, CHAN_MSG_BIG, p->comp, chan_id(s, p), p->tx, l, 8);
+    }
     return TEMPEST_CMD_SUCCESS;
 }
 
@@ -557,11 +683,15 @@ static bool chan_realize(TempestNCState *s, Error **errp)
 {
     chan_reset(s);
     tempest_nc_register(s, &chan_hooks);
+    s->xfer_chan_sent = chan_xfer_sent;
+    s->xfer_chan_recv = chan_xfer_recv;
     return true;
 }
 
 static void chan_unrealize(TempestNCState *s)
 {
+    s->xfer_chan_sent = NULL;
+    s->xfer_chan_recv = NULL;
 }
 
 static bool chan_vmstate_needed(void *opaque)
@@ -593,7 +723,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
               TEMPEST_CHAN_ID_INDEX(p->comp) >= TEMPEST_CHAN_PORTS)) ||
             !chan_buffer_ok(s, p->buf, p->bufsize) ||
             !chan_buffer_ok(s, p->next, p->nextsize) ||
-            p->held_len > p->bufsize ||
+            p->held_len > p->bufsize || p->in_len > p->bufsize ||
             p->out_len > TEMPEST_CHAN_MAX_DATA) {
             return -EINVAL;
         }
@@ -614,6 +744,9 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT32(out_status, TempestChanPort),
         VMSTATE_UINT32(out_len, TempestChanPort),
         VMSTATE_UINT32(held_len, TempestChanPort),
+        VMSTATE_UINT32(incoming, TempestChanPort),
+        VMSTATE_UINT32(in_len, TempestChanPort),
+        VMSTATE_UINT32(go, TempestChanPort),
         VMSTATE_UINT32(tx, TempestChanPort),
         VMSTATE_UINT32(rx, TempestChanPort),
         VMSTATE_UINT64(out_addr, TempestChanPort),

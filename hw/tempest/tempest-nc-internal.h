@@ -7,9 +7,10 @@
  *   tempest-nc.c        the device: MMIO decode, the command table's
  *                       dispatch, realize/unrealize, reset, VMState
  *     |
+ *   tempest-nc-chan.c   the channel controller, on the transfer engine
+ *     |
  *   tempest-nc-msg.c, tempest-nc-coll.c, tempest-nc-xfer.c,
- *   tempest-nc-tags.c,
- *   tempest-nc-chan.c   the engines, side by side; none calls another
+ *   tempest-nc-tags.c   the engines, side by side; none calls another
  *     |
  *   tempest-nc-core.c   IRQ, guest errors, RAM checks, DMA, the event
  *                       queue (CQ), timers, the engines' registrations
@@ -169,6 +170,15 @@ void tempest_nc_aor_write(TempestNCState *s, uint32_t bit);
 /* tempest-nc-xfer.c: the transfer engine and fetch-and-op */
 extern const TempestNCEngine tempest_nc_xfer_engine;
 extern const VMStateDescription vmstate_tempest_nc_xfer;
+/*
+ * A transfer for the channel controller, which sits above the engine
+ * (docs/chan.rst): @len bytes at @src into @where on node @dest.  Its
+ * ends call s->xfer_chan_sent here and s->xfer_chan_recv there with
+ * @cookie.  False (nothing started) for a bad node, range or length, a
+ * node gone, or TEMPEST_CHAN_PORTS of them under way.
+ */
+bool tempest_nc_xfer_chan(TempestNCState *s, uint32_t dest, uint64_t src,
+                          uint64_t len, uint64_t where, uint64_t cookie);
 
 /* tempest-nc-chan.c: the channel controller (docs/chan.rst) */
 extern const TempestNCEngine tempest_nc_chan_engine;

@@ -9,6 +9,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/units.h"
 #include "tempest-qtest.h"
 #include "tempest-peer.h"
 
@@ -290,8 +291,9 @@ static void test_local(void)
 
 /*
  * Spec: DATA and ACK between two nodes on the fabric: a waiting input
- * gets the INPUT event with the largest output (TEMPEST_CHAN_MAX_DATA)
- * stored straight into its buffer, the output the OUTPUT event.
+ * gets the INPUT event with the largest output carried in the message
+ * (TEMPEST_CHAN_INLINE) stored straight into its buffer, the output the
+ * OUTPUT event.
  */
 static void test_pair(void)
 {
@@ -311,7 +313,7 @@ static void test_pair(void)
                                      TEMPEST_FABRIC_READY), ==,
                          TEMPEST_FABRIC_READY);
         setup_cq(n[i]);
-        p[i] = alloc_port(n[i], BUF_A, TEMPEST_CHAN_MAX_DATA);
+        p[i] = alloc_port(n[i], BUF_A, TEMPEST_CHAN_INLINE);
         g_assert_cmphex(p[i], ==, TEMPEST_CHAN_ID(i, 0));
     }
     for (int i = 0; i < 2; i++) {
@@ -320,16 +322,16 @@ static void test_pair(void)
     }
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, p[1], BUF_B, 64), ==,
                      TEMPEST_CMD_SUCCESS);
-    fill(n[0], SRC, TEMPEST_CHAN_MAX_DATA, 3);
+    fill(n[0], SRC, TEMPEST_CHAN_INLINE, 3);
     g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, p[0], SRC,
-                          TEMPEST_CHAN_MAX_DATA), ==, TEMPEST_CMD_SUCCESS);
+                          TEMPEST_CHAN_INLINE), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[0]), ==, 0);
     g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
     g_assert_cmphex(ev[0], ==,
                     p[1] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
-    g_assert_cmpuint(ev[1], ==, TEMPEST_CHAN_MAX_DATA);
+    g_assert_cmpuint(ev[1], ==, TEMPEST_CHAN_INLINE);
     g_assert_cmphex(ev[2], ==, BUF_A);
-    check(n[1], BUF_A, TEMPEST_CHAN_MAX_DATA, 3);
+    check(n[1], BUF_A, TEMPEST_CHAN_INLINE, 3);
     g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
     g_assert_cmphex(ev[0], ==,
                     p[0] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
@@ -349,6 +351,119 @@ static void test_pair(void)
     for (int i = 0; i < 2; i++) {
         g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
                          0);
+        qtest_quit(n[i]);
+    }
+    rmdir(dir);
+}
+
+/*
+ * Spec: outputs longer than TEMPEST_CHAN_INLINE go by the transfer
+ * engine straight into the input buffer (BIG, GO, the transfer, ACK):
+ * between two nodes, to a waiting input and pre-sent into the initial
+ * buffer; refused (TOO_BIG) when longer than the buffer; and on one node.
+ * No XFER event reaches the guest: the channel's own events only.
+ */
+static void test_big(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    const size_t len = 5 * MiB + 3;
+    const uint64_t buf = RAM(8 * MiB), src = RAM(24 * MiB) + 1;
+    QTestState *n[2];
+    unsigned cq[2] = { 0, 0 };
+    uint32_t p[2], a, b;
+    uint64_t ev[3];
+
+    for (int i = 0; i < 2; i++) {
+        n[i] = qtest_initf("-M tempest,node-id=%d,num-nodes=2,"
+                           "fabric=unix:%s,cluster-id=0x%llx -m 64M", i, dir,
+                           (unsigned long long)CLUSTER);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_cq(n[i]);
+        p[i] = alloc_port(n[i], buf, len);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(chan(n[i], TEMPEST_CHAN_OP_CONNECT, p[i], p[!i],
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    }
+    /* To a waiting input. */
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, p[1], buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fill(n[0], src, len, 11);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, p[0], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, len);
+    g_assert_cmphex(ev[2], ==, buf);
+    check(n[1], buf, len, 11);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[0] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    /* Pre-sent the other way into node 0's initial buffer. */
+    fill(n[1], src, len, 13);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[1]), ==, 0);
+    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+         (port_state(n[0], p[0]) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL &&
+         g_get_monotonic_time() < end;) {
+        g_usleep(500);
+    }
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    check(n[0], buf, len, 13);
+    /* Synchronous: the output completes when node 0 inputs. */
+    g_assert_cmphex(port_state(n[1], p[1]) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    /* Longer than node 0's buffer now (100 bytes): refused. */
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_TOO_BIG);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
+                         0);
+    }
+
+    /* On one node: the transfer engine copies within the node. */
+    a = alloc_port(n[0], 0, 0);
+    b = alloc_port(n[0], buf, len);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fill(n[0], src, len, 17);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUTDATA, a, src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(n[0], a) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_PRESENT);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, b, buf, 8), ==,
+                     TEMPEST_CMD_SUCCESS);
+    if (result(n[0]) == 0) {
+        /* The transfer was still under way: the INPUT event. */
+        g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+        g_assert_cmpuint(ev[1], ==, len);
+    } else {
+        g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    }
+    check(n[0], buf, len, 17);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 1);
+    for (int i = 0; i < 2; i++) {
         qtest_quit(n[i]);
     }
     rmdir(dir);
@@ -384,7 +499,7 @@ static void test_peer(void)
                                 dir, (unsigned long long)CLUSTER);
     int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
     uint32_t me, them = TEMPEST_CHAN_ID(1, 5), ok = 0x5a5a5a5a;
-    uint8_t big[TEMPEST_CHAN_MAX_DATA + 1] = { 0 };
+    static uint8_t big[TEMPEST_CHAN_INLINE + 1];
     unsigned dropped = 0;
 
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
@@ -427,6 +542,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/errors", test_errors);
     qtest_add_func("/tempest/chan/local", test_local);
     qtest_add_func("/tempest/chan/pair", test_pair);
+    qtest_add_func("/tempest/chan/big", test_big);
     qtest_add_func("/tempest/chan/peer", test_peer);
     return g_test_run();
 }

@@ -83,6 +83,9 @@ typedef struct TempestChanPort {
     uint32_t out_status;        /* ... with this status */
     uint32_t out_len;           /* the pre-sent data */
     uint32_t held_len;          /* BUFFERFULL: bytes at buf */
+    uint32_t incoming;          /* a long DATA is being stored at buf */
+    uint32_t in_len;            /* ... of this length */
+    uint32_t go;                /* our long pre-send's transfer started */
     uint32_t tx;                /* pre-sends sent (DATA numbers) */
     uint32_t rx;                /* DATA taken (input or refused) */
     uint64_t out_addr;
@@ -272,9 +275,16 @@ struct TempestNCState {
     uint64_t xfer_sys_used;     /* taken by messages, stored or arriving */
     uint32_t xfer_nparked;
     uint32_t *xfer_in_count;    /* per source: messages being received */
+    uint32_t *xfer_in_chan_count;   /* ... of them the channels' */
     QEMUBH *xfer_bh;
     VMChangeStateEntry *xfer_vmse;              /* pauses it while stopped */
     uint32_t xfer_active;
+    uint32_t xfer_chan_active;  /* of those, the channel controller's */
+    /* Set by the channel controller: its transfers' ends. */
+    void (*xfer_chan_sent)(TempestNCState *s, uint64_t cookie,
+                           uint32_t status);
+    void (*xfer_chan_recv)(TempestNCState *s, uint32_t src, uint64_t addr,
+                           uint64_t len, uint64_t cookie);
     uint32_t xfer_nbufs;
     uint32_t xfer_waiting;
     uint32_t xfer_fop_shared;   /* fetch-and-ops done on a home's mapped RAM */

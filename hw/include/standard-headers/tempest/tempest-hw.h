@@ -370,7 +370,11 @@
  *              address field, where the next data is stored.
  *   OUTPUTDATA ARG1 port, ARG2 address, ARG3 length (0 ..
  *              TEMPEST_CHAN_MAX_DATA): the pre-send of section 2.2: the
- *              data is sent now; the port's state does not change (3.1).
+ *              data is sent now (up to TEMPEST_CHAN_INLINE bytes in the
+ *              message; longer, by the transfer engine straight into the
+ *              companion's buffer once it has one); the port's state
+ *              does not change (3.1).  The data must not change until
+ *              the output completes.
  *              One pre-send at a time per port.
  *   OUTPUT     ARG1 port, and, with no OUTPUTDATA before it, ARG2 address
  *              and ARG3 length as for OUTPUTDATA: the port is OUTPUTTING
@@ -395,7 +399,8 @@
 #define TEMPEST_CHAN_OP_STATE       8
 
 #define TEMPEST_CHAN_PORTS          256         /* the paper's example */
-#define TEMPEST_CHAN_MAX_DATA       (64 * 1024) /* one frame (stage 2) */
+#define TEMPEST_CHAN_MAX_DATA       (1U << 30)  /* an output, at most */
+#define TEMPEST_CHAN_INLINE         (64 * 1024) /* longer: transfer engine */
 #define TEMPEST_CHAN_ID(node, idx)  (((uint32_t)(node) << 16) | (idx))
 #define TEMPEST_CHAN_ID_NODE(id)    ((uint32_t)(id) >> 16)
 #define TEMPEST_CHAN_ID_INDEX(id)   ((uint32_t)(id) & 0xFFFFU)
