@@ -11,7 +11,11 @@
  *  - outputs of 1 byte to 64 MiB from node 0 to a waiting input on node
  *    1 (INPUT event: length and address), each acknowledged (OUTPUT
  *    event), the data checked byte for byte; those over 64 KiB go by
- *    the transfer engine.
+ *    the transfer engine;
+ *  - a blocked input sleeps: node 1 inputs and sleeps (WFI, woken by the
+ *    node controller's CQ interrupt) while node 0 waits 300 ms before it
+ *    outputs; node 1 counts its wake-ups (a spinning wait would count
+ *    millions) and prints them with the time it slept.
  * Prints "chan_hw ok".
  */
 #include <stdio.h>
@@ -95,6 +99,45 @@ static void wait_ready(void)
     CHECK(p->kind == 0x4c, "ready packet of kind %u", p->kind);
     nc_rq_pop(p);
     nc_rx_doorbell();
+}
+
+static volatile unsigned irqs;
+
+static void cq_irq(unsigned intid, void *arg)
+{
+    (void)intid;
+    (void)arg;
+    nc_irq_ack(TEMPEST_NC_IRQ_CQ);
+    irqs++;
+}
+
+/* A blocked input sleeps until its data comes (docs/chan.rst). */
+static void blocked_input(uint32_t port, uint8_t *buf)
+{
+    unsigned intid = 32 + TEMPEST_NC_SPI, sleeps = 0;
+    struct nc_event ev;
+    uint64_t res = 0, t0, flags;
+
+    CHECK(rt_irq_register(intid, cq_irq, NULL) == 0 &&
+          rt_irq_enable_spi(intid, 0, false) == 0, "CQ interrupt");
+    nc_irq_enable(TEMPEST_NC_IRQ_CQ);
+    CHECK(chan(TEMPEST_CHAN_OP_INPUT, port, pa(buf), MAXLEN, &res) ==
+          TEMPEST_CMD_SUCCESS && res == 0, "blocked input");
+    send_ready(!rt_node_id());
+    t0 = rt_time_ns();
+    flags = rt_irq_save();
+    while (nc_cq_peek() == NULL && rt_time_ns() - t0 < 30000000000ULL) {
+        rt_cpu_sleep(1000000);      /* at most 1 s; an IRQ ends it */
+        sleeps++;
+    }
+    rt_irq_restore(flags);
+    t0 = rt_time_ns() - t0;
+    CHECK(wait_chan(&ev) && ev.b == 4, "blocked input's event");
+    printf("chan_hw: blocked input slept %llu ms, %u wake-ups, %u "
+           "interrupts\n", (unsigned long long)(t0 / 1000000), sleeps, irqs);
+    CHECK(t0 >= 250000000ULL, "woke after %llu ns only",
+          (unsigned long long)t0);
+    CHECK(sleeps <= 5, "%u wake-ups: not sleeping", sleeps);
 }
 
 static uint8_t pattern(size_t i, unsigned seed)
@@ -191,6 +234,21 @@ int main(void)
             }
             CHECK(bad == len, "%u bytes: byte %zu wrong", len, bad);
         }
+    }
+    if (me == 0) {
+        uint64_t t0;
+
+        wait_ready();       /* node 1 inputs, then sleeps */
+        t0 = rt_time_ns();
+        while (rt_time_ns() - t0 < 300000000ULL) {
+        }
+        CHECK(chan(TEMPEST_CHAN_OP_OUTPUT, port, pa(src), 4, &res) ==
+              TEMPEST_CMD_SUCCESS, "output to the sleeper");
+        if (res != 1) {
+            CHECK(wait_chan(&ev), "OUTPUT event to the sleeper");
+        }
+    } else {
+        blocked_input(port, buf);
     }
     CHECK(nc_reg(TEMPEST_NC_CHAN_DROPPED) == 0, "%u frames dropped",
           nc_reg(TEMPEST_NC_CHAN_DROPPED));
