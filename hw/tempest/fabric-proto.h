@@ -32,6 +32,9 @@
  *                 "node went": exited (1, with its status) or lost (0)
  *   XFER    body: the transfer engine (tempest-nc-xfer.c): u8 kind,
  *                 3 bytes 0, u32 message id, then what the kind carries
+ *   CHAN    body: the channel controller (tempest-nc-chan.c): u8 kind,
+ *                 3 bytes 0, u32 to, u32 from, u32 number, then the
+ *                 kind's data (docs/chan.rst)
  *   COLL    body: the control network (tempest-nc-coll.c):
  *                 u32 seq, u8 dir, u8 kind, u8 fn, u8 variant,
  *                 u16 lanes, u16 error, u32 count,
@@ -74,6 +77,7 @@ enum {
     FABRIC_BELL = 10,       /* doorbell of a shared-memory link (empty) */
     FABRIC_DIAL = 11,       /* u32 from, u32 to: 'to', dial 'from' */
     FABRIC_GONE = 12,       /* u32 node, u32 exited, u32 status */
+    FABRIC_CHAN = 13,       /* the channel controller's messages */
 };
 
 #define FABRIC_DIAL_SIZE        8
@@ -94,6 +98,7 @@ enum {
 };
 
 #define FABRIC_XFER_HDR         8       /* kind, 3 bytes 0, message id */
+#define FABRIC_CHAN_HDR         16      /* kind, 0, 0, 0, to, from, number */
 
 /* COLL directions */
 enum {
@@ -321,6 +326,10 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
                            count * FABRIC_COLL_ENTRY(lanes) ?
                FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     }
+    case FABRIC_CHAN:
+        /* The kinds and their sizes are checked by the channel engine. */
+        return hdr->len >= FABRIC_CHAN_HDR && hdr->net == 0 ?
+               FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     case FABRIC_XFER:
         /* The kinds and their sizes are checked by the transfer engine. */
         return hdr->len >= FABRIC_XFER_HDR && hdr->net == 0 ?

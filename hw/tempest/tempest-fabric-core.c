@@ -179,6 +179,13 @@ void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
     f->fc->send_xfer(f, peer, head, head_len, body, body_len);
 }
 
+void tempest_fabric_send_chan(TempestFabric *f, unsigned peer,
+                              const uint8_t *head, size_t head_len,
+                              const uint8_t *body, size_t body_len)
+{
+    f->fc->send_chan(f, peer, head, head_len, body, body_len);
+}
+
 size_t tempest_fabric_tx_queued(TempestFabric *f, unsigned peer)
 {
     return f->fc->tx_queued(f, peer);

@@ -923,6 +923,13 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     case FABRIC_XFER:
         f->ops->xfer(f->opaque, c->peer, body, hdr->len);
         return true;
+    case FABRIC_CHAN:
+        if (f->ops->chan) {
+            f->ops->chan(f->opaque, c->peer, body, hdr->len);
+        } else {
+            fabric_drop(f, c->peer, "CHAN with no channel controller");
+        }
+        return true;
     case FABRIC_MESH:
         v = fabric_ld32(body);
         if (v == FABRIC_MESH_ALL && c->peer == 0 &&
@@ -1637,6 +1644,24 @@ static void sock_send_xfer(TempestFabric *obj, unsigned peer,
                        body_len);
 }
 
+static void sock_send_chan(TempestFabric *obj, unsigned peer,
+                           const uint8_t *head, size_t head_len,
+                           const uint8_t *body, size_t body_len)
+{
+    FabricSocket *f = SOCK(obj);
+    uint8_t hdr[FABRIC_HDR_SIZE];
+    size_t len = head_len + body_len;
+
+    if (peer == f->node || peer >= f->nodes || f->peers[peer].gone ||
+        len > FABRIC_MAX_BODY) {
+        /* The channel engine sees peer_down; never abort on it. */
+        return;
+    }
+    fabric_put_header(hdr, FABRIC_CHAN, 0, len);
+    fabric_peer_queue3(f, peer, hdr, sizeof(hdr), head, head_len, body,
+                       body_len);
+}
+
 static size_t sock_tx_queued(TempestFabric *obj, unsigned peer)
 {
     FabricSocket *f = SOCK(obj);
@@ -1806,6 +1831,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->return_credits = sock_return_credits;
     fc->send_coll = sock_send_coll;
     fc->send_xfer = sock_send_xfer;
+    fc->send_chan = sock_send_chan;
     fc->tx_queued = sock_tx_queued;
     fc->bye = sock_bye;
     fc->poll = sock_poll;

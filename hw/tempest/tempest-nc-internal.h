@@ -7,6 +7,8 @@
  *   tempest-nc.c        the device: MMIO decode, the command table's
  *                       dispatch, realize/unrealize, reset, VMState
  *     |
+ *   tempest-nc-chan.c   the channel controller, on the transfer engine
+ *     |
  *   tempest-nc-msg.c, tempest-nc-coll.c, tempest-nc-xfer.c,
  *   tempest-nc-tags.c   the engines, side by side; none calls another
  *     |
@@ -51,6 +53,8 @@ struct TempestNCHooks {
     void (*coll)(void *opaque, unsigned peer, const uint8_t *body,
                  size_t len);
     void (*xfer)(void *opaque, unsigned peer, const uint8_t *body,
+                 size_t len);
+    void (*chan)(void *opaque, unsigned peer, const uint8_t *body,
                  size_t len);
     void (*tx_drained)(void *opaque, unsigned peer);
     /* peer is gone; its PEER_DOWN event is posted already. */
@@ -166,6 +170,19 @@ void tempest_nc_aor_write(TempestNCState *s, uint32_t bit);
 /* tempest-nc-xfer.c: the transfer engine and fetch-and-op */
 extern const TempestNCEngine tempest_nc_xfer_engine;
 extern const VMStateDescription vmstate_tempest_nc_xfer;
+/*
+ * A transfer for the channel controller, which sits above the engine
+ * (docs/chan.rst): @len bytes at @src into @where on node @dest.  Its
+ * ends call s->xfer_chan_sent here and s->xfer_chan_recv there with
+ * @cookie.  False (nothing started) for a bad node, range or length, a
+ * node gone, or TEMPEST_CHAN_PORTS of them under way.
+ */
+bool tempest_nc_xfer_chan(TempestNCState *s, uint32_t dest, uint64_t src,
+                          uint64_t len, uint64_t where, uint64_t cookie);
+
+/* tempest-nc-chan.c: the channel controller (docs/chan.rst) */
+extern const TempestNCEngine tempest_nc_chan_engine;
+extern const VMStateDescription vmstate_tempest_nc_chan;
 
 /* tempest-nc-tags.c: tagged memory */
 /*

@@ -178,7 +178,7 @@ void xfer_sys_park(TempestNCState *s, TempestXferIn *in)
 {
     gpointer key = NULL;
 
-    s->xfer_in_count[in->src]--;
+    *xfer_in_counter(s, in) -= 1;
     /* Out of the table, whose destroy functions would free it: the key. */
     g_hash_table_steal_extended(s->xfer_in,
                                 &(uint64_t){ in_key(in->src, in->mid) },

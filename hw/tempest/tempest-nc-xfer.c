@@ -50,6 +50,9 @@ enum {
 };
 
 #define HDR_BODY    (8 + 8 + 4 + 4 + 8)
+
+/* HDR flags beside TEMPEST_XFER_TYPED: the channel controller's own. */
+#define XFER_F_CHAN (1U << 31)
 #define FOP_BODY    (4 + 4 + 8 + 8 + 8)
 #define REP_BODY    (4 + 4 + 8)
 
@@ -81,10 +84,18 @@ static void xfer_event_sent(TempestNCState *s, TempestXferOut *o,
                             uint32_t status)
 {
     trace_tempest_nc_xfer_done(s->node_id, o->mid, o->dest, o->len, status);
-    tempest_nc_post_event(s, TEMPEST_EV_XFER_SENT, o->dest, o->mid,
-                          o->cookie, status);
     QTAILQ_REMOVE(&s->xfer_out, o, next);
     s->xfer_active--;
+    if (o->flags & XFER_F_CHAN) {
+        /* The channel controller's own: no event, its callback. */
+        s->xfer_chan_active--;
+        if (s->xfer_chan_sent) {
+            s->xfer_chan_sent(s, o->cookie, status);
+        }
+    } else {
+        tempest_nc_post_event(s, TEMPEST_EV_XFER_SENT, o->dest, o->mid,
+                              o->cookie, status);
+    }
     g_free(o);
 }
 
@@ -110,7 +121,7 @@ static void xfer_in_forget(TempestNCState *s, TempestXferIn *in)
 {
     xfer_sys_release(s, in);
     s->xfer_waiting -= in->waiting;
-    s->xfer_in_count[in->src]--;
+    *xfer_in_counter(s, in) -= 1;
     g_hash_table_remove(s->xfer_in, &(uint64_t){ in_key(in->src, in->mid) });
 }
 
@@ -123,7 +134,12 @@ static void xfer_wake_waiting(TempestNCState *s);
  */
 static void xfer_in_done(TempestNCState *s, TempestXferIn *in)
 {
-    if (!in->sys) {
+    if (in->chan) {
+        /* The channel controller checks it is one it asked for. */
+        if (s->xfer_chan_recv) {
+            s->xfer_chan_recv(s, in->src, in->addr, in->len, in->cookie);
+        }
+    } else if (!in->sys) {
         xfer_buf_stored(s, in);
         xfer_buf_recv_event(s, in);
     }
@@ -232,8 +248,9 @@ static void xfer_in_header(TempestNCState *s, unsigned src, uint32_t mid,
     in->len = len;
     in->cookie = cookie;
     in->typed = flags & TEMPEST_XFER_TYPED;
+    in->chan = (flags & XFER_F_CHAN) && !in->typed;
     g_hash_table_replace(s->xfer_in, key, in);
-    s->xfer_in_count[src]++;
+    *xfer_in_counter(s, in) += 1;
     if (!in->typed) {
         in->addr = where;
         if (!tempest_nc_in_ram(s, where, len)) {
@@ -428,13 +445,14 @@ static void xfer_fabric_drained(void *opaque, unsigned peer)
     }
 }
 
+static uint32_t xfer_start(TempestNCState *s, uint32_t dest, uint64_t src,
+                           uint64_t len, uint64_t where, uint32_t flags,
+                           uint64_t cookie);
+
 static uint32_t xfer_cmd_start(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t dest = b->arg[0], src = b->arg[1], len = b->arg[2];
     uint64_t where = b->arg[3], cookie = b->arg[4], flags = b->arg[5];
-    uint8_t hdr[HDR_BODY];
-    TempestXferOut *o;
-    uint32_t mid;
 
     if (dest >= s->num_nodes) {
         b->reason = TEMPEST_CMD_E_BAD_NODE;
@@ -453,9 +471,41 @@ static uint32_t xfer_cmd_start(TempestNCState *s, TempestCmdBank *b)
         b->reason = TEMPEST_CMD_E_PEER_DOWN;
         return TEMPEST_CMD_FAIL;
     }
-    if (s->xfer_active >= TEMPEST_XFER_MAX_OUT) {
+    if (s->xfer_active - s->xfer_chan_active >= TEMPEST_XFER_MAX_OUT) {
         return TEMPEST_CMD_RETRY;
     }
+    b->result = xfer_start(s, dest, src, len, where, flags, cookie);
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/*
+ * A transfer for the channel controller (docs/chan.rst): untyped, into
+ * where on dest, its completions through s->xfer_chan_sent and, there,
+ * s->xfer_chan_recv instead of events.  Not under the guest's limit of
+ * TEMPEST_XFER_MAX_OUT: the channel controller has one per port at most.
+ */
+bool tempest_nc_xfer_chan(TempestNCState *s, uint32_t dest, uint64_t src,
+                          uint64_t len, uint64_t where, uint64_t cookie)
+{
+    if (dest >= s->num_nodes || !len || len > TEMPEST_XFER_MAX ||
+        !tempest_nc_in_ram(s, src, len) ||
+        (dest == s->node_id && !tempest_nc_in_ram(s, where, len)) ||
+        !tempest_fabric_peer_up(s->fabric, dest) ||
+        s->xfer_chan_active >= TEMPEST_CHAN_PORTS) {
+        return false;
+    }
+    s->xfer_chan_active++;
+    xfer_start(s, dest, src, len, where, XFER_F_CHAN, cookie);
+    return true;
+}
+
+static uint32_t xfer_start(TempestNCState *s, uint32_t dest, uint64_t src,
+                           uint64_t len, uint64_t where, uint32_t flags,
+                           uint64_t cookie)
+{
+    uint8_t hdr[HDR_BODY];
+    TempestXferOut *o;
+    uint32_t mid;
 
     o = g_new0(TempestXferOut, 1);
     mid = o->mid = s->xfer_next_mid++;
@@ -471,7 +521,6 @@ static uint32_t xfer_cmd_start(TempestNCState *s, TempestCmdBank *b)
     o->state = flags & TEMPEST_XFER_TYPED ? OUT_WAIT_GO : OUT_SENDING;
     QTAILQ_INSERT_TAIL(&s->xfer_out, o, next);
     s->xfer_active++;
-    b->result = o->mid;
     trace_tempest_nc_xfer_start(s->node_id, o->mid, dest, src, len, where,
                                 flags);
 
@@ -490,7 +539,7 @@ static uint32_t xfer_cmd_start(TempestNCState *s, TempestCmdBank *b)
     if (o && o->state == OUT_SENDING) {
         qemu_bh_schedule(s->xfer_bh);
     }
-    return TEMPEST_CMD_SUCCESS;
+    return mid;
 }
 
 /* ------------------------------------------------------------------ */
@@ -651,7 +700,10 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
             xfer_drop(s, peer, "bad transfer header");
             return;
         }
-        if (s->xfer_in_count[peer] >= TEMPEST_XFER_MAX_OUT) {
+        if ((fabric_ld32(p + 16) & (XFER_F_CHAN | TEMPEST_XFER_TYPED)) ==
+            XFER_F_CHAN ?
+            s->xfer_in_chan_count[peer] >= TEMPEST_CHAN_PORTS :
+            s->xfer_in_count[peer] >= TEMPEST_XFER_MAX_OUT) {
             /* No node has more under way: the peer is not one of ours. */
             xfer_drop(s, peer, "more transfers than a node may start");
             return;
@@ -757,7 +809,7 @@ static void xfer_peer_down(TempestNCState *s, unsigned peer)
         if (in->src == peer) {
             xfer_sys_release(s, in);
             s->xfer_waiting -= in->waiting;
-            s->xfer_in_count[peer]--;
+            *xfer_in_counter(s, in) -= 1;
             g_hash_table_iter_remove(&it);
         }
     }
@@ -809,8 +861,10 @@ static void xfer_drop_queues(TempestNCState *s)
     if (s->xfer_in) {
         g_hash_table_remove_all(s->xfer_in);
         memset(s->xfer_in_count, 0, s->num_nodes * sizeof(uint32_t));
+        memset(s->xfer_in_chan_count, 0, s->num_nodes * sizeof(uint32_t));
     }
     s->xfer_active = 0;
+    s->xfer_chan_active = 0;
     s->xfer_nbufs = 0;
     s->xfer_waiting = 0;
 }
@@ -839,6 +893,7 @@ static bool xfer_realize(TempestNCState *s, Error **errp)
     s->xfer_in = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
                                        g_free);
     s->xfer_in_count = g_new0(uint32_t, s->num_nodes);
+    s->xfer_in_chan_count = g_new0(uint32_t, s->num_nodes);
     s->xfer_bh = qemu_bh_new(xfer_pump, s);
     s->xfer_vmse = qemu_add_vm_change_state_handler(xfer_vm_state, s);
     tempest_nc_register(s, &xfer_hooks);
@@ -862,6 +917,7 @@ static void xfer_unrealize(TempestNCState *s)
     xfer_reset(s);
     g_clear_pointer(&s->xfer_in, g_hash_table_destroy);
     g_clear_pointer(&s->xfer_in_count, g_free);
+    g_clear_pointer(&s->xfer_in_chan_count, g_free);
     g_clear_pointer(&s->xfer_vmse, qemu_del_vm_change_state_handler);
     g_clear_pointer(&s->xfer_bh, qemu_bh_delete);
 }

@@ -37,6 +37,7 @@ struct TempestXferIn {
     uint64_t addr;          /* where the data goes; valid unless waiting */
     uint32_t type;
     bool typed, waiting, refused;
+    bool chan;              /* the channel controller's (XFER_F_CHAN) */
     bool buf_done;          /* its buffer had no room left after it */
     TempestXferBuf *buf;    /* the buffer it was placed in, until stored */
     uint64_t cookie;
@@ -54,6 +55,13 @@ struct TempestXferBuf {
     bool full;              /* no room for a message: no longer posted */
     uint64_t cookie;        /* of the last message placed in it */
 };
+
+/* The count of messages being received from in's source it is one of. */
+static inline uint32_t *xfer_in_counter(TempestNCState *s, TempestXferIn *in)
+{
+    return in->chan ? &s->xfer_in_chan_count[in->src] :
+                      &s->xfer_in_count[in->src];
+}
 
 static inline uint64_t in_key(uint32_t src, uint32_t mid)
 {

@@ -107,13 +107,15 @@ REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
 REG32(XFER_PARKED, TEMPEST_NC_XFER_PARKED)
 REG32(TAG_UPGRADE, TEMPEST_NC_TAG_UPGRADE)
 REG32(TAG_UPGRADE_HI, TEMPEST_NC_TAG_UPGRADE + 4)
+REG32(CHAN_DROPPED, TEMPEST_NC_CHAN_DROPPED)
+REG32(CHAN_USED, TEMPEST_NC_CHAN_USED)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
      TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
      TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER | \
      TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE | \
-     TEMPEST_NC_FEAT_TAG_UPGRADE)
+     TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -122,6 +124,7 @@ static const TempestNCEngine *const tempest_nc_engines[] = {
     &tempest_nc_msg_engine,
     &tempest_nc_coll_engine,
     &tempest_nc_xfer_engine,
+    &tempest_nc_chan_engine,
 };
 
 /* The accessing vCPU's command bank; bank 0 for qtest (no CPU). */
@@ -356,6 +359,12 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_XFER_PARKED:
         *value = s->xfer_nparked;
         return true;
+    case A_CHAN_DROPPED:
+        *value = s->chan_dropped;
+        return true;
+    case A_CHAN_USED:
+        *value = s->chan_used;
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -511,6 +520,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_XFER_PUT_HI:
     case A_XFER_SYS_USED:
     case A_XFER_PARKED:
+    case A_CHAN_DROPPED:
+    case A_CHAN_USED:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     case A_TAG_UPGRADE:
@@ -805,6 +816,7 @@ static const VMStateDescription vmstate_tempest_nc = {
         &vmstate_tempest_nc_coll,
         &vmstate_tempest_nc_xfer,
         &vmstate_tempest_nc_tags,
+        &vmstate_tempest_nc_chan,
         NULL
     }
 };

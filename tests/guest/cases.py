@@ -462,6 +462,12 @@ CASES += [
     # set-up and its refusals, loopback on both networks, send errors,
     # device timers in deadline order.
     am("nc-msg", "nc_msg", 1, 1),
+    # docs/chan.rst, the channel controller in the node controller (1.8)
+    # through tempest/nc.h alone: the first input into the initial
+    # buffer after a state-keeping outputdata, then outputs of 1 byte to
+    # 64 MiB to a waiting input (the transfer engine past 64 KiB), an
+    # input blocked 300 ms sleeping until the CQ interrupt.
+    am("chan-hw-2", "chan_hw", 2, 1, mem="256M", timeout=180),
     # Tempest 3.3.2-3.3.4: W, R and F items, the builder, every body size
     # from 0 to TPPI_MAX_AM_BYTES (multi-packet reassembly), echoed and
     # checked byte for byte; on one node (loopback), and on two with the

@@ -350,6 +350,82 @@ static void assert_xfer_done(QTestState *s, unsigned slot, uint32_t mid,
     g_assert_cmpuint(ev[2], ==, 0);
 }
 
+/* A channel instruction (TEMPEST_CMD_CHAN): COMMIT's answer. */
+static uint32_t chan_cmd(QTestState *s, uint64_t op, uint64_t port,
+                         uint64_t a2, uint64_t a3)
+{
+    return tq_command(s, TEMPEST_CMD_CHAN, op, port, a2, a3, 0, 0);
+}
+
+/*
+ * The channel controller's port table (docs/chan.rst, subsection
+ * tempest-nc/chan) moves with the node: a port holding pre-sent data
+ * (BUFFERFULL in its initial buffer), its companion with the pre-send
+ * out (IDLE), a port waiting in an input; after the load the input
+ * takes the data, the output completes at once, and the waiting input
+ * gets its data and event.
+ */
+static void test_chan(void)
+{
+    const char *args = "-M tempest -m 64M";
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+    uint64_t ev[3];
+    uint32_t a, b, c, e;
+
+    ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x200000), 64,
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    a = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x210000), 64,
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    b = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x220000), 64,
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    c = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x230000), 64,
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    e = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, c, e, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_writeq(s, RAM(0x300000), 0x6368616e6e656cULL);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_OUTPUTDATA, a,
+                              RAM(0x300000), 8), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_INPUT, e, RAM(0x240000),
+                              64), ==, TEMPEST_CMD_SUCCESS);
+
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_CHAN_USED)), ==, 4);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_STATE, b, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | (uint64_t)a << 32);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_INPUT, b, RAM(0x250000),
+                              64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==,
+                    TEMPEST_CHAN_PRESENT | 8);
+    g_assert_cmphex(qtest_readq(d, RAM(0x210000)), ==, 0x6368616e6e656cULL);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==, 1);
+    /* The input that waited across the save. */
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_OUTPUT, c, RAM(0x300000),
+                              8), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(wait_event(d, 0, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, e | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 8);
+    g_assert_cmphex(ev[2], ==, RAM(0x230000));
+    qtest_quit(d);
+    remove_state(path);
+}
+
 /*
  * The transfer engine (1.4) migrates: a typed transfer to the node itself
  * that waits for a buffer (its header in, its sender holding) is saved,
@@ -576,6 +652,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/migration/timer", test_timer);
     qtest_add_func("/tempest/migration/queues", test_queues);
     qtest_add_func("/tempest/migration/tags", test_tags);
+    qtest_add_func("/tempest/migration/chan", test_chan);
     qtest_add_func("/tempest/migration/tags-tcg", test_tags_tcg);
     qtest_add_func("/tempest/migration/only-migratable",
                    test_only_migratable);

@@ -309,6 +309,58 @@ def bench_bulk(repeat):
     return rows + _bulk_busy(guests)
 
 
+CHAN_ROUNDS = 1000
+
+
+def bench_chan(repeat):
+    """The channel controller (docs/chan.rst): a 4-byte and a 1 MiB round
+    trip over one channel (tests' chan_bench: the device's instructions,
+    waits that poll the CQ), as ratios to the AM round trips (main waits
+    for the reply; handler to handler) and to the XFER stream of 1 MiB of
+    bulk_bench, both programs run in the same round."""
+    chan_elf = build.guest_program("bench/chan_bench.elf")
+    bulk_elf = build.guest_program("bench/bulk_bench.elf")
+    rounds = []
+    for _ in range(repeat):
+        bulk = _bulk_lines(_cluster(bulk_elf, 2, [str(BULK_MAX_MB),
+                                                  str(BULK_ROUNDS)],
+                                    "chan-bulk", smp=2, mem="320M"),
+                           "bulk_bench")
+        chan = _bulk_lines(_cluster(chan_elf, 2, [str(CHAN_ROUNDS)],
+                                    "chan", smp=1, mem="128M"),
+                           "chan_bench")[0]
+        rounds.append((bulk, chan))
+    mib = 1 << 20
+    am = _med([b[1]["am_ns"] / 1e9 for b, _ in rounds])
+    stream = _med([b[0][mib]["ns"] / b[0][mib]["reps"] / 1e9
+                   for b, _ in rounds])
+    small = _med([c[4]["ns"] / c[4]["rounds"] / 1e9 for _, c in rounds])
+    big = _med([c[mib]["ns"] / c[mib]["rounds"] / 1e9 for _, c in rounds])
+    # Per round: the 4-byte round trip over the AM one (goal <= 1.0),
+    # and the channel's bytes per second (2 MiB a round trip) over the
+    # stream's (goal >= 0.9).
+    small_r = _med([(c[4]["ns"] / c[4]["rounds"]) / b[1]["am_ns"]
+                    for b, c in rounds])
+    hh = _med([b[1]["am_hh_ns"] / 1e9 for b, _ in rounds])
+    small_hh = _med([(c[4]["ns"] / c[4]["rounds"]) / b[1]["am_hh_ns"]
+                     for b, c in rounds])
+    big_r = _med([(2 * b[0][mib]["ns"] / b[0][mib]["reps"]) /
+                  (c[mib]["ns"] / c[mib]["rounds"]) for b, c in rounds])
+    return [
+        ("AM round trip, main waits for the reply (reference)", am, 1.0),
+        ("channel round trip, 4 bytes (goal <= 1.0x; its waits poll)",
+         small, small_r),
+        ("AM round trip, handler to handler (second reference)", hh, 1.0),
+        ("channel round trip, 4 bytes, to the handler-to-handler one",
+         small, small_hh),
+        (f"XFER stream, 1 MiB ({mib / stream[0] / 1e6:.0f} MB/s; "
+         "reference)", stream, 1.0),
+        (f"channel round trip, 1 MiB each way ({2 * mib / big[0] / 1e6:.0f}"
+         " MB/s; ratio: its throughput to the stream's, goal >= 0.9x)",
+         big, big_r),
+    ]
+
+
 def _bulk_busy(guests):
     """Active messages during a transfer (the figures tests/guest/
     xfer_latency.c prints and no longer bounds): the round trip while a
@@ -530,6 +582,7 @@ def bench_tags(repeat):
 
 
 BENCHES["tags"] = bench_tags
+BENCHES["chan"] = bench_chan
 
 
 # ---- linux: Linux nodes' boot ----------------------------------------------

@@ -58,6 +58,9 @@ typedef struct TempestFabricOps {
     /* A transfer-engine frame from peer (layout in fabric-proto.h). */
     void (*xfer)(void *opaque, unsigned peer, const uint8_t *body,
                  size_t len);
+    /* A channel-controller frame from peer (layout in fabric-proto.h). */
+    void (*chan)(void *opaque, unsigned peer, const uint8_t *body,
+                 size_t len);
     /* The queue of frames waiting for peer's socket became empty. */
     void (*tx_drained)(void *opaque, unsigned peer);
     /* A frame from peer (or -1: before its HELLO) was dropped. */
@@ -103,6 +106,9 @@ struct TempestFabricClass {
     void (*send_coll)(TempestFabric *f, unsigned peer, const uint8_t *body,
                       size_t len);
     void (*send_xfer)(TempestFabric *f, unsigned peer, const uint8_t *head,
+                      size_t head_len, const uint8_t *body,
+                      size_t body_len);
+    void (*send_chan)(TempestFabric *f, unsigned peer, const uint8_t *head,
                       size_t head_len, const uint8_t *body,
                       size_t body_len);
     size_t (*tx_queued)(TempestFabric *f, unsigned peer);
@@ -177,6 +183,14 @@ void tempest_fabric_send_coll(TempestFabric *f, unsigned peer,
  * tempest_fabric_tx_queued() and waits for ops->tx_drained.
  */
 void tempest_fabric_send_xfer(TempestFabric *f, unsigned peer,
+                              const uint8_t *head, size_t head_len,
+                              const uint8_t *body, size_t body_len);
+/*
+ * Send a channel-controller frame to peer (not this node): head then
+ * body, one frame, in order with every other frame to peer.  Not under
+ * credit: each one answers a guest command or a frame that came in.
+ */
+void tempest_fabric_send_chan(TempestFabric *f, unsigned peer,
                               const uint8_t *head, size_t head_len,
                               const uint8_t *body, size_t body_len);
 /* Bytes queued for peer's socket and not yet written. */

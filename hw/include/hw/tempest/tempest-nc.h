@@ -69,6 +69,32 @@ typedef struct TempestNCHooks TempestNCHooks;
 /* Engines that may register with the core (tempest-nc-internal.h). */
 #define TEMPEST_NC_MAX_ENGINES  8
 
+/*
+ * One entry of the channel controller's port table (docs/chan.rst): the
+ * paper's state, companion-id and address, and what the device needs
+ * beside them.
+ */
+typedef struct TempestChanPort {
+    uint32_t state;             /* TEMPEST_CHAN_ST_* */
+    uint32_t comp;              /* companion id, or TEMPEST_CHAN_NONE */
+    uint32_t closed;            /* the companion was freed */
+    uint32_t presend;           /* a pre-send is out (not ended) */
+    uint32_t presend_done;      /* ... and its ACK/NACK is in */
+    uint32_t out_status;        /* ... with this status */
+    uint32_t out_len;           /* the pre-sent data */
+    uint32_t held_len;          /* BUFFERFULL: bytes at buf */
+    uint32_t incoming;          /* a long DATA is being stored at buf */
+    uint32_t in_len;            /* ... of this length */
+    uint32_t go;                /* our long pre-send's transfer started */
+    uint32_t tx;                /* pre-sends sent (DATA numbers) */
+    uint32_t rx;                /* DATA taken (input or refused) */
+    uint64_t out_addr;
+    uint64_t buf;               /* address: where the next data goes */
+    uint64_t bufsize;
+    uint64_t next;              /* INPUTTING: the buffer after this one */
+    uint64_t nextsize;
+} TempestChanPort;
+
 /* One vCPU's command bank (FLASH's initiation protocol). */
 typedef struct TempestCmdBank {
     uint64_t arg[TEMPEST_NC_CMD_NUM_ARGS];
@@ -233,6 +259,12 @@ struct TempestNCState {
     uint32_t tag_faults;
     uint32_t tag_flushes;
 
+    /* Channel controller (tempest-nc-chan.c) */
+    TempestChanPort chan_port[TEMPEST_CHAN_PORTS];
+    uint32_t chan_used;         /* ports not EMPTY */
+    uint32_t chan_next;         /* where the next ALLOC starts looking */
+    uint32_t chan_dropped;      /* bad or stale CHAN frames */
+
     /* Transfer engine (tempest-nc-xfer.c) */
     QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */
     QTAILQ_HEAD(, TempestXferBuf) xfer_bufs;    /* posted receive buffers */
@@ -243,9 +275,16 @@ struct TempestNCState {
     uint64_t xfer_sys_used;     /* taken by messages, stored or arriving */
     uint32_t xfer_nparked;
     uint32_t *xfer_in_count;    /* per source: messages being received */
+    uint32_t *xfer_in_chan_count;   /* ... of them the channels' */
     QEMUBH *xfer_bh;
     VMChangeStateEntry *xfer_vmse;              /* pauses it while stopped */
     uint32_t xfer_active;
+    uint32_t xfer_chan_active;  /* of those, the channel controller's */
+    /* Set by the channel controller: its transfers' ends. */
+    void (*xfer_chan_sent)(TempestNCState *s, uint64_t cookie,
+                           uint32_t status);
+    void (*xfer_chan_recv)(TempestNCState *s, uint32_t src, uint64_t addr,
+                           uint64_t len, uint64_t cookie);
     uint32_t xfer_nbufs;
     uint32_t xfer_waiting;
     uint32_t xfer_fop_shared;   /* fetch-and-ops done on a home's mapped RAM */

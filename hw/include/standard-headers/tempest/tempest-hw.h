@@ -205,13 +205,17 @@
     ((uint64_t)(first_blk) | (uint64_t)(nblks) << 32 | (uint64_t)(tag) << 48)
 #define TEMPEST_TAG_UPGRADE_MAX     0xFFFF  /* blocks in one write */
 
+/* The channel controller (1.8, docs/chan.rst), read-only */
+#define TEMPEST_NC_CHAN_DROPPED     0x1B8   /* bad or stale CHAN frames */
+#define TEMPEST_NC_CHAN_USED        0x1BC   /* ports not EMPTY */
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    7
+#define TEMPEST_NC_VERSION_MINOR    8
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -228,6 +232,7 @@
 #define TEMPEST_NC_FEAT_POLL        (1U << 9)   /* the POLL register */
 #define TEMPEST_NC_FEAT_SYSSPACE    (1U << 10)  /* system space, buffer space */
 #define TEMPEST_NC_FEAT_TAG_UPGRADE (1U << 11)  /* the TAG_UPGRADE register */
+#define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -331,7 +336,14 @@
  * then SUCCESS with the word's old value in RESULT (the waiting read).
  */
 #define TEMPEST_CMD_FOP             9
-
+/*
+ * (1.8) The channel controller, after "Hardware Migratable Channels"
+ * (May, Muller, Sen; docs/chan.rst, "The channel controller"): one
+ * command whose ARG0 is the channel instruction, TEMPEST_CHAN_OP_*; ARG1
+ * a port of this node (TEMPEST_CHAN_ID: 16-bit node, 16-bit index).
+ * Completions that do not happen at the COMMIT come as TEMPEST_EV_CHAN.
+ */
+#define TEMPEST_CMD_CHAN            10
 #define TEMPEST_XFER_TYPED          (1U << 0)   /* ARG5: ARG3 is a type */
 #define TEMPEST_XFER_MAX            (1ULL << 30)
 #define TEMPEST_XFER_MAX_OUT        64
@@ -340,6 +352,70 @@
 #define TEMPEST_FOP_ADD             0
 #define TEMPEST_FOP_SWAP            1
 #define TEMPEST_FOP_CAS             2           /* swap if equal */
+
+/*
+ * TEMPEST_CMD_CHAN instructions (ARG0).  Every one fails with
+ * TEMPEST_CMD_E_BAD_PORT for a port that is not a live port of this
+ * node, TEMPEST_CMD_E_PORT_STATE when the port's state forbids it,
+ * TEMPEST_CMD_E_BAD_ADDR for a buffer not wholly in the node's RAM.
+ *   ALLOC      ARG1 the initial buffer's address, ARG2 its size (0: none).
+ *              RESULT: a new IDLE port with no companion.  RETRY never;
+ *              TEMPEST_CMD_E_NO_PORTS when the table is full.
+ *   CONNECT    ARG1 port, ARG2 its companion's id (on any node; a port of
+ *              this node that has no companion either is connected back).
+ *              The port must be IDLE with no companion.
+ *   FREE       ARG1 port (IDLE or BUFFERFULL, nothing pre-sent): EMPTY;
+ *              the companion is told (TEMPEST_CHAN_EV_CLOSED there).
+ *   BUFFER     ARG1 port, ARG2 address, ARG3 size (0: none): the port's
+ *              address field, where the next data is stored.
+ *   OUTPUTDATA ARG1 port, ARG2 address, ARG3 length (0 ..
+ *              TEMPEST_CHAN_MAX_DATA): the pre-send of section 2.2: the
+ *              data is sent now (up to TEMPEST_CHAN_INLINE bytes in the
+ *              message; longer, by the transfer engine straight into the
+ *              companion's buffer once it has one); the port's state
+ *              does not change (3.1).  The data must not change until
+ *              the output completes.
+ *              One pre-send at a time per port.
+ *   OUTPUT     ARG1 port, and, with no OUTPUTDATA before it, ARG2 address
+ *              and ARG3 length as for OUTPUTDATA: the port is OUTPUTTING
+ *              until the companion inputs.  RESULT 1: already input (done,
+ *              no event); 0: TEMPEST_CHAN_EV_OUTPUT comes.
+ *   INPUT      ARG1 port, ARG2 the NEXT buffer's address, ARG3 its size:
+ *              the paper's input (2.1): this input's data is stored in the
+ *              port's buffer, which is swapped with ARG2/ARG3.  RESULT:
+ *              bit 32 set, the data was there (BUFFERFULL): bits 31..0 its
+ *              length, CMD_ARG... unchanged, no event; clear: INPUTTING
+ *              until TEMPEST_CHAN_EV_INPUT.
+ *   STATE      ARG1 port: RESULT state (TEMPEST_CHAN_ST_*) | pre-sent (bit
+ *              8) | companion id << 32.
+ */
+#define TEMPEST_CHAN_OP_ALLOC       1
+#define TEMPEST_CHAN_OP_CONNECT     2
+#define TEMPEST_CHAN_OP_FREE        3
+#define TEMPEST_CHAN_OP_BUFFER      4
+#define TEMPEST_CHAN_OP_OUTPUTDATA  5
+#define TEMPEST_CHAN_OP_OUTPUT      6
+#define TEMPEST_CHAN_OP_INPUT       7
+#define TEMPEST_CHAN_OP_STATE       8
+
+#define TEMPEST_CHAN_PORTS          256         /* the paper's example */
+#define TEMPEST_CHAN_MAX_DATA       (1U << 30)  /* an output, at most */
+#define TEMPEST_CHAN_INLINE         (64 * 1024) /* longer: transfer engine */
+#define TEMPEST_CHAN_ID(node, idx)  (((uint32_t)(node) << 16) | (idx))
+#define TEMPEST_CHAN_ID_NODE(id)    ((uint32_t)(id) >> 16)
+#define TEMPEST_CHAN_ID_INDEX(id)   ((uint32_t)(id) & 0xFFFFU)
+#define TEMPEST_CHAN_NONE           0xFFFFFFFFU /* no companion */
+#define TEMPEST_CHAN_PRESENT        (1ULL << 32) /* INPUT RESULT: was there */
+
+/* The paper's seven port states (section 3). */
+#define TEMPEST_CHAN_ST_EMPTY       0
+#define TEMPEST_CHAN_ST_IDLE        1
+#define TEMPEST_CHAN_ST_INPUTTING   2
+#define TEMPEST_CHAN_ST_OUTPUTTING  3
+#define TEMPEST_CHAN_ST_BUFFERFULL  4
+#define TEMPEST_CHAN_ST_MIGRATING   5
+#define TEMPEST_CHAN_ST_CONFIRMING  6
+#define TEMPEST_CHAN_ST_PRESENT     (1U << 8)   /* STATE: a pre-send is out */
 
 /* TEMPEST_NC_CMD_REASON values */
 #define TEMPEST_CMD_E_NONE          0
@@ -360,6 +436,12 @@
 #define TEMPEST_CMD_E_PEER_DOWN     14  /* that node is gone */
 #define TEMPEST_CMD_E_BAD_FOP       15  /* no such fetch-and-op */
 #define TEMPEST_CMD_E_REMOTE        16  /* the other node refused it */
+#define TEMPEST_CMD_E_BAD_CHAN_OP   17  /* (1.8) no such channel instruction */
+#define TEMPEST_CMD_E_BAD_PORT      18  /* not a live port of this node */
+#define TEMPEST_CMD_E_PORT_STATE    19  /* the port's state forbids it */
+#define TEMPEST_CMD_E_NO_PORTS      20  /* the port table is full */
+#define TEMPEST_CMD_E_CLOSED        21  /* the companion was freed */
+#define TEMPEST_CMD_E_TOO_BIG       22  /* longer than the input buffer */
 
 /* Access tags (the Tempest spec's TPPI_BlkAccTag order) */
 #define TEMPEST_TAG_BUSY            0   /* loads and stores fault */
@@ -474,7 +556,18 @@
 #define TEMPEST_EV_PEER_DOWN        2
 /* SEND_ERROR: NODE the destination, A the slot, B the ERR code, C ring */
 #define TEMPEST_EV_SEND_ERROR       3
-
+/*
+ * (1.8) CHAN: NODE this node; A the port id | TEMPEST_CHAN_EV_* << 32;
+ *   INPUT: B the length, C the address the data is in (the buffer the
+ *   port named; the next one is now the INPUT's ARG2);
+ *   OUTPUT: B 0 input by the companion, or TEMPEST_CMD_E_* why not
+ *   (TOO_BIG: longer than the companion's buffer; CLOSED);
+ *   CLOSED: the companion was freed (an input waiting ends so: B CLOSED).
+ */
+#define TEMPEST_EV_CHAN             6
+#define TEMPEST_CHAN_EV_INPUT       1
+#define TEMPEST_CHAN_EV_OUTPUT      2
+#define TEMPEST_CHAN_EV_CLOSED      3
 /* Exit status the runtime uses when a node crashes (exception report) */
 #define TEMPEST_EXIT_CRASH          134
 

@@ -1,0 +1,783 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tempest node controller: the channel controller, after "Hardware
+ * Migratable Channels" (May, Muller, Sen; docs/chan.rst, "The channel
+ * controller in the node controller").
+ *
+ * The port table (section 4: state, companion-id, address) lives here;
+ * the paper's instructions (input, outputdata, output) and the making of
+ * channels are sub-operations of TEMPEST_CMD_CHAN, executed at the
+ * COMMIT read; the controllers exchange the paper's data messages (DATA,
+ * ACK, and NACK and FREED of ours) as FABRIC_CHAN frames, in order per
+ * pair of nodes, and the receiving controller stores data straight into
+ * the buffer the port names.  Data longer than TEMPEST_CHAN_INLINE goes
+ * by the transfer engine: DATA announces its length (BIG), the receiver
+ * answers with the buffer's address (GO) and the sender's controller
+ * starts a transfer from the output's memory straight into it; the
+ * receiver takes it as the DATA once the transfer engine has stored it
+ * all.  Completions that do not happen at the COMMIT reach the guest as
+ * TEMPEST_EV_CHAN events.
+ *
+ * Peers are not trusted: a frame is taken only if it names a live port
+ * of this node whose companion is the frame's sender, the sender's node
+ * is the link it came on, and the port's state and counters say it can
+ * come; anything else is dropped, traced and counted (CHAN_DROPPED).
+ *
+ * Ports over ports (the paper's 3.2, MIGRATING and CONFIRMING) are not
+ * here yet: libchan still does them in software (docs/chan.rst).
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "tempest-nc-internal.h"
+#include "fabric-proto.h"
+#include "trace.h"
+
+enum {
+    CHAN_MSG_DATA = 1,      /* number: the sender's tx; then the data */
+    CHAN_MSG_ACK,           /* number: the DATA input */
+    CHAN_MSG_NACK,          /* number: the DATA refused (too big) */
+    CHAN_MSG_FREED,         /* the companion was freed */
+    CHAN_MSG_BIG,           /* number: tx; u64 length: DATA to come */
+    CHAN_MSG_GO,            /* number: the BIG's; u64 where it goes */
+    CHAN_MSG_MAX = CHAN_MSG_GO,
+};
+
+/*
+ * The cookie of a channel's transfer: the receiver's port index, the
+ * sender's, the DATA number.
+ */
+#define CHAN_COOKIE(to, from, number) \
+    (TEMPEST_CHAN_ID_INDEX(to) | (uint64_t)TEMPEST_CHAN_ID_INDEX(from) << 16 | \
+     (uint64_t)(number) << 32)
+
+static TempestChanPort *chan_port_of(TempestNCState *s, uint64_t id)
+{
+    TempestChanPort *p;
+
+    if (id > UINT32_MAX || TEMPEST_CHAN_ID_NODE(id) != s->node_id ||
+        TEMPEST_CHAN_ID_INDEX(id) >= TEMPEST_CHAN_PORTS) {
+        return NULL;
+    }
+    p = &s->chan_port[TEMPEST_CHAN_ID_INDEX(id)];
+    return p->state == TEMPEST_CHAN_ST_EMPTY ? NULL : p;
+}
+
+static uint32_t chan_id(TempestNCState *s, TempestChanPort *p)
+{
+    return TEMPEST_CHAN_ID(s->node_id, p - s->chan_port);
+}
+
+static void chan_event(TempestNCState *s, TempestChanPort *p, uint32_t kind,
+                       uint64_t b, uint64_t c)
+{
+    tempest_nc_post_event(s, TEMPEST_EV_CHAN, s->node_id,
+                          chan_id(s, p) | (uint64_t)kind << 32, b, c);
+}
+
+static void chan_receive(TempestNCState *s, unsigned peer,
+                         const uint8_t *body, size_t len);
+
+/*
+ * Send one message of port @from to its companion @to: through the
+ * fabric, or, for a port of this node, straight to our own receiver.
+ */
+static void chan_send(TempestNCState *s, uint8_t kind, uint32_t to,
+                      uint32_t from, uint32_t number, const uint8_t *data,
+                      size_t len)
+{
+    uint8_t head[FABRIC_CHAN_HDR] = { kind };
+    unsigned node = TEMPEST_CHAN_ID_NODE(to);
+
+    fabric_st32(head + 4, to);
+    fabric_st32(head + 8, from);
+    fabric_st32(head + 12, number);
+    trace_tempest_nc_chan_tx(s->node_id, kind, to, from, number, len);
+    if (node == s->node_id) {
+        g_autofree uint8_t *frame = g_malloc(sizeof(head) + len);
+
+        memcpy(frame, head, sizeof(head));
+        if (len) {
+            memcpy(frame + sizeof(head), data, len);
+        }
+        chan_receive(s, node, frame, sizeof(head) + len);
+    } else if (s->fabric && node < s->num_nodes) {
+        tempest_fabric_send_chan(s->fabric, node, head, sizeof(head), data,
+                                 len);
+    }
+}
+
+/* The pre-send of @p ended: an output waiting completes. */
+static void chan_presend_end(TempestNCState *s, TempestChanPort *p,
+                             uint32_t status)
+{
+    if (p->state == TEMPEST_CHAN_ST_OUTPUTTING) {
+        p->state = TEMPEST_CHAN_ST_IDLE;
+        p->presend = 0;
+        p->presend_done = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_OUTPUT, status, 0);
+    } else {
+        /* outputdata with no output yet: OUTPUT will complete at once. */
+        p->presend_done = 1;
+        p->out_status = status;
+    }
+}
+
+/* Input done: the data at p->buf; swap in the next buffer, ACK. */
+static void chan_input_done(TempestNCState *s, TempestChanPort *p)
+{
+    p->buf = p->next;
+    p->bufsize = p->nextsize;
+    p->next = 0;
+    p->nextsize = 0;
+    p->held_len = 0;
+    p->rx++;
+    p->state = TEMPEST_CHAN_ST_IDLE;
+    if (p->comp != TEMPEST_CHAN_NONE) {
+        chan_send(s, CHAN_MSG_ACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
+    }
+}
+
+static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
+{
+    s->chan_dropped++;
+    trace_tempest_nc_chan_drop(s->node_id, peer, why);
+}
+
+/* The DATA of @p is stored at p->buf: input, or held (BUFFERFULL). */
+static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
+                             uint64_t len)
+{
+    if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
+        chan_event(s, p, TEMPEST_CHAN_EV_INPUT, len, p->buf);
+        chan_input_done(s, p);
+    } else {
+        p->held_len = len;
+        p->state = TEMPEST_CHAN_ST_BUFFERFULL;
+    }
+}
+
+/* Can DATA (or BIG) number @number come to @p now? */
+static bool chan_data_ok(TempestNCState *s, unsigned peer,
+                         TempestChanPort *p, uint32_t number)
+{
+    if ((p->state != TEMPEST_CHAN_ST_IDLE &&
+         p->state != TEMPEST_CHAN_ST_INPUTTING) || p->incoming) {
+        chan_drop(s, peer, "DATA for a port that holds data or outputs");
+        return false;
+    }
+    if (number != p->rx + 1) {
+        chan_drop(s, peer, "DATA out of sequence");
+        return false;
+    }
+    return true;
+}
+
+/* Refuse DATA number p->rx + 1: the output fails, the input waits on. */
+static void chan_refuse(TempestNCState *s, TempestChanPort *p)
+{
+    p->rx++;
+    chan_send(s, CHAN_MSG_NACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
+}
+
+static void chan_rx_data(TempestNCState *s, unsigned peer,
+                         TempestChanPort *p, uint32_t number,
+                         const uint8_t *data, size_t len)
+{
+    if (!chan_data_ok(s, peer, p, number)) {
+        return;
+    }
+    if (len > p->bufsize ||
+        (len && !tempest_nc_dma_write(s, p->buf, data, len))) {
+        chan_refuse(s, p);
+        return;
+    }
+    chan_data_stored(s, p, len);
+}
+
+/* BIG: DATA of @len bytes to come by the transfer engine. */
+static void chan_rx_big(TempestNCState *s, unsigned peer,
+                        TempestChanPort *p, uint32_t number, uint64_t len)
+{
+    uint8_t where[8];
+
+    if (len <= TEMPEST_CHAN_INLINE || len > TEMPEST_CHAN_MAX_DATA) {
+        chan_drop(s, peer, "BIG of a bad length");
+        return;
+    }
+    if (!chan_data_ok(s, peer, p, number)) {
+        return;
+    }
+    if (len > p->bufsize) {
+        chan_refuse(s, p);
+        return;
+    }
+    p->incoming = 1;
+    p->in_len = len;
+    fabric_st64(where, p->buf);
+    chan_send(s, CHAN_MSG_GO, p->comp, chan_id(s, p), number, where, 8);
+}
+
+/* GO: start the transfer of our long pre-send into @where there. */
+static void chan_rx_go(TempestNCState *s, unsigned peer, TempestChanPort *p,
+                       uint32_t number, uint64_t where)
+{
+    if (!p->presend || p->presend_done || p->go || number != p->tx ||
+        p->out_len <= TEMPEST_CHAN_INLINE) {
+        chan_drop(s, peer, "GO for no long pre-send");
+        return;
+    }
+    p->go = 1;
+    if (!tempest_nc_xfer_chan(s, TEMPEST_CHAN_ID_NODE(p->comp), p->out_addr,
+                              p->out_len, where,
+                              CHAN_COOKIE(p->comp, chan_id(s, p), number))) {
+        chan_presend_end(s, p, TEMPEST_CMD_E_REMOTE);
+    }
+}
+
+/* The transfer engine stored a channel's transfer here. */
+static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
+                           uint64_t len, uint64_t cookie)
+{
+    unsigned idx = cookie & 0xFFFF;
+    TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
+
+    if (!p || !p->incoming || p->comp == TEMPEST_CHAN_NONE ||
+        TEMPEST_CHAN_ID_NODE(p->comp) != src ||
+        TEMPEST_CHAN_ID_INDEX(p->comp) != ((cookie >> 16) & 0xFFFF) ||
+        cookie >> 32 != p->rx + 1 || len != p->in_len || addr != p->buf) {
+        chan_drop(s, src, "transfer for no long DATA");
+        return;
+    }
+    p->incoming = 0;
+    p->in_len = 0;
+    chan_data_stored(s, p, len);
+}
+
+/* Our channel's transfer ended: only a failure matters (ACK comes). */
+static void chan_xfer_sent(TempestNCState *s, uint64_t cookie,
+                           uint32_t status)
+{
+    unsigned idx = (cookie >> 16) & 0xFFFF;
+    TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
+
+    if (status && p && p->presend && !p->presend_done && p->go &&
+        cookie >> 32 == p->tx) {
+        chan_presend_end(s, p, status);
+    }
+}
+
+static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
+{
+    p->comp = TEMPEST_CHAN_NONE;
+    p->closed = 1;
+    p->incoming = 0;
+    if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
+        p->state = TEMPEST_CHAN_ST_IDLE;
+        p->next = 0;
+        p->nextsize = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_CLOSED, TEMPEST_CMD_E_CLOSED, 0);
+    }
+    if (p->presend && !p->presend_done) {
+        chan_presend_end(s, p, TEMPEST_CMD_E_CLOSED);
+    }
+}
+
+/* A FABRIC_CHAN frame from @peer (or from this node itself). */
+static void chan_receive(TempestNCState *s, unsigned peer,
+                         const uint8_t *body, size_t len)
+{
+    uint8_t kind;
+    uint32_t to, from, number;
+    TempestChanPort *p;
+
+    if (len < FABRIC_CHAN_HDR) {
+        chan_drop(s, peer, "short frame");
+        return;
+    }
+    kind = body[0];
+    to = fabric_ld32(body + 4);
+    from = fabric_ld32(body + 8);
+    number = fabric_ld32(body + 12);
+    trace_tempest_nc_chan_rx(s->node_id, peer, kind, to, from, number,
+                             len - FABRIC_CHAN_HDR);
+    if (!kind || kind > CHAN_MSG_MAX || body[1] || body[2] || body[3]) {
+        chan_drop(s, peer, "unknown kind");
+        return;
+    }
+    if (kind != CHAN_MSG_DATA &&
+        len != FABRIC_CHAN_HDR + (kind >= CHAN_MSG_BIG ? 8 : 0)) {
+        chan_drop(s, peer, "bad length");
+        return;
+    }
+    if (len - FABRIC_CHAN_HDR > TEMPEST_CHAN_INLINE) {
+        chan_drop(s, peer, "DATA too long");
+        return;
+    }
+    if (TEMPEST_CHAN_ID_NODE(from) != peer) {
+        chan_drop(s, peer, "sender is not the link's node");
+        return;
+    }
+    p = chan_port_of(s, to);
+    if (!p || p->comp != from) {
+        chan_drop(s, peer, "not a live port whose companion sent it");
+        return;
+    }
+    switch (kind) {
+    case CHAN_MSG_DATA:
+        chan_rx_data(s, peer, p, number, body + FABRIC_CHAN_HDR,
+                     len - FABRIC_CHAN_HDR);
+        break;
+    case CHAN_MSG_ACK:
+    case CHAN_MSG_NACK:
+        if (!p->presend || p->presend_done || number != p->tx) {
+            chan_drop(s, peer, "ACK for no pre-send");
+            return;
+        }
+        chan_presend_end(s, p, kind == CHAN_MSG_ACK ? 0 :
+                         TEMPEST_CMD_E_TOO_BIG);
+        break;
+    case CHAN_MSG_FREED:
+        chan_rx_freed(s, p);
+        break;
+    case CHAN_MSG_BIG:
+        chan_rx_big(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR));
+        break;
+    case CHAN_MSG_GO:
+        chan_rx_go(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR));
+        break;
+    }
+}
+
+static void chan_fabric_frame(void *opaque, unsigned peer,
+                              const uint8_t *body, size_t len)
+{
+    TempestNCState *s = opaque;
+
+    if (peer >= s->num_nodes || peer == s->node_id) {
+        chan_drop(s, peer, "frame from no peer");
+        return;
+    }
+    chan_receive(s, peer, body, len);
+}
+
+/* Every port whose companion is on @peer is closed: the peer is gone. */
+static void chan_peer_down(TempestNCState *s, unsigned peer)
+{
+    for (unsigned i = 0; i < TEMPEST_CHAN_PORTS; i++) {
+        TempestChanPort *p = &s->chan_port[i];
+
+        if (p->state != TEMPEST_CHAN_ST_EMPTY &&
+            p->comp != TEMPEST_CHAN_NONE &&
+            TEMPEST_CHAN_ID_NODE(p->comp) == peer) {
+            chan_rx_freed(s, p);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The instructions (TEMPEST_CMD_CHAN)                                 */
+/* ------------------------------------------------------------------ */
+
+/* A buffer: [addr, addr + size) wholly in RAM, or size 0. */
+static bool chan_buffer_ok(TempestNCState *s, uint64_t addr, uint64_t size)
+{
+    return !size || (size <= UINT32_MAX && tempest_nc_in_ram(s, addr, size));
+}
+
+static uint32_t chan_fail(TempestNCState *s, TempestCmdBank *b,
+                          uint32_t reason)
+{
+    trace_tempest_nc_chan_cmd(s->node_id, b->arg[0], b->arg[1], reason);
+    qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: channel instruction %"
+                  PRIu64 " on port 0x%" PRIx64 " refused, reason %u\n",
+                  TYPE_TEMPEST_NC, s->node_id, b->arg[0], b->arg[1], reason);
+    return tempest_nc_cmd_fail(b, reason);
+}
+
+static uint32_t chan_op_alloc(TempestNCState *s, TempestCmdBank *b)
+{
+    uint64_t addr = b->arg[1], size = b->arg[2];
+
+    if (!chan_buffer_ok(s, addr, size)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    for (unsigned n = 0; n < TEMPEST_CHAN_PORTS; n++) {
+        unsigned i = (s->chan_next + n) % TEMPEST_CHAN_PORTS;
+        TempestChanPort *p = &s->chan_port[i];
+
+        if (p->state == TEMPEST_CHAN_ST_EMPTY) {
+            memset(p, 0, sizeof(*p));
+            p->state = TEMPEST_CHAN_ST_IDLE;
+            p->comp = TEMPEST_CHAN_NONE;
+            p->buf = size ? addr : 0;
+            p->bufsize = size;
+            s->chan_next = (i + 1) % TEMPEST_CHAN_PORTS;
+            s->chan_used++;
+            b->result = chan_id(s, p);
+            return TEMPEST_CMD_SUCCESS;
+        }
+    }
+    return chan_fail(s, b, TEMPEST_CMD_E_NO_PORTS);
+}
+
+static bool chan_unconnected(TempestChanPort *p)
+{
+    return p->state == TEMPEST_CHAN_ST_IDLE &&
+           p->comp == TEMPEST_CHAN_NONE && !p->closed;
+}
+
+static uint32_t chan_op_connect(TempestNCState *s, TempestCmdBank *b,
+                                TempestChanPort *p)
+{
+    uint64_t comp = b->arg[2];
+    TempestChanPort *q = NULL;
+
+    if (comp > UINT32_MAX || TEMPEST_CHAN_ID_NODE(comp) >= s->num_nodes ||
+        TEMPEST_CHAN_ID_INDEX(comp) >= TEMPEST_CHAN_PORTS) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_PORT);
+    }
+    if (TEMPEST_CHAN_ID_NODE(comp) == s->node_id) {
+        q = chan_port_of(s, comp);
+        if (!q || q == p) {
+            return chan_fail(s, b, TEMPEST_CMD_E_BAD_PORT);
+        }
+        if (!chan_unconnected(q)) {
+            return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+        }
+    }
+    if (!chan_unconnected(p)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    p->comp = comp;
+    if (q) {
+        q->comp = chan_id(s, p);
+    }
+    return TEMPEST_CMD_SUCCESS;
+}
+
+static uint32_t chan_op_free(TempestNCState *s, TempestCmdBank *b,
+                             TempestChanPort *p)
+{
+    if ((p->state != TEMPEST_CHAN_ST_IDLE &&
+         p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
+        (p->presend && !p->presend_done) || p->incoming) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (p->comp != TEMPEST_CHAN_NONE) {
+        chan_send(s, CHAN_MSG_FREED, p->comp, chan_id(s, p), 0, NULL, 0);
+    }
+    memset(p, 0, sizeof(*p));
+    p->state = TEMPEST_CHAN_ST_EMPTY;
+    s->chan_used--;
+    return TEMPEST_CMD_SUCCESS;
+}
+
+static uint32_t chan_op_buffer(TempestNCState *s, TempestCmdBank *b,
+                               TempestChanPort *p)
+{
+    uint64_t addr = b->arg[2], size = b->arg[3];
+
+    if (p->state != TEMPEST_CHAN_ST_IDLE || p->incoming) {
+        /* The data is (or is going) in the current buffer; keep it. */
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (!chan_buffer_ok(s, addr, size)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    p->buf = size ? addr : 0;
+    p->bufsize = size;
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/* outputdata (2.2, 3.1): the data goes now; the state does not change. */
+static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
+                                   TempestChanPort *p)
+{
+    uint64_t addr = b->arg[2], len = b->arg[3];
+    g_autofree uint8_t *data = NULL;
+
+    if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (p->closed) {
+        return chan_fail(s, b, TEMPEST_CMD_E_CLOSED);
+    }
+    if (p->comp == TEMPEST_CHAN_NONE) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (len > TEMPEST_CHAN_MAX_DATA) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_LEN);
+    }
+    if (len && !tempest_nc_in_ram(s, addr, len)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    if (TEMPEST_CHAN_ID_NODE(p->comp) != s->node_id &&
+        !tempest_fabric_peer_up(s->fabric, TEMPEST_CHAN_ID_NODE(p->comp))) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PEER_DOWN);
+    }
+    if (len <= TEMPEST_CHAN_INLINE) {
+        data = g_malloc(len ? len : 1);
+        if (len && !tempest_nc_dma_read(s, addr, data, len)) {
+            return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+        }
+    }
+    p->presend = 1;
+    p->presend_done = 0;
+    p->go = 0;
+    p->out_status = 0;
+    p->out_addr = addr;
+    p->out_len = len;
+    p->tx++;
+    if (data) {
+        chan_send(s, CHAN_MSG_DATA, p->comp, chan_id(s, p), p->tx, data,
+                  len);
+    } else {
+        uint8_t l[8];
+
+        fabric_st64(l, len);
+        chan_send(s, CHAN_MSG_BIG, p->comp, chan_id(s, p), p->tx, l, 8);
+    }
+    return TEMPEST_CMD_SUCCESS;
+}
+
+static uint32_t chan_op_output(TempestNCState *s, TempestCmdBank *b,
+                               TempestChanPort *p)
+{
+    uint32_t st;
+
+    if (p->state != TEMPEST_CHAN_ST_IDLE) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (!p->presend) {
+        st = chan_op_outputdata(s, b, p);
+        if (st != TEMPEST_CMD_SUCCESS) {
+            return st;
+        }
+    }
+    if (p->presend_done) {
+        /* Input already (possibly by a loopback companion just now). */
+        uint32_t status = p->out_status;
+
+        p->presend = 0;
+        p->presend_done = 0;
+        if (status) {
+            return chan_fail(s, b, status);
+        }
+        b->result = 1;
+        return TEMPEST_CMD_SUCCESS;
+    }
+    p->state = TEMPEST_CHAN_ST_OUTPUTTING;
+    b->result = 0;
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/* input (2.1): this data goes to the port's buffer; ARG2/3 the next one. */
+static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
+                              TempestChanPort *p)
+{
+    uint64_t next = b->arg[2], size = b->arg[3];
+
+    if ((p->state != TEMPEST_CHAN_ST_IDLE &&
+         p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
+        (p->presend && !p->presend_done)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (!chan_buffer_ok(s, next, size)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    p->next = size ? next : 0;
+    p->nextsize = size;
+    if (p->state == TEMPEST_CHAN_ST_BUFFERFULL) {
+        b->result = TEMPEST_CHAN_PRESENT | p->held_len;
+        chan_input_done(s, p);
+        return TEMPEST_CMD_SUCCESS;
+    }
+    if (p->closed || p->comp == TEMPEST_CHAN_NONE) {
+        p->next = 0;
+        p->nextsize = 0;
+        return chan_fail(s, b, p->closed ? TEMPEST_CMD_E_CLOSED :
+                         TEMPEST_CMD_E_PORT_STATE);
+    }
+    p->state = TEMPEST_CHAN_ST_INPUTTING;
+    b->result = 0;
+    return TEMPEST_CMD_SUCCESS;
+}
+
+static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
+{
+    uint64_t op = b->arg[0];
+    TempestChanPort *p;
+    uint32_t st;
+
+    if (op == TEMPEST_CHAN_OP_ALLOC) {
+        st = chan_op_alloc(s, b);
+        goto out;
+    }
+    if (op < TEMPEST_CHAN_OP_CONNECT || op > TEMPEST_CHAN_OP_STATE) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_CHAN_OP);
+    }
+    p = chan_port_of(s, b->arg[1]);
+    if (!p) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_PORT);
+    }
+    switch (op) {
+    case TEMPEST_CHAN_OP_CONNECT:
+        st = chan_op_connect(s, b, p);
+        break;
+    case TEMPEST_CHAN_OP_FREE:
+        st = chan_op_free(s, b, p);
+        break;
+    case TEMPEST_CHAN_OP_BUFFER:
+        st = chan_op_buffer(s, b, p);
+        break;
+    case TEMPEST_CHAN_OP_OUTPUTDATA:
+        st = chan_op_outputdata(s, b, p);
+        break;
+    case TEMPEST_CHAN_OP_OUTPUT:
+        st = chan_op_output(s, b, p);
+        break;
+    case TEMPEST_CHAN_OP_INPUT:
+        st = chan_op_input(s, b, p);
+        break;
+    default: /* TEMPEST_CHAN_OP_STATE */
+        b->result = p->state |
+                    (p->presend && !p->presend_done ?
+                     TEMPEST_CHAN_ST_PRESENT : 0) |
+                    (uint64_t)p->comp << 32;
+        st = TEMPEST_CMD_SUCCESS;
+        break;
+    }
+out:
+    if (st == TEMPEST_CMD_SUCCESS) {
+        trace_tempest_nc_chan_cmd(s->node_id, op, b->arg[1], 0);
+    }
+    return st;
+}
+
+static const TempestNCCommand chan_commands[] = {
+    { TEMPEST_CMD_CHAN, chan_cmd },
+    { 0, NULL }
+};
+
+static const TempestNCHooks chan_hooks = {
+    .name = "chan",
+    .commands = chan_commands,
+    .chan = chan_fabric_frame,
+    .peer_down = chan_peer_down,
+};
+
+/* ------------------------------------------------------------------ */
+/* Life cycle                                                          */
+/* ------------------------------------------------------------------ */
+
+static void chan_reset(TempestNCState *s)
+{
+    memset(s->chan_port, 0, sizeof(s->chan_port));
+    s->chan_used = 0;
+    s->chan_next = 0;
+    s->chan_dropped = 0;
+}
+
+static bool chan_realize(TempestNCState *s, Error **errp)
+{
+    chan_reset(s);
+    tempest_nc_register(s, &chan_hooks);
+    s->xfer_chan_sent = chan_xfer_sent;
+    s->xfer_chan_recv = chan_xfer_recv;
+    return true;
+}
+
+static void chan_unrealize(TempestNCState *s)
+{
+    s->xfer_chan_sent = NULL;
+    s->xfer_chan_recv = NULL;
+}
+
+static bool chan_vmstate_needed(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    return s->chan_used || s->chan_dropped;
+}
+
+/* Every entry is one the device can make, with buffers in RAM. */
+static int chan_vmstate_post_load(void *opaque, int version_id)
+{
+    TempestNCState *s = opaque;
+    uint32_t used = 0;
+
+    if (s->chan_next >= TEMPEST_CHAN_PORTS) {
+        return -EINVAL;
+    }
+    for (unsigned i = 0; i < TEMPEST_CHAN_PORTS; i++) {
+        TempestChanPort *p = &s->chan_port[i];
+
+        if (p->state == TEMPEST_CHAN_ST_EMPTY) {
+            continue;
+        }
+        used++;
+        if (p->state > TEMPEST_CHAN_ST_BUFFERFULL ||
+            (p->comp != TEMPEST_CHAN_NONE &&
+             (TEMPEST_CHAN_ID_NODE(p->comp) >= s->num_nodes ||
+              TEMPEST_CHAN_ID_INDEX(p->comp) >= TEMPEST_CHAN_PORTS)) ||
+            !chan_buffer_ok(s, p->buf, p->bufsize) ||
+            !chan_buffer_ok(s, p->next, p->nextsize) ||
+            p->held_len > p->bufsize || p->in_len > p->bufsize ||
+            p->out_len > TEMPEST_CHAN_MAX_DATA) {
+            return -EINVAL;
+        }
+    }
+    return used == s->chan_used ? 0 : -EINVAL;
+}
+
+static const VMStateDescription vmstate_tempest_chan_port = {
+    .name = TYPE_TEMPEST_NC "/chan-port",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(state, TempestChanPort),
+        VMSTATE_UINT32(comp, TempestChanPort),
+        VMSTATE_UINT32(closed, TempestChanPort),
+        VMSTATE_UINT32(presend, TempestChanPort),
+        VMSTATE_UINT32(presend_done, TempestChanPort),
+        VMSTATE_UINT32(out_status, TempestChanPort),
+        VMSTATE_UINT32(out_len, TempestChanPort),
+        VMSTATE_UINT32(held_len, TempestChanPort),
+        VMSTATE_UINT32(incoming, TempestChanPort),
+        VMSTATE_UINT32(in_len, TempestChanPort),
+        VMSTATE_UINT32(go, TempestChanPort),
+        VMSTATE_UINT32(tx, TempestChanPort),
+        VMSTATE_UINT32(rx, TempestChanPort),
+        VMSTATE_UINT64(out_addr, TempestChanPort),
+        VMSTATE_UINT64(buf, TempestChanPort),
+        VMSTATE_UINT64(bufsize, TempestChanPort),
+        VMSTATE_UINT64(next, TempestChanPort),
+        VMSTATE_UINT64(nextsize, TempestChanPort),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/* The channel controller: its port table and counters. */
+const VMStateDescription vmstate_tempest_nc_chan = {
+    .name = TYPE_TEMPEST_NC "/chan",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = chan_vmstate_needed,
+    .post_load = chan_vmstate_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT_ARRAY(chan_port, TempestNCState, TEMPEST_CHAN_PORTS,
+                             1, vmstate_tempest_chan_port, TempestChanPort),
+        VMSTATE_UINT32(chan_used, TempestNCState),
+        VMSTATE_UINT32(chan_next, TempestNCState),
+        VMSTATE_UINT32(chan_dropped, TempestNCState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+const TempestNCEngine tempest_nc_chan_engine = {
+    .name = "chan",
+    .realize = chan_realize,
+    .unrealize = chan_unrealize,
+    .reset = chan_reset,
+};

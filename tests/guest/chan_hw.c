@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The node controller's channel controller (1.8, docs/chan.rst, "The
+ * channel controller in the node controller") from guest code, through
+ * the device access layer alone (tempest/nc.h), on two nodes:
+ *  - each node makes one port with an initial buffer and connects it to
+ *    the other node's (port ids are node << 16 | index);
+ *  - the first input takes data pre-sent into the initial buffer
+ *    (outputdata leaves the sender IDLE; the input names the next
+ *    buffer), then the output completes at its COMMIT;
+ *  - outputs of 1 byte to 64 MiB from node 0 to a waiting input on node
+ *    1 (INPUT event: length and address), each acknowledged (OUTPUT
+ *    event), the data checked byte for byte; those over 64 KiB go by
+ *    the transfer engine;
+ *  - a blocked input sleeps: node 1 inputs and sleeps (WFI, woken by the
+ *    node controller's CQ interrupt) while node 0 waits 300 ms before it
+ *    outputs; node 1 counts its wake-ups (a spinning wait would count
+ *    millions) and prints them with the time it slept.
+ * Prints "chan_hw ok".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tempest/nc.h"
+#include "tempest/rt.h"
+
+#define MAXLEN  (64u << 20)
+
+static unsigned failures;
+
+#define CHECK(cond, ...) do {                                   \
+    if (!(cond)) {                                              \
+        failures++;                                             \
+        printf("FAIL: " __VA_ARGS__);                           \
+        printf("\n");                                           \
+    }                                                           \
+} while (0)
+
+static uint32_t chan(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
+                     uint64_t *result)
+{
+    uint64_t args[4] = { op, port, a2, a3 };
+    uint32_t reason = 0;
+    uint32_t st = nc_cmd(TEMPEST_CMD_CHAN, args, 4, 0, result, &reason);
+
+    if (st != TEMPEST_CMD_SUCCESS) {
+        printf("chan instruction %u on 0x%x: %s\n", (unsigned)op,
+               (unsigned)port, nc_cmd_reason_name(reason));
+    }
+    return st;
+}
+
+static uint64_t pa(const void *p)
+{
+    return (uint64_t)(uintptr_t)p;
+}
+
+/* The next CHAN event (A, B, C), or 0 after 60 s. */
+static int wait_chan(struct nc_event *out)
+{
+    uint64_t t0 = rt_time_ns();
+    struct nc_event *e;
+
+    for (;;) {
+        while ((e = nc_cq_peek()) == NULL) {
+            if (rt_time_ns() - t0 > 60000000000ULL) {
+                return 0;
+            }
+        }
+        *out = *e;
+        nc_cq_pop(e);
+        nc_rx_doorbell();
+        if ((out->ctl & TEMPEST_EV_TYPE_MASK) == TEMPEST_EV_CHAN) {
+            return 1;
+        }
+    }
+}
+
+/* A packet to @node on the request network: "my port is ready". */
+static void send_ready(unsigned node)
+{
+    struct nc_pkt *p;
+
+    while ((p = nc_sq_claim(0)) == NULL) {
+    }
+    p->node = (uint16_t)node;
+    p->kind = 0x4c;
+    nc_sq_post(0, p, 0);
+    nc_sq_doorbell(0);
+}
+
+static void wait_ready(void)
+{
+    struct nc_pkt *p;
+
+    while ((p = nc_rq_peek()) == NULL) {
+    }
+    CHECK(p->kind == 0x4c, "ready packet of kind %u", p->kind);
+    nc_rq_pop(p);
+    nc_rx_doorbell();
+}
+
+static volatile unsigned irqs;
+
+static void cq_irq(unsigned intid, void *arg)
+{
+    (void)intid;
+    (void)arg;
+    nc_irq_ack(TEMPEST_NC_IRQ_CQ);
+    irqs++;
+}
+
+/* A blocked input sleeps until its data comes (docs/chan.rst). */
+static void blocked_input(uint32_t port, uint8_t *buf)
+{
+    unsigned intid = 32 + TEMPEST_NC_SPI, sleeps = 0;
+    struct nc_event ev;
+    uint64_t res = 0, t0, flags;
+
+    CHECK(rt_irq_register(intid, cq_irq, NULL) == 0 &&
+          rt_irq_enable_spi(intid, 0, false) == 0, "CQ interrupt");
+    nc_irq_enable(TEMPEST_NC_IRQ_CQ);
+    CHECK(chan(TEMPEST_CHAN_OP_INPUT, port, pa(buf), MAXLEN, &res) ==
+          TEMPEST_CMD_SUCCESS && res == 0, "blocked input");
+    send_ready(!rt_node_id());
+    t0 = rt_time_ns();
+    flags = rt_irq_save();
+    while (nc_cq_peek() == NULL && rt_time_ns() - t0 < 30000000000ULL) {
+        rt_cpu_sleep(1000000);      /* at most 1 s; an IRQ ends it */
+        sleeps++;
+    }
+    rt_irq_restore(flags);
+    t0 = rt_time_ns() - t0;
+    CHECK(wait_chan(&ev) && ev.b == 4, "blocked input's event");
+    printf("chan_hw: blocked input slept %llu ms, %u wake-ups, %u "
+           "interrupts\n", (unsigned long long)(t0 / 1000000), sleeps, irqs);
+    CHECK(t0 >= 250000000ULL, "woke after %llu ns only",
+          (unsigned long long)t0);
+    CHECK(sleeps <= 5, "%u wake-ups: not sleeping", sleeps);
+}
+
+static uint8_t pattern(size_t i, unsigned seed)
+{
+    return (uint8_t)(seed + i * 7 + (i >> 9));
+}
+
+int main(void)
+{
+    static const uint32_t lens[] = {
+        1, 2, 3, 100, 4096, 4099, 65535, 65536, 65537, 1u << 20,
+        (1u << 20) + 7, 16u << 20, MAXLEN,
+    };
+    unsigned me = rt_node_id(), other = !me;
+    uint32_t port = TEMPEST_CHAN_ID(me, 0);
+    uint8_t *init = malloc(256), *buf = malloc(MAXLEN);
+    uint8_t *src = malloc(MAXLEN);
+    struct nc_event ev;
+    uint64_t res = 0;
+
+    if (nc_init() || rt_num_nodes() != 2 || !init || !buf || !src) {
+        printf("chan_hw: needs nc_init, 2 nodes and %u MiB\n", 2 * 64);
+        return 1;
+    }
+    CHECK(nc_reg(TEMPEST_NC_FEATURES) & TEMPEST_NC_FEAT_CHAN,
+          "no channel controller");
+    CHECK(chan(TEMPEST_CHAN_OP_ALLOC, pa(init), 256, 0, &res) ==
+          TEMPEST_CMD_SUCCESS && res == port, "alloc: 0x%x", (unsigned)res);
+    CHECK(chan(TEMPEST_CHAN_OP_CONNECT, port, TEMPEST_CHAN_ID(other, 0), 0,
+               NULL) == TEMPEST_CMD_SUCCESS, "connect");
+    send_ready(other);
+    wait_ready();
+
+    /* The first input, into the initial buffer; outputdata keeps IDLE. */
+    if (me == 0) {
+        memcpy(src, "tempest", 8);
+        CHECK(chan(TEMPEST_CHAN_OP_OUTPUTDATA, port, pa(src), 8, NULL) ==
+              TEMPEST_CMD_SUCCESS, "outputdata");
+        CHECK(chan(TEMPEST_CHAN_OP_STATE, port, 0, 0, &res) ==
+              TEMPEST_CMD_SUCCESS && (res & 0xFFFF) ==
+              (TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_PRESENT),
+              "state after outputdata 0x%llx", (unsigned long long)res);
+        send_ready(other);
+        wait_ready();       /* node 1 has input it */
+        CHECK(chan(TEMPEST_CHAN_OP_OUTPUT, port, 0, 0, &res) ==
+              TEMPEST_CMD_SUCCESS && res == 1, "output not done at once");
+    } else {
+        wait_ready();       /* pre-sent by now, or on its way */
+        do {
+            CHECK(chan(TEMPEST_CHAN_OP_STATE, port, 0, 0, &res) ==
+                  TEMPEST_CMD_SUCCESS, "state");
+        } while ((res & 0xFF) == TEMPEST_CHAN_ST_IDLE);
+        CHECK((res & 0xFF) == TEMPEST_CHAN_ST_BUFFERFULL, "not BUFFERFULL");
+        CHECK(chan(TEMPEST_CHAN_OP_INPUT, port, pa(buf), MAXLEN, &res) ==
+              TEMPEST_CMD_SUCCESS && res == (TEMPEST_CHAN_PRESENT | 8),
+              "first input 0x%llx", (unsigned long long)res);
+        CHECK(memcmp(init, "tempest", 8) == 0, "initial buffer: %.8s",
+              (const char *)init);
+        send_ready(other);
+    }
+
+    /* Outputs of every size to a waiting input. */
+    for (unsigned k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        uint32_t len = lens[k];
+
+        if (me == 0) {
+            for (size_t i = 0; i < len; i++) {
+                src[i] = pattern(i, k);
+            }
+            wait_ready();   /* node 1 inputs */
+            CHECK(chan(TEMPEST_CHAN_OP_OUTPUT, port, pa(src), len, &res) ==
+                  TEMPEST_CMD_SUCCESS, "output of %u", len);
+            if (res != 1) {
+                CHECK(wait_chan(&ev) && ev.a == (port |
+                      (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32) && ev.b == 0,
+                      "OUTPUT event of %u: 0x%llx %llu", len,
+                      (unsigned long long)ev.a, (unsigned long long)ev.b);
+            }
+        } else {
+            size_t bad = len;
+
+            CHECK(chan(TEMPEST_CHAN_OP_INPUT, port, pa(buf), MAXLEN, &res) ==
+                  TEMPEST_CMD_SUCCESS && res == 0, "input %u", len);
+            send_ready(other);
+            CHECK(wait_chan(&ev) && ev.a == (port |
+                  (uint64_t)TEMPEST_CHAN_EV_INPUT << 32) && ev.b == len &&
+                  ev.c == pa(buf), "INPUT event of %u: 0x%llx %llu", len,
+                  (unsigned long long)ev.a, (unsigned long long)ev.b);
+            for (size_t i = 0; i < len; i++) {
+                if (buf[i] != pattern(i, k)) {
+                    bad = i;
+                    break;
+                }
+            }
+            CHECK(bad == len, "%u bytes: byte %zu wrong", len, bad);
+        }
+    }
+    if (me == 0) {
+        uint64_t t0;
+
+        wait_ready();       /* node 1 inputs, then sleeps */
+        t0 = rt_time_ns();
+        while (rt_time_ns() - t0 < 300000000ULL) {
+        }
+        CHECK(chan(TEMPEST_CHAN_OP_OUTPUT, port, pa(src), 4, &res) ==
+              TEMPEST_CMD_SUCCESS, "output to the sleeper");
+        if (res != 1) {
+            CHECK(wait_chan(&ev), "OUTPUT event to the sleeper");
+        }
+    } else {
+        blocked_input(port, buf);
+    }
+    CHECK(nc_reg(TEMPEST_NC_CHAN_DROPPED) == 0, "%u frames dropped",
+          nc_reg(TEMPEST_NC_CHAN_DROPPED));
+    if (failures) {
+        printf("chan_hw: %u failures\n", failures);
+        return 1;
+    }
+    printf("chan_hw ok\n");
+    return 0;
+}

@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest of the node controller's channel controller (1.8, docs/chan.rst,
+ * "The channel controller in the node controller"): the instructions of
+ * TEMPEST_CMD_CHAN and every reason they fail for; the paper's initial
+ * buffer and state-preserving pre-send on a channel within one node;
+ * data between two nodes on the real fabric with its events; and frames
+ * a hostile peer sends, each dropped and counted.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "tempest-qtest.h"
+#include "tempest-peer.h"
+
+#define CLUSTER     0xc4a2ULL
+#define CQ_BASE     RAM(0x300000)
+#define BUF_A       RAM(0x100000)
+#define BUF_B       RAM(0x180000)
+#define BUF_C       RAM(0x1c0000)
+#define SRC         RAM(0x400000)
+
+static uint32_t chan(QTestState *s, uint64_t op, uint64_t port, uint64_t a2,
+                     uint64_t a3)
+{
+    return tq_command(s, TEMPEST_CMD_CHAN, op, port, a2, a3, 0, 0);
+}
+
+static uint32_t reason(QTestState *s)
+{
+    return qtest_readl(s, NC(TEMPEST_NC_CMD_REASON));
+}
+
+static uint64_t result(QTestState *s)
+{
+    return qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+}
+
+/* ALLOC with an initial buffer: the new port's id. */
+static uint32_t alloc_port(QTestState *s, uint64_t buf, uint64_t size)
+{
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_ALLOC, buf, size, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    return result(s);
+}
+
+/* The state of port p (STATE's RESULT). */
+static uint64_t port_state(QTestState *s, uint32_t p)
+{
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_STATE, p, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    return result(s);
+}
+
+static void expect_fail(QTestState *s, uint32_t st, uint32_t why)
+{
+    g_assert_cmpuint(st, ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(reason(s), ==, why);
+}
+
+static void fill(QTestState *s, uint64_t addr, size_t len, uint8_t seed)
+{
+    g_autofree uint8_t *b = g_malloc(len);
+
+    for (size_t i = 0; i < len; i++) {
+        b[i] = seed + i * 7 + (i >> 8);
+    }
+    qtest_memwrite(s, addr, b, len);
+}
+
+static void check(QTestState *s, uint64_t addr, size_t len, uint8_t seed)
+{
+    g_autofree uint8_t *b = g_malloc(len);
+
+    qtest_memread(s, addr, b, len);
+    for (size_t i = 0; i < len; i++) {
+        g_assert_cmpuint(b[i], ==, (uint8_t)(seed + i * 7 + (i >> 8)));
+    }
+}
+
+/* The next control event at CQ slot *idx: its type; A, B, C in ev. */
+static uint32_t next_event(QTestState *s, unsigned *idx, uint64_t ev[3])
+{
+    uint64_t slot = CQ_BASE + (*idx % 64) * TEMPEST_EV_SIZE;
+    uint32_t ctl = tq_wait_mem32(s, slot, TEMPEST_EV_VALID,
+                                 TEMPEST_EV_VALID);
+
+    g_assert_cmphex(ctl & TEMPEST_EV_VALID, ==, TEMPEST_EV_VALID);
+    for (int k = 0; k < 3; k++) {
+        ev[k] = qtest_readq(s, slot + TEMPEST_EV_A + 8 * k);
+    }
+    qtest_writel(s, slot, 0);
+    (*idx)++;
+    return ctl & TEMPEST_EV_TYPE_MASK;
+}
+
+static void setup_cq(QTestState *s)
+{
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ,
+                                 CQ_BASE, 64), ==, TEMPEST_CMD_SUCCESS);
+}
+
+/*
+ * Spec: TEMPEST_CMD_CHAN's failure reasons (tempest-hw.h): an unknown
+ * instruction, a port that is not live here, buffers outside RAM, a bad
+ * length, a state that forbids the instruction, a full port table.
+ * Nothing changes on a failure.
+ */
+static void test_errors(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    uint32_t a, b, me = TEMPEST_CHAN_ID(0, 0);
+
+    g_assert_true(qtest_readl(s, NC(TEMPEST_NC_FEATURES)) &
+                  TEMPEST_NC_FEAT_CHAN);
+    expect_fail(s, chan(s, 0, 0, 0, 0), TEMPEST_CMD_E_BAD_CHAN_OP);
+    expect_fail(s, chan(s, 99, 0, 0, 0), TEMPEST_CMD_E_BAD_CHAN_OP);
+    /* No port is live yet; ids of other nodes or past the table. */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_STATE, me, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, TEMPEST_CHAN_ID(1, 0), 0,
+                        0), TEMPEST_CMD_E_BAD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_FREE, TEMPEST_CHAN_PORTS, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT, 1ULL << 40, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);
+    /* An initial buffer outside RAM, or wrapping. */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_ALLOC, 0x1000, 16, 0),
+                TEMPEST_CMD_E_BAD_ADDR);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_ALLOC, RAM(64 << 20) - 8, 16, 0),
+                TEMPEST_CMD_E_BAD_ADDR);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_ALLOC, RAM(0), UINT64_MAX, 0),
+                TEMPEST_CMD_E_BAD_ADDR);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_USED)), ==, 0);
+
+    a = alloc_port(s, BUF_A, 4096);
+    b = alloc_port(s, 0, 0);
+    g_assert_cmphex(port_state(s, a), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)TEMPEST_CHAN_NONE << 32);
+    /* Output and input need a companion. */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC, 4),
+                TEMPEST_CMD_E_PORT_STATE);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_B, 16),
+                TEMPEST_CMD_E_PORT_STATE);
+    /* Connect: not to itself, not to a port not live, node in range. */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_CONNECT, a, a, 0),
+                TEMPEST_CMD_E_BAD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_CONNECT, a, TEMPEST_CHAN_ID(0, 77),
+                        0), TEMPEST_CMD_E_BAD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_CONNECT, a, TEMPEST_CHAN_ID(1, 0),
+                        0), TEMPEST_CMD_E_BAD_PORT);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, b) >> 32, ==, a);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0),
+                TEMPEST_CMD_E_PORT_STATE);
+    /* Data: too long, outside RAM. */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC,
+                        TEMPEST_CHAN_MAX_DATA + 1), TEMPEST_CMD_E_BAD_LEN);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0x100, 4),
+                TEMPEST_CMD_E_BAD_ADDR);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, a, 0x100, 4),
+                TEMPEST_CMD_E_BAD_ADDR);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_BUFFER, a, 0x100, 4),
+                TEMPEST_CMD_E_BAD_ADDR);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
+    /* b has no buffer: the pre-send is refused there (TOO_BIG). */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC, 4), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
+    /* One pre-send at a time; not freed while it is out. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, b, BUF_B, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, b, SRC, 4), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, b, SRC, 4),
+                TEMPEST_CMD_E_PORT_STATE);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_FREE, b, 0, 0),
+                TEMPEST_CMD_E_PORT_STATE);
+    /* a holds b's data: a's buffer may not change under it. */
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_BUFFER, a, BUF_C, 16),
+                TEMPEST_CMD_E_PORT_STATE);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT, a, SRC, 4),
+                TEMPEST_CMD_E_PORT_STATE);
+
+    /* The table holds TEMPEST_CHAN_PORTS ports, then NO_PORTS. */
+    for (unsigned i = 2; i < TEMPEST_CHAN_PORTS; i++) {
+        alloc_port(s, 0, 0);
+    }
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_USED)), ==,
+                     TEMPEST_CHAN_PORTS);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_ALLOC, 0, 0, 0),
+                TEMPEST_CMD_E_NO_PORTS);
+    /* No guest error: a failed command is no bad access. */
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
+    qtest_quit(s);
+}
+
+/*
+ * Spec: the paper's initial buffer (2.1: data arriving before any input
+ * lands in the buffer the port was made with), outputdata changing no
+ * state (3.1), input naming the NEXT buffer, output completing at once
+ * when the companion has input already, the INPUT event for a waiting
+ * input, FREED closing the companion.  A channel within one node.
+ */
+static void test_local(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    unsigned cq = 0;
+    uint64_t ev[3];
+    uint32_t a, b;
+
+    setup_cq(s);
+    a = alloc_port(s, BUF_A, 256);
+    b = alloc_port(s, BUF_B, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    /* outputdata: b's initial buffer has it; a stays IDLE. */
+    fill(s, SRC, 200, 1);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC, 200), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_PRESENT);
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    check(s, BUF_B, 200, 1);
+    /* input: there already; the next data goes to BUF_C. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_C, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 200);
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
+    /* output: the companion has input it: done at the COMMIT. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
+
+    /* Input first (INPUTTING), then output: the INPUT event. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_B, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_INPUTTING);
+    fill(s, SRC, 37, 9);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, SRC, 37), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 37);
+    g_assert_cmphex(ev[2], ==, BUF_C);
+    check(s, BUF_C, 37, 9);
+
+    /* Output first: OUTPUTTING until b inputs; then the OUTPUT event. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 5), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    g_assert_cmphex(port_state(s, b) & 0xff, ==, TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_C, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 5);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+
+    /* Free b: a waiting input of a ends CLOSED; a is closed for good. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_A, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_FREE, b, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_CLOSED << 32);
+    g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_CLOSED);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT, a, SRC, 1),
+                TEMPEST_CMD_E_CLOSED);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_A, 1),
+                TEMPEST_CMD_E_CLOSED);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_STATE, b, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_FREE, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_USED)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    qtest_quit(s);
+}
+
+/*
+ * Spec: DATA and ACK between two nodes on the fabric: a waiting input
+ * gets the INPUT event with the largest output carried in the message
+ * (TEMPEST_CHAN_INLINE) stored straight into its buffer, the output the
+ * OUTPUT event.
+ */
+static void test_pair(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *n[2];
+    unsigned cq[2] = { 0, 0 };
+    uint32_t p[2];
+    uint64_t ev[3];
+
+    for (int i = 0; i < 2; i++) {
+        n[i] = qtest_initf("-M tempest,node-id=%d,num-nodes=2,"
+                           "fabric=unix:%s,cluster-id=0x%llx -m 64M", i, dir,
+                           (unsigned long long)CLUSTER);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_cq(n[i]);
+        p[i] = alloc_port(n[i], BUF_A, TEMPEST_CHAN_INLINE);
+        g_assert_cmphex(p[i], ==, TEMPEST_CHAN_ID(i, 0));
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(chan(n[i], TEMPEST_CHAN_OP_CONNECT, p[i], p[!i],
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    }
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, p[1], BUF_B, 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fill(n[0], SRC, TEMPEST_CHAN_INLINE, 3);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, p[0], SRC,
+                          TEMPEST_CHAN_INLINE), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, TEMPEST_CHAN_INLINE);
+    g_assert_cmphex(ev[2], ==, BUF_A);
+    check(n[1], BUF_A, TEMPEST_CHAN_INLINE, 3);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[0] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    /* The other way, pre-sent into node 0's initial buffer. */
+    fill(n[1], SRC, 64, 5);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUTDATA, p[1], SRC, 64),
+                     ==, TEMPEST_CMD_SUCCESS);
+    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+         (port_state(n[0], p[0]) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL &&
+         g_get_monotonic_time() < end;) {
+        g_usleep(500);
+    }
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    check(n[0], BUF_A, 64, 5);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
+                         0);
+        qtest_quit(n[i]);
+    }
+    rmdir(dir);
+}
+
+/*
+ * Spec: outputs longer than TEMPEST_CHAN_INLINE go by the transfer
+ * engine straight into the input buffer (BIG, GO, the transfer, ACK):
+ * between two nodes, to a waiting input and pre-sent into the initial
+ * buffer; refused (TOO_BIG) when longer than the buffer; and on one node.
+ * No XFER event reaches the guest: the channel's own events only.
+ */
+static void test_big(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    const size_t len = 5 * MiB + 3;
+    const uint64_t buf = RAM(8 * MiB), src = RAM(24 * MiB) + 1;
+    QTestState *n[2];
+    unsigned cq[2] = { 0, 0 };
+    uint32_t p[2], a, b;
+    uint64_t ev[3];
+
+    for (int i = 0; i < 2; i++) {
+        n[i] = qtest_initf("-M tempest,node-id=%d,num-nodes=2,"
+                           "fabric=unix:%s,cluster-id=0x%llx -m 64M", i, dir,
+                           (unsigned long long)CLUSTER);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_cq(n[i]);
+        p[i] = alloc_port(n[i], buf, len);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(chan(n[i], TEMPEST_CHAN_OP_CONNECT, p[i], p[!i],
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    }
+    /* To a waiting input. */
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, p[1], buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fill(n[0], src, len, 11);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, p[0], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, len);
+    g_assert_cmphex(ev[2], ==, buf);
+    check(n[1], buf, len, 11);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[0] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    /* Pre-sent the other way into node 0's initial buffer. */
+    fill(n[1], src, len, 13);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[1]), ==, 0);
+    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+         (port_state(n[0], p[0]) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL &&
+         g_get_monotonic_time() < end;) {
+        g_usleep(500);
+    }
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    check(n[0], buf, len, 13);
+    /* Synchronous: the output completes when node 0 inputs. */
+    g_assert_cmphex(port_state(n[1], p[1]) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    /* Longer than node 0's buffer now (100 bytes): refused. */
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_TOO_BIG);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
+                         0);
+    }
+
+    /* On one node: the transfer engine copies within the node. */
+    a = alloc_port(n[0], 0, 0);
+    b = alloc_port(n[0], buf, len);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fill(n[0], src, len, 17);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUTDATA, a, src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(n[0], a) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_PRESENT);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, b, buf, 8), ==,
+                     TEMPEST_CMD_SUCCESS);
+    if (result(n[0]) == 0) {
+        /* The transfer was still under way: the INPUT event. */
+        g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+        g_assert_cmpuint(ev[1], ==, len);
+    } else {
+        g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    }
+    check(n[0], buf, len, 17);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 1);
+    for (int i = 0; i < 2; i++) {
+        qtest_quit(n[i]);
+    }
+    rmdir(dir);
+}
+
+/* A CHAN frame from the fake peer: kind, to, from, number, data. */
+static void peer_chan(int fd, uint8_t kind, uint32_t to, uint32_t from,
+                      uint32_t number, const void *data, size_t len)
+{
+    g_autofree uint8_t *f = g_malloc0(FABRIC_CHAN_HDR + len);
+
+    f[0] = kind;
+    fabric_st32(f + 4, to);
+    fabric_st32(f + 8, from);
+    fabric_st32(f + 12, number);
+    if (len) {
+        memcpy(f + FABRIC_CHAN_HDR, data, len);
+    }
+    peer_send(fd, FABRIC_CHAN, 0, f, FABRIC_CHAN_HDR + len);
+}
+
+/*
+ * Spec: docs/chan.rst, the messages: a frame that does not name a live
+ * port whose companion sent it, from the link's own node, in a state
+ * and with a number the protocol allows, is dropped and counted in
+ * CHAN_DROPPED; the port is unchanged and a good frame is still taken.
+ */
+static void test_peer(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = qtest_initf("-M tempest,node-id=0,num-nodes=2,"
+                                "fabric=unix:%s,cluster-id=0x%llx -m 64M",
+                                dir, (unsigned long long)CLUSTER);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t me, them = TEMPEST_CHAN_ID(1, 5), ok = 0x5a5a5a5a;
+    static uint8_t big[TEMPEST_CHAN_INLINE + 1];
+    unsigned dropped = 0;
+
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    me = alloc_port(s, BUF_A, 64);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, me, them, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    peer_send(fd, FABRIC_CHAN, 0, big, 4);          /* short: the fabric */
+    peer_chan(fd, 9, me, them, 1, NULL, 0);         /* unknown kind */
+    peer_chan(fd, 1, me, TEMPEST_CHAN_ID(0, 1), 1, NULL, 0);  /* not link */
+    peer_chan(fd, 1, TEMPEST_CHAN_ID(0, 9), them, 1, NULL, 0); /* not live */
+    peer_chan(fd, 1, TEMPEST_CHAN_ID(2, 0), them, 1, NULL, 0); /* not ours */
+    peer_chan(fd, 1, me, TEMPEST_CHAN_ID(1, 6), 1, NULL, 0);  /* not comp */
+    peer_chan(fd, 1, me, them, 2, &ok, 4);          /* out of sequence */
+    peer_chan(fd, 2, me, them, 1, NULL, 0);         /* ACK, no pre-send */
+    peer_chan(fd, 2, me, them, 1, &ok, 4);          /* ACK with data */
+    peer_chan(fd, 1, me, them, 1, big, sizeof(big));  /* too long */
+    dropped = 9;
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, dropped),
+                     ==, dropped);
+    g_assert_cmphex(port_state(s, me) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    /* A good one is taken; the same number again is a duplicate. */
+    peer_chan(fd, 1, me, them, 1, &ok, 4);
+    peer_chan(fd, 1, me, them, 1, &ok, 4);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0,
+                                 dropped + 1), ==, dropped + 1);
+    g_assert_cmphex(port_state(s, me) & 0xff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmphex(qtest_readl(s, BUF_A), ==, ok);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/tempest/chan/errors", test_errors);
+    qtest_add_func("/tempest/chan/local", test_local);
+    qtest_add_func("/tempest/chan/pair", test_pair);
+    qtest_add_func("/tempest/chan/big", test_big);
+    qtest_add_func("/tempest/chan/peer", test_peer);
+    return g_test_run();
+}
