@@ -333,6 +333,9 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
                                const uint8_t *b, size_t blen,
                                const uint8_t *d, size_t dlen)
 {
+    if (c->peer >= 0) {
+        fabric_ckpt_count_tx(c->fab, a, alen);
+    }
     if (fabric_shm_sending(c)) {
         const struct iovec iov[3] = {
             { (void *)a, alen }, { (void *)b, blen }, { (void *)d, dlen },
@@ -877,6 +880,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     }
 
     p = &f->peers[c->peer];
+    f->ckpt_rx += fabric_ckpt_counted(hdr->type);
     switch (hdr->type) {
     case FABRIC_HELLO:
         fabric_drop(f, c->peer, "second HELLO");
@@ -1775,6 +1779,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->bye = sock_bye;
     fc->poll = sock_poll;
     fc->peer_ram = sock_peer_ram;
+    fabric_ckpt_class_init(oc);
     object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
     object_class_property_set_description(oc, "addr",
         "unix:DIR, tcp:HOST:PORT or tcp:H0:P0;H1:P1;...");

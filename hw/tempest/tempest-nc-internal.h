@@ -178,4 +178,17 @@ void tempest_nc_tag_upgrade(TempestNCState *s, uint64_t value);
 extern const TempestNCEngine tempest_nc_tags_engine;
 extern const VMStateDescription vmstate_tempest_nc_tags;
 
+/* ------------------------------------------------------------------ */
+/* tempest-nc-ckpt.c: whole-cluster checkpoint (docs/checkpoint.rst)   */
+/* ------------------------------------------------------------------ */
+
+/* A node of a cluster can't migrate alone: add the blocker that says so. */
+bool tempest_nc_ckpt_block(TempestNCState *s, Error **errp);
+/* Properties "checkpoint", "ckpt-status" and "ckpt-id". */
+void tempest_nc_ckpt_class_init(ObjectClass *oc);
+void tempest_nc_ckpt_realize(TempestNCState *s);
+void tempest_nc_ckpt_unrealize(TempestNCState *s);
+/* Loaded first of the subsections: it sets ckpt_loaded for the others. */
+extern const VMStateDescription vmstate_tempest_nc_ckpt;
+
 #endif /* HW_TEMPEST_TEMPEST_NC_INTERNAL_H */

@@ -34,7 +34,8 @@ NC_LAYERS = {
     "tempest-nc-coll": 2,
     "tempest-nc-xfer": 2,
     "tempest-nc-tags": 2,
-    "tempest-nc": 3,            # the device: MMIO, commands, life cycle
+    "tempest-nc-ckpt": 3,       # whole-cluster checkpoint (device level)
+    "tempest-nc": 4,            # the device: MMIO, commands, life cycle
 }
 
 
