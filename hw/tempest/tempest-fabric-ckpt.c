@@ -102,6 +102,23 @@ static void ckpt_save(TempestFabric *obj, GByteArray *out)
     trace_tempest_fabric_ckpt_save(f->node, f->ckpt_tx, f->ckpt_rx);
 }
 
+static char *ckpt_links(TempestFabric *obj)
+{
+    FabricSocket *f = SOCK(obj);
+    GString *s = g_string_new("");
+
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricPeer *p = &f->peers[i];
+
+        g_string_append_printf(s, "%s%u:%u,%u,%u,%u,%u,%u,%u,%u,%u,%u",
+                               i ? " " : "", i, p->credit[0], p->credit[1],
+                               p->allowed[0], p->allowed[1], p->owed[0],
+                               p->owed[1], p->seq_out[0], p->seq_out[1],
+                               p->seq_in[0], p->seq_in[1]);
+    }
+    return g_string_free(s, false);
+}
+
 static bool ckpt_load(TempestFabric *obj, const uint8_t *buf, size_t len,
                       size_t *used, Error **errp)
 {
@@ -172,5 +189,6 @@ void fabric_ckpt_class_init(ObjectClass *oc)
 
     fc->ckpt_quiet = ckpt_quiet;
     fc->ckpt_save = ckpt_save;
+    fc->ckpt_links = ckpt_links;
     fc->ckpt_load = ckpt_load;
 }

@@ -223,6 +223,11 @@ bool tempest_fabric_ckpt_quiet(TempestFabric *f, uint64_t *tx, uint64_t *rx,
     return f->fc->ckpt_quiet ? f->fc->ckpt_quiet(f, tx, rx, errp) : true;
 }
 
+char *tempest_fabric_ckpt_links(TempestFabric *f)
+{
+    return f->fc->ckpt_links ? f->fc->ckpt_links(f) : g_strdup("");
+}
+
 void tempest_fabric_ckpt_save(TempestFabric *f, GByteArray *out)
 {
     if (f->fc->ckpt_save) {

@@ -154,6 +154,13 @@ static char *ckpt_get_status(Object *obj, Error **errp)
     return ret;
 }
 
+static char *ckpt_get_links(Object *obj, Error **errp)
+{
+    TempestNCState *s = TEMPEST_NC(obj);
+
+    return s->fabric ? tempest_fabric_ckpt_links(s->fabric) : g_strdup("");
+}
+
 static bool ckpt_get_mode(Object *obj, Error **errp)
 {
     return TEMPEST_NC(obj)->ckpt_mode;
@@ -191,6 +198,9 @@ void tempest_nc_ckpt_class_init(ObjectClass *oc)
     object_class_property_set_description(oc, "ckpt-status",
         "frames sent to and taken from peers, and why the node is not at "
         "rest for a checkpoint (nothing when it is)");
+    object_class_property_add_str(oc, "ckpt-links", ckpt_get_links, NULL);
+    object_class_property_set_description(oc, "ckpt-links",
+        "per peer: credits, allowed, owed, sequence numbers out and in");
     object_class_property_add_bool(oc, "checkpoint", ckpt_get_mode,
                                    ckpt_set_mode);
     object_class_property_set_description(oc, "checkpoint",

@@ -115,6 +115,7 @@ struct TempestFabricClass {
     bool (*ckpt_quiet)(TempestFabric *f, uint64_t *tx, uint64_t *rx,
                        Error **errp);
     void (*ckpt_save)(TempestFabric *f, GByteArray *out);
+    char *(*ckpt_links)(TempestFabric *f);
     bool (*ckpt_load)(TempestFabric *f, const uint8_t *buf, size_t len,
                       size_t *used, Error **errp);
 };
@@ -227,6 +228,12 @@ void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
  */
 bool tempest_fabric_ckpt_quiet(TempestFabric *f, uint64_t *tx, uint64_t *rx,
                                Error **errp);
+/*
+ * The links' flow control as text, per peer "node:credit,credit,allowed,
+ * allowed,owed,owed,seq_out,seq_out,seq_in,seq_in" (both networks),
+ * peers separated by spaces, for the launcher to check a cut.
+ */
+char *tempest_fabric_ckpt_links(TempestFabric *f);
 /* Append what the links' flow control holds (credits, sequences). */
 void tempest_fabric_ckpt_save(TempestFabric *f, GByteArray *out);
 /*
