@@ -1563,11 +1563,18 @@ static void sock_return_credits(TempestFabric *obj, unsigned peer,
     }
     p->allowed[net] += n;
     p->owed[net] += n;
-    if (p->conn && p->owed[net] >= f->credit_batch) {
-        uint32_t owed = p->owed[net];
+    if (p->owed[net] >= f->credit_batch) {
+        uint8_t frame[FABRIC_HDR_SIZE + 4];
 
+        /*
+         * With no link (a cluster restored from a checkpoint makes its
+         * links again on first use, and the packets it holds came before)
+         * the CREDIT waits for one, which it asks for.
+         */
+        fabric_put_header(frame, FABRIC_CREDIT, net, 4);
+        fabric_st32(frame + FABRIC_HDR_SIZE, p->owed[net]);
         p->owed[net] = 0;
-        fabric_send_u32(p->conn, FABRIC_CREDIT, net, owed);
+        fabric_peer_queue3(f, peer, frame, sizeof(frame), NULL, 0, NULL, 0);
     }
 }
 
