@@ -564,7 +564,18 @@ static int ckpt_vmstate_pre_save(void *opaque)
     g_free(s->ckpt_blob);
     s->ckpt_len = b->len;
     s->ckpt_blob = g_byte_array_free(g_steal_pointer(&b), false);
-    trace_tempest_nc_ckpt_save(s->node_id, s->ckpt_id, s->ckpt_len);
+    {
+        TempestInPacket *p;
+        uint32_t inq = 0;
+
+        for (int net = 0; net < 2; net++) {
+            QTAILQ_FOREACH(p, &s->inq[net], next) {
+                inq++;
+            }
+        }
+        trace_tempest_nc_ckpt_save(s->node_id, s->ckpt_id, s->ckpt_len,
+                                   s->xfer_active, inq);
+    }
     return 0;
 }
 
