@@ -384,9 +384,12 @@ static void ckpt_save_coll(TempestNCState *s, GByteArray *b)
     put32(b, s->aor_count);
 }
 
+/* The layout of s->bcastq and s->bcast_held, whose type has no name. */
+typedef QSIMPLEQ_HEAD(CkptBcastQ, TempestBcast) CkptBcastQ;
+
 static void ckpt_free_bcasts(void *head)
 {
-    QSIMPLEQ_HEAD(, TempestBcast) *q = head;
+    CkptBcastQ *q = head;
     TempestBcast *w;
 
     while ((w = QSIMPLEQ_FIRST(q))) {
@@ -412,7 +415,7 @@ static void ckpt_free_rounds(TempestNCState *s)
 static bool ckpt_load_bcasts(TempestNCState *s, CkptReader *r, void *head,
                              uint32_t max)
 {
-    QSIMPLEQ_HEAD(, TempestBcast) *q = head;
+    CkptBcastQ *q = head;
     uint32_t n = get32(r);
 
     if (n > max) {

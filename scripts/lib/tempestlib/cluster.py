@@ -883,6 +883,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGUSR1, on_usr1)
     restore_error = None
+    restored_in = None
     checkpointed = None
     watchdog = None
     try:
@@ -905,7 +906,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
             n.reader.start()
         if restore:
             try:
-                took = ckpt.restore_nodes(
+                took = restored_in = ckpt.restore_nodes(
                     run_dir, restore, manifest,
                     lambda: all(n.proc.poll() is None for n in ns))
                 say(f"run: {nodes} nodes restored from {rel(restore)} in "
@@ -1036,6 +1037,9 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         status = 0
         summary = (f"{nodes} node{'s' if nodes > 1 else ''} exited 0 in "
                    f"{elapsed:.2f} s (logs: {logs})")
+    if restored_in is not None:
+        summary += (f"; restored from {rel(restore)} in {restored_in:.2f} s"
+                    " (the time above is since)")
     if outputs:
         summary += "; wrote " + ", ".join(os.path.basename(p)
                                           for p in outputs)
