@@ -188,6 +188,14 @@ bool tempest_nc_ckpt_block(TempestNCState *s, Error **errp);
 void tempest_nc_ckpt_class_init(ObjectClass *oc);
 void tempest_nc_ckpt_realize(TempestNCState *s);
 void tempest_nc_ckpt_unrealize(TempestNCState *s);
+/*
+ * tempest-nc-ckpt-coll.c: the control network's state as bytes (appended
+ * to b), and back from buf (len bytes; *used: how many it took), false
+ * with errp set on anything out of range.
+ */
+void tempest_nc_ckpt_save_coll(TempestNCState *s, GByteArray *b);
+bool tempest_nc_ckpt_load_coll(TempestNCState *s, const uint8_t *buf,
+                               size_t len, size_t *used, Error **errp);
 /* Loaded first of the subsections: it sets ckpt_loaded for the others. */
 extern const VMStateDescription vmstate_tempest_nc_ckpt;
 
