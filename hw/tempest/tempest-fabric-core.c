@@ -223,6 +223,33 @@ void tempest_fabric_poll(TempestFabric *f, bool polling)
 /* The QOM type                                                        */
 /* ------------------------------------------------------------------ */
 
+bool tempest_fabric_ckpt_quiet(TempestFabric *f, uint64_t *tx, uint64_t *rx,
+                               Error **errp)
+{
+    *tx = *rx = 0;
+    return f->fc->ckpt_quiet ? f->fc->ckpt_quiet(f, tx, rx, errp) : true;
+}
+
+char *tempest_fabric_ckpt_links(TempestFabric *f)
+{
+    return f->fc->ckpt_links ? f->fc->ckpt_links(f) : g_strdup("");
+}
+
+void tempest_fabric_ckpt_save(TempestFabric *f, GByteArray *out)
+{
+    if (f->fc->ckpt_save) {
+        f->fc->ckpt_save(f, out);
+    }
+}
+
+bool tempest_fabric_ckpt_load(TempestFabric *f, const uint8_t *buf,
+                              size_t len, size_t *used, Error **errp)
+{
+    *used = 0;
+    return f->fc->ckpt_load ? f->fc->ckpt_load(f, buf, len, used, errp) :
+           true;
+}
+
 static char *fabric_get_key(Object *obj, Error **errp)
 {
     return g_strdup(TEMPEST_FABRIC(obj)->key_secret);

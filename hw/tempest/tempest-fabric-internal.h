@@ -150,6 +150,9 @@ struct FabricSocket {
     char *local_path;           /* our own Unix socket there, or NULL */
     QIOChannelSocket *local_listener;
     uint8_t *local_fails;       /* per node: its Unix socket failed us */
+    /* Checkpoint (tempest-fabric-ckpt.c): frames to and from peers */
+    uint64_t ckpt_tx;
+    uint64_t ckpt_rx;
 };
 
 /*
@@ -219,6 +222,17 @@ void fabric_host_failed(FabricSocket *f, unsigned i, bool refused,
                         const char *why);
 /* The properties "host-id" and "shm-dir" (of tempest-fabric-shm). */
 void fabric_host_class_init(ObjectClass *oc);
+
+/* tempest-fabric-ckpt.c: whole-cluster checkpoint */
+/* Count the frames of a peer at the start of a (alen bytes) we send. */
+void fabric_ckpt_count_tx(FabricSocket *f, const uint8_t *a, size_t alen);
+/* A frame of this type from a peer: counted? */
+static inline bool fabric_ckpt_counted(uint16_t type)
+{
+    return type != FABRIC_HELLO && type != FABRIC_AUTH &&
+           type != FABRIC_SHM && type != FABRIC_BELL;
+}
+void fabric_ckpt_class_init(ObjectClass *oc);
 
 /* Bytes queued for the peer and not yet written (socket and ring). */
 static inline size_t conn_pending(FabricConn *c)

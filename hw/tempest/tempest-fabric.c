@@ -334,6 +334,9 @@ static void fabric_conn_queue3(FabricConn *c, const uint8_t *a, size_t alen,
                                const uint8_t *b, size_t blen,
                                const uint8_t *d, size_t dlen)
 {
+    if (c->peer >= 0) {
+        fabric_ckpt_count_tx(c->fab, a, alen);
+    }
     if (fabric_shm_sending(c)) {
         const struct iovec iov[3] = {
             { (void *)a, alen }, { (void *)b, blen }, { (void *)d, dlen },
@@ -878,6 +881,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     }
 
     p = &f->peers[c->peer];
+    f->ckpt_rx += fabric_ckpt_counted(hdr->type);
     switch (hdr->type) {
     case FABRIC_HELLO:
         fabric_drop(f, c->peer, "second HELLO");
@@ -1601,11 +1605,18 @@ static void sock_return_credits(TempestFabric *obj, unsigned peer,
     }
     p->allowed[net] += n;
     p->owed[net] += n;
-    if (p->conn && p->owed[net] >= f->credit_batch) {
-        uint32_t owed = p->owed[net];
+    if (p->owed[net] >= f->credit_batch) {
+        uint8_t frame[FABRIC_HDR_SIZE + 4];
 
+        /*
+         * With no link (a cluster restored from a checkpoint makes its
+         * links again on first use, and the packets it holds came before)
+         * the CREDIT waits for one, which it asks for.
+         */
+        fabric_put_header(frame, FABRIC_CREDIT, net, 4);
+        fabric_st32(frame + FABRIC_HDR_SIZE, p->owed[net]);
         p->owed[net] = 0;
-        fabric_send_u32(p->conn, FABRIC_CREDIT, net, owed);
+        fabric_peer_queue3(f, peer, frame, sizeof(frame), NULL, 0, NULL, 0);
     }
 }
 
@@ -1836,6 +1847,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->bye = sock_bye;
     fc->poll = sock_poll;
     fc->peer_ram = sock_peer_ram;
+    fabric_ckpt_class_init(oc);
     object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
     object_class_property_set_description(oc, "addr",
         "unix:DIR, tcp:HOST:PORT or tcp:H0:P0;H1:P1;...");

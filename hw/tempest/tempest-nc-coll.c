@@ -941,6 +941,10 @@ const VMStateDescription vmstate_tempest_nc_coll = {
  */
 static int coll_post_load(TempestNCState *s)
 {
+    if (s->ckpt_loaded) {
+        /* A checkpoint's: tempest-nc-ckpt.c loaded the whole state. */
+        return s->aor_set > 1 || s->aor_global > 1 ? -EINVAL : 0;
+    }
     /* Alone in its cluster: its own words only, none in flight. */
     bcast_flow_reset(s);
     if (s->aor_set > 1 || s->aor_global > 1 ||

@@ -195,4 +195,25 @@ void tempest_nc_tag_upgrade(TempestNCState *s, uint64_t value);
 extern const TempestNCEngine tempest_nc_tags_engine;
 extern const VMStateDescription vmstate_tempest_nc_tags;
 
+/* ------------------------------------------------------------------ */
+/* tempest-nc-ckpt.c: whole-cluster checkpoint (docs/checkpoint.rst)   */
+/* ------------------------------------------------------------------ */
+
+/* A node of a cluster can't migrate alone: add the blocker that says so. */
+bool tempest_nc_ckpt_block(TempestNCState *s, Error **errp);
+/* Properties "checkpoint", "ckpt-status" and "ckpt-id". */
+void tempest_nc_ckpt_class_init(ObjectClass *oc);
+void tempest_nc_ckpt_realize(TempestNCState *s);
+void tempest_nc_ckpt_unrealize(TempestNCState *s);
+/*
+ * tempest-nc-ckpt-coll.c: the control network's state as bytes (appended
+ * to b), and back from buf (len bytes; *used: how many it took), false
+ * with errp set on anything out of range.
+ */
+void tempest_nc_ckpt_save_coll(TempestNCState *s, GByteArray *b);
+bool tempest_nc_ckpt_load_coll(TempestNCState *s, const uint8_t *buf,
+                               size_t len, size_t *used, Error **errp);
+/* Loaded first of the subsections: it sets ckpt_loaded for the others. */
+extern const VMStateDescription vmstate_tempest_nc_ckpt;
+
 #endif /* HW_TEMPEST_TEMPEST_NC_INTERNAL_H */

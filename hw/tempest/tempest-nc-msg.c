@@ -373,9 +373,10 @@ static void msg_reset(TempestNCState *s)
 /* ------------------------------------------------------------------ */
 
 /*
- * Only a node alone in its cluster migrates (see the blocker in
- * tempest-nc.c): every packet waiting here came from itself, through the
- * fabric's loopback.
+ * A node alone in its cluster migrates (see the blocker in
+ * tempest-nc-ckpt.c): every packet waiting here came from itself, through
+ * the fabric's loopback.  At a cluster's checkpoint they come from any
+ * node and stay as they are (the fabric's credit counts are saved too).
  */
 static const VMStateDescription vmstate_tempest_in_packet = {
     .name = TYPE_TEMPEST_NC "/in-packet",
@@ -417,6 +418,21 @@ static int msg_vmstate_post_load(void *opaque, int version_id)
         if (s->sq_wait[i] < -1 || s->sq_wait[i] >= (int)s->num_nodes) {
             ret = -EINVAL;
         }
+    }
+    if (s->ckpt_loaded) {
+        /*
+         * A cluster's checkpoint: the packets stay where they were, from
+         * any node; the fabric's counts were loaded with their credit.
+         */
+        for (int net = 0; net < 2; net++) {
+            QTAILQ_FOREACH(p, &s->inq[net], next) {
+                if (p->src >= s->num_nodes || p->net != net ||
+                    p->len < TEMPEST_PKT_DATA || p->len > TEMPEST_PKT_SIZE) {
+                    ret = -EINVAL;
+                }
+            }
+        }
+        return ret;
     }
     for (int net = 0; net < 2; net++) {
         QTAILQ_INIT(&loaded[net]);

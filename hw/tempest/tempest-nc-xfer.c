@@ -1056,6 +1056,23 @@ static bool xfer_out_loaded_ok(TempestNCState *s, TempestXferOut *o)
 {
     bool typed = o->flags & TEMPEST_XFER_TYPED;
 
+    if (s->ckpt_loaded && o->dest != s->node_id) {
+        /*
+         * A cluster's checkpoint: one to a peer, where it had got to; the
+         * peer checks its half (the destination is its RAM).  It goes on
+         * in frames (the peer's RAM is mapped again only once its link
+         * is made).
+         */
+        o->direct = false;
+        return o->dest < s->num_nodes && o->len &&
+               o->len <= TEMPEST_XFER_MAX && o->sent <= o->len &&
+               !(o->flags & ~TEMPEST_XFER_TYPED) &&
+               tempest_nc_in_ram(s, o->src, o->len) &&
+               (o->state == OUT_SENDING ||
+                (o->state == OUT_WAIT_GO && typed && !o->sent) ||
+                (o->state == OUT_WAIT_ACK && o->sent == o->len)) &&
+               (!typed || o->where <= UINT32_MAX);
+    }
     if (o->dest != s->node_id || !o->len || o->len > TEMPEST_XFER_MAX ||
         o->sent > o->len || o->flags & ~TEMPEST_XFER_TYPED ||
         !tempest_nc_in_ram(s, o->src, o->len)) {
@@ -1077,6 +1094,17 @@ static bool xfer_in_loaded_ok(TempestNCState *s, TempestXferIn *in)
 {
     TempestXferOut *o = xfer_find_out(s, in->src, in->mid);
 
+    if (s->ckpt_loaded && in->src != s->node_id) {
+        /* A cluster's checkpoint: from a peer, stored as far as it got. */
+        return in->src < s->num_nodes && in->len &&
+               in->len <= TEMPEST_XFER_MAX && in->got <= in->len &&
+               !in->refused &&
+               (in->typed ? in->type <= UINT32_MAX &&
+                            (in->waiting ? !in->got :
+                             tempest_nc_in_ram(s, in->addr, in->len)) :
+                            !in->waiting &&
+                            tempest_nc_in_ram(s, in->addr, in->len));
+    }
     if (in->src != s->node_id || !o || in->len != o->len ||
         in->got != o->sent || in->refused ||
         in->typed != !!(o->flags & TEMPEST_XFER_TYPED) ||
@@ -1110,7 +1138,7 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
     TempestXferOut *o, *o2;
     TempestXferBuf *b;
     TempestXferIn *in;
-    uint32_t nin = 0;
+    uint32_t nin = 0, nself = 0;
     int ret = 0;
 
     for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
@@ -1130,6 +1158,7 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
             }
         }
         s->xfer_active++;
+        nself += o->dest == s->node_id;
     }
     QTAILQ_FOREACH(b, &s->xfer_bufs, next) {
         if (!tempest_nc_in_ram(s, b->addr, b->len) ||
@@ -1154,6 +1183,7 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
         in->buf_done = false;
         in->buf = in->typed && !in->waiting ? xfer_buf_of(s, in) : NULL;
         if (ret || !xfer_in_loaded_ok(s, in) ||
+            s->xfer_in_count[in->src] >= TEMPEST_XFER_MAX_OUT ||
             (in->typed && !in->waiting && !in->buf) ||
             g_hash_table_contains(s->xfer_in,
                                   &(uint64_t){ in_key(in->src, in->mid) })) {
@@ -1166,10 +1196,10 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
         g_hash_table_insert(s->xfer_in, key, in);
         s->xfer_in_count[in->src]++;
         s->xfer_waiting += in->waiting;
-        nin++;
+        nin += in->src == s->node_id;
     }
     /* Every transfer to this node has its incoming half. */
-    if (nin != s->xfer_active) {
+    if (nin != nself) {
         ret = -EINVAL;
     }
     /* Every buffer's messages under way are those placed in it. */

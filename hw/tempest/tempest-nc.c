@@ -679,17 +679,11 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
     if (!tempest_nc_fabric_attach(s, errp)) {
         goto fail;
     }
-    if (s->num_nodes > 1) {
-        error_setg(&s->migration_blocker, "%s: node %u is joined to %u "
-                   "other nodes by live sockets: the connections, and the "
-                   "packets, transfers, fetch-and-ops and collectives under "
-                   "way with those nodes, cannot migrate", TYPE_TEMPEST_NC,
-                   s->node_id, s->num_nodes - 1);
-        if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
-            tempest_nc_fabric_detach(s);
-            goto fail;
-        }
+    if (!tempest_nc_ckpt_block(s, errp)) {
+        tempest_nc_fabric_detach(s);
+        goto fail;
     }
+    tempest_nc_ckpt_realize(s);
     /*
      * No access of ours looks at the CPU's state: TCG need not end a
      * translation block at each one (1-3 us each otherwise).
@@ -710,12 +704,19 @@ static void tempest_nc_unrealize(DeviceState *dev)
     TempestNCState *s = TEMPEST_NC(dev);
 
     tcg_mmio_fast_unregister(&s->iomem);
+    tempest_nc_ckpt_unrealize(s);
     migrate_del_blocker(&s->migration_blocker);
     tempest_nc_fabric_detach(s);
     for (int i = ARRAY_SIZE(tempest_nc_engines) - 1; i >= 0; i--) {
         tempest_nc_engines[i]->unrealize(s);
     }
     tempest_nc_core_unrealize(s);
+}
+
+static int tempest_nc_pre_load(void *opaque)
+{
+    TEMPEST_NC(opaque)->ckpt_loaded = false;
+    return 0;
 }
 
 static int tempest_nc_post_load(void *opaque, int version_id)
@@ -728,6 +729,7 @@ static int tempest_nc_post_load(void *opaque, int version_id)
             ret = tempest_nc_engines[i]->post_load(s);
         }
     }
+    s->ckpt_loaded = false;
     return ret;
 }
 
@@ -772,14 +774,17 @@ static const VMStateDescription vmstate_tempest_timer = {
 };
 
 /*
- * The state of a node that can be saved: one alone in its cluster (a node
+ * The state of a node that can be saved: one alone in its cluster, or
+ * any node of a cluster at a checkpoint's quiet cut (otherwise a node
  * joined to others by live sockets has a migration blocker).  One
- * subsection per engine, sent when it holds something.
+ * subsection per engine, sent when it holds something, after the
+ * checkpoint's own (tempest-nc-ckpt.c).
  */
 static const VMStateDescription vmstate_tempest_nc = {
     .name = TYPE_TEMPEST_NC,
     .version_id = 3,
     .minimum_version_id = 3,
+    .pre_load = tempest_nc_pre_load,
     .post_load = tempest_nc_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(err_status, TempestNCState),
@@ -812,6 +817,7 @@ static const VMStateDescription vmstate_tempest_nc = {
         VMSTATE_END_OF_LIST()
     },
     .subsections = (const VMStateDescription * const []) {
+        &vmstate_tempest_nc_ckpt,
         &vmstate_tempest_nc_msg,
         &vmstate_tempest_nc_coll,
         &vmstate_tempest_nc_xfer,
@@ -860,6 +866,7 @@ static void tempest_nc_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &vmstate_tempest_nc;
     rc->phases.hold = tempest_nc_reset_hold;
     device_class_set_props(dc, tempest_nc_properties);
+    tempest_nc_ckpt_class_init(klass);
     set_bit(DEVICE_CATEGORY_MISC, dc->categories);
 }
 

@@ -35,7 +35,9 @@ NC_LAYERS = {
     "tempest-nc-xfer": 2,
     "tempest-nc-tags": 2,
     "tempest-nc-chan": 3,       # the channel controller, on xfer
-    "tempest-nc": 4,            # the device: MMIO, commands, life cycle
+    "tempest-nc-ckpt-coll": 3,  # checkpoint: the control network's state
+    "tempest-nc-ckpt": 4,       # whole-cluster checkpoint (device level)
+    "tempest-nc": 5,            # the device: MMIO, commands, life cycle
 }
 
 

@@ -22,6 +22,7 @@ program's is, so the same rules decide the run.
 
 import argparse
 import ast
+import json
 import math
 import operator
 import os
@@ -37,6 +38,7 @@ import tempfile
 import threading
 import time
 
+from . import ckpt
 from . import linux as lx
 from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say
 from .stategraph import Records, split_record
@@ -146,7 +148,14 @@ def run_parser(add_help=True):
     p.add_argument("--srun-arg", action="append", default=[],
                    metavar="ARG", help="with --slurm: an extra srun "
                    "argument (repeatable), e.g. --srun-arg=--partition=p")
-    p.add_argument("program", help="the guest ELF (scripts/tempest cc)")
+    p.add_argument("--restore", default=None, metavar="CKPT",
+                   help="start the cluster from a checkpoint's directory "
+                   "(scripts/tempest checkpoint, or SIGUSR1 to the "
+                   "launcher): the program, its arguments and the "
+                   "machine's settings are the checkpoint's "
+                   "(docs/checkpoint.rst)")
+    p.add_argument("program", nargs="?", default=None,
+                   help="the guest ELF (scripts/tempest cc)")
     p.add_argument("args", nargs=argparse.REMAINDER,
                    help="arguments passed to main() on every node")
     return p
@@ -566,9 +575,10 @@ def _bytes(size):
 def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
                  extra=(), fabric=None, cluster=0, credits=None,
                  tagmem=None, key_file=None, spin_us=None, fabric_opts="",
-                 host_id=None, boot=None):
+                 host_id=None, boot=None, qmp=None):
     """QEMU's command line for one node; boot, if given, replaces the
-    bare-metal -kernel and -append (LinuxRun.boot)."""
+    bare-metal -kernel and -append (LinuxRun.boot); qmp: the path of its
+    QMP socket (checkpoints use it: docs/checkpoint.rst)."""
     machine = f"tempest,node-id={index},num-nodes={nodes}"
     secret = []
     if tagmem:
@@ -614,6 +624,8 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
         + secret + ram
     if cpu:
         cmd += ["-cpu", cpu]
+    if qmp:
+        cmd += ["-qmp", f"unix:{qmp},server=on,wait=off"]
     return cmd + list(extra)
 
 
@@ -717,11 +729,13 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
                 tcp=False, credits=None, tagmem=None, fabric=None,
                 spin_us=None, hosts=None, linux=False, shell=None,
-                forwards=(), gdb=None):
+                forwards=(), gdb=None, restore=None):
     """Boot the cluster and wait for it; returns a RunResult.  A program or
     a setting the machine would refuse raises StepError before anything is
     started.  linux: boot Linux nodes (LinuxRun); shell, forwards: their
-    console shell and forwarded ports; gdb: the node waiting for gdb."""
+    console shell and forwarded ports; gdb: the node waiting for gdb;
+    restore: a checkpoint's directory to start from (docs/checkpoint.rst).
+    SIGUSR1 checkpoints the cluster into RUN/ckpt-usr1 and ends it."""
     mem = mem or ("256M" if linux else "128M")
     if linux:
         check_linux_program(program)
@@ -749,6 +763,21 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
     out = out or sys.stdout
     run_dir = run_dir or new_run_dir(program)
     os.makedirs(run_dir, exist_ok=True)
+    manifest = ckpt.read_manifest(restore) if restore else None
+    if manifest and linux:
+        raise StepError("run --restore: Linux nodes cannot be checkpointed "
+                        "yet (docs/checkpoint.rst)")
+    if len(ckpt.qmp_path(run_dir, nodes - 1)) > 100:
+        raise StepError(f"run: the run directory's path {run_dir} is too "
+                        "long for its QMP sockets (Unix paths hold 108 "
+                        "bytes); give a shorter --run-dir")
+    with open(os.path.join(run_dir, ckpt.CLUSTER), "w") as f:
+        json.dump(dict(program=os.path.abspath(program), args=list(args),
+                       nodes=nodes, smp=smp, mem=mem, cpu=cpu,
+                       credits=credits, tagmem=tagmem, fabric=fabric,
+                       tcp=tcp, spin_us=spin_us, hosts=hosts, linux=linux,
+                       extra=list(extra), restored_from=restore and
+                       os.path.abspath(restore)), f, indent=1)
     lrun = LinuxRun(program, args, run_dir, nodes, forwards, shell) \
         if linux else None
     print_lock = threading.Lock()
@@ -814,12 +843,16 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         more = list(extra)
         if i == gdb:
             more += ["-gdb", f"tcp:127.0.0.1:{gdb_port}", "-S"]
+        if restore:
+            # Made and linked as at boot, then loaded (QMP) and let go.
+            more += ["-S", "-incoming", "defer"]
         ns.append(Node(i, node_command(i, nodes, program, args, smp, mem,
                                        cpu, more, fabric, cluster, credits,
                                        tagmem, key_file, spin, fabric_opts,
                                        fake_host(i, nodes, hosts)
                                        if hosts else None,
-                                       lrun.boot(i) if lrun else None),
+                                       lrun.boot(i) if lrun else None,
+                                       ckpt.qmp_path(run_dir, i)),
                        os.path.join(run_dir, f"node{i}.log")))
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:
@@ -843,13 +876,23 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
     old_int = signal.getsignal(signal.SIGINT)
     old_term = signal.getsignal(signal.SIGTERM)
 
+    usr1 = []
+    old_usr1 = signal.getsignal(signal.SIGUSR1)
+
     def on_signal(signum, frame):
         interrupted.append(signum)
+
+    def on_usr1(signum, frame):
+        usr1.append(signum)
 
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGUSR1, on_usr1)
+    restore_error = None
+    restored_in = None
+    checkpointed = None
     watchdog = None
     try:
         watchdog = Watchdog()
@@ -869,6 +912,18 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
             watchdog.watch(n.proc.pid)
             n.reader = threading.Thread(target=pump, args=(n,), daemon=True)
             n.reader.start()
+        if restore:
+            try:
+                took = restored_in = ckpt.restore_nodes(
+                    run_dir, restore, manifest,
+                    lambda: all(n.proc.poll() is None for n in ns))
+                say(f"run: {nodes} nodes restored from {rel(restore)} in "
+                    f"{took:.2f} s; their output goes on in the new "
+                    f"node logs of {rel(run_dir)}")
+                t0 = time.monotonic()
+            except StepError as e:
+                restore_error = str(e)
+                _stop(ns)
 
         first_fail = None
         fail_time = None
@@ -910,6 +965,18 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 fail_time = time.monotonic()
             if running == 0:
                 break
+            if usr1 and checkpointed is None and not interrupted:
+                # Slurm's warning before the time limit: save and end.
+                usr1.clear()
+                try:
+                    checkpointed = ckpt.checkpoint(
+                        run_dir, os.path.join(run_dir, "ckpt-usr1"),
+                        stop=True)
+                except StepError as e:
+                    say(str(e))
+                    checkpointed = ""
+                _stop(ns)
+                continue
             if interrupted:
                 _stop(ns)
                 continue
@@ -934,12 +1001,29 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         if in_main:
             signal.signal(signal.SIGINT, old_int)
             signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGUSR1, old_usr1)
 
     elapsed = time.monotonic() - t0
     statuses = [None if n.killed else n.status for n in ns]
+    stop_file = os.path.join(run_dir, ckpt.STOP_FILE)
+    if checkpointed is None and os.path.exists(stop_file):
+        with open(stop_file) as f:
+            checkpointed = f.read().strip()
     outputs = records.write(run_dir, nodes)
     logs = rel(run_dir)
-    if first_fail is not None:
+    if restore_error:
+        status = 1
+        summary = f"{restore_error}; all nodes stopped (logs: {logs})"
+    elif checkpointed:
+        status = 0
+        summary = (f"checkpointed to {rel(checkpointed)} and stopped "
+                   f"(restart: scripts/tempest run --restore "
+                   f"{rel(checkpointed)})")
+    elif checkpointed == "":
+        status = 1
+        summary = f"SIGUSR1: the checkpoint failed; all nodes stopped " \
+                  f"(logs: {logs})"
+    elif first_fail is not None:
         status = first_fail.status
         how = (f" (killed by signal {first_fail.signal})"
                if first_fail.signal else "")
@@ -961,6 +1045,9 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         status = 0
         summary = (f"{nodes} node{'s' if nodes > 1 else ''} exited 0 in "
                    f"{elapsed:.2f} s (logs: {logs})")
+    if restored_in is not None:
+        summary += (f"; restored from {rel(restore)} in {restored_in:.2f} s"
+                    " (the time above is since)")
     if outputs:
         summary += "; wrote " + ", ".join(os.path.basename(p)
                                           for p in outputs)
@@ -1006,6 +1093,11 @@ def run_cli(args):
         return slurm.run_slurm(args)
     if args.ntasks_per_node or args.srun_arg:
         raise StepError("run: --ntasks-per-node and --srun-arg need --slurm")
+    if args.restore:
+        return restore_cli(args)
+    if not args.program:
+        raise StepError("run: which program? (scripts/tempest run -n N "
+                        "prog.elf)")
     timeout = args.timeout
     if timeout is None:
         # A person at a shell or a debugger takes the time they need.
@@ -1021,5 +1113,26 @@ def run_cli(args):
                       fabric=args.fabric, spin_us=args.spin_us,
                       hosts=args.hosts, linux=args.linux,
                       shell=args.shell, forwards=args.forward, gdb=args.gdb)
+    say(f"run: {res.summary}")
+    return res.status
+
+
+def restore_cli(args):
+    """run --restore CKPT: the checkpoint's cluster, as it was started."""
+    m = ckpt.read_manifest(args.restore)
+    if args.program and os.path.abspath(args.program) != m["program"]:
+        raise StepError(f"run --restore: the checkpoint is of "
+                        f"{rel(m['program'])}, not {args.program}")
+    if m.get("linux"):
+        raise StepError("run --restore: Linux nodes cannot be checkpointed "
+                        "yet (docs/checkpoint.rst)")
+    res = run_cluster(m["program"], m["nodes"], m["args"], smp=m["smp"],
+                      mem=m["mem"], cpu=m["cpu"],
+                      timeout=120 if args.timeout is None else args.timeout,
+                      run_dir=args.run_dir or new_run_dir(m["program"]),
+                      echo=not args.quiet, extra=m["extra"] + args.qemu_arg,
+                      tcp=m["tcp"], credits=m["credits"], tagmem=m["tagmem"],
+                      fabric=m["fabric"], spin_us=m["spin_us"],
+                      hosts=m["hosts"], restore=args.restore)
     say(f"run: {res.summary}")
     return res.status

@@ -8,6 +8,10 @@ Suites, by layer:
          (tests/tcg/multiarch/system: memory, interrupt, hello), built from
          the QEMU tree and run on the tempest machine
   guest  real programs on booted clusters, through the real launcher
+  ckpt   whole-cluster checkpoint and restart (tests/ckpt): radix sort on
+         16 nodes, DSM Jacobi on 8, 64 MiB blocks under an AM storm,
+         checkpointed mid-run, killed, restored, same results; mixed
+         checkpoints and single nodes refused
   linux  clusters of Linux nodes (run --linux): programs, exit statuses,
          the node controller's driver (/dev/tempest0), the user network
          both ways, the shared directory, the shell
@@ -38,8 +42,8 @@ import unittest
 from .common import GUEST_BUILD, QEMU_BIN, QEMU_BUILD, ROOT, rel
 from .setup import qemu_source_dir
 
-SUITES = ["unit", "qtest", "tcg", "guest", "linux", "slurm", "style",
-          "fuzz", "model"]
+SUITES = ["unit", "qtest", "tcg", "guest", "ckpt", "linux", "slurm",
+          "style", "fuzz", "model"]
 TCG_TESTS = os.path.join(ROOT, "build", "tcg-tests")
 TEST_RUNS = os.path.join(ROOT, "build", "test-runs")
 
@@ -298,6 +302,12 @@ def suite_linux(results, k):
     _cases("linux", results, k)
 
 
+def suite_ckpt(results, k):
+    """tests/ckpt/cases.py: clusters checkpointed mid-run and restored
+    (docs/checkpoint.rst)."""
+    _cases("ckpt", results, k)
+
+
 def suite_slurm(results, k):
     """tests/slurm/cases.py: Slurm job steps on a private Slurm cluster
     of two hosts in network namespaces (skipped without root)."""
@@ -360,7 +370,7 @@ def suite_model(results, k):
 
 
 RUNNERS = {"unit": suite_unit, "qtest": suite_qtest, "tcg": suite_tcg,
-           "guest": suite_guest, "linux": suite_linux, "slurm": suite_slurm,
+           "guest": suite_guest, "ckpt": suite_ckpt, "linux": suite_linux, "slurm": suite_slurm,
            "style": suite_style, "fuzz": suite_fuzz, "model": suite_model}
 
 

@@ -117,6 +117,13 @@ struct TempestFabricClass {
     void (*poll)(TempestFabric *f, bool polling);
     void *(*peer_ram)(TempestFabric *f, unsigned peer, uint64_t *base,
                       uint64_t *size);
+    /* Optional: whole-cluster checkpoint (docs/checkpoint.rst). */
+    bool (*ckpt_quiet)(TempestFabric *f, uint64_t *tx, uint64_t *rx,
+                       Error **errp);
+    void (*ckpt_save)(TempestFabric *f, GByteArray *out);
+    char *(*ckpt_links)(TempestFabric *f);
+    bool (*ckpt_load)(TempestFabric *f, const uint8_t *buf, size_t len,
+                      size_t *used, Error **errp);
 };
 
 /*
@@ -224,5 +231,31 @@ void tempest_fabric_share_ram(TempestFabric *f, int fd, void *host,
  */
 void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
                               uint64_t *base, uint64_t *size);
+
+/*
+ * Whole-cluster checkpoint (docs/checkpoint.rst).  tx and rx: the frames
+ * this node has sent to its peers and taken from them since it started
+ * (a cut is quiet when the cluster's sums agree and stay put).  False,
+ * with the reason in errp, while something of this node is not at rest:
+ * frames waiting for a link or in a queue, a peer gone, the cluster not
+ * formed.  A backend without the hooks is quiet with nothing to save.
+ */
+bool tempest_fabric_ckpt_quiet(TempestFabric *f, uint64_t *tx, uint64_t *rx,
+                               Error **errp);
+/*
+ * The links' flow control as text, per peer "node:credit,credit,allowed,
+ * allowed,owed,owed,seq_out,seq_out,seq_in,seq_in" (both networks),
+ * peers separated by spaces, for the launcher to check a cut.
+ */
+char *tempest_fabric_ckpt_links(TempestFabric *f);
+/* Append what the links' flow control holds (credits, sequences). */
+void tempest_fabric_ckpt_save(TempestFabric *f, GByteArray *out);
+/*
+ * Take back what ckpt_save wrote at buf (len bytes available), setting
+ * *used; false, with errp set, on anything that does not fit this
+ * fabric (its node count, its credit setting, impossible counts).
+ */
+bool tempest_fabric_ckpt_load(TempestFabric *f, const uint8_t *buf,
+                              size_t len, size_t *used, Error **errp);
 
 #endif /* HW_TEMPEST_TEMPEST_FABRIC_H */

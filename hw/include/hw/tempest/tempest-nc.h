@@ -305,7 +305,15 @@ struct TempestNCState {
     QEMUTimer *tick_timer;      /* QEMU_CLOCK_VIRTUAL: the next timer */
     QEMUTimer *retry_timer;     /* QEMU_CLOCK_REALTIME: RQ/CQ was full */
     QEMUBH *sq_bh;              /* credit came back: run the send rings */
-    Error *migration_blocker;   /* tempest-nc.c */
+    Error *migration_blocker;   /* tempest-nc-ckpt.c */
+
+    /* Whole-cluster checkpoint (tempest-nc-ckpt.c, docs/checkpoint.rst) */
+    bool ckpt_mode;             /* "checkpoint": saving allowed, VM stopped */
+    bool ckpt_loaded;           /* the state being loaded is a checkpoint's */
+    uint64_t ckpt_id;           /* "ckpt-id": which checkpoint */
+    uint32_t ckpt_len;          /* ckpt_blob's bytes, while saved or loaded */
+    uint8_t *ckpt_blob;         /* the fabric's and control network's state */
+    VMChangeStateEntry *ckpt_vmse;  /* leaves checkpoint mode on resume */
 };
 
 #endif /* HW_TEMPEST_TEMPEST_NC_H */

@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Whole-cluster checkpoint and restart (docs/checkpoint.rst), through the
+real launcher: real clusters run with 'scripts/tempest run', are
+checkpointed mid-run with 'scripts/tempest checkpoint' (or SIGUSR1 to
+the launcher), killed, and started again with 'scripts/tempest run
+--restore'; the restored program must finish with the result of an
+uninterrupted run.  The refusals are tested too: a checkpoint mixed from
+two, and a node saved alone.  Run by 'scripts/tempest test --suite ckpt'
+(testing.suite_ckpt).
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+TEMPEST = os.path.join(ROOT, "scripts", "tempest")
+HERE = os.path.join(ROOT, "tests", "ckpt")
+GUEST = os.path.join(ROOT, "build", "guest", "guest")
+RADIX = os.path.join(GUEST, "examples", "radix-sort", "radix.elf")
+JACOBI = os.path.join(GUEST, "examples", "dsm", "jacobi.elf")
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what, out=""):
+    if not cond:
+        raise Failure(what + ("\n" + out[-4000:] if out else ""))
+
+
+def _read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def logs(run_dir):
+    return "".join(_read(os.path.join(run_dir, f))
+                   for f in sorted(os.listdir(run_dir))
+                   if re.fullmatch(r"node\d+\.log", f))
+
+
+def tempest(*args, timeout=180):
+    """scripts/tempest ARGS to its end: (exit status, output)."""
+    r = subprocess.run([sys.executable, TEMPEST] + list(args),
+                       capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL)
+    return r.returncode, r.stdout + r.stderr
+
+
+def launch(run_dir, nodes, program, args=(), opts=()):
+    """A run in the background (its own session: the test kills it)."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return subprocess.Popen(
+        [sys.executable, TEMPEST, "run", "-n", str(nodes), "--quiet",
+         "--timeout", "300", "--run-dir", run_dir] + list(opts)
+        + [program] + list(args),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def wait_qmp(run_dir, nodes, limit=60):
+    """Until every node's QMP socket answers (the cluster is up)."""
+    deadline = time.monotonic() + limit
+    for i in range(nodes):
+        path = os.path.join(run_dir, f"node{i}.qmp")
+        while True:
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(path)
+                s.close()
+                break
+            except OSError:
+                s.close()
+                expect(time.monotonic() < deadline,
+                       f"node {i}'s QMP socket never answered")
+                time.sleep(0.05)
+
+
+def kill_run(p):
+    """The cluster killed: SIGKILL to the launcher (its watchdog kills the
+    nodes), as a batch system ending a job would."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+    time.sleep(0.5)
+
+
+def restore(ckpt, run_dir):
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return tempest("run", "--restore", ckpt, "--run-dir", run_dir,
+                   "--quiet", "--timeout", "240")
+
+
+def checkpoint_mid_run(runs, name, nodes, program, args, opts, delay,
+                       done_re, stop=False):
+    """Run, checkpoint after delay s (the program must not have finished:
+    done_re not yet in the logs), kill the cluster, restore it; returns
+    (the restored run's directory, the restore's output)."""
+    run_dir = os.path.join(runs, name)
+    ckpt = os.path.join(runs, name + "-ckpt")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    p = launch(run_dir, nodes, program, args, opts)
+    try:
+        wait_qmp(run_dir, nodes)
+        time.sleep(delay)
+        rc, out = tempest("checkpoint", run_dir, "-o", ckpt,
+                          *(["--stop"] if stop else []))
+        expect(rc == 0, "checkpoint failed", out)
+        expect(not re.search(done_re, logs(run_dir)),
+               f"the program had finished before its checkpoint ({delay} s):"
+               " not mid-run", logs(run_dir))
+    finally:
+        kill_run(p)
+    m = json.load(open(os.path.join(ckpt, "manifest.json")))
+    expect(m["nodes"] == nodes and len(m["sizes"]) == nodes,
+           "manifest.json does not describe the cluster", json.dumps(m))
+    again = os.path.join(runs, name + "-restored")
+    rc, out = restore(ckpt, again)
+    expect(rc == 0, f"the restored run ended {rc}", out + logs(again))
+    expect("restored from" in out, "the launcher did not say it restored",
+           out)
+    return again, out, m
+
+
+def case_radix_16(runs):
+    """A Strata radix sort on 16 nodes (collectives, active messages and
+    block transfers), checkpointed mid-run, the cluster killed and
+    restored: it finishes sorted with the checksums of an uninterrupted
+    run (docs/checkpoint.rst, "What is saved")."""
+    args = ["300000", "1"]
+    ref = os.path.join(runs, "radix-ref")
+    rc, out = tempest("run", "-n", "16", "--mem", "64M", "--quiet",
+                      "--run-dir", ref, RADIX, *args)
+    expect(rc == 0, "the uninterrupted run failed", out)
+    sums = re.search(r"checksums (.*) match", logs(ref))
+    expect(sums, "the uninterrupted run printed no checksums", logs(ref))
+    again, out, m = checkpoint_mid_run(runs, "radix", 16, RADIX, args,
+                                       ["--mem", "64M"], 1.5,
+                                       r"radix-sort: \d+ nodes")
+    got = re.search(r"radix-sort: .* (sorted) .* checksums (.*) match",
+                    logs(again))
+    expect(got and got.group(2) == sums.group(1),
+           f"restored: {got and got.group(2)}, uninterrupted: "
+           f"{sums.group(1)}", logs(again))
+
+
+def case_jacobi_8(runs):
+    """The DSM Jacobi (tagged memory, block faults, protocol messages) on
+    8 nodes, saved by SIGUSR1 to the launcher (Slurm's warning before a
+    time limit: checkpoint, then end), restored: the same grid as the
+    sequential run and as an uninterrupted one (its sum)."""
+    args = ["dsm", "126", "1200"]
+    ref = os.path.join(runs, "jacobi-ref")
+    rc, out = tempest("run", "-n", "8", "--mem", "64M", "--quiet",
+                      "--run-dir", ref, JACOBI, *args)
+    expect(rc == 0, "the uninterrupted run failed", out)
+    ref_sum = re.search(r"jacobi dsm ok: .* sum (\S+)", logs(ref))
+    expect(ref_sum, "the uninterrupted run printed no sum", logs(ref))
+    run_dir = os.path.join(runs, "jacobi")
+    p = launch(run_dir, 8, JACOBI, args, ["--mem", "64M"])
+    wait_qmp(run_dir, 8)
+    time.sleep(1.5)
+    os.killpg(p.pid, signal.SIGUSR1)
+    try:
+        out, _ = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        kill_run(p)
+        raise Failure("the run did not end after SIGUSR1")
+    expect(p.returncode == 0 and "checkpointed to" in out,
+           f"SIGUSR1: the run ended {p.returncode}", out)
+    expect("jacobi dsm ok" not in logs(run_dir),
+           "the program had finished before SIGUSR1: not mid-run")
+    ckpt = os.path.join(run_dir, "ckpt-usr1")
+    again = os.path.join(runs, "jacobi-restored")
+    rc, out = restore(ckpt, again)
+    expect(rc == 0, f"the restored run ended {rc}", out + logs(again))
+    got = re.search(r"jacobi dsm ok: .* sum (\S+)", logs(again))
+    expect(got and got.group(1) == ref_sum.group(1),
+           f"restored: {got and got.group(1)}, uninterrupted "
+           f"{ref_sum.group(1)}", logs(again))
+
+
+def storm_program(runs):
+    os.makedirs(os.path.join(runs, "bin"), exist_ok=True)
+    exe = os.path.join(runs, "bin", "xfer_storm.elf")
+    rc, out = tempest("cc", "-O2", "-Wall", "-Werror", "-o", exe,
+                      os.path.join(HERE, "xfer_storm.c"))
+    expect(rc == 0, "cc xfer_storm.c failed", out)
+    return exe
+
+
+def case_xfer_storm(runs):
+    """A checkpoint while 64 MiB blocks move between 2 nodes under a storm
+    of active messages: the trace of the save says a transfer was under
+    way; after the restore every word of every block and every request
+    and reply arrived exactly once and in order (the program checks) and
+    the checksums are an uninterrupted run's."""
+    exe = storm_program(runs)
+    args = ["20"]
+    opts = ["--mem", "256M"]
+    ref = os.path.join(runs, "storm-ref")
+    rc, out = tempest("run", "-n", "2", "--quiet", "--run-dir", ref,
+                      *opts, exe, *args)
+    expect(rc == 0, "the uninterrupted run failed", out + logs(ref))
+    ref_sums = sorted(re.findall(r"xfer_storm ok: .*", logs(ref)))
+    expect(len(ref_sums) == 2, "the uninterrupted run printed no result",
+           logs(ref))
+    tries = []
+    for k in range(4):
+        name = f"storm{k}"
+        again, out, m = checkpoint_mid_run(
+            runs, name, 2, exe, args, opts + [
+                "--qemu-arg=-d", "--qemu-arg=trace:tempest_nc_ckpt_save"],
+            1.2 + 0.35 * k, r"xfer_storm ok", stop=True)
+        saved = logs(os.path.join(runs, name))
+        under_way = re.findall(r"(\d+) transfers under way", saved)
+        got = sorted(re.findall(r"xfer_storm ok: .*", logs(again)))
+        expect(got == ref_sums, f"restored: {got}, uninterrupted: "
+               f"{ref_sums}", logs(again))
+        tries.append(under_way)
+        if any(int(n) for n in under_way):
+            return
+    raise Failure(f"no checkpoint of 4 caught a transfer under way: {tries}")
+
+
+def case_mixed_refused(runs):
+    """A checkpoint one of whose nodes comes from another checkpoint is
+    refused before any node runs, naming the node (docs/checkpoint.rst,
+    "Restoring")."""
+    run_dir = os.path.join(runs, "mixed")
+    p = launch(run_dir, 4, RADIX, ["300000", "1"], ["--mem", "64M"])
+    a, b = (os.path.join(runs, f"mixed-{x}") for x in "ab")
+    try:
+        wait_qmp(run_dir, 4)
+        time.sleep(0.5)
+        for d in (a, b):
+            shutil.rmtree(d, ignore_errors=True)
+            rc, out = tempest("checkpoint", run_dir, "-o", d)
+            expect(rc == 0, "checkpoint failed", out)
+            time.sleep(0.3)
+    finally:
+        kill_run(p)
+    shutil.copy(os.path.join(b, "node2.vmstate"),
+                os.path.join(a, "node2.vmstate"))
+    rc, out = restore(a, os.path.join(runs, "mixed-restored"))
+    expect(rc != 0 and "node(s) 2 hold the state of another checkpoint" in
+           out, f"a mixed checkpoint was not refused (exit {rc})", out)
+
+
+def qmp(path, *cmds):
+    """Run QMP commands on one socket; the answers, in order."""
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    f = s.makefile("rw")
+    f.readline()
+    out = []
+    for c in (("qmp_capabilities", {}),) + cmds:
+        f.write(json.dumps({"execute": c[0], "arguments": c[1]}) + "\n")
+        f.flush()
+        while True:
+            rsp = json.loads(f.readline())
+            if "return" in rsp or "error" in rsp:
+                out.append(rsp)
+                break
+    s.close()
+    return out[1:]
+
+
+def case_node_alone_refused(runs):
+    """A node of a running cluster cannot be saved alone: migrate is
+    refused by its blocker, which names the checkpoint; checkpoint mode
+    is refused while the node runs; the cluster is unharmed and ends 0."""
+    run_dir = os.path.join(runs, "alone")
+    p = launch(run_dir, 2, RADIX, ["200000", "1"], ["--mem", "64M"])
+    try:
+        wait_qmp(run_dir, 2)
+        path = os.path.join(run_dir, "node1.qmp")
+        mig, mode = qmp(path, ("migrate", {"uri": "file:" + os.path.join(
+                            runs, "alone.vmstate")}),
+                        ("qom-set", {"path": "/machine/node-controller",
+                                     "property": "checkpoint",
+                                     "value": True}))
+        expect("error" in mig and "checkpoint" in mig["error"]["desc"],
+               f"migrate of one node was not refused: {mig}")
+        expect("error" in mode and "stop the VM" in mode["error"]["desc"],
+               f"checkpoint mode of a running node: {mode}")
+        out, _ = p.communicate(timeout=120)
+    finally:
+        kill_run(p)
+    expect(p.returncode == 0, f"the cluster ended {p.returncode}", out)
+
+
+CASES = [case_radix_16, case_jacobi_8, case_xfer_storm, case_mixed_refused,
+         case_node_alone_refused]
+
+
+def run(results, runs, k=None):
+    """Run every case (whose name contains k) into results.record."""
+    os.makedirs(runs, exist_ok=True)
+    for case in CASES:
+        name = "ckpt/" + case.__name__[len("case_"):]
+        if k and k not in name:
+            continue
+        t0 = time.monotonic()
+        try:
+            case(runs)
+            results.record(name, True, f"{time.monotonic() - t0:.1f} s")
+        except Failure as e:
+            results.record(name, False, str(e).split("\n")[0], str(e))
+        except Exception as e:  # noqa: BLE001 - a broken case is a failure
+            results.record(name, False, f"{type(e).__name__}: {e}")

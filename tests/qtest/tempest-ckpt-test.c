@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * QTest of the node controller's part of a whole-cluster checkpoint
+ * (docs/checkpoint.rst, "The node controller"): the properties
+ * "checkpoint", "ckpt-status" and "ckpt-id"; checkpoint mode refused
+ * while the node runs, while its cluster is not formed and while a
+ * message waits in system space (each with its reason); a node in
+ * checkpoint mode saved and loaded with its ckpt-id, leaving the mode
+ * when it runs again; a loaded checkpoint of another node refused.
+ */
+
+#include "qemu/osdep.h"
+#include "qobject/qdict.h"
+#include "tempest-qtest.h"
+
+#define NCPATH      "/machine/node-controller"
+#define CQ_BASE     RAM(0x120000)
+
+static char *state_file(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-ckpt-XXXXXX", NULL);
+
+    g_assert(dir);
+    return g_strdup_printf("%s/state", dir);
+}
+
+static void remove_state(char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+
+    unlink(path);
+    rmdir(dir);
+    g_free(path);
+}
+
+/* qom-set checkpoint; NULL on success, else the error's text. */
+static char *set_mode(QTestState *s, bool on)
+{
+    QDict *rsp = qtest_qmp(s, "{'execute': 'qom-set', 'arguments': "
+                           "{'path': %s, 'property': 'checkpoint', "
+                           "'value': %i}}", NCPATH, on);
+    char *err = NULL;
+
+    if (qdict_haskey(rsp, "error")) {
+        err = g_strdup(qdict_get_str(qdict_get_qdict(rsp, "error"),
+                                     "desc"));
+    }
+    qobject_unref(rsp);
+    return err;
+}
+
+static char *get_str(QTestState *s, const char *prop)
+{
+    QDict *rsp = qtest_qmp(s, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': %s}}", NCPATH, prop);
+    char *v = g_strdup(qdict_get_str(rsp, "return"));
+
+    qobject_unref(rsp);
+    return v;
+}
+
+static bool get_bool(QTestState *s, const char *prop)
+{
+    QDict *rsp = qtest_qmp(s, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': %s}}", NCPATH, prop);
+    bool v = qdict_get_bool(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+static uint64_t get_id(QTestState *s)
+{
+    QDict *rsp = qtest_qmp(s, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'ckpt-id'}}", NCPATH);
+    uint64_t v = qdict_get_int(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+static char *migration_end(QTestState *s)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+
+    for (;;) {
+        QDict *rsp = qtest_qmp(s, "{'execute': 'query-migrate'}");
+        QDict *ret = qdict_get_qdict(rsp, "return");
+        const char *st = ret ? qdict_get_try_str(ret, "status") : NULL;
+        char *status = g_strdup(st ? st : "none");
+
+        qobject_unref(rsp);
+        if (!strcmp(status, "completed") || !strcmp(status, "failed") ||
+            g_get_monotonic_time() > end) {
+            return status;
+        }
+        g_free(status);
+        g_usleep(1000);
+    }
+}
+
+/*
+ * Checkpoint mode needs a stopped VM and a formed cluster: a node of two
+ * whose peer never came says so, in ckpt-status and in the refusal.
+ */
+static void test_not_at_rest(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-ckpt-XXXXXX", NULL);
+    QTestState *s = qtest_initf("-M tempest,num-nodes=2,fabric=unix:%s "
+                                "-m 64M", dir);
+    g_autofree char *running = set_mode(s, true);
+    g_autofree char *status = get_str(s, "ckpt-status");
+    g_autofree char *forming = NULL;
+
+    g_assert(running && strstr(running, "stop the VM"));
+    g_assert(strstr(status, "not formed"));
+    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
+    forming = set_mode(s, true);
+    g_assert(forming && strstr(forming, "not at rest") &&
+             strstr(forming, "not formed"));
+    g_assert(!get_bool(s, "checkpoint"));
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
+ * A message in system space (host memory) is not at rest: refused, with
+ * the reason; once a buffer takes it the node enters checkpoint mode,
+ * saves with its ckpt-id, and the loaded node has that id; running again
+ * leaves the mode.
+ */
+static void test_save_load(void)
+{
+    const char *args = "-M tempest,tagmem=0 -m 64M";
+    const uint64_t src = RAM(0x200000), buf = RAM(0x300000);
+    char *path = state_file();
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree char *refused = NULL;
+    g_autofree char *status = NULL;
+    g_autofree char *loaded = NULL;
+    g_autofree char *quiet = NULL;
+    QTestState *s = qtest_init(args), *d;
+
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ,
+                                 CQ_BASE, 8), ==, TEMPEST_CMD_SUCCESS);
+    qtest_memset(s, src, 0x5a, 3000);
+    g_assert_cmpuint(tq_command(s, TEMPEST_CMD_XFER, 0, src, 3000, 7, 1,
+                                TEMPEST_XFER_TYPED), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_XFER_PARKED, ~0, 1), ==, 1);
+    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
+    refused = set_mode(s, true);
+    g_assert(refused && strstr(refused, "system space"));
+    qtest_qmp_assert_success(s, "{'execute': 'cont'}");
+    g_assert_cmpuint(tq_command(s, TEMPEST_CMD_BUF_POST, 7, buf, 4096, 0, 0,
+                                0), ==, TEMPEST_CMD_SUCCESS);
+    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
+    quiet = get_str(s, "ckpt-status");
+    g_assert_cmpstr(quiet, ==, "0 0");
+    qtest_qmp_assert_success(s, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': %s, 'property': 'ckpt-id', "
+                             "'value': 12345}}", NCPATH);
+    g_assert_null(set_mode(s, true));
+    g_assert(get_bool(s, "checkpoint"));
+    qtest_qmp_assert_success(s, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': %s}}", uri);
+    status = migration_end(s);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_qmp_assert_success(s, "{'execute': 'cont'}");
+    g_assert(!get_bool(s, "checkpoint"));
+    qtest_quit(s);
+
+    d = qtest_initf("%s -incoming defer", args);
+    qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
+                             "'arguments': {'uri': %s}}", uri);
+    loaded = migration_end(d);
+    g_assert_cmpstr(loaded, ==, "completed");
+    g_assert_cmpuint(get_id(d), ==, 12345);
+    qtest_qmp_assert_success(d, "{'execute': 'cont'}");
+    g_assert_cmphex(qtest_readb(d, buf + 2999), ==, 0x5a);
+    qtest_quit(d);
+    remove_state(path);
+}
+
+/*
+ * The checkpoint state names its node: loaded into another node (here:
+ * the saved node id changed in the file) the load fails and QEMU ends.
+ */
+static void test_other_node_refused(void)
+{
+    const char *args = "-M tempest,tagmem=0 -m 64M";
+    char *path = state_file();
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree char *status = NULL;
+    g_autofree char *data = NULL;
+    QTestState *s = qtest_init(args), *d;
+    gsize len;
+    char *at;
+
+    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
+    g_assert_null(set_mode(s, true));
+    qtest_qmp_assert_success(s, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': %s}}", uri);
+    status = migration_end(s);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    /* magic "NCCK", version, node id: make it node 7's. */
+    g_assert(g_file_get_contents(path, &data, &len, NULL));
+    at = memmem(data, len, "NCCK", 4);
+    g_assert(at && at + 12 <= data + len);
+    at[8] = 7;
+    g_assert(g_file_set_contents(path, data, len, NULL));
+
+    d = qtest_initf("%s -incoming defer", args);
+    qtest_set_expected_status(d, EXIT_FAILURE);
+    qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
+                             "'arguments': {'uri': %s}}", uri);
+    qtest_wait_qemu(d);
+    qtest_quit(d);
+    remove_state(path);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/tempest/ckpt/not-at-rest", test_not_at_rest);
+    qtest_add_func("/tempest/ckpt/save-load", test_save_load);
+    qtest_add_func("/tempest/ckpt/other-node-refused",
+                   test_other_node_refused);
+    return g_test_run();
+}
