@@ -219,6 +219,13 @@ void tempest_fabric_poll(TempestFabric *f, bool polling)
     }
 }
 
+void tempest_fabric_poll_hint(TempestFabric *f, uint64_t addr)
+{
+    if (f && f->fc->poll_hint) {
+        f->fc->poll_hint(f, addr);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* The QOM type                                                        */
 /* ------------------------------------------------------------------ */

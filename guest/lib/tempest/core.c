@@ -651,7 +651,7 @@ static bool spin_turn(struct spin *sp)
             return false;
         }
     }
-    if (!sp->quiet) {
+    if (!sp->quiet && nc_poll_due(sp->turns)) {
         polling = nc_poll(true);
     }
     __asm__ volatile("yield");

@@ -209,13 +209,27 @@
 #define TEMPEST_NC_CHAN_DROPPED     0x1B8   /* bad or stale CHAN frames */
 #define TEMPEST_NC_CHAN_USED        0x1BC   /* ports not EMPTY */
 
+/*
+ * (1.9) POLL_HINT: one aligned 8-byte write names a 4-byte word of the
+ * node's RAM (4-aligned; 0: none) that peers on this host set non-zero
+ * when they leave something for a polling node in shared memory; a
+ * POLL write clears it before taking what waits.  A polling CPU can so
+ * read that word (plain memory) and write POLL only when it is set, or
+ * now and then (docs/fabric.rst, "The poll hint").  Everything else that
+ * reaches the guest (socket peers, timers, events) is written to the
+ * rings without a POLL.  Reads give the word's address, 0 for none; an
+ * address outside RAM or not 4-aligned sets ERR_STATUS
+ * (TEMPEST_NC_ERR_BAD_VALUE) and the hint off.
+ */
+#define TEMPEST_NC_POLL_HINT        0x1C0
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    8
+#define TEMPEST_NC_VERSION_MINOR    9
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -233,6 +247,7 @@
 #define TEMPEST_NC_FEAT_SYSSPACE    (1U << 10)  /* system space, buffer space */
 #define TEMPEST_NC_FEAT_TAG_UPGRADE (1U << 11)  /* the TAG_UPGRADE register */
 #define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
+#define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
