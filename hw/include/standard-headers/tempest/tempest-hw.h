@@ -221,7 +221,7 @@
  * address outside RAM or not 4-aligned sets ERR_STATUS
  * (TEMPEST_NC_ERR_BAD_VALUE) and the hint off.
  */
-#define TEMPEST_NC_POLL_HINT        0x1C0
+#define TEMPEST_NC_POLL_HINT        0x1D0
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
