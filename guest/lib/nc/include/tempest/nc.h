@@ -380,19 +380,28 @@ static inline bool nc_poll(bool on)
 }
 
 /*
- * nc_poll_due: should turn @turn of a polling loop write POLL?  Always
- * without a poll hint; with one, when it is set (a peer left something
- * in shared memory: the POLL takes it and clears the word), on the first
- * turn (the device must know the CPU polls), and every NC_POLL_EVERY
- * turns (what the hint does not cover: a peer that could not set it
- * rings the doorbell instead, and the device's 1 ms idle check).  A plain
- * load, no device access, so a spinning CPU leaves QEMU's global lock to
- * the others.
+ * nc_poll_due: should turn @turn (counted from the loop's last work) of a
+ * polling loop write POLL?  Always without a poll hint; with one, on the
+ * first NC_POLL_EVERY turns after work (a message of many packets is
+ * still arriving: measured, leaving those to the hint made the 4096-byte
+ * round trip slower), when the word is set (a peer left something in
+ * shared memory: the POLL takes it and clears the word), when the device
+ * does not know yet that the CPU polls, and every NC_POLL_EVERY turns
+ * (the device's 1 ms idle check).  Otherwise a plain load, no device
+ * access, so a CPU spinning idle leaves QEMU's global lock to the others
+ * (a local fault's exception entry needs it).  nc_poll_idle_due: the
+ * same without the turns after work (a loop whose last work was no
+ * message: libtempest's protocol thread after a fault).
  */
-static inline bool nc_poll_due(unsigned turn)
+static inline bool nc_poll_idle_due(unsigned turn)
 {
     return !nc_poll_hint || !nc_polling || turn % NC_POLL_EVERY == 0 ||
            __atomic_load_n(nc_poll_hint, __ATOMIC_ACQUIRE) != 0;
+}
+
+static inline bool nc_poll_due(unsigned turn)
+{
+    return turn < NC_POLL_EVERY || nc_poll_idle_due(turn);
 }
 
 /*
