@@ -226,6 +226,13 @@ void tempest_fabric_poll_hint(TempestFabric *f, uint64_t addr)
     }
 }
 
+void tempest_fabric_batch(TempestFabric *f, bool on)
+{
+    if (f && f->fc->batch) {
+        f->fc->batch(f, on);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* The QOM type                                                        */
 /* ------------------------------------------------------------------ */

@@ -139,6 +139,8 @@ struct FabricSocket {
     const FabricLinkUp *up;     /* for the links: see FabricLinkUp */
     bool polling;               /* the guest polls (tempest_fabric_poll) */
     uint64_t poll_hint;         /* the guest's hint word, or 0 */
+    bool batching;              /* hints wait for fabric_shm_batch(false) */
+    bool pokes_held;            /* a link has one waiting */
     int64_t last_poll_ns;
     uint32_t poll_idle_ms;      /* "poll-idle-ms" (tempest-fabric-shm) */
     QEMUTimer *poll_timer;      /* a guest that stopped polling silently */
@@ -203,6 +205,7 @@ bool fabric_shm_drain_last(FabricConn *c);
 void fabric_shm_poll(FabricSocket *f, bool polling);
 /* The guest's poll hint word (tempest_fabric_poll_hint), or 0. */
 void fabric_shm_poll_hint(FabricSocket *f, uint64_t addr);
+void fabric_shm_batch(FabricSocket *f, bool on);
 void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size);
 /* QEMU exits: put what is queued into the rings, waiting until deadline. */
 void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms);

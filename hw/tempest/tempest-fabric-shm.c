@@ -52,6 +52,7 @@ struct FabricShm {
     uint8_t *rxbuf;             /* FABRIC_RX_BUF: frames are parsed here */
     size_t rx_len;
     bool draining;              /* frames of rx are being handled */
+    bool poke_held;             /* its hint waits for the batch's end */
     void *peer_ram;             /* the peer's guest RAM, or NULL */
     uint64_t peer_ram_base, peer_ram_size;
 };
@@ -422,8 +423,30 @@ static void shm_published(FabricConn *c)
 {
     if (fabric_ring_need_bell(&c->shm->tx)) {
         shm_bell(c);
+    } else if (c->fab->batching) {
+        c->shm->poke_held = true;
+        c->fab->pokes_held = true;
     } else {
         shm_poke(c);
+    }
+}
+
+void fabric_shm_batch(FabricSocket *f, bool on)
+{
+    f->batching = on;
+    if (on || !f->pokes_held) {
+        return;
+    }
+    f->pokes_held = false;
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (c && c->shm && c->shm->poke_held) {
+            c->shm->poke_held = false;
+            if (c->shm->tx_on && !c->broken) {
+                shm_poke(c);
+            }
+        }
     }
 }
 

@@ -116,7 +116,7 @@ static void msg_send_error(TempestNCState *s, unsigned ring, uint32_t slot,
 }
 
 /* Send what the guest put in send ring 'ring' (= its network). */
-static void msg_sq_run(TempestNCState *s, unsigned ring)
+static void msg_sq_send(TempestNCState *s, unsigned ring)
 {
     TempestRing *r = &s->ring[ring];
     bool was_waiting = s->sq_wait[ring] >= 0;
@@ -175,6 +175,18 @@ static void msg_sq_run(TempestNCState *s, unsigned ring)
     if (was_waiting && sent) {
         tempest_nc_raise(s, TEMPEST_NC_IRQ_SQ);
     }
+}
+
+/*
+ * One batch for the fabric: a reader on this host that polls is told
+ * once that the ring's packets are there, after the last of them (a
+ * message of many packets then takes one POLL to read, not one each).
+ */
+static void msg_sq_run(TempestNCState *s, unsigned ring)
+{
+    tempest_fabric_batch(s->fabric, true);
+    msg_sq_send(s, ring);
+    tempest_fabric_batch(s->fabric, false);
 }
 
 void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value)

@@ -118,6 +118,7 @@ struct TempestFabricClass {
     void *(*peer_ram)(TempestFabric *f, unsigned peer, uint64_t *base,
                       uint64_t *size);
     void (*poll_hint)(TempestFabric *f, uint64_t addr);
+    void (*batch)(TempestFabric *f, bool on);
     /* Optional: whole-cluster checkpoint (docs/checkpoint.rst). */
     bool (*ckpt_quiet)(TempestFabric *f, uint64_t *tx, uint64_t *rx,
                        Error **errp);
@@ -226,6 +227,12 @@ void tempest_fabric_poll(TempestFabric *f, bool polling);
  * nothing to do: what comes through it reaches the guest without a poll.
  */
 void tempest_fabric_poll_hint(TempestFabric *f, uint64_t addr);
+/*
+ * Frames sent between batch(true) and batch(false) tell a polling reader
+ * on this host that they are there (its poll hint) once, at the end,
+ * rather than each one at once; a sleeping reader is rung as always.
+ */
+void tempest_fabric_batch(TempestFabric *f, bool on);
 /*
  * This node's guest RAM is shared memory: fd (a sealed memfd, e.g. of
  * memory-backend-memfd,share=on) mapped here at host, the guest's
