@@ -614,7 +614,7 @@ def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
     watchdog = cluster.Watchdog()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            process_group=0)
+                            start_new_session=True)
     watchdog.watch(proc.pid)
     out = sys.stdout.buffer
 
