@@ -139,7 +139,7 @@ struct FabricSocket {
     const FabricLinkUp *up;     /* for the links: see FabricLinkUp */
     bool polling;               /* the guest polls (tempest_fabric_poll) */
     uint64_t poll_hint;         /* the guest's hint word, or 0 */
-    bool batching;              /* hints wait for fabric_shm_batch(false) */
+    unsigned batching;          /* hints wait for the last batch(false) */
     bool pokes_held;            /* a link has one waiting */
     int64_t last_poll_ns;
     uint32_t poll_idle_ms;      /* "poll-idle-ms" (tempest-fabric-shm) */

@@ -433,8 +433,14 @@ static void shm_published(FabricConn *c)
 
 void fabric_shm_batch(FabricSocket *f, bool on)
 {
-    f->batching = on;
-    if (on || !f->pokes_held) {
+    if (on) {
+        f->batching++;
+        return;
+    }
+    if (f->batching && --f->batching) {
+        return;     /* an inner batch: the outer one ends later */
+    }
+    if (!f->pokes_held) {
         return;
     }
     f->pokes_held = false;

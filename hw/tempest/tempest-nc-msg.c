@@ -244,6 +244,8 @@ static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
 void tempest_nc_poll(TempestNCState *s, bool polling)
 {
     trace_tempest_nc_poll(s->node_id, polling);
+    /* The credits the packets taken give back: one hint for them all. */
+    tempest_fabric_batch(s->fabric, true);
     tempest_fabric_poll(s->fabric, polling);
     tempest_nc_rq_doorbell(s);
     /*
@@ -251,6 +253,7 @@ void tempest_nc_poll(TempestNCState *s, bool polling)
      * from this vCPU, rather than after a turn of the main loop (sq_bh).
      */
     msg_sq_resume(s);
+    tempest_fabric_batch(s->fabric, false);
 }
 
 /*

@@ -231,6 +231,7 @@ void tempest_fabric_poll_hint(TempestFabric *f, uint64_t addr);
  * Frames sent between batch(true) and batch(false) tell a polling reader
  * on this host that they are there (its poll hint) once, at the end,
  * rather than each one at once; a sleeping reader is rung as always.
+ * Batches nest: the outermost one's end tells.
  */
 void tempest_fabric_batch(TempestFabric *f, bool on);
 /*
