@@ -510,7 +510,7 @@ static void test_peer(void)
                      TEMPEST_CMD_SUCCESS);
 
     peer_send(fd, FABRIC_CHAN, 0, big, 4);          /* short: the fabric */
-    peer_chan(fd, 9, me, them, 1, NULL, 0);         /* unknown kind */
+    peer_chan(fd, 99, me, them, 1, NULL, 0);        /* unknown kind */
     peer_chan(fd, 1, me, TEMPEST_CHAN_ID(0, 1), 1, NULL, 0);  /* not link */
     peer_chan(fd, 1, TEMPEST_CHAN_ID(0, 9), them, 1, NULL, 0); /* not live */
     peer_chan(fd, 1, TEMPEST_CHAN_ID(2, 0), them, 1, NULL, 0); /* not ours */
@@ -519,7 +519,27 @@ static void test_peer(void)
     peer_chan(fd, 2, me, them, 1, NULL, 0);         /* ACK, no pre-send */
     peer_chan(fd, 2, me, them, 1, &ok, 4);          /* ACK with data */
     peer_chan(fd, 1, me, them, 1, big, sizeof(big));  /* too long */
-    dropped = 9;
+    peer_chan(fd, 7, me, them, 1, &ok, 4);          /* PORTDATA, short */
+    {
+        /* PORTDATA whose origin is not on the link's node */
+        uint8_t pd[16];
+
+        fabric_st32(pd, TEMPEST_CHAN_ID(0, 3));
+        fabric_st32(pd + 4, TEMPEST_CHAN_NONE);
+        fabric_st32(pd + 8, 0);
+        fabric_st32(pd + 12, 0);
+        peer_chan(fd, 7, me, them, 1, pd, 16);
+    }
+    /* WIRE for a port whose companion is not the port named as old */
+    {
+        uint8_t old[4];
+
+        fabric_st32(old, TEMPEST_CHAN_ID(1, 9));
+        peer_chan(fd, 8, me, TEMPEST_CHAN_ID(1, 7), 0, old, 4);
+    }
+    peer_chan(fd, 10, me, them, 0, NULL, 0);        /* DELETE: not moving */
+    peer_chan(fd, 11, me, them, 0, NULL, 0);        /* CONFIRM: no input */
+    dropped = 14;
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, dropped),
                      ==, dropped);
     g_assert_cmphex(port_state(s, me) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
