@@ -223,6 +223,17 @@ static void chan_rx_data(TempestNCState *s, unsigned peer,
     chan_data_stored(s, p, len);
 }
 
+/* ACK (status 0) or NACK: the pre-send's DATA was taken. */
+static void chan_rx_ack(TempestNCState *s, unsigned peer, TempestChanPort *p,
+                        uint32_t number, uint32_t status)
+{
+    if (!p->presend || p->presend_done || p->out_port || number != p->tx) {
+        chan_drop(s, peer, "ACK for no pre-send");
+        return;
+    }
+    chan_presend_end(s, p, status);
+}
+
 /* BIG: DATA of @len bytes to come by the transfer engine. */
 static void chan_rx_big(TempestNCState *s, unsigned peer,
                         TempestChanPort *p, uint32_t number, uint64_t len)
@@ -731,13 +742,8 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         break;
     case CHAN_MSG_ACK:
     case CHAN_MSG_NACK:
-        if (!p->presend || p->presend_done || p->out_port ||
-            number != p->tx) {
-            chan_drop(s, peer, "ACK for no pre-send");
-            return;
-        }
-        chan_presend_end(s, p, kind == CHAN_MSG_ACK ? 0 :
-                         TEMPEST_CMD_E_TOO_BIG);
+        chan_rx_ack(s, peer, p, number, kind == CHAN_MSG_ACK ? 0 :
+                    TEMPEST_CMD_E_TOO_BIG);
         break;
     case CHAN_MSG_FREED:
         chan_rx_freed(s, p);
@@ -897,7 +903,6 @@ static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
                                    TempestChanPort *p)
 {
     uint64_t addr = b->arg[2], len = b->arg[3];
-    g_autofree uint8_t *data = NULL;
 
     if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend) {
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
@@ -918,28 +923,18 @@ static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
         !tempest_fabric_peer_up(s->fabric, TEMPEST_CHAN_ID_NODE(p->comp))) {
         return chan_fail(s, b, TEMPEST_CMD_E_PEER_DOWN);
     }
-    if (len <= TEMPEST_CHAN_INLINE) {
-        data = g_malloc(len ? len : 1);
-        if (len && !tempest_nc_dma_read(s, addr, data, len)) {
-            return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
-        }
-    }
     p->presend = 1;
     p->presend_done = 0;
     p->out_port = 0;
-    p->go = 0;
     p->out_status = 0;
     p->out_addr = addr;
     p->out_len = len;
     p->tx++;
-    if (data) {
-        chan_send(s, CHAN_MSG_DATA, p->comp, chan_id(s, p), p->tx, data,
-                  len);
-    } else {
-        uint8_t l[8];
-
-        fabric_st64(l, len);
-        chan_send(s, CHAN_MSG_BIG, p->comp, chan_id(s, p), p->tx, l, 8);
+    if (!chan_send_output(s, p)) {
+        /* Nothing was sent. */
+        p->presend = 0;
+        p->tx--;
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
     }
     return TEMPEST_CMD_SUCCESS;
 }

@@ -329,7 +329,8 @@ static void skip_to(unsigned idx)
     uint64_t res = 0;
 
     do {
-        if (chan(TEMPEST_CHAN_OP_ALLOC, 0, 0, 0, &res) != TEMPEST_CMD_SUCCESS) {
+        if (chan(TEMPEST_CHAN_OP_ALLOC, 0, 0, 0, &res) !=
+            TEMPEST_CMD_SUCCESS) {
             return;
         }
         chan(TEMPEST_CHAN_OP_FREE, res, 0, 0, NULL);
@@ -498,7 +499,7 @@ static void test_both(unsigned rounds)
     }
 }
 
-/* ---- outputdata, then migration ------------------------------------------- */
+/* ---- outputdata, then migration ---------------------------------------- */
 
 static void test_odmove(void)
 {
