@@ -469,6 +469,139 @@ static void test_big(void)
     rmdir(dir);
 }
 
+/* The CHAN event that must come next: its kind and port, B and C. */
+static void expect_event(QTestState *s, unsigned *cq, uint32_t port,
+                         uint32_t kind, uint64_t b, uint64_t *c)
+{
+    uint64_t ev[3];
+
+    g_assert_cmpuint(next_event(s, cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, port | (uint64_t)kind << 32);
+    g_assert_cmpuint(ev[1], ==, b);
+    if (c) {
+        *c = ev[2];
+    }
+}
+
+/*
+ * Spec: docs/chan.rst, ports over ports in the device: OUTPUT_PORT and
+ * INPUT_PORT on one node (every frame loops back within the COMMIT):
+ * the refusals (a port with a pre-send out, a port over itself or over
+ * its own channel, data input where a port is held and the other way
+ * round, freeing a port that holds a port); stage 1 (MIGRATING, the port
+ * data held BUFFERFULL at the carrier's other end, data held at the
+ * moved port dropped); stages 2 to 4 at the port input (the new port
+ * with the initial buffer named, the pre-sent data sent again to it,
+ * the old port EMPTY, the PORT event with the new port, then the
+ * OUTPUT event of the carrier); the counters CHAN_MOVES and CHAN_RESENT.
+ */
+static void test_move_local(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    unsigned cq = 0;
+    uint32_t a, b, c, d, n, m;
+    uint64_t got = 0;
+
+    setup_cq(s);
+    a = alloc_port(s, BUF_A, 256);
+    b = alloc_port(s, BUF_B, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    c = alloc_port(s, 0, 0);
+    d = alloc_port(s, BUF_C, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, c, d, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    /* a pre-sends 100 bytes: b holds them. */
+    fill(s, SRC, 100, 3);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, b) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+
+    /* Refusals: nothing changes. */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, a, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* a's pre-send out */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, c, 0),
+                TEMPEST_CMD_E_BAD_PORT);            /* over itself */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, d, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* over its channel */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c,
+                        TEMPEST_CHAN_ID(0, 99), 0), TEMPEST_CMD_E_BAD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_PORT, b, 0, 0),
+                TEMPEST_CMD_E_CHAN_TYPE);           /* b holds data */
+    g_assert_cmphex(port_state(s, b) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+
+    /* Stage 1: b goes over c; its data is dropped; d holds the port. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, b) & 0xff, ==, TEMPEST_CHAN_ST_MIGRATING);
+    g_assert_cmphex(port_state(s, c) & 0xff, ==, TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, b, 0, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* migrating */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, d, 0, 0),
+                TEMPEST_CMD_E_CHAN_TYPE);           /* d holds a port */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_FREE, d, 0, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* it would be lost */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, RAM(0x3fffff0),
+                        4096), TEMPEST_CMD_E_BAD_ADDR);
+
+    /* Stages 2-4: the new port, the data sent again into its buffer. */
+    fill(s, RAM(0x200000), 256, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, RAM(0x200000),
+                          256), ==, TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, d, TEMPEST_CHAN_EV_PORT, 0, &got);
+    n = got;
+    expect_event(s, &cq, c, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
+    g_assert_cmphex(TEMPEST_CHAN_ID_NODE(n), ==, 0);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_STATE, b, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);            /* b is gone */
+    g_assert_cmphex(port_state(s, n), ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | (uint64_t)a << 32);
+    g_assert_cmphex(port_state(s, a) >> 32, ==, n);
+    g_assert_cmphex(port_state(s, c) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_MOVES)), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_RESENT)), ==, 1);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, n, BUF_B, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 100);
+    check(s, RAM(0x200000), 100, 3);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);             /* n has input it */
+
+    /* A port input waiting, then data comes: held, the TYPE event. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_INPUTTING);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, c, SRC, 8), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, d, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE,
+                 NULL);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, d, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 8);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, c, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    /* The port input first, then the port: stages 1-4 at once. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, BUF_B, 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, n, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, d, TEMPEST_CHAN_EV_PORT, 0, &got);
+    m = got;
+    expect_event(s, &cq, c, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
+    g_assert_cmphex(port_state(s, a) >> 32, ==, m);
+    g_assert_cmphex(port_state(s, m), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)a << 32);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_MOVES)), ==, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    qtest_quit(s);
+}
+
 /* A CHAN frame from the fake peer: kind, to, from, number, data. */
 static void peer_chan(int fd, uint8_t kind, uint32_t to, uint32_t from,
                       uint32_t number, const void *data, size_t len)
@@ -564,5 +697,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/pair", test_pair);
     qtest_add_func("/tempest/chan/big", test_big);
     qtest_add_func("/tempest/chan/peer", test_peer);
+    qtest_add_func("/tempest/chan/move-local", test_move_local);
     return g_test_run();
 }
