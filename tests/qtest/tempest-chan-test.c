@@ -689,6 +689,118 @@ static void test_peer(void)
     rmdir(dir);
 }
 
+/* The next CHAN frame the node sends the fake peer: its body. */
+static void peer_expect_chan(int fd, uint8_t kind, uint32_t to,
+                             uint32_t from, uint32_t number,
+                             const uint32_t *words, unsigned nwords)
+{
+    uint8_t buf[256];
+    uint32_t len = peer_read_until(fd, FABRIC_CHAN, buf, sizeof(buf));
+    const uint8_t *b = buf + FABRIC_HDR_SIZE;
+
+    g_assert_cmpuint(len, ==, FABRIC_CHAN_HDR + 4 * nwords);
+    g_assert_cmpuint(b[0], ==, kind);
+    g_assert_cmphex(fabric_ld32(b + 4), ==, to);
+    g_assert_cmphex(fabric_ld32(b + 8), ==, from);
+    g_assert_cmpuint(fabric_ld32(b + 12), ==, number);
+    for (unsigned i = 0; i < nwords; i++) {
+        g_assert_cmphex(fabric_ld32(b + FABRIC_CHAN_HDR + 4 * i), ==,
+                        words[i]);
+    }
+}
+
+/*
+ * Spec: docs/chan.rst, ports over ports in the device, against a fake
+ * peer on the fabric: stage 1's PORTDATA frame (the port, its companion,
+ * its counters); the carrier's companion freed before it took the port:
+ * the move is abandoned, the port IDLE here again, a WIRE to itself sent
+ * to its companion, the OUTPUT event CLOSED; a port sent by the peer:
+ * held, input (the WIRE to its companion with the new port's counters),
+ * the final confirmation (the PORT event), then data for the new port
+ * stored in its initial buffer.
+ */
+static void test_move_peer(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = qtest_initf("-M tempest,node-id=0,num-nodes=2,"
+                                "fabric=unix:%s,cluster-id=0x%llx -m 64M",
+                                dir, (unsigned long long)CLUSTER);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
+    uint32_t p3 = TEMPEST_CHAN_ID(1, 7), far = TEMPEST_CHAN_ID(1, 10);
+    uint32_t q, t, t2, n, w[4], ok = 0x600dc0de;
+    uint8_t pd[16];
+    unsigned cq = 0;
+    uint64_t got = 0;
+
+    peer_set_timeout(fd, 30);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    setup_cq(s);
+    q = alloc_port(s, BUF_A, 64);
+    t = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, q, p1, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t, p2, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    /* Stage 1: PORTDATA (origin, companion, tx, rx). */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, q, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    w[0] = q;
+    w[1] = p1;
+    w[2] = 0;
+    w[3] = 0;
+    peer_expect_chan(fd, 7, p2, t, 1, w, 4);
+    g_assert_cmphex(port_state(s, q) & 0xff, ==, TEMPEST_CHAN_ST_MIGRATING);
+
+    /* The carrier's far end freed: the move is abandoned. */
+    peer_chan(fd, 4, t, p2, 0, NULL, 0);
+    expect_event(s, &cq, t, TEMPEST_CHAN_EV_OUTPUT, TEMPEST_CMD_E_CLOSED,
+                 NULL);
+    w[0] = q;
+    peer_expect_chan(fd, 8, p1, q, 0, w, 1);      /* WIRE to itself */
+    g_assert_cmphex(port_state(s, q), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)p1 << 32);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, q, 0),
+                TEMPEST_CMD_E_CLOSED);
+
+    /* A port from the peer: held, input, wired, confirmed. */
+    t2 = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t2, p3, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fabric_st32(pd, TEMPEST_CHAN_ID(1, 9));
+    fabric_st32(pd + 4, far);
+    fabric_st32(pd + 8, 4);
+    fabric_st32(pd + 12, 2);
+    peer_chan(fd, 7, t2, p3, 1, pd, 16);
+    while ((port_state(s, t2) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL) {
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, t2, BUF_B, 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, t2) & 0xff, ==,
+                    TEMPEST_CHAN_ST_CONFIRMING);
+    w[0] = TEMPEST_CHAN_ID(1, 9);
+    peer_expect_chan(fd, 8, far, TEMPEST_CHAN_ID(0, 3), 2, w, 1);
+    peer_chan(fd, 11, t2, p3, 0, NULL, 0);          /* CONFIRM */
+    expect_event(s, &cq, t2, TEMPEST_CHAN_EV_PORT, 0, &got);
+    n = got;
+    g_assert_cmphex(n, ==, TEMPEST_CHAN_ID(0, 3));
+    g_assert_cmphex(port_state(s, n), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)far << 32);
+    peer_chan(fd, 1, n, far, 3, &ok, 4);            /* its next DATA */
+    while ((port_state(s, n) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL) {
+        g_usleep(1000);
+    }
+    g_assert_cmphex(qtest_readl(s, BUF_B), ==, ok);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -698,5 +810,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/big", test_big);
     qtest_add_func("/tempest/chan/peer", test_peer);
     qtest_add_func("/tempest/chan/move-local", test_move_local);
+    qtest_add_func("/tempest/chan/move-peer", test_move_peer);
     return g_test_run();
 }
