@@ -110,7 +110,7 @@ REG32(TAG_UPGRADE_HI, TEMPEST_NC_TAG_UPGRADE + 4)
 REG32(CHAN_DROPPED, TEMPEST_NC_CHAN_DROPPED)
 REG32(CHAN_USED, TEMPEST_NC_CHAN_USED)
 REG32(CHAN_MOVES, TEMPEST_NC_CHAN_MOVES)
-REG32(CHAN_FORWARDS, TEMPEST_NC_CHAN_FORWARDS)
+REG32(CHAN_FWDS, TEMPEST_NC_CHAN_FWDS)
 REG32(CHAN_RESENT, TEMPEST_NC_CHAN_RESENT)
 
 #define TEMPEST_NC_FEATURES_V1 \
@@ -371,7 +371,7 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_CHAN_MOVES:
         *value = s->chan_moves;
         return true;
-    case A_CHAN_FORWARDS:
+    case A_CHAN_FWDS:
         *value = s->chan_forwards;
         return true;
     case A_CHAN_RESENT:
@@ -535,7 +535,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_CHAN_DROPPED:
     case A_CHAN_USED:
     case A_CHAN_MOVES:
-    case A_CHAN_FORWARDS:
+    case A_CHAN_FWDS:
     case A_CHAN_RESENT:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;

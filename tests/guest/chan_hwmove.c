@@ -186,7 +186,7 @@ static void barrier(void)
 static void cluster_counts(unsigned *moves, unsigned *fwds, unsigned *resent)
 {
     *moves = (unsigned)barrier_sum(nc_reg(TEMPEST_NC_CHAN_MOVES));
-    *fwds = (unsigned)barrier_sum(nc_reg(TEMPEST_NC_CHAN_FORWARDS));
+    *fwds = (unsigned)barrier_sum(nc_reg(TEMPEST_NC_CHAN_FWDS));
     *resent = (unsigned)barrier_sum(nc_reg(TEMPEST_NC_CHAN_RESENT));
 }
 

@@ -209,7 +209,7 @@
 #define TEMPEST_NC_CHAN_DROPPED     0x1B8   /* bad or stale CHAN frames */
 #define TEMPEST_NC_CHAN_USED        0x1BC   /* ports not EMPTY */
 #define TEMPEST_NC_CHAN_MOVES       0x1C0   /* ports moved away (stage 4) */
-#define TEMPEST_NC_CHAN_FORWARDS    0x1C4   /* wire-ups passed on (stage 5) */
+#define TEMPEST_NC_CHAN_FWDS        0x1C4   /* wire-ups passed on (stage 5) */
 #define TEMPEST_NC_CHAN_RESENT      0x1C8   /* pre-sends sent again (3.2) */
 
 /* Windows */
