@@ -788,6 +788,16 @@ static void chan_peer_down(TempestNCState *s, unsigned peer)
         if (p->state != TEMPEST_CHAN_ST_EMPTY &&
             p->comp != TEMPEST_CHAN_NONE &&
             TEMPEST_CHAN_ID_NODE(p->comp) == peer) {
+            if (p->state == TEMPEST_CHAN_ST_CONFIRMING) {
+                /*
+                 * The confirmation will never come; the new port was
+                 * made and wired up: the port input ends with it.
+                 */
+                p->state = TEMPEST_CHAN_ST_IDLE;
+                chan_event(s, p, TEMPEST_CHAN_EV_PORT,
+                           TEMPEST_CMD_E_PEER_DOWN, p->result);
+                p->result = 0;
+            }
             chan_rx_freed(s, p);
         }
     }

@@ -583,7 +583,8 @@
  *   (TOO_BIG: longer than the companion's buffer; CLOSED);
  *   CLOSED: the companion was freed (an input waiting ends so: B CLOSED).
  *   PORT: an INPUT_PORT ended: B 0 and C the new port (the paper's final
- *   confirmation came), or B NO_PORTS (table full) or CLOSED;
+ *   confirmation came), or B NO_PORTS (table full) or CLOSED, or
+ *   PEER_DOWN (the sender's node is gone; C the new port, wired up);
  *   TYPE: an INPUT found a port, or an INPUT_PORT data: it is held
  *   (BUFFERFULL), B TEMPEST_CMD_E_CHAN_TYPE.
  */
