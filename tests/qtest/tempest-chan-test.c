@@ -717,7 +717,8 @@ static void peer_expect_chan(int fd, uint8_t kind, uint32_t to,
  * to its companion, the OUTPUT event CLOSED; a port sent by the peer:
  * held, input (the WIRE to its companion with the new port's counters),
  * the final confirmation (the PORT event), then data for the new port
- * stored in its initial buffer.
+ * stored in its initial buffer; a port receiving a long DATA by the
+ * transfer engine is not moved until the data has landed (RETRY).
  */
 static void test_move_peer(void)
 {
@@ -795,6 +796,26 @@ static void test_move_peer(void)
         g_usleep(1000);
     }
     g_assert_cmphex(qtest_readl(s, BUF_B), ==, ok);
+
+    /*
+     * A long DATA being stored into q (BIG answered by GO): q does not
+     * move until it has landed (RETRY, nothing changes).
+     */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, q, SRC, 0x20000), ==,
+                     TEMPEST_CMD_SUCCESS);
+    {
+        uint8_t len[8];
+
+        fabric_st64(len, TEMPEST_CHAN_INLINE + 100);
+        peer_chan(fd, 5, q, p1, 1, len, 8);             /* BIG */
+    }
+    w[0] = (uint32_t)SRC;
+    w[1] = (uint32_t)(SRC >> 32);
+    peer_expect_chan(fd, 6, p1, q, 1, w, 2);            /* GO: here */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t2, q, 0), ==,
+                     TEMPEST_CMD_RETRY);
+    g_assert_cmphex(port_state(s, q) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    g_assert_cmphex(port_state(s, t2) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
     close(fd);
     qtest_quit(s);
