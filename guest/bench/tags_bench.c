@@ -15,14 +15,17 @@
  *       a handler that validates the block and resumes the thread: the
  *       time of one fault-handler-resume round trip (an upgrade included);
  *       and, alone, an upgrade and a downgrade (TPPI_change_blk_acc of a
- *       block) and a TAG_SET that changes nothing.  Prints "tags_bench:
- *       fault_ns=... upgrade_ns=... downgrade_ns=... noop_ns=...".
+ *       block), a tag change that changes nothing, and an empty device
+ *       read (the SCRATCH register: the reference).  Prints "tags_bench:
+ *       fault_ns=... upgrade_ns=... downgrade_ns=... noop_ns=...
+ *       mmio_ns=...".
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tempest.h"
+#include "tempest/nc.h"
 #include "tempest/rt.h"
 
 #define PAGES       64
@@ -109,7 +112,7 @@ static void validate(void *va, void *usr, TPPI_NodeId home)
 static int bench_fault(unsigned n)
 {
     unsigned pages = (n + BLKS - 1) / BLKS, p, i;
-    uint64_t t, fault, up = 0, down = 0, noop;
+    uint64_t t, fault, up = 0, down = 0, noop, mmio;
     volatile uint64_t sink = 0;
     char *blk = seg_page(0);
 
@@ -143,11 +146,16 @@ static int bench_fault(unsigned n)
         TPPI_change_blk_acc(blk, TPPI_TAG_BLK_SIZE, TPPI_Blk_Validate_RW);
     }
     noop = (rt_time_ns() - t) / 1000;
+    t = rt_time_ns();
+    for (i = 0; i < 1000; i++) {
+        sink += nc_reg(TEMPEST_NC_SCRATCH);
+    }
+    mmio = (rt_time_ns() - t) / 1000;
     (void)sink;
     printf("tags_bench: fault_ns=%llu upgrade_ns=%llu downgrade_ns=%llu "
-           "noop_ns=%llu\n", (unsigned long long)fault,
+           "noop_ns=%llu mmio_ns=%llu\n", (unsigned long long)fault,
            (unsigned long long)(up / 1000), (unsigned long long)(down / 1000),
-           (unsigned long long)noop);
+           (unsigned long long)noop, (unsigned long long)mmio);
     return 0;
 }
 

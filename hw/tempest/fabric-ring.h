@@ -20,6 +20,13 @@
  * state is read, so of two racing sides at least one sees the other
  * (Dekker): no wake-up is lost.
  *
+ * The poll hint: a consumer that polls may name a word of its own RAM
+ * ('hint', an address in its guest's RAM; 0 for none) that a producer
+ * sets after publishing while 'sleeping' is clear, so the consumer's guest
+ * learns from one plain load that a look at the rings would find
+ * something.  It is only a hint, and the other side's word: the producer
+ * checks it against the RAM it mapped before every use.
+ *
  * Pure C (no QEMU headers): tests/unit/test-fabric-ring.c runs it on the
  * host, in two processes.
  */
@@ -51,7 +58,9 @@ typedef struct FabricRingCtl {
     /* The consumer's cache line */
     uint64_t head;              /* bytes taken */
     uint32_t sleeping;          /* ring the doorbell for new bytes */
-    uint8_t pad2[52];
+    uint32_t pad3;
+    uint64_t hint;              /* the consumer's poll hint, or 0 */
+    uint8_t pad2[40];
 } FabricRingCtl;
 
 /* One side's view of a ring: its own index, the size it trusts. */
@@ -233,6 +242,22 @@ static inline void fabric_ring_set_sleeping(FabricRing *r, bool sleeping)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/* Consumer: where producers set the poll hint (0: nowhere). */
+static inline void fabric_ring_set_hint(FabricRing *r, uint64_t addr)
+{
+    __atomic_store_n(&r->ctl->hint, addr, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/*
+ * Producer, after fabric_ring_need_bell() (its fence orders the publish
+ * before this): the consumer's poll hint address, untrusted, or 0.
+ */
+static inline uint64_t fabric_ring_hint(FabricRing *r)
+{
+    return __atomic_load_n(&r->ctl->hint, __ATOMIC_RELAXED);
+}
+
 /* Consumer, woken by the doorbell: the next publish may ring again. */
 static inline void fabric_ring_bell_heard(FabricRing *r)
 {
@@ -246,7 +271,7 @@ static inline void fabric_ring_bell_heard(FabricRing *r)
  * dialler's frames) and ring 1 (the acceptor's), each on a page boundary.
  */
 #define FABRIC_LINK_MAGIC       0x4d485354U     /* "TSHM" */
-#define FABRIC_LINK_VERSION     1
+#define FABRIC_LINK_VERSION     2       /* 2: the ring's poll hint */
 #define FABRIC_LINK_HDR         4096
 #define FABRIC_LINK_RING        (256 * 1024)    /* data bytes per direction */
 

@@ -116,6 +116,7 @@ struct TempestMachineState {
     uint32_t credits;
     uint32_t fabric_timeout;
     uint32_t spin_us;
+    bool poll_hint;
     uint64_t tagmem;
     char *usermem;
 };
@@ -407,6 +408,7 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_uint32(dev, "credits", tms->credits);
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
     qdev_prop_set_uint32(dev, "spin-us", tms->spin_us);
+    qdev_prop_set_bit(dev, "poll-hint", tms->poll_hint);
     qdev_prop_set_uint64(dev, "tagmem-size", tms->tagmem);
     object_property_set_link(OBJECT(dev), "memory",
                              OBJECT(get_system_memory()), &error_fatal);
@@ -540,6 +542,16 @@ static void tempest_set_size(Object *obj, Visitor *v, const char *name,
     visit_type_size(v, name, field, errp);
 }
 
+static bool tempest_get_poll_hint(Object *obj, Error **errp)
+{
+    return TEMPEST_MACHINE(obj)->poll_hint;
+}
+
+static void tempest_set_poll_hint(Object *obj, bool value, Error **errp)
+{
+    TEMPEST_MACHINE(obj)->poll_hint = value;
+}
+
 static char *tempest_get_fabric(Object *obj, Error **errp)
 {
     return g_strdup(TEMPEST_MACHINE(obj)->fabric);
@@ -617,6 +629,7 @@ static void tempest_instance_init(Object *obj)
     tms->credits = 32;
     tms->fabric_timeout = 30000;
     tms->spin_us = 50;
+    tms->poll_hint = true;
     tms->tagmem = 64 * MiB;
     object_property_add(obj, "tagmem", "size", tempest_get_size,
                         tempest_set_size, NULL, &tms->tagmem);
@@ -680,6 +693,11 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "spin-us", "How long the guest "
                                     "runtime polls for messages before it "
                                     "sleeps (a hint, NC register SPIN_US)");
+    object_property_add_bool(obj, "poll-hint", tempest_get_poll_hint,
+                             tempest_set_poll_hint);
+    object_property_set_description(obj, "poll-hint", "Offer the guest the "
+                                    "node controller's POLL_HINT register "
+                                    "(off: it writes POLL on every turn)");
     object_property_add_uint32_ptr(obj, "node-id", &tms->node_id,
                                    OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "node-id",

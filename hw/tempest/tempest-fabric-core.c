@@ -219,6 +219,20 @@ void tempest_fabric_poll(TempestFabric *f, bool polling)
     }
 }
 
+void tempest_fabric_poll_hint(TempestFabric *f, uint64_t addr)
+{
+    if (f && f->fc->poll_hint) {
+        f->fc->poll_hint(f, addr);
+    }
+}
+
+void tempest_fabric_batch(TempestFabric *f, bool on)
+{
+    if (f && f->fc->batch) {
+        f->fc->batch(f, on);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* The QOM type                                                        */
 /* ------------------------------------------------------------------ */

@@ -138,7 +138,11 @@ struct FabricSocket {
     bool shm;                   /* links become shared memory */
     const FabricLinkUp *up;     /* for the links: see FabricLinkUp */
     bool polling;               /* the guest polls (tempest_fabric_poll) */
+    uint64_t poll_hint;         /* the guest's hint word, or 0 */
+    unsigned batching;          /* hints wait for the last batch(false) */
+    bool pokes_held;            /* a link has one waiting */
     int64_t last_poll_ns;
+    uint32_t poll_idle_ms;      /* "poll-idle-ms" (tempest-fabric-shm) */
     QEMUTimer *poll_timer;      /* a guest that stopped polling silently */
     QEMUBH *drain_bh;           /* reads the rings again (after a pause) */
     bool shm_reported;          /* a failed link was logged */
@@ -199,6 +203,9 @@ bool fabric_shm_drain(FabricConn *c, size_t budget);
 /* The peer's socket closed: read what its ring holds now, no more. */
 bool fabric_shm_drain_last(FabricConn *c);
 void fabric_shm_poll(FabricSocket *f, bool polling);
+/* The guest's poll hint word (tempest_fabric_poll_hint), or 0. */
+void fabric_shm_poll_hint(FabricSocket *f, uint64_t addr);
+void fabric_shm_batch(FabricSocket *f, bool on);
 void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size);
 /* QEMU exits: put what is queued into the rings, waiting until deadline. */
 void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms);

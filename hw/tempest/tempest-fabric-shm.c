@@ -35,8 +35,11 @@
 #include "trace.h"
 
 #define FABRIC_SHM_SEALS    (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-/* A guest that stopped writing POLL for this long stopped polling. */
-#define FABRIC_POLL_IDLE_NS (1000 * 1000)
+/*
+ * A guest that stopped writing POLL for this long stopped polling (the
+ * default of property poll-idle-ms, which tests make long).
+ */
+#define FABRIC_POLL_IDLE_MS 1
 
 struct FabricShm {
     void *map;
@@ -49,6 +52,7 @@ struct FabricShm {
     uint8_t *rxbuf;             /* FABRIC_RX_BUF: frames are parsed here */
     size_t rx_len;
     bool draining;              /* frames of rx are being handled */
+    bool poke_held;             /* its hint waits for the batch's end */
     void *peer_ram;             /* the peer's guest RAM, or NULL */
     uint64_t peer_ram_base, peer_ram_size;
 };
@@ -373,6 +377,7 @@ static const char *shm_take(FabricConn *c)
 static void shm_rx_on(FabricConn *c)
 {
     c->shm->rx_on = true;
+    fabric_ring_set_hint(&c->shm->rx, c->fab->poll_hint);
     fabric_ring_set_sleeping(&c->shm->rx, !c->fab->polling);
 }
 
@@ -382,6 +387,73 @@ static void shm_bell(FabricConn *c)
 
     fabric_put_header(frame, FABRIC_BELL, 0, 0);
     c->fab->up->sock_queue3(c, frame, sizeof(frame), NULL, 0, NULL, 0);
+}
+
+/*
+ * We published into a ring whose reader polls: set the word its guest
+ * watches (its poll hint), if it named one.  That address is the peer's
+ * word: used only inside the RAM it mapped to us, 4-aligned; one it
+ * cannot have meant (or RAM we could not map) rings the doorbell
+ * instead, so nothing waits for a hint that never comes.
+ */
+static void shm_poke(FabricConn *c)
+{
+    FabricShm *sh = c->shm;
+    uint64_t at = fabric_ring_hint(&sh->tx);
+    uint32_t *word;
+
+    if (!at) {
+        return;             /* it polls the device on every turn */
+    }
+    if (!sh->peer_ram || at & 3 || at < sh->peer_ram_base ||
+        at - sh->peer_ram_base > sh->peer_ram_size - 4) {
+        if (!__atomic_exchange_n(&sh->tx.ctl->belled, 1, __ATOMIC_SEQ_CST)) {
+            shm_bell(c);
+        }
+        return;
+    }
+    word = (uint32_t *)((uint8_t *)sh->peer_ram + (at - sh->peer_ram_base));
+    if (!__atomic_load_n(word, __ATOMIC_RELAXED)) {
+        __atomic_store_n(word, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* After publishing: the doorbell if the reader sleeps, else its hint. */
+static void shm_published(FabricConn *c)
+{
+    if (fabric_ring_need_bell(&c->shm->tx)) {
+        shm_bell(c);
+    } else if (c->fab->batching) {
+        c->shm->poke_held = true;
+        c->fab->pokes_held = true;
+    } else {
+        shm_poke(c);
+    }
+}
+
+void fabric_shm_batch(FabricSocket *f, bool on)
+{
+    if (on) {
+        f->batching++;
+        return;
+    }
+    if (f->batching && --f->batching) {
+        return;     /* an inner batch: the outer one ends later */
+    }
+    if (!f->pokes_held) {
+        return;
+    }
+    f->pokes_held = false;
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (c && c->shm && c->shm->poke_held) {
+            c->shm->poke_held = false;
+            if (c->shm->tx_on && !c->broken) {
+                shm_poke(c);
+            }
+        }
+    }
 }
 
 /* Move queued frames into the ring while it has room. */
@@ -409,8 +481,8 @@ static void shm_flush(FabricConn *c)
         qemu_bh_schedule(c->fab->close_bh);
         return;
     }
-    if (moved && fabric_ring_need_bell(&sh->tx)) {
-        shm_bell(c);
+    if (moved) {
+        shm_published(c);
     }
     if (sh->txq_off == sh->txq->len) {
         g_byte_array_set_size(sh->txq, 0);
@@ -532,8 +604,8 @@ void fabric_shm_queue3(FabricConn *c, const struct iovec *iov)
             shm_flush(c);       /* reports it */
             return;
         }
-        if (done && fabric_ring_need_bell(&sh->tx)) {
-            shm_bell(c);
+        if (done) {
+            shm_published(c);
         }
     }
     for (int i = 0; i < 3; i++) {
@@ -631,13 +703,58 @@ static void shm_set_polling(FabricSocket *f, bool polling)
     }
 }
 
+static int64_t shm_idle_ns(FabricSocket *f)
+{
+    /* 0 (not set, or a machine's own fabric): the default. */
+    return (int64_t)(f->poll_idle_ms ?: FABRIC_POLL_IDLE_MS) * SCALE_MS;
+}
+
+/* The guest's hint word, in its RAM (checked by the caller), or NULL. */
+static uint32_t *shm_hint_word(FabricSocket *f)
+{
+    TempestFabric *tf = &f->parent_obj;
+
+    if (!f->poll_hint || !tf->ram_host || f->poll_hint < tf->ram_base ||
+        f->poll_hint - tf->ram_base > tf->ram_size - 4) {
+        return NULL;
+    }
+    return (uint32_t *)((uint8_t *)tf->ram_host +
+                        (f->poll_hint - tf->ram_base));
+}
+
+void fabric_shm_poll_hint(FabricSocket *f, uint64_t addr)
+{
+    /*
+     * Peers reach the word through our RAM, which they map if they can;
+     * a peer that could not rings the doorbell instead (shm_poke).
+     */
+    f->poll_hint = addr;
+    if (!shm_hint_word(f)) {
+        f->poll_hint = 0;
+    }
+    for (unsigned i = 0; i < f->nodes; i++) {
+        FabricConn *c = f->peers[i].conn;
+
+        if (c && c->shm && c->shm->rx_on) {
+            fabric_ring_set_hint(&c->shm->rx, f->poll_hint);
+        }
+    }
+}
+
 void fabric_shm_poll(FabricSocket *f, bool polling)
 {
+    uint32_t *hint = shm_hint_word(f);
+
+    if (hint) {
+        /* Cleared first: a peer publishing after the look sets it again. */
+        __atomic_store_n(hint, 0, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
     if (polling) {
         f->last_poll_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         if (!f->polling) {
             shm_set_polling(f, true);
-            timer_mod(f->poll_timer, f->last_poll_ns + FABRIC_POLL_IDLE_NS);
+            timer_mod(f->poll_timer, f->last_poll_ns + shm_idle_ns(f));
         }
     } else if (f->polling) {
         shm_set_polling(f, false);
@@ -651,7 +768,7 @@ void fabric_shm_poll(FabricSocket *f, bool polling)
 static void shm_poll_timeout(void *opaque)
 {
     FabricSocket *f = opaque;
-    int64_t idle_at = f->last_poll_ns + FABRIC_POLL_IDLE_NS;
+    int64_t idle_at = f->last_poll_ns + shm_idle_ns(f);
 
     if (!f->polling) {
         return;
@@ -731,9 +848,22 @@ static void shm_get_links(Object *obj, Visitor *v, const char *name,
     visit_type_uint32(v, name, &n, errp);
 }
 
+static void shm_instance_init(Object *obj)
+{
+    FabricSocket *f = container_of(TEMPEST_FABRIC(obj), FabricSocket,
+                                   parent_obj);
+
+    object_property_add_uint32_ptr(obj, "poll-idle-ms", &f->poll_idle_ms,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_set_description(obj, "poll-idle-ms",
+        "a guest that wrote no POLL for this long no longer polls: peers "
+        "ring its doorbell again (0: the default, 1 ms)");
+}
+
 static void shm_class_init(ObjectClass *oc, void *data)
 {
     fabric_host_class_init(oc);
+
     object_class_property_add(oc, "shm-links", "uint32", shm_get_links,
                               NULL, NULL, NULL);
     object_class_property_set_description(oc, "shm-links",
@@ -743,6 +873,7 @@ static void shm_class_init(ObjectClass *oc, void *data)
 static const TypeInfo shm_info = {
     .name = TYPE_TEMPEST_FABRIC_SHM,
     .parent = TYPE_TEMPEST_FABRIC_SOCKET,
+    .instance_init = shm_instance_init,
     .class_init = shm_class_init,
 };
 

@@ -1797,6 +1797,24 @@ static void sock_poll(TempestFabric *obj, bool polling)
     }
 }
 
+static void sock_poll_hint(TempestFabric *obj, uint64_t addr)
+{
+    FabricSocket *f = SOCK(obj);
+
+    if (f->shm) {
+        fabric_shm_poll_hint(f, addr);
+    }
+}
+
+static void sock_batch(TempestFabric *obj, bool on)
+{
+    FabricSocket *f = SOCK(obj);
+
+    if (f->shm) {
+        fabric_shm_batch(f, on);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* The QOM type                                                        */
 /* ------------------------------------------------------------------ */
@@ -1847,6 +1865,8 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->bye = sock_bye;
     fc->poll = sock_poll;
     fc->peer_ram = sock_peer_ram;
+    fc->poll_hint = sock_poll_hint;
+    fc->batch = sock_batch;
     fabric_ckpt_class_init(oc);
     object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
     object_class_property_set_description(oc, "addr",

@@ -157,9 +157,12 @@ typedef struct TempestNCEngine {
 /* tempest-nc-msg.c: rings after SP Active Messages, doorbells, TIMER_ARM */
 extern const TempestNCEngine tempest_nc_msg_engine;
 extern const VMStateDescription vmstate_tempest_nc_msg;
+extern const VMStateDescription vmstate_tempest_nc_poll_hint;
 void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value);
 void tempest_nc_rq_doorbell(TempestNCState *s);
 void tempest_nc_poll(TempestNCState *s, bool polling);
+/* The POLL_HINT register's 8-byte write (docs/fabric.rst "The poll hint"). */
+void tempest_nc_poll_hint(TempestNCState *s, uint64_t addr);
 
 /* tempest-nc-coll.c: the control network */
 extern const TempestNCEngine tempest_nc_coll_engine;

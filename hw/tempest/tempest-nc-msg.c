@@ -116,7 +116,7 @@ static void msg_send_error(TempestNCState *s, unsigned ring, uint32_t slot,
 }
 
 /* Send what the guest put in send ring 'ring' (= its network). */
-static void msg_sq_run(TempestNCState *s, unsigned ring)
+static void msg_sq_send(TempestNCState *s, unsigned ring)
 {
     TempestRing *r = &s->ring[ring];
     bool was_waiting = s->sq_wait[ring] >= 0;
@@ -177,6 +177,18 @@ static void msg_sq_run(TempestNCState *s, unsigned ring)
     }
 }
 
+/*
+ * One batch for the fabric: a reader on this host that polls is told
+ * once that the ring's packets are there, after the last of them (a
+ * message of many packets then takes one POLL to read, not one each).
+ */
+static void msg_sq_run(TempestNCState *s, unsigned ring)
+{
+    tempest_fabric_batch(s->fabric, true);
+    msg_sq_send(s, ring);
+    tempest_fabric_batch(s->fabric, false);
+}
+
 void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value)
 {
     if (value > TEMPEST_RING_SQ1) {
@@ -232,6 +244,8 @@ static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
 void tempest_nc_poll(TempestNCState *s, bool polling)
 {
     trace_tempest_nc_poll(s->node_id, polling);
+    /* The credits the packets taken give back: one hint for them all. */
+    tempest_fabric_batch(s->fabric, true);
     tempest_fabric_poll(s->fabric, polling);
     tempest_nc_rq_doorbell(s);
     /*
@@ -239,6 +253,28 @@ void tempest_nc_poll(TempestNCState *s, bool polling)
      * from this vCPU, rather than after a turn of the main loop (sq_bh).
      */
     msg_sq_resume(s);
+    tempest_fabric_batch(s->fabric, false);
+}
+
+/*
+ * POLL_HINT: the guest names a word of its RAM that peers on this host
+ * set when they leave it something while it polls (the fabric does the
+ * rest: tempest_fabric_poll_hint).  Reads give the word taken, 0 if the
+ * address was refused.
+ */
+void tempest_nc_poll_hint(TempestNCState *s, uint64_t addr)
+{
+    bool ok = addr == 0 || (QEMU_IS_ALIGNED(addr, 4) &&
+                            tempest_nc_in_ram(s, addr, 4));
+
+    if (!ok) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_VALUE,
+                               TEMPEST_NC_POLL_HINT, 8);
+        addr = 0;
+    }
+    s->poll_hint = addr;
+    tempest_fabric_poll_hint(s->fabric, addr);
+    trace_tempest_nc_poll_hint(s->node_id, addr, ok);
 }
 
 /* A send ring waiting for this peer's credit fails those slots now. */
@@ -366,6 +402,9 @@ static void msg_reset(TempestNCState *s)
     memset(s->ring, 0, sizeof(s->ring));
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
+    if (s->poll_hint) {
+        tempest_nc_poll_hint(s, 0);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -475,6 +514,32 @@ const VMStateDescription vmstate_tempest_nc_msg = {
         VMSTATE_QTAILQ_V(evq, TempestNCState, 1, vmstate_tempest_nc_event,
                          TempestEvent, next),
         VMSTATE_INT32_ARRAY(sq_wait, TempestNCState, 2),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool poll_hint_needed(void *opaque)
+{
+    return ((TempestNCState *)opaque)->poll_hint != 0;
+}
+
+/* The word is named again to the fabric, checked as a guest write is. */
+static int poll_hint_post_load(void *opaque, int version_id)
+{
+    TempestNCState *s = opaque;
+
+    tempest_nc_poll_hint(s, s->poll_hint);
+    return 0;
+}
+
+const VMStateDescription vmstate_tempest_nc_poll_hint = {
+    .name = TYPE_TEMPEST_NC "/poll-hint",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = poll_hint_needed,
+    .post_load = poll_hint_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(poll_hint, TempestNCState),
         VMSTATE_END_OF_LIST()
     }
 };

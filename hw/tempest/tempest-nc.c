@@ -112,13 +112,16 @@ REG32(CHAN_USED, TEMPEST_NC_CHAN_USED)
 REG32(CHAN_MOVES, TEMPEST_NC_CHAN_MOVES)
 REG32(CHAN_FWDS, TEMPEST_NC_CHAN_FWDS)
 REG32(CHAN_RESENT, TEMPEST_NC_CHAN_RESENT)
+REG32(POLL_HINT, TEMPEST_NC_POLL_HINT)
+REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
      TEMPEST_NC_FEAT_MSG | TEMPEST_NC_FEAT_TIMER | TEMPEST_NC_FEAT_CMD | \
      TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER | \
      TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE | \
-     TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN)
+     TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN | \
+     TEMPEST_NC_FEAT_POLL_HINT)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -184,7 +187,8 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = 1U << TEMPEST_TAG_BLK_SHIFT;
         return true;
     case A_FEATURES:
-        *value = TEMPEST_NC_FEATURES_V1;
+        *value = TEMPEST_NC_FEATURES_V1 &
+                 ~(s->poll_hint_on ? 0 : TEMPEST_NC_FEAT_POLL_HINT);
         return true;
     case A_NUM_CPUS:
         *value = s->num_cpus;
@@ -377,6 +381,12 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_CHAN_RESENT:
         *value = s->chan_resent;
         return true;
+    case A_POLL_HINT:
+        *value = extract64(s->poll_hint, 0, 32);
+        return true;
+    case A_POLL_HINT_HI:
+        *value = extract64(s->poll_hint, 32, 32);
+        return true;
     case A_EXIT:
     case A_IRQ_ACK:
     case A_SQ_DOORBELL:
@@ -541,6 +551,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         return;
     case A_TAG_UPGRADE:
     case A_TAG_UPGRADE_HI:
+    case A_POLL_HINT:
+    case A_POLL_HINT_HI:
         /* One 8-byte write or nothing (tempest_nc_write). */
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, offset, 4);
         return;
@@ -595,6 +607,10 @@ static void tempest_nc_write(void *opaque, hwaddr offset, uint64_t value,
     trace_tempest_nc_write(s->node_id, offset, value, size);
     if (offset == A_TAG_UPGRADE && size == 8) {
         tempest_nc_tag_upgrade(s, value);
+        return;
+    }
+    if (offset == A_POLL_HINT && size == 8 && s->poll_hint_on) {
+        tempest_nc_poll_hint(s, value);
         return;
     }
     if (size == 4 && QEMU_IS_ALIGNED(offset, 4)) {
@@ -838,6 +854,7 @@ static const VMStateDescription vmstate_tempest_nc = {
         &vmstate_tempest_nc_xfer,
         &vmstate_tempest_nc_tags,
         &vmstate_tempest_nc_chan,
+        &vmstate_tempest_nc_poll_hint,
         NULL
     }
 };
@@ -863,6 +880,7 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_UINT64("cluster-id", TempestNCState, cluster_id, 0),
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
     DEFINE_PROP_UINT32("spin-us", TempestNCState, spin_us, 50),
+    DEFINE_PROP_BOOL("poll-hint", TempestNCState, poll_hint_on, true),
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,
                        30000),
     DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),

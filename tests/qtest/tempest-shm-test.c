@@ -16,6 +16,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/atomic.h"
+#include "qemu/units.h"
 #include "tempest-qtest.h"
 #include "tempest-peer.h"
 
@@ -775,6 +776,171 @@ static void test_bell_in_ring(void)
     }
 }
 
+/*
+ * "The poll hint", the register: an 8-byte write of a 4-aligned word in
+ * RAM is taken and reads back; one outside RAM or not aligned sets
+ * ERR_STATUS (BAD_VALUE) and turns the hint off; a 4-byte write is a bad
+ * size and changes nothing; 0 turns it off.  Without the machine's
+ * poll-hint the feature bit is clear and the register takes nothing.
+ */
+static void test_hint_register(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    uint64_t word = RAM(0x400000);
+
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_FEATURES)) &
+                    TEMPEST_NC_FEAT_POLL_HINT, ==, TEMPEST_NC_FEAT_POLL_HINT);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_POLL_HINT)), ==, 0);
+    qtest_writeq(s, NC(TEMPEST_NC_POLL_HINT), word);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_POLL_HINT)), ==, word);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==, 0);
+
+    qtest_writel(s, NC(TEMPEST_NC_POLL_HINT), RAM(0x500000));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_SIZE);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_POLL_HINT)), ==, word);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+
+    for (int i = 0; i < 3; i++) {
+        static const uint64_t bad[] = {
+            RAM(0x400002), RAM(64 * MiB - 2), 0x1000,
+        };
+
+        qtest_writeq(s, NC(TEMPEST_NC_POLL_HINT), word);
+        qtest_writeq(s, NC(TEMPEST_NC_POLL_HINT), bad[i]);
+        g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                         TEMPEST_NC_ERR_BAD_VALUE);
+        g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_POLL_HINT)), ==, 0);
+        qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    }
+    qtest_writeq(s, NC(TEMPEST_NC_POLL_HINT), RAM(64 * MiB - 4));
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_POLL_HINT)), ==,
+                    RAM(64 * MiB - 4));
+    qtest_writeq(s, NC(TEMPEST_NC_POLL_HINT), 0);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_POLL_HINT)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==, 0);
+    qtest_quit(s);
+
+    s = qtest_init("-M tempest,poll-hint=off -m 64M");
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_FEATURES)) &
+                    TEMPEST_NC_FEAT_POLL_HINT, ==, 0);
+    qtest_writeq(s, NC(TEMPEST_NC_POLL_HINT), word);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_POLL_HINT)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), !=, 0);
+    qtest_quit(s);
+}
+
+/*
+ * "The poll hint", the fall-back: a reader that polls and names a hint
+ * word the node cannot reach (we never passed it our RAM) gets the
+ * doorbell instead, though it is not sleeping: without it nothing would
+ * tell the reader to look.  A reader that names none gets neither.
+ */
+static void test_hint_unreachable(void)
+{
+    ShmPeer t;
+    FabricRingCtl *ctl;
+    uint8_t buf[FABRIC_HDR_SIZE + FABRIC_DATA_MAX];
+    uint32_t len;
+
+    shm_start(&t);
+    shm_link_up(&t);
+    ctl = peer_shm_ctl(&t.m, 1);            /* the node writes, we read */
+    __atomic_store_n(&ctl->hint, 0x40001000ULL, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ctl->sleeping, 0, __ATOMIC_SEQ_CST);
+    node_send(t.s, 0, 1, 0x700);
+    g_assert_cmpuint(peer_read_frame(t.fd, buf, sizeof(buf), &len), ==,
+                     FABRIC_BELL);
+    g_assert_cmpuint(peer_ring_read_frame(&t.m.rx, buf, sizeof(buf), &len),
+                     ==, FABRIC_DATA);
+    expect_data(buf, len, 0, 0x700);
+    /* Rung once until we say we heard it, as any doorbell. */
+    g_assert_cmpuint(__atomic_load_n(&ctl->belled, __ATOMIC_SEQ_CST), ==, 1);
+    fabric_ring_bell_heard(&t.m.rx);
+
+    /*
+     * No hint, awake: no doorbell (the send, the publish and the choice
+     * of a doorbell are all done when the SQ_DOORBELL write returns).
+     */
+    __atomic_store_n(&ctl->hint, 0, __ATOMIC_SEQ_CST);
+    node_send(t.s, 1, 1, 0x701);
+    g_assert_cmpuint(peer_ring_read_frame(&t.m.rx, buf, sizeof(buf), &len),
+                     ==, FABRIC_DATA);
+    expect_data(buf, len, 1, 0x701);
+    g_assert_cmpuint(__atomic_load_n(&ctl->belled, __ATOMIC_SEQ_CST), ==, 0);
+    shm_stop(&t);
+}
+
+/* Node i of two real ones, RAM in a shared memfd, polling kept 60 s. */
+static QTestState *start_shared(const char *dir, unsigned id)
+{
+    return qtest_initf("-object memory-backend-memfd,id=mem,size=64M,"
+                       "share=on "
+                       "-object tempest-fabric-shm,id=fab,addr=unix:%s,"
+                       "node-id=%u,num-nodes=2,cluster-id=%llu,"
+                       "poll-idle-ms=60000 "
+                       "-M tempest,node-id=%u,num-nodes=2,fabric-backend=fab,"
+                       "memory-backend=mem -m 64M", dir, id,
+                       (unsigned long long)CLUSTER, id);
+}
+
+/*
+ * "The poll hint", the real path between two real nodes: node 0 names a
+ * word and polls; node 1's packet goes into the ring and node 1 sets the
+ * word in node 0's RAM (which it mapped), with no doorbell and nothing
+ * in node 0's receive ring yet; node 0's next POLL clears the word and
+ * takes the packet.  Without the hint, the same send leaves the word 0.
+ */
+static void test_hint_poke(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-hint-XXXXXX", NULL);
+    const uint64_t word = RAM(0x400000);
+    QTestState *n0 = start_shared(dir, 0), *n1 = start_shared(dir, 1);
+    g_autofree char *p0 = g_strdup_printf("%s/node0.sock", dir);
+    g_autofree char *p1 = g_strdup_printf("%s/node1.sock", dir);
+    ShmPeer t = { .s = n0 };
+
+    for (int i = 0; i < 2; i++) {
+        QTestState *s = i ? n1 : n0;
+
+        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_rings(s);
+    }
+    /* The first packet makes the link (links are made on first use). */
+    node_send(n1, 0, 0, 0x800);
+    t.seq = 0;
+    g_assert_cmpuint(peer_wait_shm_links(n0, FAB, 1), ==, 1);
+    g_assert_cmpuint(peer_wait_shm_links(n1, FAB, 1), ==, 1);
+    expect_rq(&t, 0, 0x800);
+
+    qtest_writeq(n0, NC(TEMPEST_NC_POLL_HINT), word);
+    g_assert_cmphex(qtest_readq(n0, NC(TEMPEST_NC_POLL_HINT)), ==, word);
+    qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
+    node_send(n1, 1, 0, 0x801);
+    g_assert_cmphex(tq_wait_mem32(n0, word, ~0, 1), ==, 1);
+    g_assert_cmphex(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SIZE), ==, 0);
+    qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
+    g_assert_cmphex(qtest_readl(n0, word), ==, 0);
+    expect_rq(&t, 1, 0x801);
+
+    /* Hint off: the packet waits in the ring, the word stays 0. */
+    qtest_writeq(n0, NC(TEMPEST_NC_POLL_HINT), 0);
+    qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
+    node_send(n1, 2, 0, 0x802);
+    g_assert_cmpuint(tq_wait_reg(n1, TEMPEST_NC_TX_PACKETS, ~0, 3), ==, 3);
+    g_assert_cmphex(qtest_readl(n0, word), ==, 0);
+    qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
+    expect_rq(&t, 2, 0x802);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    qtest_quit(n1);
+    qtest_quit(n0);
+    unlink(p0);
+    unlink(p1);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -784,6 +950,10 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/broken-ring", test_broken_ring);
     qtest_add_func("/tempest/peer-shm/poll", test_poll);
     qtest_add_func("/tempest/peer-shm/offer-made", test_offer_made);
+    qtest_add_func("/tempest/peer-shm/hint-register", test_hint_register);
+    qtest_add_func("/tempest/peer-shm/hint-unreachable",
+                   test_hint_unreachable);
+    qtest_add_func("/tempest/peer-shm/hint-poke", test_hint_poke);
     /*
      * Last: the device fails these two today (see their comments), and
      * they make assertions non-fatal for what follows them.

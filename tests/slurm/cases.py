@@ -283,16 +283,13 @@ class Step(GUEST.Run):
     run, and with the traffic between and inside the hosts checked."""
 
     def __init__(self, name, program, tasks, node_opts=(), traffic=True,
-                 via_run=False, known=None, linux=False, **kw):
+                 via_run=False, linux=False, **kw):
         super().__init__(name, program, nodes=tasks, **kw)
         # Linux nodes: the program as built for them (build/guest-linux).
         self.linux = linux
         self.node_opts = list(node_opts) + (["--linux"] if linux else [])
         self.traffic = traffic
         self.via_run = via_run          # run --slurm instead of srun
-        # A known problem this step runs into: skipped unless
-        # $TEMPEST_SLURM_KNOWN is set, then a test like any other.
-        self.known = known
 
     def run(self, sc, runs):
         run_dir = os.path.join(runs, self.name)
@@ -383,10 +380,6 @@ def label(rank):
     return rf"^\s*0*{rank}: "
 
 
-# docs/slurm.rst, "Not done": clusters started by Slurm on this machine
-# stall at times, the radix sort above all (32 tasks: every run so far).
-STALL = "the stall of docs/slurm.rst, 'Not done'"
-KNOWN_ENV = "TEMPEST_SLURM_KNOWN"
 RADIX_OK = r"^radix-sort: {n} nodes x 4096 keys, 8-bit digits, 4 passes: " \
     r"sorted in .* match$"
 STEPS = []
@@ -402,7 +395,7 @@ for n in (8, 32):
              node_opts=["--mem", "64M"],
              nodes_expect={0: [RADIX_OK.format(n=n)]},
              stdout_expect=[label(0) + "radix-sort: "], absent=CLEAN,
-             via_run=n == 8, known=STALL,
+             via_run=n == 8,
              files={"states.svg": [r"<svg"], "trace.json": [r'"scan"']}
              if n == 8 else None),
         Step(f"dsm-jacobi-{n}", "examples/dsm/jacobi.elf", n, args=["dsm"],
@@ -457,12 +450,6 @@ def run(results, runs, k=None):
                            "cluster did not start", str(e))
             return
         for s in steps:
-            if s.known and not os.environ.get(KNOWN_ENV):
-                # Not a test while it fails for a known reason: said, not
-                # counted either way; KNOWN_ENV=1 runs it as a test.
-                print(f"SKIP slurm/{s.name}  (known: {s.known}; "
-                      f"{KNOWN_ENV}=1 runs it)", flush=True)
-                continue
             ok, detail, out = s.run(sc, runs)
             results.record(f"slurm/{s.name}", ok, detail, out)
             if not ok and not sc.settle():

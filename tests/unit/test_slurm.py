@@ -2,8 +2,9 @@
 """Unit tests of 'scripts/tempest node' (scripts/lib/tempestlib/slurm.py;
 docs/slurm.rst, "What a task does" and "Trust"): the step read from
 Slurm's environment, the rendezvous ports, the checks of every message,
-and a real rendezvous on 127.0.0.1 between task 0 and two tasks with
-strangers and liars among them."""
+a real rendezvous on 127.0.0.1 between task 0 and two tasks with
+strangers and liars among them, and the node's process in a session of
+its own ("One session per node")."""
 
 import json
 import os
@@ -256,6 +257,30 @@ class MungeTest(unittest.TestCase):
             self.assertEqual((c2, k2, t2), (cid, key, table))
             psock.close()
         port.close()
+
+
+class NodeProcessTest(unittest.TestCase):
+    """The node's process as _run_qemu starts it: a session of its own, so
+    a scheduling group of its own (docs/slurm.rst, "One session per
+    node"), its output in nodeK.log and its status returned."""
+
+    def test_own_session(self):
+        d = tempfile.mkdtemp(prefix="tempest-unit-node-")
+        try:
+            # A stand-in for QEMU: says its pid, session and process group.
+            cmd = ["/bin/sh", "-c", 'echo "node $$ $(ps -o sid= -o pgid= '
+                   '-p $$)"; exit 3']
+            status = slurm._run_qemu(cmd, d, 5, 30)
+            with open(os.path.join(d, "node5.log")) as f:
+                words = f.read().split()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        self.assertEqual(status, 3)
+        self.assertEqual(words[0], "node", words)
+        pid, sid, pgid = (int(w) for w in words[1:4])
+        self.assertEqual(sid, pid)          # it leads a new session ...
+        self.assertEqual(pgid, pid)         # ... and its process group
+        self.assertNotEqual(sid, os.getsid(0))
 
 
 if __name__ == "__main__":

@@ -88,6 +88,8 @@ void libam_set_bulk(const struct libam_bulk_ops *ops)
     bulk = *ops;
 }
 static unsigned spin_turns;
+/* Spin turns a microsecond when most turns write no POLL (a guess). */
+#define AM_HINT_TURNS_PER_US    16
 static unsigned idle_polls;
 
 static struct {
@@ -431,7 +433,9 @@ void libam_wait(bool (*done)(void *), void *arg)
         }
         if (++spins < spin_turns) {
             /* Spinning: the device hands over what peers left. */
-            nc_poll(true);
+            if (nc_poll_due(spins)) {
+                nc_poll(true);
+            }
             continue;
         }
         spins = 0;
@@ -462,7 +466,7 @@ int am_poll(void)
         idle_polls = 0;
         return n;
     }
-    if (spin_turns) {
+    if (spin_turns && nc_poll_due(idle_polls)) {
         nc_poll(true);
     }
     if (++idle_polls >= IDLE_POLLS + spin_turns) {
@@ -539,7 +543,9 @@ void libam_send_reply(unsigned dest, uint8_t kind, uint32_t w0, uint64_t w1,
             continue;
         }
         if (++spins < spin_turns) {
-            nc_poll(true);
+            if (nc_poll_due(spins)) {
+                nc_poll(true);
+            }
             continue;
         }
         spins = 0;
@@ -717,8 +723,11 @@ int am_enable(void)
                           "controller's interrupt");
     }
     nc_irq_enable(AM_IRQ_BITS);
-    /* Spin (about 1 us a turn: each writes POLL) only when it pays. */
-    spin_turns = nc_spin_us(0);
+    /*
+     * Spin (about 1 us a turn when each writes POLL, much less with a
+     * poll hint: nc_poll_due) only when it pays.
+     */
+    spin_turns = nc_spin_us(0) * (nc_poll_hint ? AM_HINT_TURNS_PER_US : 1);
     libam_on = true;
     enabled_once = true;
     if (!combine("am_enable", NULL, NULL, 0)) {

@@ -19,6 +19,7 @@ struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 bool nc_poll_present;
 bool nc_tag_upgrade_present;
 bool nc_polling;
+volatile uint32_t *nc_poll_hint;
 
 static bool ready;
 
@@ -187,6 +188,26 @@ static int setup_ring(unsigned ring, uint32_t slots, uint32_t slot_size)
     return 0;
 }
 
+/*
+ * A cache line of its own for the word peers set, named to the device;
+ * kept only if the device's fabric took it (it reads back).
+ */
+static void setup_poll_hint(void)
+{
+    uint32_t *word = aligned_alloc(64, 64);
+
+    if (word == NULL) {
+        return;
+    }
+    memset(word, 0, 64);
+    nc_reg_write64(TEMPEST_NC_POLL_HINT, (uintptr_t)word);
+    if (nc_reg64(TEMPEST_NC_POLL_HINT) == (uintptr_t)word) {
+        nc_poll_hint = word;
+    } else {
+        free(word);
+    }
+}
+
 int nc_init(void)
 {
     uint32_t features = nc_reg(TEMPEST_NC_FEATURES);
@@ -215,6 +236,10 @@ int nc_init(void)
                       nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
     nc_tag_upgrade_present = (features & TEMPEST_NC_FEAT_TAG_UPGRADE) &&
                              nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 7U);
+    if (nc_poll_present && (features & TEMPEST_NC_FEAT_POLL_HINT) &&
+        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 9U)) {
+        setup_poll_hint();
+    }
     ready = true;
     return 0;
 }

@@ -262,9 +262,11 @@ static void calibrate_spin(void)
     }
     t2 = strata_ticks();
     nc_poll(false);
+    /* A spin writes POLL on every turn, or with a hint now and then. */
     t1 = strata_ticks_to_ns(t1 - t0) +
          (nc_poll_present ? strata_ticks_to_ns(t2 - t1) *
-                            (4096 / CALIBRATE_POLLS) : 0);
+                            (4096 / CALIBRATE_POLLS) /
+                            (nc_poll_hint ? NC_POLL_EVERY : 1) : 0);
     spins_per_us = t1 ? (unsigned)(4096ULL * 1000 / t1) : 1;
     spins_per_us = spins_per_us ? spins_per_us : 1;
     strata_spin_turns = spin_us * spins_per_us;
@@ -377,7 +379,9 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
         }
         if (++spins < max_spins) {
             /* Spinning: the device hands over what peers left. */
-            polling = nc_poll(true);
+            if (nc_poll_due(spins)) {
+                polling = nc_poll(true);
+            }
             continue;
         }
         spins = 0;

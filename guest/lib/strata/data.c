@@ -73,6 +73,7 @@ static uint64_t sink_dropped;   /* strata_shared: no memory for a packet */
 static unsigned handler_depth;   /* handlers running, nested */
 static unsigned idle_polls;      /* empty polls in a row */
 static bool polling;            /* the node controller was told (POLL) */
+static unsigned poll_turn;       /* idle polls, for nc_poll_due() */
 
 /* The networks a send tries, in order, and what it polls after each. */
 struct send_mode {
@@ -418,7 +419,8 @@ static void idle_poll_shared(void)
 {
     uint32_t irqs;
 
-    if (strata_spin_turns && tempest_client_polled()) {
+    if (strata_spin_turns && tempest_client_polled() &&
+        nc_poll_due(poll_turn++)) {
         polling = nc_poll(true);
     }
     if (!idle_spin_over()) {
@@ -467,7 +469,7 @@ static bool poll_net(unsigned net)
              * falls back to the doorbell after 1 ms without a POLL, and
              * Strata runs no handler before the next poll anyway.
              */
-            if (strata_spin_turns) {
+            if (strata_spin_turns && nc_poll_due(poll_turn++)) {
                 /* (Not when the launcher says spinning does not pay.) */
                 polling = nc_poll(true);
             }

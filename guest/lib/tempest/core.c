@@ -609,6 +609,12 @@ struct spin {
 
 /* True while the node controller has been told the CPU polls. */
 static bool polling;
+/*
+ * The protocol thread's last work was a packet (more of a message may be
+ * arriving: its spin writes POLL on every turn for a while, nc_poll_due),
+ * not a fault or an event.
+ */
+static bool pkt_last;
 
 static uint64_t spin_work(void)
 {
@@ -651,7 +657,8 @@ static bool spin_turn(struct spin *sp)
             return false;
         }
     }
-    if (!sp->quiet) {
+    if (!sp->quiet && (pkt_last ? nc_poll_due(sp->turns) :
+                       nc_poll_idle_due(sp->turns))) {
         polling = nc_poll(true);
     }
     __asm__ volatile("yield");
@@ -691,14 +698,17 @@ static bool pt_step(void)
 
     /* Block access and page faults first (spec section 2). */
     if (work[TPPI_WORK_FAULTS].step()) {
+        pkt_last = false;
         return true;
     }
     e = nc_cq_peek();
     if (e) {
+        pkt_last = false;
         handle_event(e);
         return true;
     }
     if (work[TPPI_WORK_TIMERS].step()) {
+        pkt_last = false;
         return true;
     }
     if (backlog.count) {
@@ -706,11 +716,13 @@ static bool pt_step(void)
         memcpy(&copy, p, pkt_bytes(p));
         backlog.head = (backlog.head + 1) & (backlog.cap - 1);
         backlog.count--;
+        pkt_last = true;
         handle_packet(&copy, NULL);
         return true;
     }
     p = nc_rq_peek();
     if (p) {
+        pkt_last = true;
         handle_packet(p, p);
         return true;
     }

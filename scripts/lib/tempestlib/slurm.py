@@ -612,9 +612,16 @@ def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
     old = {s: signal.signal(s, on_signal)
            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     watchdog = cluster.Watchdog()
+    # The node in a session of its own, so in a scheduling group of its own
+    # where the kernel groups by session (autogroup): slurmstepd makes one
+    # session of all the step's tasks of a host, and when two such groups
+    # shared cores (two made-up hosts on one machine) Linux 6.18 starved one
+    # of them for tens of seconds at a time (docs/slurm.rst, "One session
+    # per node").  Its own session is its own process group too, which the
+    # launcher stops as before.
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            process_group=0)
+                            start_new_session=True)
     watchdog.watch(proc.pid)
     out = sys.stdout.buffer
 

@@ -117,6 +117,8 @@ struct TempestFabricClass {
     void (*poll)(TempestFabric *f, bool polling);
     void *(*peer_ram)(TempestFabric *f, unsigned peer, uint64_t *base,
                       uint64_t *size);
+    void (*poll_hint)(TempestFabric *f, uint64_t addr);
+    void (*batch)(TempestFabric *f, bool on);
     /* Optional: whole-cluster checkpoint (docs/checkpoint.rst). */
     bool (*ckpt_quiet)(TempestFabric *f, uint64_t *tx, uint64_t *rx,
                        Error **errp);
@@ -217,6 +219,21 @@ bool tempest_fabric_bye(TempestFabric *f, uint32_t status);
  * A backend without shared memory has nothing to do.
  */
 void tempest_fabric_poll(TempestFabric *f, bool polling);
+/*
+ * The poll hint (TEMPEST_NC_POLL_HINT): addr, a 4-aligned word of the
+ * guest's RAM (checked by the caller), is what peers on this host set
+ * after leaving something for a polling node in shared memory; a poll
+ * clears it first.  0 turns it off.  A backend without shared memory has
+ * nothing to do: what comes through it reaches the guest without a poll.
+ */
+void tempest_fabric_poll_hint(TempestFabric *f, uint64_t addr);
+/*
+ * Frames sent between batch(true) and batch(false) tell a polling reader
+ * on this host that they are there (its poll hint) once, at the end,
+ * rather than each one at once; a sleeping reader is rung as always.
+ * Batches nest: the outermost one's end tells.
+ */
+void tempest_fabric_batch(TempestFabric *f, bool on);
 /*
  * This node's guest RAM is shared memory: fd (a sealed memfd, e.g. of
  * memory-backend-memfd,share=on) mapped here at host, the guest's

@@ -200,6 +200,7 @@ struct TempestNCState {
     uint32_t credits;
     uint32_t fabric_timeout_ms;
     uint32_t spin_us;               /* "spin-us": the SPIN_US hint */
+    bool poll_hint_on;              /* "poll-hint": POLL_HINT offered */
     uint32_t coll_fanout;
     uint64_t tagmem_size;
 
@@ -273,6 +274,7 @@ struct TempestNCState {
     /* Channel controller (tempest-nc-chan.c) */
     TempestChanPort chan_port[TEMPEST_CHAN_PORTS];
     uint32_t chan_used;         /* ports not EMPTY */
+    uint64_t poll_hint;         /* POLL_HINT: the word's address, or 0 */
     uint32_t chan_next;         /* where the next ALLOC starts looking */
     uint32_t chan_dropped;      /* bad or stale CHAN frames */
     uint32_t chan_moves;        /* ports moved away (stage 4 here) */

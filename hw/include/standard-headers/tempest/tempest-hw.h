@@ -205,12 +205,26 @@
     ((uint64_t)(first_blk) | (uint64_t)(nblks) << 32 | (uint64_t)(tag) << 48)
 #define TEMPEST_TAG_UPGRADE_MAX     0xFFFF  /* blocks in one write */
 
-/* The channel controller (1.8, docs/chan.rst), read-only */
+/* The channel controller (1.8; MOVES, FWDS, RESENT 1.9), read-only */
 #define TEMPEST_NC_CHAN_DROPPED     0x1B8   /* bad or stale CHAN frames */
 #define TEMPEST_NC_CHAN_USED        0x1BC   /* ports not EMPTY */
 #define TEMPEST_NC_CHAN_MOVES       0x1C0   /* ports moved away (stage 4) */
 #define TEMPEST_NC_CHAN_FWDS        0x1C4   /* wire-ups passed on (stage 5) */
 #define TEMPEST_NC_CHAN_RESENT      0x1C8   /* pre-sends sent again (3.2) */
+
+/*
+ * (1.9) POLL_HINT: one aligned 8-byte write names a 4-byte word of the
+ * node's RAM (4-aligned; 0: none) that peers on this host set non-zero
+ * when they leave something for a polling node in shared memory; a
+ * POLL write clears it before taking what waits.  A polling CPU can so
+ * read that word (plain memory) and write POLL only when it is set, or
+ * now and then (docs/fabric.rst, "The poll hint").  Everything else that
+ * reaches the guest (socket peers, timers, events) is written to the
+ * rings without a POLL.  Reads give the word's address, 0 for none; an
+ * address outside RAM or not 4-aligned sets ERR_STATUS
+ * (TEMPEST_NC_ERR_BAD_VALUE) and the hint off.
+ */
+#define TEMPEST_NC_POLL_HINT        0x1D0
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -218,7 +232,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    8
+#define TEMPEST_NC_VERSION_MINOR    9
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -236,6 +250,7 @@
 #define TEMPEST_NC_FEAT_SYSSPACE    (1U << 10)  /* system space, buffer space */
 #define TEMPEST_NC_FEAT_TAG_UPGRADE (1U << 11)  /* the TAG_UPGRADE register */
 #define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
+#define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -413,8 +428,8 @@
 #define TEMPEST_CHAN_OP_OUTPUT      6
 #define TEMPEST_CHAN_OP_INPUT       7
 #define TEMPEST_CHAN_OP_STATE       8
-#define TEMPEST_CHAN_OP_OUTPUT_PORT 9
-#define TEMPEST_CHAN_OP_INPUT_PORT  10
+#define TEMPEST_CHAN_OP_OUTPUT_PORT 9           /* (1.9) */
+#define TEMPEST_CHAN_OP_INPUT_PORT  10          /* (1.9) */
 
 #define TEMPEST_CHAN_PORTS          256         /* the paper's example */
 #define TEMPEST_CHAN_MAX_DATA       (1U << 30)  /* an output, at most */
