@@ -23,8 +23,13 @@
  * is the link it came on, and the port's state and counters say it can
  * come; anything else is dropped, traced and counted (CHAN_DROPPED).
  *
- * Ports over ports (the paper's 3.2, MIGRATING and CONFIRMING) are not
- * here yet: libchan still does them in software (docs/chan.rst).
+ * Ports over ports (the paper's 3.2, the five stages of migration):
+ * OUTPUT_PORT and INPUT_PORT, the states MIGRATING and CONFIRMING and the
+ * messages PORTDATA, WIRE, FWD, DELETE and CONFIRM, each handler making
+ * the transition of libchan's handler of the same name (guest/lib/chan/
+ * proto.c), which the SPIN model tests/model/chan.pml checks; the rows
+ * marked 'd' in tests/model/transitions.txt are this file's, and
+ * check_drift.py compares them with the code below.
  */
 
 #include "qemu/osdep.h"
@@ -40,7 +45,18 @@ enum {
     CHAN_MSG_FREED,         /* the companion was freed */
     CHAN_MSG_BIG,           /* number: tx; u64 length: DATA to come */
     CHAN_MSG_GO,            /* number: the BIG's; u64 where it goes */
-    CHAN_MSG_MAX = CHAN_MSG_GO,
+    CHAN_MSG_PORTDATA,      /* number: tx; u32 origin, comp, tx, rx */
+    CHAN_MSG_WIRE,          /* from: the new port; number: its rx; u32 old */
+    CHAN_MSG_FWD,           /* number: rx; u32 new, old */
+    CHAN_MSG_DELETE,        /* to: the moved port */
+    CHAN_MSG_CONFIRM,       /* the final confirmation */
+    CHAN_MSG_MAX = CHAN_MSG_CONFIRM,
+};
+
+/* The length of each kind's data after the header (DATA: any). */
+static const uint8_t chan_msg_extra[CHAN_MSG_MAX + 1] = {
+    [CHAN_MSG_BIG] = 8, [CHAN_MSG_GO] = 8, [CHAN_MSG_PORTDATA] = 16,
+    [CHAN_MSG_WIRE] = 4, [CHAN_MSG_FWD] = 8,
 };
 
 /*
@@ -115,6 +131,7 @@ static void chan_presend_end(TempestNCState *s, TempestChanPort *p,
         p->state = TEMPEST_CHAN_ST_IDLE;
         p->presend = 0;
         p->presend_done = 0;
+        p->out_port = 0;
         chan_event(s, p, TEMPEST_CHAN_EV_OUTPUT, status, 0);
     } else {
         /* outputdata with no output yet: OUTPUT will complete at once. */
@@ -148,7 +165,13 @@ static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
 static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
                              uint64_t len)
 {
-    if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
+    if (p->state == TEMPEST_CHAN_ST_INPUTTING && p->in_port) {
+        /* A port was to be input: the data is held; the input ends. */
+        p->held_len = len;
+        p->state = TEMPEST_CHAN_ST_BUFFERFULL;
+        p->in_port = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE, 0);
+    } else if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
         chan_event(s, p, TEMPEST_CHAN_EV_INPUT, len, p->buf);
         chan_input_done(s, p);
     } else {
@@ -161,6 +184,11 @@ static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
 static bool chan_data_ok(TempestNCState *s, unsigned peer,
                          TempestChanPort *p, uint32_t number)
 {
+    if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
+        /* Stage 1: ignored; the companion sends it again (stage 3). */
+        trace_tempest_nc_chan_drop(s->node_id, peer, "for a migrating port");
+        return false;
+    }
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
          p->state != TEMPEST_CHAN_ST_INPUTTING) || p->incoming) {
         chan_drop(s, peer, "DATA for a port that holds data or outputs");
@@ -193,6 +221,17 @@ static void chan_rx_data(TempestNCState *s, unsigned peer,
         return;
     }
     chan_data_stored(s, p, len);
+}
+
+/* ACK (status 0) or NACK: the pre-send's DATA was taken. */
+static void chan_rx_ack(TempestNCState *s, unsigned peer, TempestChanPort *p,
+                        uint32_t number, uint32_t status)
+{
+    if (!p->presend || p->presend_done || p->out_port || number != p->tx) {
+        chan_drop(s, peer, "ACK for no pre-send");
+        return;
+    }
+    chan_presend_end(s, p, status);
 }
 
 /* BIG: DATA of @len bytes to come by the transfer engine. */
@@ -262,7 +301,8 @@ static void chan_xfer_sent(TempestNCState *s, uint64_t cookie,
     TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
 
     if (status && p && p->presend && !p->presend_done && p->go &&
-        cookie >> 32 == p->tx) {
+        !p->out_port && cookie >> 32 == p->tx &&
+        (cookie & 0xFFFF) == TEMPEST_CHAN_ID_INDEX(p->comp)) {
         chan_presend_end(s, p, status);
     }
 }
@@ -276,11 +316,344 @@ static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
         p->state = TEMPEST_CHAN_ST_IDLE;
         p->next = 0;
         p->nextsize = 0;
-        chan_event(s, p, TEMPEST_CHAN_EV_CLOSED, TEMPEST_CMD_E_CLOSED, 0);
+        chan_event(s, p, p->in_port ? TEMPEST_CHAN_EV_PORT :
+                   TEMPEST_CHAN_EV_CLOSED, TEMPEST_CMD_E_CLOSED, 0);
+        p->in_port = 0;
     }
     if (p->presend && !p->presend_done) {
+        if (p->out_port) {
+            /*
+             * Nobody will input the port sent: the move is abandoned, the
+             * port is IDLE here again, and its companion is asked to send
+             * again what it dropped (a wire-up to itself).
+             */
+            TempestChanPort *q = &s->chan_port[p->cargo];
+            uint8_t x[4];
+
+            q->state = TEMPEST_CHAN_ST_IDLE;
+            if (q->comp != TEMPEST_CHAN_NONE) {
+                fabric_st32(x, chan_id(s, q));
+                chan_send(s, CHAN_MSG_WIRE, q->comp, chan_id(s, q), q->rx,
+                          x, 4);
+            }
+        }
         chan_presend_end(s, p, TEMPEST_CMD_E_CLOSED);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Ports over ports (3.2): the five stages                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Send the pre-send of @p (again) to its companion: the data (in the
+ * DATA frame, or BIG for the transfer engine) or the port at p->cargo
+ * (PORTDATA, with the port's companion as it is now: stage 5 may have
+ * changed it).  False if the data cannot be read.
+ */
+static bool chan_send_output(TempestNCState *s, TempestChanPort *p)
+{
+    g_autofree uint8_t *data = NULL;
+    uint8_t x[16];
+
+    p->go = 0;
+    if (p->out_port) {
+        TempestChanPort *q = &s->chan_port[p->cargo];
+
+        fabric_st32(x, chan_id(s, q));
+        fabric_st32(x + 4, q->comp);
+        fabric_st32(x + 8, q->tx);
+        fabric_st32(x + 12, q->rx);
+        chan_send(s, CHAN_MSG_PORTDATA, p->comp, chan_id(s, p), p->tx, x,
+                  16);
+    } else if (p->out_len > TEMPEST_CHAN_INLINE) {
+        fabric_st64(x, p->out_len);
+        chan_send(s, CHAN_MSG_BIG, p->comp, chan_id(s, p), p->tx, x, 8);
+    } else {
+        data = g_malloc(p->out_len ? p->out_len : 1);
+        if (p->out_len &&
+            !tempest_nc_dma_read(s, p->out_addr, data, p->out_len)) {
+            return false;
+        }
+        chan_send(s, CHAN_MSG_DATA, p->comp, chan_id(s, p), p->tx, data,
+                  p->out_len);
+    }
+    return true;
+}
+
+static void chan_send_wire(TempestNCState *s, uint32_t target, uint32_t new,
+                           uint32_t old, uint32_t rx)
+{
+    uint8_t x[4];
+
+    fabric_st32(x, old);
+    chan_send(s, CHAN_MSG_WIRE, target, new, rx, x, 4);
+}
+
+static void chan_send_delete(TempestNCState *s, uint32_t target,
+                             uint32_t from)
+{
+    chan_send(s, CHAN_MSG_DELETE, target, from, 0, NULL, 0);
+}
+
+/* A free entry of the table, IDLE with the buffer given, or NULL. */
+static TempestChanPort *chan_new(TempestNCState *s, uint64_t buf,
+                                 uint64_t size)
+{
+    for (unsigned n = 0; n < TEMPEST_CHAN_PORTS; n++) {
+        unsigned i = (s->chan_next + n) % TEMPEST_CHAN_PORTS;
+        TempestChanPort *p = &s->chan_port[i];
+
+        if (p->state == TEMPEST_CHAN_ST_EMPTY) {
+            memset(p, 0, sizeof(*p));
+            p->state = TEMPEST_CHAN_ST_IDLE;
+            p->comp = TEMPEST_CHAN_NONE;
+            p->buf = size ? buf : 0;
+            p->bufsize = size;
+            s->chan_next = (i + 1) % TEMPEST_CHAN_PORTS;
+            s->chan_used++;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static void chan_release(TempestNCState *s, TempestChanPort *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->state = TEMPEST_CHAN_ST_EMPTY;
+    s->chan_used--;
+}
+
+/* Stage 1 on t_o (port @t) sending port @q. */
+static void chan_stage1(TempestNCState *s, TempestChanPort *t,
+                        TempestChanPort *q)
+{
+    /* 1.1: data pre-sent to q is ignored: its companion sends it again. */
+    q->held_len = 0;
+    q->held_port = 0;
+    q->state = TEMPEST_CHAN_ST_MIGRATING;
+    /* 1.2: the route for the confirmation. */
+    q->via = t - s->chan_port;
+    /* 1.3: q's name and companion go over t. */
+    t->tx++;
+    t->state = TEMPEST_CHAN_ST_OUTPUTTING;
+    t->presend = 1;
+    t->presend_done = 0;
+    t->out_port = 1;
+    t->out_status = 0;
+    t->out_len = 0;
+    t->cargo = q - s->chan_port;
+    chan_send_output(s, t);
+}
+
+/*
+ * Stage 2 at D on port @t, which holds a port: the new port (with the
+ * initial buffer @buf/@size), wired to the sent port's companion.  0, or
+ * NO_PORTS (the port stays held).
+ */
+static uint32_t chan_stage2(TempestNCState *s, TempestChanPort *t,
+                            uint64_t buf, uint64_t size)
+{
+    TempestChanPort *n = chan_new(s, buf, size);
+    uint32_t origin = t->held_origin;
+
+    if (!n) {
+        return TEMPEST_CMD_E_NO_PORTS;
+    }
+    /* 2.1: the new port, with the sent port's companion and counters. */
+    n->comp = t->held_comp;
+    n->tx = t->held_tx;
+    n->rx = t->held_rx;
+    /* 2.3: t waits for the final confirmation. */
+    t->held_port = 0;
+    t->in_port = 0;
+    t->next = 0;
+    t->nextsize = 0;
+    t->rx++;
+    t->state = TEMPEST_CHAN_ST_CONFIRMING;
+    t->result = chan_id(s, n);
+    /* 2.2: the companion wires up (a freed one: straight to stage 4). */
+    if (n->comp != TEMPEST_CHAN_NONE) {
+        chan_send_wire(s, n->comp, chan_id(s, n), origin, n->rx);
+    } else {
+        chan_send_delete(s, origin, chan_id(s, n));
+    }
+    return 0;
+}
+
+static void chan_hold_port(TempestChanPort *p, const uint8_t *x)
+{
+    p->held_port = 1;
+    p->held_origin = fabric_ld32(x);
+    p->held_comp = fabric_ld32(x + 4);
+    p->held_tx = fabric_ld32(x + 8);
+    p->held_rx = fabric_ld32(x + 12);
+    p->state = TEMPEST_CHAN_ST_BUFFERFULL;
+}
+
+/* PORTDATA: stage 1 arriving at the destination. */
+static void chan_rx_portdata(TempestNCState *s, unsigned peer,
+                             TempestChanPort *p, uint32_t number,
+                             const uint8_t *x)
+{
+    uint32_t origin = fabric_ld32(x), comp = fabric_ld32(x + 4);
+    uint32_t st;
+
+    if (TEMPEST_CHAN_ID_NODE(origin) != peer ||
+        (comp != TEMPEST_CHAN_NONE &&
+         (TEMPEST_CHAN_ID_NODE(comp) >= s->num_nodes ||
+          TEMPEST_CHAN_ID_INDEX(comp) >= TEMPEST_CHAN_PORTS))) {
+        chan_drop(s, peer, "PORTDATA naming no port");
+        return;
+    }
+    if (!chan_data_ok(s, peer, p, number)) {
+        return;
+    }
+    if (p->state == TEMPEST_CHAN_ST_IDLE) {
+        chan_hold_port(p, x);
+        return;
+    }
+    /* INPUTTING */
+    chan_hold_port(p, x);
+    if (!p->in_port) {
+        p->next = 0;
+        p->nextsize = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE, 0);
+        return;
+    }
+    st = chan_stage2(s, p, p->next, p->nextsize);
+    if (st) {
+        p->in_port = 0;
+        p->next = 0;
+        p->nextsize = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_PORT, st, 0);   /* BUFFERFULL */
+    }
+}
+
+/* WIRE: stage 3 (or 5) at the companion's node. */
+static void chan_rx_wire(TempestNCState *s, unsigned peer, uint32_t target,
+                         uint32_t new, uint32_t rx, uint32_t old)
+{
+    TempestChanPort *p = chan_port_of(s, target), *t;
+    bool done = false;
+
+    if (!p) {
+        /* The companion was freed: finish the move; new is alone. */
+        if (old != new) {
+            chan_send_delete(s, old, target);
+        }
+        chan_send(s, CHAN_MSG_FREED, new, target, 0, NULL, 0);
+        return;
+    }
+    if (p->comp != old) {
+        chan_drop(s, peer, "WIRE for a port whose companion is not old");
+        return;
+    }
+    /* 3.1: the channel now runs between p and new. */
+    p->comp = new;
+    if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
+        /* 5: both ends move: pass it on to where p is going. */
+        t = &s->chan_port[p->via];
+        if (t->comp != TEMPEST_CHAN_NONE) {
+            uint8_t x[8];
+
+            s->chan_forwards++;
+            fabric_st32(x, new);
+            fabric_st32(x + 4, old);
+            chan_send(s, CHAN_MSG_FWD, t->comp, chan_id(s, t), rx, x, 8);
+        }
+        return;
+    }
+    if (p->presend && !p->presend_done) {
+        if (p->tx > rx) {
+            /* 3.2: what the old port dropped goes to the new one. */
+            s->chan_resent++;
+            if (!chan_send_output(s, p)) {
+                chan_presend_end(s, p, TEMPEST_CMD_E_BAD_ADDR);
+            }
+        } else if (!p->out_port) {
+            /* Input before the move; its acknowledgement is late. */
+            done = true;
+        } else {
+            chan_drop(s, peer, "WIRE: a port input, yet its taker moved");
+        }
+    }
+    /* 3.2: the old port may go (an abandoned move wires to itself). */
+    if (old != new) {
+        chan_send_delete(s, old, target);
+    }
+    if (done) {
+        chan_presend_end(s, p, 0);
+    }
+}
+
+/* FWD: stage 5 at the node a migrating port was sent to. */
+static void chan_rx_fwd(TempestNCState *s, unsigned peer, TempestChanPort *p,
+                        uint32_t new, uint32_t old)
+{
+    TempestChanPort *n;
+
+    if (p->state == TEMPEST_CHAN_ST_BUFFERFULL && p->held_port) {
+        /* 5.1: not input yet: overwrite the port data waiting here. */
+        if (p->held_comp == old) {
+            p->held_comp = new;
+        } else {
+            chan_drop(s, peer, "FWD: the port held is not old's");
+        }
+    } else if (p->state == TEMPEST_CHAN_ST_CONFIRMING) {
+        /* 5.2: input already: the port allocated for it. */
+        n = chan_port_of(s, p->result);
+        if (n && n->comp == old) {
+            n->comp = new;
+        } else {
+            chan_drop(s, peer, "FWD: the new port is not wired to old");
+        }
+    } else if (p->state != TEMPEST_CHAN_ST_MIGRATING) {
+        /* MIGRATING: the port data was dropped and is sent again. */
+        chan_drop(s, peer, "FWD for a port in no state to take it");
+    }
+    /* In every case the origin of old is told (then stage 4). */
+    if (old != new) {
+        chan_send_delete(s, old, chan_id(s, p));
+    }
+}
+
+/* DELETE: stage 4 at the origin. */
+static void chan_rx_delete(TempestNCState *s, unsigned peer,
+                           TempestChanPort *p)
+{
+    TempestChanPort *t;
+
+    if (p->state != TEMPEST_CHAN_ST_MIGRATING) {
+        chan_drop(s, peer, "DELETE of a port that is not migrating");
+        return;
+    }
+    t = &s->chan_port[p->via];
+    if (t->state != TEMPEST_CHAN_ST_OUTPUTTING || !t->out_port ||
+        t->cargo != p - s->chan_port) {
+        chan_drop(s, peer, "DELETE: the port it went over is not sending it");
+        return;
+    }
+    chan_release(s, p);
+    s->chan_moves++;
+    if (t->comp != TEMPEST_CHAN_NONE) {
+        chan_send(s, CHAN_MSG_CONFIRM, t->comp, chan_id(s, t), 0, NULL, 0);
+    }
+    chan_presend_end(s, t, 0);          /* IDLE, the OUTPUT event */
+}
+
+/* CONFIRM: the final confirmation at the destination. */
+static void chan_rx_confirm(TempestNCState *s, unsigned peer,
+                            TempestChanPort *p)
+{
+    if (p->state != TEMPEST_CHAN_ST_CONFIRMING) {
+        chan_drop(s, peer, "CONFIRM for a port not confirming");
+        return;
+    }
+    p->state = TEMPEST_CHAN_ST_IDLE;
+    chan_event(s, p, TEMPEST_CHAN_EV_PORT, 0, p->result);
+    p->result = 0;
 }
 
 /* A FABRIC_CHAN frame from @peer (or from this node itself). */
@@ -306,7 +679,7 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         return;
     }
     if (kind != CHAN_MSG_DATA &&
-        len != FABRIC_CHAN_HDR + (kind >= CHAN_MSG_BIG ? 8 : 0)) {
+        len != FABRIC_CHAN_HDR + chan_msg_extra[kind]) {
         chan_drop(s, peer, "bad length");
         return;
     }
@@ -318,7 +691,46 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         chan_drop(s, peer, "sender is not the link's node");
         return;
     }
+    if (kind == CHAN_MSG_WIRE) {
+        /* From the new port, a third party: checked against old. */
+        if (TEMPEST_CHAN_ID_NODE(to) != s->node_id ||
+            TEMPEST_CHAN_ID_INDEX(to) >= TEMPEST_CHAN_PORTS) {
+            chan_drop(s, peer, "WIRE for no port of this node");
+            return;
+        }
+        chan_rx_wire(s, peer, to, from, number,
+                     fabric_ld32(body + FABRIC_CHAN_HDR));
+        return;
+    }
     p = chan_port_of(s, to);
+    if (kind == CHAN_MSG_DELETE) {
+        /* From whoever replaced the reference to the moved port. */
+        if (!p) {
+            chan_drop(s, peer, "DELETE of no live port");
+            return;
+        }
+        chan_rx_delete(s, peer, p);
+        return;
+    }
+    if (kind == CHAN_MSG_FWD && !p) {
+        /* Stale: the origin is told all the same (then stage 4). */
+        uint32_t new = fabric_ld32(body + FABRIC_CHAN_HDR);
+        uint32_t old = fabric_ld32(body + FABRIC_CHAN_HDR + 4);
+
+        if (old != new) {
+            chan_send_delete(s, old, to);
+        }
+        return;
+    }
+    if (p && p->comp != from &&
+        (kind == CHAN_MSG_ACK || kind == CHAN_MSG_NACK)) {
+        /*
+         * A late acknowledgement from a companion that has moved since
+         * (the output was found input at stage 3): stale, ignored.
+         */
+        trace_tempest_nc_chan_drop(s->node_id, peer, "late ACK");
+        return;
+    }
     if (!p || p->comp != from) {
         chan_drop(s, peer, "not a live port whose companion sent it");
         return;
@@ -330,12 +742,8 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         break;
     case CHAN_MSG_ACK:
     case CHAN_MSG_NACK:
-        if (!p->presend || p->presend_done || number != p->tx) {
-            chan_drop(s, peer, "ACK for no pre-send");
-            return;
-        }
-        chan_presend_end(s, p, kind == CHAN_MSG_ACK ? 0 :
-                         TEMPEST_CMD_E_TOO_BIG);
+        chan_rx_ack(s, peer, p, number, kind == CHAN_MSG_ACK ? 0 :
+                    TEMPEST_CMD_E_TOO_BIG);
         break;
     case CHAN_MSG_FREED:
         chan_rx_freed(s, p);
@@ -345,6 +753,16 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         break;
     case CHAN_MSG_GO:
         chan_rx_go(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR));
+        break;
+    case CHAN_MSG_PORTDATA:
+        chan_rx_portdata(s, peer, p, number, body + FABRIC_CHAN_HDR);
+        break;
+    case CHAN_MSG_FWD:
+        chan_rx_fwd(s, peer, p, fabric_ld32(body + FABRIC_CHAN_HDR),
+                    fabric_ld32(body + FABRIC_CHAN_HDR + 4));
+        break;
+    case CHAN_MSG_CONFIRM:
+        chan_rx_confirm(s, peer, p);
         break;
     }
 }
@@ -370,6 +788,16 @@ static void chan_peer_down(TempestNCState *s, unsigned peer)
         if (p->state != TEMPEST_CHAN_ST_EMPTY &&
             p->comp != TEMPEST_CHAN_NONE &&
             TEMPEST_CHAN_ID_NODE(p->comp) == peer) {
+            if (p->state == TEMPEST_CHAN_ST_CONFIRMING) {
+                /*
+                 * The confirmation will never come; the new port was
+                 * made and wired up: the port input ends with it.
+                 */
+                p->state = TEMPEST_CHAN_ST_IDLE;
+                chan_event(s, p, TEMPEST_CHAN_EV_PORT,
+                           TEMPEST_CMD_E_PEER_DOWN, p->result);
+                p->result = 0;
+            }
             chan_rx_freed(s, p);
         }
     }
@@ -399,26 +827,17 @@ static uint32_t chan_op_alloc(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t addr = b->arg[1], size = b->arg[2];
 
+    TempestChanPort *p;
+
     if (!chan_buffer_ok(s, addr, size)) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
     }
-    for (unsigned n = 0; n < TEMPEST_CHAN_PORTS; n++) {
-        unsigned i = (s->chan_next + n) % TEMPEST_CHAN_PORTS;
-        TempestChanPort *p = &s->chan_port[i];
-
-        if (p->state == TEMPEST_CHAN_ST_EMPTY) {
-            memset(p, 0, sizeof(*p));
-            p->state = TEMPEST_CHAN_ST_IDLE;
-            p->comp = TEMPEST_CHAN_NONE;
-            p->buf = size ? addr : 0;
-            p->bufsize = size;
-            s->chan_next = (i + 1) % TEMPEST_CHAN_PORTS;
-            s->chan_used++;
-            b->result = chan_id(s, p);
-            return TEMPEST_CMD_SUCCESS;
-        }
+    p = chan_new(s, addr, size);
+    if (!p) {
+        return chan_fail(s, b, TEMPEST_CMD_E_NO_PORTS);
     }
-    return chan_fail(s, b, TEMPEST_CMD_E_NO_PORTS);
+    b->result = chan_id(s, p);
+    return TEMPEST_CMD_SUCCESS;
 }
 
 static bool chan_unconnected(TempestChanPort *p)
@@ -461,15 +880,14 @@ static uint32_t chan_op_free(TempestNCState *s, TempestCmdBank *b,
 {
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
          p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
-        (p->presend && !p->presend_done) || p->incoming) {
+        (p->presend && !p->presend_done) || p->incoming || p->held_port) {
+        /* A port held here would be lost with it. */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (p->comp != TEMPEST_CHAN_NONE) {
         chan_send(s, CHAN_MSG_FREED, p->comp, chan_id(s, p), 0, NULL, 0);
     }
-    memset(p, 0, sizeof(*p));
-    p->state = TEMPEST_CHAN_ST_EMPTY;
-    s->chan_used--;
+    chan_release(s, p);
     return TEMPEST_CMD_SUCCESS;
 }
 
@@ -495,7 +913,6 @@ static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
                                    TempestChanPort *p)
 {
     uint64_t addr = b->arg[2], len = b->arg[3];
-    g_autofree uint8_t *data = NULL;
 
     if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend) {
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
@@ -516,27 +933,18 @@ static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
         !tempest_fabric_peer_up(s->fabric, TEMPEST_CHAN_ID_NODE(p->comp))) {
         return chan_fail(s, b, TEMPEST_CMD_E_PEER_DOWN);
     }
-    if (len <= TEMPEST_CHAN_INLINE) {
-        data = g_malloc(len ? len : 1);
-        if (len && !tempest_nc_dma_read(s, addr, data, len)) {
-            return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
-        }
-    }
     p->presend = 1;
     p->presend_done = 0;
-    p->go = 0;
+    p->out_port = 0;
     p->out_status = 0;
     p->out_addr = addr;
     p->out_len = len;
     p->tx++;
-    if (data) {
-        chan_send(s, CHAN_MSG_DATA, p->comp, chan_id(s, p), p->tx, data,
-                  len);
-    } else {
-        uint8_t l[8];
-
-        fabric_st64(l, len);
-        chan_send(s, CHAN_MSG_BIG, p->comp, chan_id(s, p), p->tx, l, 8);
+    if (!chan_send_output(s, p)) {
+        /* Nothing was sent. */
+        p->presend = 0;
+        p->tx--;
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
     }
     return TEMPEST_CMD_SUCCESS;
 }
@@ -586,6 +994,9 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
     if (!chan_buffer_ok(s, next, size)) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
     }
+    if (p->held_port) {
+        return chan_fail(s, b, TEMPEST_CMD_E_CHAN_TYPE);
+    }
     p->next = size ? next : 0;
     p->nextsize = size;
     if (p->state == TEMPEST_CHAN_ST_BUFFERFULL) {
@@ -604,6 +1015,81 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
     return TEMPEST_CMD_SUCCESS;
 }
 
+/* The paper's port output (3.2, stage 1): port ARG2 over port p. */
+static uint32_t chan_op_output_port(TempestNCState *s, TempestCmdBank *b,
+                                    TempestChanPort *t)
+{
+    TempestChanPort *q = chan_port_of(s, b->arg[2]);
+
+    if (!q || q == t) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_PORT);
+    }
+    if (t->state != TEMPEST_CHAN_ST_IDLE || t->presend ||
+        t->comp == chan_id(s, q)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (t->closed) {
+        return chan_fail(s, b, TEMPEST_CMD_E_CLOSED);
+    }
+    if (t->comp == TEMPEST_CHAN_NONE) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if ((q->state != TEMPEST_CHAN_ST_IDLE &&
+         q->state != TEMPEST_CHAN_ST_BUFFERFULL) || q->presend) {
+        /* Moving with a pre-send out would lose it (docs/chan.rst). */
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (q->incoming) {
+        /* Its long DATA lands soon: then it can go. */
+        return TEMPEST_CMD_RETRY;
+    }
+    if (TEMPEST_CHAN_ID_NODE(t->comp) != s->node_id &&
+        !tempest_fabric_peer_up(s->fabric, TEMPEST_CHAN_ID_NODE(t->comp))) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PEER_DOWN);
+    }
+    chan_stage1(s, t, q);
+    b->result = 0;
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/* The paper's port input (3.2, stage 2): ARG2/ARG3 the new port's buffer. */
+static uint32_t chan_op_input_port(TempestNCState *s, TempestCmdBank *b,
+                                   TempestChanPort *t)
+{
+    uint64_t buf = b->arg[2], size = b->arg[3];
+    uint32_t st;
+
+    if ((t->state != TEMPEST_CHAN_ST_IDLE &&
+         t->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
+        (t->presend && !t->presend_done)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (!chan_buffer_ok(s, buf, size)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    if (t->state == TEMPEST_CHAN_ST_BUFFERFULL) {
+        if (!t->held_port) {
+            return chan_fail(s, b, TEMPEST_CMD_E_CHAN_TYPE);
+        }
+        st = chan_stage2(s, t, buf, size);
+        if (st) {
+            return chan_fail(s, b, st);
+        }
+        b->result = 0;
+        return TEMPEST_CMD_SUCCESS;
+    }
+    if (t->closed || t->comp == TEMPEST_CHAN_NONE) {
+        return chan_fail(s, b, t->closed ? TEMPEST_CMD_E_CLOSED :
+                         TEMPEST_CMD_E_PORT_STATE);
+    }
+    t->next = size ? buf : 0;
+    t->nextsize = size;
+    t->in_port = 1;
+    t->state = TEMPEST_CHAN_ST_INPUTTING;
+    b->result = 0;
+    return TEMPEST_CMD_SUCCESS;
+}
+
 static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
 {
     uint64_t op = b->arg[0];
@@ -614,7 +1100,7 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         st = chan_op_alloc(s, b);
         goto out;
     }
-    if (op < TEMPEST_CHAN_OP_CONNECT || op > TEMPEST_CHAN_OP_STATE) {
+    if (op < TEMPEST_CHAN_OP_CONNECT || op > TEMPEST_CHAN_OP_INPUT_PORT) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_CHAN_OP);
     }
     p = chan_port_of(s, b->arg[1]);
@@ -639,6 +1125,12 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         break;
     case TEMPEST_CHAN_OP_INPUT:
         st = chan_op_input(s, b, p);
+        break;
+    case TEMPEST_CHAN_OP_OUTPUT_PORT:
+        st = chan_op_output_port(s, b, p);
+        break;
+    case TEMPEST_CHAN_OP_INPUT_PORT:
+        st = chan_op_input_port(s, b, p);
         break;
     default: /* TEMPEST_CHAN_OP_STATE */
         b->result = p->state |
@@ -677,6 +1169,9 @@ static void chan_reset(TempestNCState *s)
     s->chan_used = 0;
     s->chan_next = 0;
     s->chan_dropped = 0;
+    s->chan_moves = 0;
+    s->chan_forwards = 0;
+    s->chan_resent = 0;
 }
 
 static bool chan_realize(TempestNCState *s, Error **errp)
@@ -698,7 +1193,8 @@ static bool chan_vmstate_needed(void *opaque)
 {
     TempestNCState *s = opaque;
 
-    return s->chan_used || s->chan_dropped;
+    return s->chan_used || s->chan_dropped || s->chan_moves ||
+           s->chan_forwards || s->chan_resent;
 }
 
 /* Every entry is one the device can make, with buffers in RAM. */
@@ -717,7 +1213,12 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
             continue;
         }
         used++;
-        if (p->state > TEMPEST_CHAN_ST_BUFFERFULL ||
+        if (p->state > TEMPEST_CHAN_ST_CONFIRMING ||
+            p->via >= TEMPEST_CHAN_PORTS || p->cargo >= TEMPEST_CHAN_PORTS ||
+            (p->state == TEMPEST_CHAN_ST_MIGRATING &&
+             s->chan_port[p->via].state != TEMPEST_CHAN_ST_OUTPUTTING) ||
+            (p->out_port &&
+             s->chan_port[p->cargo].state != TEMPEST_CHAN_ST_MIGRATING) ||
             (p->comp != TEMPEST_CHAN_NONE &&
              (TEMPEST_CHAN_ID_NODE(p->comp) >= s->num_nodes ||
               TEMPEST_CHAN_ID_INDEX(p->comp) >= TEMPEST_CHAN_PORTS)) ||
@@ -733,7 +1234,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_tempest_chan_port = {
     .name = TYPE_TEMPEST_NC "/chan-port",
-    .version_id = 1,
+    .version_id = 2,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(state, TempestChanPort),
@@ -754,6 +1255,16 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT64(bufsize, TempestChanPort),
         VMSTATE_UINT64(next, TempestChanPort),
         VMSTATE_UINT64(nextsize, TempestChanPort),
+        VMSTATE_UINT32_V(out_port, TempestChanPort, 2),
+        VMSTATE_UINT32_V(cargo, TempestChanPort, 2),
+        VMSTATE_UINT32_V(via, TempestChanPort, 2),
+        VMSTATE_UINT32_V(in_port, TempestChanPort, 2),
+        VMSTATE_UINT32_V(held_port, TempestChanPort, 2),
+        VMSTATE_UINT32_V(held_origin, TempestChanPort, 2),
+        VMSTATE_UINT32_V(held_comp, TempestChanPort, 2),
+        VMSTATE_UINT32_V(held_tx, TempestChanPort, 2),
+        VMSTATE_UINT32_V(held_rx, TempestChanPort, 2),
+        VMSTATE_UINT32_V(result, TempestChanPort, 2),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -761,7 +1272,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
 /* The channel controller: its port table and counters. */
 const VMStateDescription vmstate_tempest_nc_chan = {
     .name = TYPE_TEMPEST_NC "/chan",
-    .version_id = 1,
+    .version_id = 2,
     .minimum_version_id = 1,
     .needed = chan_vmstate_needed,
     .post_load = chan_vmstate_post_load,
@@ -771,6 +1282,9 @@ const VMStateDescription vmstate_tempest_nc_chan = {
         VMSTATE_UINT32(chan_used, TempestNCState),
         VMSTATE_UINT32(chan_next, TempestNCState),
         VMSTATE_UINT32(chan_dropped, TempestNCState),
+        VMSTATE_UINT32_V(chan_moves, TempestNCState, 2),
+        VMSTATE_UINT32_V(chan_forwards, TempestNCState, 2),
+        VMSTATE_UINT32_V(chan_resent, TempestNCState, 2),
         VMSTATE_END_OF_LIST()
     }
 };

@@ -109,6 +109,9 @@ REG32(TAG_UPGRADE, TEMPEST_NC_TAG_UPGRADE)
 REG32(TAG_UPGRADE_HI, TEMPEST_NC_TAG_UPGRADE + 4)
 REG32(CHAN_DROPPED, TEMPEST_NC_CHAN_DROPPED)
 REG32(CHAN_USED, TEMPEST_NC_CHAN_USED)
+REG32(CHAN_MOVES, TEMPEST_NC_CHAN_MOVES)
+REG32(CHAN_FWDS, TEMPEST_NC_CHAN_FWDS)
+REG32(CHAN_RESENT, TEMPEST_NC_CHAN_RESENT)
 REG32(POLL_HINT, TEMPEST_NC_POLL_HINT)
 REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
 
@@ -369,6 +372,15 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_CHAN_USED:
         *value = s->chan_used;
         return true;
+    case A_CHAN_MOVES:
+        *value = s->chan_moves;
+        return true;
+    case A_CHAN_FWDS:
+        *value = s->chan_forwards;
+        return true;
+    case A_CHAN_RESENT:
+        *value = s->chan_resent;
+        return true;
     case A_POLL_HINT:
         *value = extract64(s->poll_hint, 0, 32);
         return true;
@@ -532,6 +544,9 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_XFER_PARKED:
     case A_CHAN_DROPPED:
     case A_CHAN_USED:
+    case A_CHAN_MOVES:
+    case A_CHAN_FWDS:
+    case A_CHAN_RESENT:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     case A_TAG_UPGRADE:

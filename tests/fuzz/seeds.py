@@ -242,7 +242,10 @@ def nc_seeds():
 (OP_RAW, OP_DATA, OP_CREDIT, OP_COLL, OP_XFER, OP_MESH, OP_BYE, OP_HELLO,
  OP_FLOOD, OP_DISCONNECT, OP_RECONNECT, OP_STRANGER, OP_RUN, OP_MMIO_WRITE,
  OP_MMIO_READ, OP_CMD, OP_RINGS, OP_SEND, OP_RQ_FREE, OP_PAUSE, OP_DIAL,
- OP_GONE) = range(22)
+ OP_GONE, OP_CHAN) = range(23)
+# The channel controller's frame kinds (tempest-nc-chan.c).
+(CK_DATA, CK_ACK, CK_NACK, CK_FREED, CK_BIG, CK_GO, CK_PORTDATA, CK_WIRE,
+ CK_FWD, CK_DELETE, CK_CONFIRM) = range(1, 12)
 XK_HDR, XK_DATA, XK_GO, XK_ACK, XK_ABORT, XK_FOP_REQ, XK_FOP_REP = \
     range(1, 8)
 
@@ -277,6 +280,18 @@ def f_cmd(op, *args):
     fixups (op_cmd) unchanged where it matters."""
     args = list(args) + [0] * (6 - len(args))
     return bytes([OP_CMD, op - 1, 0]) + b"".join(u64(a) for a in args)
+
+
+def f_chan(kind, to, frm, number=0, body=b"", flags=0):
+    """to: a port index of the node, frm: one of ours (flags 2: ids)."""
+    ids = u32(to) + u32(frm) if flags & 2 else bytes([to, frm])
+    return bytes([OP_CHAN, kind - 1, flags]) + ids + u32(number) + body
+
+
+def f_chop(op, *args):
+    """TEMPEST_CMD_CHAN's instruction op (TEMPEST_CHAN_OP_ name)."""
+    return f_cmd(K["TEMPEST_CMD_CHAN"], K["TEMPEST_CHAN_OP_" + op] - 1,
+                 *args)
 
 
 def f_run(loops=4, ticks=0):
@@ -393,6 +408,36 @@ def fabric_seeds():
                     f_xfer(XK_FOP_REP, u32(0) + u64(41)), f_run(),
                     f_r(k["TEMPEST_NC_CMD_COMMIT"]),
                     f_r(k["TEMPEST_NC_CMD_RESULT"], 1)]
+    # The channel controller: data, a port moved and the move abandoned
+    # (the carrier's far end freed), a port from the peer input and
+    # confirmed, stage 5's forward, a long pre-send's GO.
+    r["chan-move"] = [f_rings(), f_chop("ALLOC", 0x100, 64),
+                      f_chop("ALLOC", 0x200, 0),
+                      f_chop("CONNECT", 0, 5 << 1 | 1),
+                      f_chop("CONNECT", 1, 6 << 1 | 1),
+                      f_chan(CK_DATA, 0, 5, 1, b"abcd"), f_run(),
+                      f_chop("OUTPUT_PORT", 1, 0), f_run(),
+                      f_chan(CK_FREED, 1, 6), f_run(),
+                      f_chop("OUTPUT_PORT", 1, 0),
+                      f_chan(CK_WIRE, 0, 7, 0, u32(0x10005)), f_run(),
+                      f_chan(CK_DELETE, 0, 5), f_chan(CK_ACK, 0, 5, 1),
+                      f_r(k["TEMPEST_NC_CHAN_DROPPED"])]
+    r["chan-port-in"] = [f_rings(), f_chop("ALLOC", 0x100, 64),
+                         f_chop("CONNECT", 0, 3 << 1 | 1),
+                         f_chan(CK_PORTDATA, 0, 3, 1, u32(0x10009) +
+                                u32(0x1000a) + u32(4) + u32(2)), f_run(),
+                         f_chop("INPUT_PORT", 0, 0x300, 64), f_run(),
+                         f_chan(CK_FWD, 0, 3, 2, u32(0x1000b) +
+                                u32(0x10009)),
+                         f_chan(CK_CONFIRM, 0, 3), f_run(),
+                         f_chan(CK_DATA, 1, 10, 3, b"wxyz"), f_run(),
+                         f_r(k["TEMPEST_NC_CHAN_USED"])]
+    r["chan-big"] = [f_rings(), f_chop("ALLOC", 0x100, 0),
+                     f_chop("CONNECT", 0, 2 << 1 | 1),
+                     f_chop("OUTPUTDATA", 0, 0x1000, 70000), f_run(),
+                     f_chan(CK_GO, 0, 2, 1, u64(DATA + 0x20000)), f_run(),
+                     f_chan(CK_BIG, 0, 2, 1, u64(80000)),
+                     f_chan(CK_ACK, 0, 2, 1), f_run()]
     r["timers"] = [f_rings(), f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 300, 1, 2),
                    f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 5, 3, 4),
                    f_run(1, 100), f_run(1, 1000)]

@@ -96,6 +96,8 @@ enum {
     OP_PAUSE,       /* on: stop reading node 0's bytes (0: read again) */
     OP_DIAL,        /* from32, to32 */
     OP_GONE,        /* node32, exited32, status32 */
+    OP_CHAN,        /* kind, flags, [to32 from32] | to8 from8, number32, */
+                    /* body... (the channel controller's frames) */
     OP_NUM,
 };
 
@@ -684,6 +686,37 @@ static void op_xfer(QTestState *s, Cursor *c)
               FABRIC_XFER_HDR + n);
 }
 
+/*
+ * A channel-controller frame (tempest-nc-chan.c): to a port of a few of
+ * the node's, from one of ours, or any ids (flags 2); the kind's data
+ * fuzzed, its length the kind's or any (flags 4).
+ */
+static void op_chan(QTestState *s, Cursor *c)
+{
+    uint8_t body[FABRIC_CHAN_HDR + 128] = { 0 };
+    uint8_t kind = take8(c), flags = take8(c);
+    size_t n;
+
+    body[0] = flags & 1 ? kind : 1 + kind % 11;
+    if (flags & 2) {
+        fabric_st32(body + 4, take32(c));
+        fabric_st32(body + 8, take32(c));
+    } else {
+        fabric_st32(body + 4, TEMPEST_CHAN_ID(role, take8(c) % 8));
+        fabric_st32(body + 8, TEMPEST_CHAN_ID(1 - role, take8(c) % 8));
+    }
+    fabric_st32(body + 12, take32(c));
+    n = take_bytes(c, body + FABRIC_CHAN_HDR, 0, 128);
+    if (!(flags & 4)) {
+        /* The lengths tempest-nc-chan.c takes: BIG/GO 8, PORTDATA 16, */
+        /* WIRE 4, FWD 8, the rest none (DATA: any). */
+        static const uint8_t extra[12] = { 0, 0, 0, 0, 0, 8, 8, 16, 4, 8 };
+
+        n = body[0] == 1 ? n : extra[body[0] % 12];
+    }
+    peer_send(s, FABRIC_CHAN, 0, body, FABRIC_CHAN_HDR + n);
+}
+
 static void op_mesh(QTestState *s, Cursor *c)
 {
     peer_send_u32(s, FABRIC_MESH, 0, take32(c));
@@ -875,9 +908,38 @@ static void op_cmd(QTestState *s, Cursor *c)
     for (int i = 0; i < 6; i++) {
         a[i] = take64(c);
     }
-    op = raw ? op : 1 + op % TEMPEST_CMD_FOP;
+    op = raw ? op : 1 + op % TEMPEST_CMD_CHAN;
     if (!raw) {
         switch (op) {
+        case TEMPEST_CMD_CHAN:
+            /* A port of a few on either node; buffers in the arena. */
+            a[0] = 1 + a[0] % TEMPEST_CHAN_OP_INPUT_PORT;
+            if (a[0] == TEMPEST_CHAN_OP_ALLOC) {
+                a[2] %= 0x10000;
+                a[1] = data_addr(a[1], a[2]);
+                break;
+            }
+            a[1] = TEMPEST_CHAN_ID(role, a[1] % 8);
+            switch (a[0]) {
+            case TEMPEST_CHAN_OP_CONNECT:
+                a[2] = TEMPEST_CHAN_ID(a[2] & 1 ? 1 - role : role,
+                                       (a[2] >> 1) % 8);
+                break;
+            case TEMPEST_CHAN_OP_OUTPUT_PORT:
+                a[2] = TEMPEST_CHAN_ID(role, a[2] % 8);
+                break;
+            case TEMPEST_CHAN_OP_OUTPUTDATA:
+            case TEMPEST_CHAN_OP_OUTPUT:
+                /* Past TEMPEST_CHAN_INLINE: the transfer engine. */
+                a[3] %= 2 * TEMPEST_CHAN_INLINE;
+                a[2] = data_addr(a[2], a[3]);
+                break;
+            default:
+                a[3] %= 0x10000;
+                a[2] = data_addr(a[2], a[3]);
+                break;
+            }
+            break;
         case TEMPEST_CMD_RING_SETUP:
             a[0] %= TEMPEST_NUM_RINGS;
             a[1] = RING_AREA(a[1] % 4);
@@ -1007,6 +1069,7 @@ static OpFn *const ops[OP_NUM] = {
     [OP_PAUSE] = op_pause,
     [OP_DIAL] = op_dial,
     [OP_GONE] = op_gone,
+    [OP_CHAN] = op_chan,
 };
 
 /* ------------------------------------------------------------------ */

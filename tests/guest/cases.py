@@ -468,6 +468,21 @@ CASES += [
     # 64 MiB to a waiting input (the transfer engine past 64 KiB), an
     # input blocked 300 ms sleeping until the CQ interrupt.
     am("chan-hw-2", "chan_hw", 2, 1, mem="256M", timeout=180),
+    # docs/chan.rst, ports over ports in the device (3.2's five stages as
+    # device transitions): the reader end of a channel moved 28 times
+    # round a ring of 7 nodes while node 0 outputs to it (data pre-sent
+    # to a moving port, sent again at stage 3), every message in order;
+    # both ends moving at once right after each input, 1000 rounds (stage
+    # 5), some messages by the transfer engine, none lost, none twice;
+    # outputdata, then the reader end moves: the pre-sent data (16 B and
+    # 70 KB) is sent again and input into the new port's initial buffer,
+    # the writer's end refused to move while its pre-send is out.
+    am("chan-hw-chain-8", "chan_hwmove", 8, 1, args=["chain", "28"],
+       ok="chan_hwmove", mem="64M", timeout=180),
+    am("chan-hw-both-4", "chan_hwmove", 4, 1, args=["both", "1000"],
+       ok="chan_hwmove", mem="64M", timeout=300),
+    am("chan-hw-odmove-3", "chan_hwmove", 3, 1, args=["odmove"],
+       ok="chan_hwmove", mem="64M", timeout=120),
     # Tempest 3.3.2-3.3.4: W, R and F items, the builder, every body size
     # from 0 to TPPI_MAX_AM_BYTES (multi-packet reassembly), echoed and
     # checked byte for byte; on one node (loopback), and on two with the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Keeps libchan and its Promela model on one transition table.
+"""Keeps libchan, its Promela model and the device on one transition table.
 
 tests/model/transitions.txt lists, for every message handler and every
 call of libchan, the port states it tests, the states it moves a port to
@@ -14,10 +14,16 @@ the code itself, following calls to helper functions:
       '.state = X', 'SEND(.., X, ..)'; code under '#ifdef OPT1/OPT2/
       MUTANT_*' (the wrong variants) is left out;
 
-and fails, naming the function and the difference, unless both match the
-table (rows marked 'c' are libchan's alone: not in the model).  A handler
-or call in proto.c or calls.c that the table does not list fails too.
-It also checks itself: mutations of each side must be caught.
+  hw/tempest/tempest-nc-chan.c  the device function each 'device' line
+      of the table names: 'state == TEMPEST_CHAN_ST_X', '->state =
+      TEMPEST_CHAN_ST_X', 'chan_send(s, CHAN_MSG_X' (and its helpers);
+
+and fails, naming the function and the difference, unless all three
+match the table (rows marked 'c' are not in the model, 'l' not in the
+device, 'd' the device's alone).  A handler or call in proto.c or calls.c,
+or a chan_rx_* / chan_op_* function of the device, that the table does
+not list fails too.  It also checks itself: mutations of each side must
+be caught.
 """
 
 import os
@@ -29,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CHAN = os.path.join(ROOT, "guest", "lib", "chan")
 C_FILES = [os.path.join(CHAN, f) for f in ("proto.c", "calls.c", "table.c")]
 PML = os.path.join(HERE, "chan.pml")
+DEVICE = os.path.join(ROOT, "hw", "tempest", "tempest-nc-chan.c")
 TABLE = os.path.join(HERE, "transitions.txt")
 
 STATES = ["EMPTY", "IDLE", "INPUTTING", "OUTPUTTING", "BUFFERFULL",
@@ -104,6 +111,31 @@ def c_sets(texts):
     return _closure(_output(direct, calls), calls)
 
 
+def dev_sets(text):
+    """{function: (tested, assigned, sent)} from the device's C source."""
+    bodies = _bodies(_strip_comments(text),
+                     r"^(?:static )?[\w ]+?\*?\b(\w+)\([^;{]*\)\s*\{")
+    bodies = {f: b for f, b in bodies.items() if not f.isupper()}
+    direct, calls = {}, {}
+    for f, b in bodies.items():
+        tested = set(re.findall(
+            rf"state\s*[!=]=\s*TEMPEST_CHAN_ST_({ST})\b", b))
+        assigned = set(re.findall(
+            rf"->state\s*=\s*TEMPEST_CHAN_ST_({ST})\b", b))
+        sent = set(re.findall(r"chan_send\(s,\s*CHAN_MSG_(\w+)", b))
+        direct[f] = (tested, assigned, sent)
+        calls[f] = {g for g in re.findall(r"\b(\w+)\s*\(", b)
+                    if g in bodies and g != f}
+    # Senders: a frame leaves; chan_send's loopback is not a call.
+    for f, msg in (("chan_send", None), ("chan_send_output", "OUTPUT"),
+                   ("chan_send_wire", "WIRE"),
+                   ("chan_send_delete", "DELETE")):
+        if f in direct:
+            direct[f] = (set(), set(), {msg} if msg else set())
+            calls[f] = set()
+    return _closure(direct, calls)
+
+
 def _output(direct, calls):
     """cp_send_output sends OUTPUT: DATA or PORTDATA, by the port's mode."""
     if "cp_send_output" in direct:
@@ -158,43 +190,61 @@ def table(text):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        m = re.match(r"(\w+)\s+(\*|\w+)\s+->\s+(=|\w+)\s+(\S+)(\s+c)?$",
-                     line)
+        if line.startswith("device "):
+            continue
+        m = re.match(r"(\w+)\s+(\*|\w+)\s+->\s+(=|\w+)\s+(\S+)"
+                     r"(?:\s+([cld]+))?$", line)
         if not m:
             raise SystemExit(f"transitions.txt:{n}: not a row: {line}")
         sends = set() if m.group(4) == "-" else set(m.group(4).split(","))
         rows.setdefault(m.group(1), []).append(
-            (m.group(2), m.group(3), sends, bool(m.group(5))))
+            (m.group(2), m.group(3), sends, m.group(5) or ""))
     return rows
 
 
-def expected(rows, model):
-    """The three sets a function's rows say (the model's: no 'c' rows)."""
+def devices(text):
+    """[(handler or '-', device function)] from the 'device' lines."""
+    out = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].split()
+        if len(line) == 3 and line[0] == "device":
+            out.append((line[1], line[2]))
+    return out
+
+
+def expected(rows, side):
+    """The three sets a function's rows say for @side: 'libchan' (no 'd'
+    rows), 'model' (no 'c' or 'd' rows) or 'device' (no 'l' rows; no
+    EMPTY tested)."""
+    skip = {"libchan": "d", "model": "cd", "device": "l"}[side]
     t, a, s = set(), set(), set()
-    for state, nxt, sends, c_only in rows:
-        if model and c_only:
+    for state, nxt, sends, flags in rows:
+        if any(f in skip for f in flags):
             continue
         if state != "*":
             t.add(state)
         if nxt != "=":
             a.add(nxt)
         s |= sends
+    if side == "device":
+        t.discard("EMPTY")
     return t, a, s
 
 
-def compare(tab, c, pml):
+def compare(tab, c, pml, dev=None, devmap=()):
     """The differences, one line each (empty: all agree)."""
     errs = []
     names = ("tests", "moves to", "sends")
     for f, rows in sorted(tab.items()):
-        for side, got, model in (("proto.c/calls.c", c, False),
-                                 ("chan.pml", pml, True)):
-            if model and all(r[3] for r in rows):
+        for side, got, kind in (("proto.c/calls.c", c, "libchan"),
+                                ("chan.pml", pml, "model")):
+            if kind == "model" and all("c" in r[3] or "d" in r[3]
+                                       for r in rows):
                 continue            # libchan's alone
             if f not in got:
                 errs.append(f"{f}: not in {side}")
                 continue
-            for name, want, have in zip(names, expected(rows, model),
+            for name, want, have in zip(names, expected(rows, kind),
                                         got[f]):
                 if want != have:
                     errs.append(
@@ -207,11 +257,33 @@ def compare(tab, c, pml):
     for f in sorted(pml):
         if (f.endswith("_h") or f.startswith("exec_")) and f not in tab:
             errs.append(f"{f}: in chan.pml, not in transitions.txt")
+    if dev is None:
+        return errs
+    for h, fn in devmap:
+        if fn not in dev:
+            errs.append(f"{fn}: not in tempest-nc-chan.c")
+        elif h != "-" and h not in tab:
+            errs.append(f"device {h}: no rows in transitions.txt")
+        elif h != "-":
+            have_t, have_a, have_s = dev[fn]
+            for name, want, have in zip(names, expected(tab[h], "device"),
+                                        (have_t - {"EMPTY"}, have_a,
+                                         have_s)):
+                if want != have:
+                    errs.append(
+                        f"{h} (device {fn}) {name} {sorted(have)}, the "
+                        f"table says {sorted(want)}")
+    listed = {fn for _, fn in devmap}
+    for fn in sorted(dev):
+        if re.match(r"chan_(rx|op)_", fn) and fn not in listed:
+            errs.append(f"{fn}: in the device, not in transitions.txt")
     return errs
 
 
-def check(c_texts, pml_text, table_text):
-    return compare(table(table_text), c_sets(c_texts), pml_sets(pml_text))
+def check(c_texts, pml_text, table_text, dev_text=None):
+    return compare(table(table_text), c_sets(c_texts), pml_sets(pml_text),
+                   None if dev_text is None else dev_sets(dev_text),
+                   devices(table_text))
 
 
 def _read(path):
@@ -219,9 +291,31 @@ def _read(path):
         return f.read()
 
 
-def self_test(c_texts, pml_text, table_text):
+def self_test(c_texts, pml_text, table_text, dev_text):
     """Each mutation of one side must be caught; returns the misses."""
     proto = c_texts[0]
+    dev_mutations = [
+        ("device chan_rx_wire deletes instead of forwarding",
+         dev_text.replace("chan_send(s, CHAN_MSG_FWD,",
+                          "chan_send(s, CHAN_MSG_DELETE,")),
+        ("device chan_rx_confirm makes the port BUFFERFULL",
+         dev_text.replace("        return;\n    }\n    p->state = "
+                          "TEMPEST_CHAN_ST_IDLE;\n    chan_event(s, p, "
+                          "TEMPEST_CHAN_EV_PORT",
+                          "        return;\n    }\n    p->state = "
+                          "TEMPEST_CHAN_ST_BUFFERFULL;\n    chan_event(s, "
+                          "p, TEMPEST_CHAN_EV_PORT")),
+        ("device chan_rx_fwd without 5.2",
+         dev_text.replace("} else if (p->state == "
+                          "TEMPEST_CHAN_ST_CONFIRMING) {\n        /* 5.2",
+                          "} else if (0) {\n        /* 5.2")),
+    ]
+    missed = []
+    for what, d2 in dev_mutations:
+        if d2 == dev_text:
+            missed.append(f"{what}: the mutation did not apply")
+        elif not check(c_texts, pml_text, table_text, d2):
+            missed.append(f"{what}: not caught")
     mutations = [
         ("proto.c ack_h completes to BUFFERFULL",
          [proto.replace("        return;\n    }\n    p->state = CHAN_IDLE;\n"
@@ -244,8 +338,7 @@ def self_test(c_texts, pml_text, table_text):
          c_texts, pml_text,
          table_text + "fwd_h IDLE -> = DELETE\n"),
     ]
-    missed = []
-    self_test.count = len(mutations)
+    self_test.count = len(mutations) + len(dev_mutations)
     for what, c2, p2, t2 in mutations:
         if c2 == c_texts and p2 == pml_text and t2 == table_text:
             missed.append(f"{what}: the mutation did not apply")
@@ -257,17 +350,20 @@ def self_test(c_texts, pml_text, table_text):
 def main():
     c_texts = [_read(p) for p in C_FILES]
     pml_text, table_text = _read(PML), _read(TABLE)
-    errs = check(c_texts, pml_text, table_text)
+    dev_text = _read(DEVICE)
+    errs = check(c_texts, pml_text, table_text, dev_text)
     for e in errs:
         print("drift: " + e)
-    missed = self_test(c_texts, pml_text, table_text)
+    missed = self_test(c_texts, pml_text, table_text, dev_text)
     for m in missed:
         print("drift self-test: " + m)
     errs += missed
     rows = sum(len(r) for r in table(table_text).values())
+    ndev = len([h for h, _ in devices(table_text) if h != "-"])
     print(f"{'ok' if not errs else 'FAILED'}: {rows} transitions of "
-          f"{len(table(table_text))} handlers and calls; libchan and the "
-          f"model agree with tests/model/transitions.txt"
+          f"{len(table(table_text))} handlers and calls; libchan, the "
+          f"model and the device ({ndev} functions) agree with "
+          f"tests/model/transitions.txt"
           + ("" if not errs else f" ({len(errs)} differences)")
           + f"; {self_test.count} mutations caught")
     return 1 if errs else 0

@@ -469,6 +469,139 @@ static void test_big(void)
     rmdir(dir);
 }
 
+/* The CHAN event that must come next: its kind and port, B and C. */
+static void expect_event(QTestState *s, unsigned *cq, uint32_t port,
+                         uint32_t kind, uint64_t b, uint64_t *c)
+{
+    uint64_t ev[3];
+
+    g_assert_cmpuint(next_event(s, cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, port | (uint64_t)kind << 32);
+    g_assert_cmpuint(ev[1], ==, b);
+    if (c) {
+        *c = ev[2];
+    }
+}
+
+/*
+ * Spec: docs/chan.rst, ports over ports in the device: OUTPUT_PORT and
+ * INPUT_PORT on one node (every frame loops back within the COMMIT):
+ * the refusals (a port with a pre-send out, a port over itself or over
+ * its own channel, data input where a port is held and the other way
+ * round, freeing a port that holds a port); stage 1 (MIGRATING, the port
+ * data held BUFFERFULL at the carrier's other end, data held at the
+ * moved port dropped); stages 2 to 4 at the port input (the new port
+ * with the initial buffer named, the pre-sent data sent again to it,
+ * the old port EMPTY, the PORT event with the new port, then the
+ * OUTPUT event of the carrier); the counters CHAN_MOVES and CHAN_RESENT.
+ */
+static void test_move_local(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    unsigned cq = 0;
+    uint32_t a, b, c, d, n, m;
+    uint64_t got = 0;
+
+    setup_cq(s);
+    a = alloc_port(s, BUF_A, 256);
+    b = alloc_port(s, BUF_B, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    c = alloc_port(s, 0, 0);
+    d = alloc_port(s, BUF_C, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, c, d, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    /* a pre-sends 100 bytes: b holds them. */
+    fill(s, SRC, 100, 3);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, b) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+
+    /* Refusals: nothing changes. */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, a, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* a's pre-send out */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, c, 0),
+                TEMPEST_CMD_E_BAD_PORT);            /* over itself */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, d, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* over its channel */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c,
+                        TEMPEST_CHAN_ID(0, 99), 0), TEMPEST_CMD_E_BAD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_PORT, b, 0, 0),
+                TEMPEST_CMD_E_CHAN_TYPE);           /* b holds data */
+    g_assert_cmphex(port_state(s, b) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+
+    /* Stage 1: b goes over c; its data is dropped; d holds the port. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, b) & 0xff, ==, TEMPEST_CHAN_ST_MIGRATING);
+    g_assert_cmphex(port_state(s, c) & 0xff, ==, TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, b, 0, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* migrating */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, d, 0, 0),
+                TEMPEST_CMD_E_CHAN_TYPE);           /* d holds a port */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_FREE, d, 0, 0),
+                TEMPEST_CMD_E_PORT_STATE);          /* it would be lost */
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, RAM(0x3fffff0),
+                        4096), TEMPEST_CMD_E_BAD_ADDR);
+
+    /* Stages 2-4: the new port, the data sent again into its buffer. */
+    fill(s, RAM(0x200000), 256, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, RAM(0x200000),
+                          256), ==, TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, d, TEMPEST_CHAN_EV_PORT, 0, &got);
+    n = got;
+    expect_event(s, &cq, c, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
+    g_assert_cmphex(TEMPEST_CHAN_ID_NODE(n), ==, 0);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_STATE, b, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);            /* b is gone */
+    g_assert_cmphex(port_state(s, n), ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | (uint64_t)a << 32);
+    g_assert_cmphex(port_state(s, a) >> 32, ==, n);
+    g_assert_cmphex(port_state(s, c) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_MOVES)), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_RESENT)), ==, 1);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, n, BUF_B, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 100);
+    check(s, RAM(0x200000), 100, 3);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);             /* n has input it */
+
+    /* A port input waiting, then data comes: held, the TYPE event. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_INPUTTING);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, c, SRC, 8), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, d, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE,
+                 NULL);
+    g_assert_cmphex(port_state(s, d) & 0xff, ==, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, d, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 8);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, c, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    /* The port input first, then the port: stages 1-4 at once. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, d, BUF_B, 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, n, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, d, TEMPEST_CHAN_EV_PORT, 0, &got);
+    m = got;
+    expect_event(s, &cq, c, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
+    g_assert_cmphex(port_state(s, a) >> 32, ==, m);
+    g_assert_cmphex(port_state(s, m), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)a << 32);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_MOVES)), ==, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    qtest_quit(s);
+}
+
 /* A CHAN frame from the fake peer: kind, to, from, number, data. */
 static void peer_chan(int fd, uint8_t kind, uint32_t to, uint32_t from,
                       uint32_t number, const void *data, size_t len)
@@ -510,7 +643,7 @@ static void test_peer(void)
                      TEMPEST_CMD_SUCCESS);
 
     peer_send(fd, FABRIC_CHAN, 0, big, 4);          /* short: the fabric */
-    peer_chan(fd, 9, me, them, 1, NULL, 0);         /* unknown kind */
+    peer_chan(fd, 99, me, them, 1, NULL, 0);        /* unknown kind */
     peer_chan(fd, 1, me, TEMPEST_CHAN_ID(0, 1), 1, NULL, 0);  /* not link */
     peer_chan(fd, 1, TEMPEST_CHAN_ID(0, 9), them, 1, NULL, 0); /* not live */
     peer_chan(fd, 1, TEMPEST_CHAN_ID(2, 0), them, 1, NULL, 0); /* not ours */
@@ -519,7 +652,27 @@ static void test_peer(void)
     peer_chan(fd, 2, me, them, 1, NULL, 0);         /* ACK, no pre-send */
     peer_chan(fd, 2, me, them, 1, &ok, 4);          /* ACK with data */
     peer_chan(fd, 1, me, them, 1, big, sizeof(big));  /* too long */
-    dropped = 9;
+    peer_chan(fd, 7, me, them, 1, &ok, 4);          /* PORTDATA, short */
+    {
+        /* PORTDATA whose origin is not on the link's node */
+        uint8_t pd[16];
+
+        fabric_st32(pd, TEMPEST_CHAN_ID(0, 3));
+        fabric_st32(pd + 4, TEMPEST_CHAN_NONE);
+        fabric_st32(pd + 8, 0);
+        fabric_st32(pd + 12, 0);
+        peer_chan(fd, 7, me, them, 1, pd, 16);
+    }
+    /* WIRE for a port whose companion is not the port named as old */
+    {
+        uint8_t old[4];
+
+        fabric_st32(old, TEMPEST_CHAN_ID(1, 9));
+        peer_chan(fd, 8, me, TEMPEST_CHAN_ID(1, 7), 0, old, 4);
+    }
+    peer_chan(fd, 10, me, them, 0, NULL, 0);        /* DELETE: not moving */
+    peer_chan(fd, 11, me, them, 0, NULL, 0);        /* CONFIRM: no input */
+    dropped = 14;
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, dropped),
                      ==, dropped);
     g_assert_cmphex(port_state(s, me) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
@@ -536,6 +689,139 @@ static void test_peer(void)
     rmdir(dir);
 }
 
+/* The next CHAN frame the node sends the fake peer: its body. */
+static void peer_expect_chan(int fd, uint8_t kind, uint32_t to,
+                             uint32_t from, uint32_t number,
+                             const uint32_t *words, unsigned nwords)
+{
+    uint8_t buf[256];
+    uint32_t len = peer_read_until(fd, FABRIC_CHAN, buf, sizeof(buf));
+    const uint8_t *b = buf + FABRIC_HDR_SIZE;
+
+    g_assert_cmpuint(len, ==, FABRIC_CHAN_HDR + 4 * nwords);
+    g_assert_cmpuint(b[0], ==, kind);
+    g_assert_cmphex(fabric_ld32(b + 4), ==, to);
+    g_assert_cmphex(fabric_ld32(b + 8), ==, from);
+    g_assert_cmpuint(fabric_ld32(b + 12), ==, number);
+    for (unsigned i = 0; i < nwords; i++) {
+        g_assert_cmphex(fabric_ld32(b + FABRIC_CHAN_HDR + 4 * i), ==,
+                        words[i]);
+    }
+}
+
+/*
+ * Spec: docs/chan.rst, ports over ports in the device, against a fake
+ * peer on the fabric: stage 1's PORTDATA frame (the port, its companion,
+ * its counters); the carrier's companion freed before it took the port:
+ * the move is abandoned, the port IDLE here again, a WIRE to itself sent
+ * to its companion, the OUTPUT event CLOSED; a port sent by the peer:
+ * held, input (the WIRE to its companion with the new port's counters),
+ * the final confirmation (the PORT event), then data for the new port
+ * stored in its initial buffer; a port receiving a long DATA by the
+ * transfer engine is not moved until the data has landed (RETRY).
+ */
+static void test_move_peer(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = qtest_initf("-M tempest,node-id=0,num-nodes=2,"
+                                "fabric=unix:%s,cluster-id=0x%llx -m 64M",
+                                dir, (unsigned long long)CLUSTER);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
+    uint32_t p3 = TEMPEST_CHAN_ID(1, 7), far = TEMPEST_CHAN_ID(1, 10);
+    uint32_t q, t, t2, n, w[4], ok = 0x600dc0de;
+    uint8_t pd[16];
+    unsigned cq = 0;
+    uint64_t got = 0;
+
+    peer_set_timeout(fd, 30);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    setup_cq(s);
+    q = alloc_port(s, BUF_A, 64);
+    t = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, q, p1, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t, p2, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+
+    /* Stage 1: PORTDATA (origin, companion, tx, rx). */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, q, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    w[0] = q;
+    w[1] = p1;
+    w[2] = 0;
+    w[3] = 0;
+    peer_expect_chan(fd, 7, p2, t, 1, w, 4);
+    g_assert_cmphex(port_state(s, q) & 0xff, ==, TEMPEST_CHAN_ST_MIGRATING);
+
+    /* The carrier's far end freed: the move is abandoned. */
+    peer_chan(fd, 4, t, p2, 0, NULL, 0);
+    expect_event(s, &cq, t, TEMPEST_CHAN_EV_OUTPUT, TEMPEST_CMD_E_CLOSED,
+                 NULL);
+    w[0] = q;
+    peer_expect_chan(fd, 8, p1, q, 0, w, 1);      /* WIRE to itself */
+    g_assert_cmphex(port_state(s, q), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)p1 << 32);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, q, 0),
+                TEMPEST_CMD_E_CLOSED);
+
+    /* A port from the peer: held, input, wired, confirmed. */
+    t2 = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t2, p3, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fabric_st32(pd, TEMPEST_CHAN_ID(1, 9));
+    fabric_st32(pd + 4, far);
+    fabric_st32(pd + 8, 4);
+    fabric_st32(pd + 12, 2);
+    peer_chan(fd, 7, t2, p3, 1, pd, 16);
+    while ((port_state(s, t2) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL) {
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_PORT, t2, BUF_B, 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, t2) & 0xff, ==,
+                    TEMPEST_CHAN_ST_CONFIRMING);
+    w[0] = TEMPEST_CHAN_ID(1, 9);
+    peer_expect_chan(fd, 8, far, TEMPEST_CHAN_ID(0, 3), 2, w, 1);
+    peer_chan(fd, 11, t2, p3, 0, NULL, 0);          /* CONFIRM */
+    expect_event(s, &cq, t2, TEMPEST_CHAN_EV_PORT, 0, &got);
+    n = got;
+    g_assert_cmphex(n, ==, TEMPEST_CHAN_ID(0, 3));
+    g_assert_cmphex(port_state(s, n), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)far << 32);
+    peer_chan(fd, 1, n, far, 3, &ok, 4);            /* its next DATA */
+    while ((port_state(s, n) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL) {
+        g_usleep(1000);
+    }
+    g_assert_cmphex(qtest_readl(s, BUF_B), ==, ok);
+
+    /*
+     * A long DATA being stored into q (BIG answered by GO): q does not
+     * move until it has landed (RETRY, nothing changes).
+     */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, q, SRC, 0x20000), ==,
+                     TEMPEST_CMD_SUCCESS);
+    {
+        uint8_t len[8];
+
+        fabric_st64(len, TEMPEST_CHAN_INLINE + 100);
+        peer_chan(fd, 5, q, p1, 1, len, 8);             /* BIG */
+    }
+    w[0] = (uint32_t)SRC;
+    w[1] = (uint32_t)(SRC >> 32);
+    peer_expect_chan(fd, 6, p1, q, 1, w, 2);            /* GO: here */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t2, q, 0), ==,
+                     TEMPEST_CMD_RETRY);
+    g_assert_cmphex(port_state(s, q) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    g_assert_cmphex(port_state(s, t2) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -544,5 +830,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/pair", test_pair);
     qtest_add_func("/tempest/chan/big", test_big);
     qtest_add_func("/tempest/chan/peer", test_peer);
+    qtest_add_func("/tempest/chan/move-local", test_move_local);
+    qtest_add_func("/tempest/chan/move-peer", test_move_peer);
     return g_test_run();
 }

@@ -427,6 +427,76 @@ static void test_chan(void)
 }
 
 /*
+ * A port move saved half way (docs/chan.rst, ports over ports in the
+ * device): after stage 1 the moved port is MIGRATING, its carrier
+ * OUTPUTTING it and the carrier's other end holding the port data; all
+ * of it moves with the node, and after the load the port input finishes
+ * the move: the new port gets the data pre-sent before the move (sent
+ * again), the PORT and OUTPUT events come, the old port is gone.
+ */
+static void test_chan_move(void)
+{
+    const char *args = "-M tempest -m 64M";
+    char *path = state_file();
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+    uint32_t port[4], n;
+    uint64_t ev[3];
+
+    ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC,
+                                  RAM(0x200000 + 0x10000 * i), 64, 0), ==,
+                         TEMPEST_CMD_SUCCESS);
+        port[i] = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    }
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, port[0], port[1],
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, port[2], port[3],
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    qtest_writeq(s, RAM(0x300000), 0x6d6967726174650aULL);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_OUTPUTDATA, port[0],
+                              RAM(0x300000), 8), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_OUTPUT_PORT, port[2],
+                              port[1], 0), ==, TEMPEST_CMD_SUCCESS);
+
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_STATE, port[1], 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)) & 0xff, ==,
+                    TEMPEST_CHAN_ST_MIGRATING);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_STATE, port[3], 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)) & 0xff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_INPUT_PORT, port[3],
+                              RAM(0x260000), 64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(wait_event(d, 0, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    port[3] | (uint64_t)TEMPEST_CHAN_EV_PORT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    n = ev[2];
+    g_assert_cmpuint(wait_event(d, 1, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    port[2] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_STATE, n, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | (uint64_t)port[0] << 32);
+    g_assert_cmphex(qtest_readq(d, RAM(0x260000)), ==, 0x6d6967726174650aULL);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_STATE, port[1], 0, 0), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_CHAN_MOVES)), ==, 1);
+    qtest_quit(d);
+    remove_state(path);
+}
+
+/*
  * The transfer engine (1.4) migrates: a typed transfer to the node itself
  * that waits for a buffer (its header in, its sender holding) is saved,
  * waits on after the restore, and completes once a buffer is posted.
@@ -653,6 +723,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/migration/queues", test_queues);
     qtest_add_func("/tempest/migration/tags", test_tags);
     qtest_add_func("/tempest/migration/chan", test_chan);
+    qtest_add_func("/tempest/migration/chan-move", test_chan_move);
     qtest_add_func("/tempest/migration/tags-tcg", test_tags_tcg);
     qtest_add_func("/tempest/migration/only-migratable",
                    test_only_migratable);

@@ -60,6 +60,20 @@ const char *nc_cmd_reason_name(uint32_t reason)
     case TEMPEST_CMD_E_REMOTE:
         return "the other node refused it (outside its RAM, or no "
                "posted buffer large enough)";
+    case TEMPEST_CMD_E_BAD_CHAN_OP:
+        return "no such channel instruction";
+    case TEMPEST_CMD_E_BAD_PORT:
+        return "not a live port of this node";
+    case TEMPEST_CMD_E_PORT_STATE:
+        return "the port's state forbids it";
+    case TEMPEST_CMD_E_NO_PORTS:
+        return "the port table is full";
+    case TEMPEST_CMD_E_CLOSED:
+        return "the companion was freed";
+    case TEMPEST_CMD_E_TOO_BIG:
+        return "longer than the input buffer";
+    case TEMPEST_CMD_E_CHAN_TYPE:
+        return "data where a port is input, or a port where data is";
     default:
         return "unknown";
     }

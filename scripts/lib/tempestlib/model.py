@@ -16,7 +16,8 @@ tests/model/chan.pml is a Promela model of guest/lib/chan/proto.c
   mutant-no-resend              proto.c's stage 3 without its resend of
       pre-sent data: must fail too (the checks can fail);
   drift                         tests/model/check_drift.py: proto.c,
-      calls.c and chan.pml make the transitions of
+      calls.c, chan.pml and the device's channel controller
+      (hw/tempest/tempest-nc-chan.c) make the transitions of
       tests/model/transitions.txt, no more, no fewer.
 """
 

@@ -93,6 +93,17 @@ typedef struct TempestChanPort {
     uint64_t bufsize;
     uint64_t next;              /* INPUTTING: the buffer after this one */
     uint64_t nextsize;
+    /* Ports over ports (3.2): */
+    uint32_t out_port;          /* the pre-send is the port at cargo */
+    uint32_t cargo;             /* ... its index */
+    uint32_t via;               /* MIGRATING: the index of t_o */
+    uint32_t in_port;           /* INPUTTING: a port is input */
+    uint32_t held_port;         /* BUFFERFULL: a port is held, ... */
+    uint32_t held_origin;       /* ... the port sent (at its origin) */
+    uint32_t held_comp;         /* ... its companion */
+    uint32_t held_tx;           /* ... its counters */
+    uint32_t held_rx;
+    uint32_t result;            /* CONFIRMING: the new port */
 } TempestChanPort;
 
 /* One vCPU's command bank (FLASH's initiation protocol). */
@@ -266,6 +277,9 @@ struct TempestNCState {
     uint64_t poll_hint;         /* POLL_HINT: the word's address, or 0 */
     uint32_t chan_next;         /* where the next ALLOC starts looking */
     uint32_t chan_dropped;      /* bad or stale CHAN frames */
+    uint32_t chan_moves;        /* ports moved away (stage 4 here) */
+    uint32_t chan_forwards;     /* FWD sent (stage 5) */
+    uint32_t chan_resent;       /* pre-sends sent again (stage 3) */
 
     /* Transfer engine (tempest-nc-xfer.c) */
     QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */

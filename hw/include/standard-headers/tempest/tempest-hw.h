@@ -205,9 +205,12 @@
     ((uint64_t)(first_blk) | (uint64_t)(nblks) << 32 | (uint64_t)(tag) << 48)
 #define TEMPEST_TAG_UPGRADE_MAX     0xFFFF  /* blocks in one write */
 
-/* The channel controller (1.8, docs/chan.rst), read-only */
+/* The channel controller (1.8; MOVES, FWDS, RESENT 1.9), read-only */
 #define TEMPEST_NC_CHAN_DROPPED     0x1B8   /* bad or stale CHAN frames */
 #define TEMPEST_NC_CHAN_USED        0x1BC   /* ports not EMPTY */
+#define TEMPEST_NC_CHAN_MOVES       0x1C0   /* ports moved away (stage 4) */
+#define TEMPEST_NC_CHAN_FWDS        0x1C4   /* wire-ups passed on (stage 5) */
+#define TEMPEST_NC_CHAN_RESENT      0x1C8   /* pre-sends sent again (3.2) */
 
 /*
  * (1.9) POLL_HINT: one aligned 8-byte write names a 4-byte word of the
@@ -403,6 +406,19 @@
  *              until TEMPEST_CHAN_EV_INPUT.
  *   STATE      ARG1 port: RESULT state (TEMPEST_CHAN_ST_*) | pre-sent (bit
  *              8) | companion id << 32.
+ *   OUTPUT_PORT ARG1 the port t to send over, ARG2 the port q sent (the
+ *              paper's port output, 3.2 stage 1): q (IDLE or BUFFERFULL,
+ *              nothing pre-sent; data held is dropped, its sender sends
+ *              it again) becomes MIGRATING, t OUTPUTTING; RETRY while a
+ *              long DATA is being stored in q's buffer.  TEMPEST_CHAN_EV_
+ *              OUTPUT on t when q has reached its new place (stage 4;
+ *              q is EMPTY then), or B CLOSED if t's companion was freed
+ *              (q is IDLE here again).
+ *   INPUT_PORT ARG1 the port t, ARG2/ARG3 the initial buffer of the new
+ *              port (stage 2): t is CONFIRMING (or INPUTTING until the
+ *              port comes) and TEMPEST_CHAN_EV_PORT brings the new port.
+ *              A port on which data is held fails TEMPEST_CMD_E_CHAN_TYPE;
+ *              a full table TEMPEST_CMD_E_NO_PORTS (the port stays held).
  */
 #define TEMPEST_CHAN_OP_ALLOC       1
 #define TEMPEST_CHAN_OP_CONNECT     2
@@ -412,6 +428,8 @@
 #define TEMPEST_CHAN_OP_OUTPUT      6
 #define TEMPEST_CHAN_OP_INPUT       7
 #define TEMPEST_CHAN_OP_STATE       8
+#define TEMPEST_CHAN_OP_OUTPUT_PORT 9           /* (1.9) */
+#define TEMPEST_CHAN_OP_INPUT_PORT  10          /* (1.9) */
 
 #define TEMPEST_CHAN_PORTS          256         /* the paper's example */
 #define TEMPEST_CHAN_MAX_DATA       (1U << 30)  /* an output, at most */
@@ -457,6 +475,7 @@
 #define TEMPEST_CMD_E_NO_PORTS      20  /* the port table is full */
 #define TEMPEST_CMD_E_CLOSED        21  /* the companion was freed */
 #define TEMPEST_CMD_E_TOO_BIG       22  /* longer than the input buffer */
+#define TEMPEST_CMD_E_CHAN_TYPE     23  /* data where a port is input or so */
 
 /* Access tags (the Tempest spec's TPPI_BlkAccTag order) */
 #define TEMPEST_TAG_BUSY            0   /* loads and stores fault */
@@ -578,11 +597,18 @@
  *   OUTPUT: B 0 input by the companion, or TEMPEST_CMD_E_* why not
  *   (TOO_BIG: longer than the companion's buffer; CLOSED);
  *   CLOSED: the companion was freed (an input waiting ends so: B CLOSED).
+ *   PORT: an INPUT_PORT ended: B 0 and C the new port (the paper's final
+ *   confirmation came), or B NO_PORTS (table full) or CLOSED, or
+ *   PEER_DOWN (the sender's node is gone; C the new port, wired up);
+ *   TYPE: an INPUT found a port, or an INPUT_PORT data: it is held
+ *   (BUFFERFULL), B TEMPEST_CMD_E_CHAN_TYPE.
  */
 #define TEMPEST_EV_CHAN             6
 #define TEMPEST_CHAN_EV_INPUT       1
 #define TEMPEST_CHAN_EV_OUTPUT      2
 #define TEMPEST_CHAN_EV_CLOSED      3
+#define TEMPEST_CHAN_EV_PORT        4
+#define TEMPEST_CHAN_EV_TYPE        5
 /* Exit status the runtime uses when a node crashes (exception report) */
 #define TEMPEST_EXIT_CRASH          134
 
