@@ -307,8 +307,67 @@ def case_node_alone_refused(runs):
     expect(p.returncode == 0, f"the cluster ended {p.returncode}", out)
 
 
+def case_moved(runs):
+    """A checkpoint restored elsewhere (docs/checkpoint.rst, "Other
+    hosts"): a radix sort on 4 nodes run from a program that is then
+    deleted, checkpointed with --stop, the checkpoint's directory moved,
+    and restored from there in a network namespace of its own (as root;
+    else in this one): the nodes start from the checkpoint's copy of the
+    program and finish with the uninterrupted run's checksums."""
+    args = ["400000", "1"]
+    ref = os.path.join(runs, "moved-ref")
+    rc, out = tempest("run", "-n", "4", "--mem", "64M", "--quiet",
+                      "--run-dir", ref, RADIX, *args)
+    expect(rc == 0, "the uninterrupted run failed", out)
+    sums = re.search(r"checksums (.*) match", logs(ref))
+    expect(sums, "the uninterrupted run printed no checksums", logs(ref))
+    bin_dir = os.path.join(runs, "moved-bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    prog = os.path.join(bin_dir, "radix.elf")
+    shutil.copyfile(RADIX, prog)
+    run_dir = os.path.join(runs, "moved")
+    ckpt = os.path.join(runs, "moved-ckpt")
+    far = os.path.join(runs, "moved-far")
+    for d in (ckpt, far):
+        shutil.rmtree(d, ignore_errors=True)
+    p = launch(run_dir, 4, prog, args, ["--mem", "64M"])
+    try:
+        wait_qmp(run_dir, 4)
+        time.sleep(0.5)
+        rc, out = tempest("checkpoint", run_dir, "-o", ckpt, "--stop")
+        expect(rc == 0, "checkpoint failed", out)
+        expect(not re.search(r"radix-sort: \d+ nodes", logs(run_dir)),
+               "the program had finished before its checkpoint: not "
+               "mid-run", logs(run_dir))
+    finally:
+        kill_run(p)
+    os.unlink(prog)
+    os.rename(ckpt, far)
+    again = os.path.join(runs, "moved-restored")
+    shutil.rmtree(again, ignore_errors=True)
+    cmd = [sys.executable, TEMPEST, "run", "--restore", far, "--run-dir",
+           again, "--quiet", "--timeout", "240"]
+    netns = os.geteuid() == 0 and shutil.which("unshare")
+    if netns:
+        cmd = ["unshare", "--net"] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       stdin=subprocess.DEVNULL)
+    out = r.stdout + r.stderr
+    expect(r.returncode == 0, f"the restored run ended {r.returncode}",
+           out + logs(again))
+    expect("checkpoint's copy" in out,
+           "the restore did not say it used the checkpoint's program", out)
+    got = re.search(r"radix-sort: .* (sorted) .* checksums (.*) match",
+                    logs(again))
+    expect(got and got.group(2) == sums.group(1),
+           f"restored: {got and got.group(2)}, uninterrupted: "
+           f"{sums.group(1)}", logs(again))
+    return ("restored in a network namespace of its own" if netns else
+            "restored in this network namespace (not root)")
+
+
 CASES = [case_radix_16, case_jacobi_8, case_xfer_storm, case_mixed_refused,
-         case_node_alone_refused]
+         case_node_alone_refused, case_moved]
 
 
 def run(results, runs, k=None):

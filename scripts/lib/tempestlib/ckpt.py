@@ -10,9 +10,11 @@ Nothing here but the standard library: a QMP client is a socket and JSON.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import random
+import shutil
 import socket
 import time
 
@@ -20,6 +22,7 @@ from .common import StepError, rel, say
 
 NC_PATH = "/machine/node-controller"
 MANIFEST = "manifest.json"
+PROGRAM_COPY = "program.elf"   # the checkpoint's own copy of the program
 CLUSTER = "cluster.json"
 STOP_FILE = "checkpoint-stop"    # the run ended for this checkpoint
 # How long a node's QMP socket may take to appear, and a command to answer.
@@ -262,10 +265,15 @@ def checkpoint(run_dir, out_dir=None, stop=False, timeout=30.0,
         elapsed = time.monotonic() - t0
         sizes = [os.path.getsize(os.path.join(out_dir, f"node{i}.vmstate"))
                  for i in range(nodes)]
+        # The program goes with the checkpoint: restored where its path
+        # does not exist (another host), the nodes start from this copy.
+        copy = os.path.join(out_dir, PROGRAM_COPY)
+        shutil.copyfile(info["program"], copy)
         manifest = dict(info, ckpt_id=ckpt_id, run_dir=os.path.abspath(
             run_dir), taken=time.strftime("%Y-%m-%d %H:%M:%S"),
             sizes=sizes, seconds=round(elapsed, 3),
-            drain_seconds=round(t_quiet, 3), collections=collections)
+            drain_seconds=round(t_quiet, 3), collections=collections,
+            program_copy=PROGRAM_COPY, program_sha256=file_sha256(copy))
         with open(os.path.join(out_dir, MANIFEST), "w") as f:
             json.dump(manifest, f, indent=1)
         if stop:
@@ -288,6 +296,32 @@ def checkpoint(run_dir, out_dir=None, stop=False, timeout=30.0,
         f"collections; {sum(sizes) / nodes / 1048576:.1f} MiB a node)"
         + ("; the nodes were stopped" if stop else "; the nodes go on"))
     return out_dir
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def restore_program(ckpt_dir, m):
+    """The program a restore starts the nodes with: the recorded path if
+    it holds the same file, else the checkpoint's copy (a checkpoint moved
+    to another host, or the program rebuilt since).  The nodes' RAM comes
+    from the checkpoint either way; QEMU loads the file first."""
+    path, want = m["program"], m.get("program_sha256")
+    if not want or (os.path.exists(path) and file_sha256(path) == want):
+        return path
+    copy = os.path.join(ckpt_dir, m.get("program_copy", PROGRAM_COPY))
+    if not os.path.exists(copy) or file_sha256(copy) != want:
+        raise StepError(f"run --restore: {rel(path)} is not the program "
+                        f"checkpointed, and {rel(copy)} is missing or "
+                        "changed")
+    say(f"run --restore: {rel(path)} is not here or differs: starting from "
+        f"the checkpoint's copy, {rel(copy)}")
+    return os.path.abspath(copy)
 
 
 def read_manifest(ckpt_dir):

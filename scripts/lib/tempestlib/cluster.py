@@ -1126,7 +1126,8 @@ def restore_cli(args):
     if m.get("linux"):
         raise StepError("run --restore: Linux nodes cannot be checkpointed "
                         "yet (docs/checkpoint.rst)")
-    res = run_cluster(m["program"], m["nodes"], m["args"], smp=m["smp"],
+    program = ckpt.restore_program(args.restore, m)
+    res = run_cluster(program, m["nodes"], m["args"], smp=m["smp"],
                       mem=m["mem"], cpu=m["cpu"],
                       timeout=120 if args.timeout is None else args.timeout,
                       run_dir=args.run_dir or new_run_dir(m["program"]),
