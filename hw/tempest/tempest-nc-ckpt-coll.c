@@ -43,6 +43,26 @@ static void put_bits(GByteArray *b, const unsigned long *map, unsigned n)
     }
 }
 
+/* The layout of s->bcastq and s->bcast_held, whose type has no name. */
+typedef QSIMPLEQ_HEAD(CkptBcastQ, TempestBcast) CkptBcastQ;
+
+/* A broadcast queue: its length, then each word (ckpt_load_bcasts). */
+static void ckpt_put_bcasts(GByteArray *b, void *head)
+{
+    CkptBcastQ *q = head;
+    TempestBcast *w;
+    uint32_t n = 0;
+
+    QSIMPLEQ_FOREACH(w, q, next) {
+        n++;
+    }
+    put32(b, n);
+    QSIMPLEQ_FOREACH(w, q, next) {
+        put32(b, w->src);
+        put64(b, w->value);
+    }
+}
+
 /* A bounded reader: every get fails once past the end. */
 typedef struct CkptReader {
     const uint8_t *p;
@@ -109,9 +129,6 @@ static void get_bits(CkptReader *r, unsigned long *map, unsigned n)
 
 void tempest_nc_ckpt_save_coll(TempestNCState *s, GByteArray *b)
 {
-    TempestBcast *w;
-    uint32_t n;
-
     put8(b, s->coll_vector);
     put64(b, s->coll_dest);
     put8(b, s->coll_kind);
@@ -142,24 +159,8 @@ void tempest_nc_ckpt_save_coll(TempestNCState *s, GByteArray *b)
         put_bits(b, r->children, s->num_nodes);
     }
     put8(b, s->bcast_pending);
-    n = 0;
-    QSIMPLEQ_FOREACH(w, &s->bcastq, next) {
-        n++;
-    }
-    put32(b, n);
-    QSIMPLEQ_FOREACH(w, &s->bcastq, next) {
-        put32(b, w->src);
-        put64(b, w->value);
-    }
-    n = 0;
-    QSIMPLEQ_FOREACH(w, &s->bcast_held, next) {
-        n++;
-    }
-    put32(b, n);
-    QSIMPLEQ_FOREACH(w, &s->bcast_held, next) {
-        put32(b, w->src);
-        put64(b, w->value);
-    }
+    ckpt_put_bcasts(b, &s->bcastq);
+    ckpt_put_bcasts(b, &s->bcast_held);
     put64(b, s->bcast_seen);
     put64(b, s->bcast_taken);
     put64(b, s->bcast_reported);
@@ -171,9 +172,6 @@ void tempest_nc_ckpt_save_coll(TempestNCState *s, GByteArray *b)
     }
     put32(b, s->aor_count);
 }
-
-/* The layout of s->bcastq and s->bcast_held, whose type has no name. */
-typedef QSIMPLEQ_HEAD(CkptBcastQ, TempestBcast) CkptBcastQ;
 
 static void ckpt_free_bcasts(void *head)
 {

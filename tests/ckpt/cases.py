@@ -136,26 +136,37 @@ def checkpoint_mid_run(runs, name, nodes, program, args, opts, delay,
     return again, out, m
 
 
+def radix_reference(runs, name, nodes, args):
+    """The checksums of an uninterrupted radix sort (run dir runs/name)."""
+    ref = os.path.join(runs, name)
+    rc, out = tempest("run", "-n", str(nodes), "--mem", "64M", "--quiet",
+                      "--run-dir", ref, RADIX, *args)
+    expect(rc == 0, "the uninterrupted run failed", out)
+    sums = re.search(r"checksums (.*) match", logs(ref))
+    expect(sums, "the uninterrupted run printed no checksums", logs(ref))
+    return sums.group(1)
+
+
+def expect_radix_sums(run_dir, sums):
+    """The radix sort of run_dir sorted, with checksums sums."""
+    got = re.search(r"radix-sort: .* (sorted) .* checksums (.*) match",
+                    logs(run_dir))
+    expect(got and got.group(2) == sums,
+           f"restored: {got and got.group(2)}, uninterrupted: {sums}",
+           logs(run_dir))
+
+
 def case_radix_16(runs):
     """A Strata radix sort on 16 nodes (collectives, active messages and
     block transfers), checkpointed mid-run, the cluster killed and
     restored: it finishes sorted with the checksums of an uninterrupted
     run (docs/checkpoint.rst, "What is saved")."""
     args = ["300000", "1"]
-    ref = os.path.join(runs, "radix-ref")
-    rc, out = tempest("run", "-n", "16", "--mem", "64M", "--quiet",
-                      "--run-dir", ref, RADIX, *args)
-    expect(rc == 0, "the uninterrupted run failed", out)
-    sums = re.search(r"checksums (.*) match", logs(ref))
-    expect(sums, "the uninterrupted run printed no checksums", logs(ref))
+    sums = radix_reference(runs, "radix-ref", 16, args)
     again, out, m = checkpoint_mid_run(runs, "radix", 16, RADIX, args,
                                        ["--mem", "64M"], 1.5,
                                        r"radix-sort: \d+ nodes")
-    got = re.search(r"radix-sort: .* (sorted) .* checksums (.*) match",
-                    logs(again))
-    expect(got and got.group(2) == sums.group(1),
-           f"restored: {got and got.group(2)}, uninterrupted: "
-           f"{sums.group(1)}", logs(again))
+    expect_radix_sums(again, sums)
 
 
 def case_jacobi_8(runs):
@@ -315,12 +326,7 @@ def case_moved(runs):
     else in this one): the nodes start from the checkpoint's copy of the
     program and finish with the uninterrupted run's checksums."""
     args = ["400000", "1"]
-    ref = os.path.join(runs, "moved-ref")
-    rc, out = tempest("run", "-n", "4", "--mem", "64M", "--quiet",
-                      "--run-dir", ref, RADIX, *args)
-    expect(rc == 0, "the uninterrupted run failed", out)
-    sums = re.search(r"checksums (.*) match", logs(ref))
-    expect(sums, "the uninterrupted run printed no checksums", logs(ref))
+    sums = radix_reference(runs, "moved-ref", 4, args)
     bin_dir = os.path.join(runs, "moved-bin")
     os.makedirs(bin_dir, exist_ok=True)
     prog = os.path.join(bin_dir, "radix.elf")
@@ -357,32 +363,10 @@ def case_moved(runs):
            out + logs(again))
     expect("checkpoint's copy" in out,
            "the restore did not say it used the checkpoint's program", out)
-    got = re.search(r"radix-sort: .* (sorted) .* checksums (.*) match",
-                    logs(again))
-    expect(got and got.group(2) == sums.group(1),
-           f"restored: {got and got.group(2)}, uninterrupted: "
-           f"{sums.group(1)}", logs(again))
+    expect_radix_sums(again, sums)
     return ("restored in a network namespace of its own" if netns else
             "restored in this network namespace (not root)")
 
 
 CASES = [case_radix_16, case_jacobi_8, case_xfer_storm, case_mixed_refused,
          case_node_alone_refused, case_moved]
-
-
-def run(results, runs, k=None):
-    """Run every case (whose name contains k) into results.record."""
-    os.makedirs(runs, exist_ok=True)
-    for case in CASES:
-        name = "ckpt/" + case.__name__[len("case_"):]
-        if k and k not in name:
-            continue
-        t0 = time.monotonic()
-        try:
-            said = case(runs)
-            results.record(name, True, f"{time.monotonic() - t0:.1f} s" +
-                           (f"; {said}" if said else ""))
-        except Failure as e:
-            results.record(name, False, str(e).split("\n")[0], str(e))
-        except Exception as e:  # noqa: BLE001 - a broken case is a failure
-            results.record(name, False, f"{type(e).__name__}: {e}")

@@ -40,9 +40,7 @@ static unsigned failures;
 static uint32_t chan(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
                      uint64_t *result)
 {
-    uint64_t args[4] = { op, port, a2, a3 };
-    uint32_t reason = 0;
-    uint32_t st = nc_cmd(TEMPEST_CMD_CHAN, args, 4, 0, result, &reason);
+    uint32_t reason, st = nc_chan(op, port, a2, a3, result, &reason);
 
     if (st != TEMPEST_CMD_SUCCESS) {
         printf("chan instruction %u on 0x%x: %s\n", (unsigned)op,

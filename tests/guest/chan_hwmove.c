@@ -55,20 +55,10 @@ static uint64_t pa(const void *p)
     return (uint64_t)(uintptr_t)p;
 }
 
-/* A channel instruction; its reason in *reason if it fails. */
-static uint32_t chan_r(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
-                       uint64_t *result, uint32_t *reason)
-{
-    uint64_t args[4] = { op, port, a2, a3 };
-
-    *reason = 0;
-    return nc_cmd(TEMPEST_CMD_CHAN, args, 4, 0, result, reason);
-}
-
 static uint32_t chan(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
                      uint64_t *result)
 {
-    uint32_t reason, st = chan_r(op, port, a2, a3, result, &reason);
+    uint32_t reason, st = nc_chan(op, port, a2, a3, result, &reason);
 
     if (st != TEMPEST_CMD_SUCCESS) {
         printf("FAIL: chan instruction %u on 0x%x: reason %u\n",
@@ -404,8 +394,8 @@ static void test_chain(unsigned hops)
 
                 move_out(cout, r.port);
                 /* Stage 4 freed it: no longer a port of this node. */
-                CHECK(chan_r(TEMPEST_CHAN_OP_STATE, r.port, 0, 0, NULL,
-                             &reason) == TEMPEST_CMD_FAIL &&
+                CHECK(nc_chan(TEMPEST_CHAN_OP_STATE, r.port, 0, 0, NULL,
+                              &reason) == TEMPEST_CMD_FAIL &&
                       reason == TEMPEST_CMD_E_BAD_PORT,
                       "node %u: moved port still there", me);
             } else {
@@ -539,8 +529,8 @@ static void test_odmove(void)
             CHECK(port_state(w) ==
                   (TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_PRESENT),
                   "outputdata changed the state: 0x%x", port_state(w));
-            CHECK(chan_r(TEMPEST_CHAN_OP_OUTPUT_PORT, c, w, 0, NULL,
-                         &reason) == TEMPEST_CMD_FAIL &&
+            CHECK(nc_chan(TEMPEST_CHAN_OP_OUTPUT_PORT, c, w, 0, NULL,
+                          &reason) == TEMPEST_CMD_FAIL &&
                   reason == TEMPEST_CMD_E_PORT_STATE,
                   "a port with a pre-send out moved (reason %u)", reason);
         }

@@ -356,20 +356,3 @@ def guest_case(name):
 
 CASES = [case_hello, case_devnode, case_exit_status, case_network,
          case_shell, case_panic, case_gdb] + [guest_case(n) for n in GUEST_CASES]
-
-
-def run(results, runs, k=None):
-    """Run every case (whose name contains k) into results.record."""
-    os.makedirs(runs, exist_ok=True)
-    for case in CASES:
-        name = "linux/" + case.__name__[len("case_"):]
-        if k and k not in name:
-            continue
-        t0 = time.monotonic()
-        try:
-            case(runs)
-            results.record(name, True, f"{time.monotonic() - t0:.1f} s")
-        except Failure as e:
-            results.record(name, False, str(e).split("\n")[0], str(e))
-        except Exception as e:  # noqa: BLE001 - a broken case is a failure
-            results.record(name, False, f"{type(e).__name__}: {e}")

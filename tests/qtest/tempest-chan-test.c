@@ -37,6 +37,14 @@ static uint64_t result(QTestState *s)
 }
 
 /* ALLOC with an initial buffer: the new port's id. */
+/* Node @id of a 2-node cluster whose sockets are in @dir. */
+static QTestState *start_node(const char *dir, int id)
+{
+    return qtest_initf("-M tempest,node-id=%d,num-nodes=2,fabric=unix:%s,"
+                       "cluster-id=0x%llx -m 64M", id, dir,
+                       (unsigned long long)CLUSTER);
+}
+
 static uint32_t alloc_port(QTestState *s, uint64_t buf, uint64_t size)
 {
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_ALLOC, buf, size, 0), ==,
@@ -98,6 +106,20 @@ static void setup_cq(QTestState *s)
 {
     g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ,
                                  CQ_BASE, 64), ==, TEMPEST_CMD_SUCCESS);
+}
+
+/* Both nodes of a 2-node cluster, formed, each with its CQ set up. */
+static void start_pair(const char *dir, QTestState *n[2])
+{
+    for (int i = 0; i < 2; i++) {
+        n[i] = start_node(dir, i);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_cq(n[i]);
+    }
 }
 
 /*
@@ -303,16 +325,8 @@ static void test_pair(void)
     uint32_t p[2];
     uint64_t ev[3];
 
+    start_pair(dir, n);
     for (int i = 0; i < 2; i++) {
-        n[i] = qtest_initf("-M tempest,node-id=%d,num-nodes=2,"
-                           "fabric=unix:%s,cluster-id=0x%llx -m 64M", i, dir,
-                           (unsigned long long)CLUSTER);
-    }
-    for (int i = 0; i < 2; i++) {
-        g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
-                                     TEMPEST_FABRIC_READY), ==,
-                         TEMPEST_FABRIC_READY);
-        setup_cq(n[i]);
         p[i] = alloc_port(n[i], BUF_A, TEMPEST_CHAN_INLINE);
         g_assert_cmphex(p[i], ==, TEMPEST_CHAN_ID(i, 0));
     }
@@ -373,16 +387,8 @@ static void test_big(void)
     uint32_t p[2], a, b;
     uint64_t ev[3];
 
+    start_pair(dir, n);
     for (int i = 0; i < 2; i++) {
-        n[i] = qtest_initf("-M tempest,node-id=%d,num-nodes=2,"
-                           "fabric=unix:%s,cluster-id=0x%llx -m 64M", i, dir,
-                           (unsigned long long)CLUSTER);
-    }
-    for (int i = 0; i < 2; i++) {
-        g_assert_cmpuint(tq_wait_reg(n[i], TEMPEST_NC_FABRIC_STATE, ~0,
-                                     TEMPEST_FABRIC_READY), ==,
-                         TEMPEST_FABRIC_READY);
-        setup_cq(n[i]);
         p[i] = alloc_port(n[i], buf, len);
     }
     for (int i = 0; i < 2; i++) {
@@ -627,9 +633,7 @@ static void peer_chan(int fd, uint8_t kind, uint32_t to, uint32_t from,
 static void test_peer(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
-    QTestState *s = qtest_initf("-M tempest,node-id=0,num-nodes=2,"
-                                "fabric=unix:%s,cluster-id=0x%llx -m 64M",
-                                dir, (unsigned long long)CLUSTER);
+    QTestState *s = start_node(dir, 0);
     int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
     uint32_t me, them = TEMPEST_CHAN_ID(1, 5), ok = 0x5a5a5a5a;
     static uint8_t big[TEMPEST_CHAN_INLINE + 1];
@@ -723,9 +727,7 @@ static void peer_expect_chan(int fd, uint8_t kind, uint32_t to,
 static void test_move_peer(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
-    QTestState *s = qtest_initf("-M tempest,node-id=0,num-nodes=2,"
-                                "fabric=unix:%s,cluster-id=0x%llx -m 64M",
-                                dir, (unsigned long long)CLUSTER);
+    QTestState *s = start_node(dir, 0);
     int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
     uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
     uint32_t p3 = TEMPEST_CHAN_ID(1, 7), far = TEMPEST_CHAN_ID(1, 10);

@@ -16,23 +16,6 @@
 #define NCPATH      "/machine/node-controller"
 #define CQ_BASE     RAM(0x120000)
 
-static char *state_file(void)
-{
-    g_autofree char *dir = g_dir_make_tmp("tempest-ckpt-XXXXXX", NULL);
-
-    g_assert(dir);
-    return g_strdup_printf("%s/state", dir);
-}
-
-static void remove_state(char *path)
-{
-    g_autofree char *dir = g_path_get_dirname(path);
-
-    unlink(path);
-    rmdir(dir);
-    g_free(path);
-}
-
 /* qom-set checkpoint; NULL on success, else the error's text. */
 static char *set_mode(QTestState *s, bool on)
 {
@@ -133,7 +116,7 @@ static void test_save_load(void)
 {
     const char *args = "-M tempest,tagmem=0 -m 64M";
     const uint64_t src = RAM(0x200000), buf = RAM(0x300000);
-    char *path = state_file();
+    char *path = tq_state_file("tempest-ckpt");
     g_autofree char *uri = g_strdup_printf("file:%s", path);
     g_autofree char *refused = NULL;
     g_autofree char *status = NULL;
@@ -178,7 +161,7 @@ static void test_save_load(void)
     qtest_qmp_assert_success(d, "{'execute': 'cont'}");
     g_assert_cmphex(qtest_readb(d, buf + 2999), ==, 0x5a);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*
@@ -188,7 +171,7 @@ static void test_save_load(void)
 static void test_other_node_refused(void)
 {
     const char *args = "-M tempest,tagmem=0 -m 64M";
-    char *path = state_file();
+    char *path = tq_state_file("tempest-ckpt");
     g_autofree char *uri = g_strdup_printf("file:%s", path);
     g_autofree char *status = NULL;
     g_autofree char *data = NULL;
@@ -217,7 +200,7 @@ static void test_other_node_refused(void)
                              "'arguments': {'uri': %s}}", uri);
     qtest_wait_qemu(d);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 int main(int argc, char **argv)

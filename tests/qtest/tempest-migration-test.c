@@ -19,23 +19,6 @@
 #define BLK         (1 << TEMPEST_TAG_BLK_SHIFT)
 #define TICKS(n)    ((int64_t)(n) * TEMPEST_TICK_NS)
 
-static char *state_file(void)
-{
-    g_autofree char *dir = g_dir_make_tmp("tempest-mig-XXXXXX", NULL);
-
-    g_assert(dir);
-    return g_strdup_printf("%s/state", dir);
-}
-
-static void remove_state(char *path)
-{
-    g_autofree char *dir = g_path_get_dirname(path);
-
-    unlink(path);
-    rmdir(dir);
-    g_free(path);
-}
-
 /* Poll query-migrate until it has ended: completed, failed or cancelled. */
 static char *migration_end(QTestState *s)
 {
@@ -119,7 +102,7 @@ static void put_packet(QTestState *s, unsigned slot, uint64_t word)
 static void test_timer(void)
 {
     const char *args = "-M tempest,tagmem=0 -m 64M";
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
 
@@ -145,7 +128,7 @@ static void test_timer(void)
     assert_timer_event(d, 1, 2);
     g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_CQ_TAIL)), ==, 2);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*
@@ -156,7 +139,7 @@ static void test_timer(void)
 static void test_queues(void)
 {
     const char *args = "-M tempest,tagmem=0 -m 64M";
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
 
@@ -200,7 +183,7 @@ static void test_queues(void)
     g_assert_cmphex(qtest_readq(d, RQ_BASE + TEMPEST_PKT_DATA), ==, 0xab02);
     g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_RX_PACKETS)), ==, 3);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*
@@ -210,7 +193,7 @@ static void test_queues(void)
 static void test_tags(void)
 {
     const char *args = "-M tempest,tagmem=1M -m 64M";
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
     uint64_t base = TEMPEST_TAGMEM_BASE;
@@ -245,7 +228,7 @@ static void test_tags(void)
                                  2 * BLK, TEMPEST_TAG_WRITABLE), ==,
                      TEMPEST_CMD_SUCCESS);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*
@@ -259,7 +242,7 @@ static void test_tags_tcg(void)
     g_autofree char *args = g_strdup_printf("-accel tcg -S -M tempest,"
                                             "tagmem=1M -m 64M -kernel %s",
                                             image);
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
 
@@ -280,7 +263,7 @@ static void test_tags_tcg(void)
     g_assert_cmpuint(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==,
                      TEMPEST_TAG_INVALID);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
     tq_remove_image(image);
 }
 
@@ -301,7 +284,7 @@ static void test_only_migratable(void)
 static void test_cluster_blocked(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-mig-XXXXXX", NULL);
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     QTestState *s = qtest_initf("-M tempest,num-nodes=2,fabric=unix:%s "
                                 "-m 64M", dir);
     g_autofree char *uri = g_strdup_printf("file:%s", path);
@@ -317,7 +300,7 @@ static void test_cluster_blocked(void)
     qobject_unref(rsp);
     qtest_quit(s);
     rmdir(dir);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /* Wait for the CQ event in slot; returns its type, A, B and C in ev. */
@@ -368,7 +351,7 @@ static uint32_t chan_cmd(QTestState *s, uint64_t op, uint64_t port,
 static void test_chan(void)
 {
     const char *args = "-M tempest -m 64M";
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
     uint64_t ev[3];
@@ -423,7 +406,7 @@ static void test_chan(void)
     g_assert_cmpuint(ev[1], ==, 8);
     g_assert_cmphex(ev[2], ==, RAM(0x230000));
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*
@@ -437,7 +420,7 @@ static void test_chan(void)
 static void test_chan_move(void)
 {
     const char *args = "-M tempest -m 64M";
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
     uint32_t port[4], n;
@@ -493,7 +476,7 @@ static void test_chan_move(void)
                      TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_CHAN_MOVES)), ==, 1);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*
@@ -508,7 +491,7 @@ static void test_xfer_waiting(void)
                        "-global tempest-nc.sys-space=0";
     const uint64_t src = RAM(0x200000), buf = RAM(0x300000);
     uint8_t data[3000], got[3000];
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
     uint32_t mid;
@@ -543,7 +526,7 @@ static void test_xfer_waiting(void)
     g_assert_cmpuint(qtest_readq(d, NC(TEMPEST_NC_XFER_RECV_LO)), ==,
                      sizeof(data));
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*
@@ -555,7 +538,7 @@ static void test_xfer_system_space(void)
 {
     const char *args = "-M tempest,tagmem=0 -m 64M";
     const uint64_t src = RAM(0x200000), buf = RAM(0x300000);
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     g_autofree char *status2 = NULL;
     QTestState *s = qtest_init(args), *d;
@@ -593,7 +576,7 @@ static void test_xfer_posted(void)
     const char *args = "-M tempest,tagmem=0 -m 64M";
     const uint64_t src = RAM(0x200000);
     const uint64_t small = RAM(0x300000), large = RAM(0x310000);
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = NULL;
     QTestState *s = qtest_init(args), *d;
     uint32_t mid;
@@ -621,7 +604,7 @@ static void test_xfer_posted(void)
     assert_xfer_done(d, 2, mid, small, 500 | 9ULL << 32, 2);
     g_assert_cmphex(qtest_readb(d, small + 499), ==, 0xa5);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 #define FLIGHT_ARGS     "-M tempest,tagmem=0 -m 128M"
@@ -651,7 +634,7 @@ static uint32_t flight_start(QTestState *s)
 /* Save s (stopped) to a file, restore it, let the copy finish, check it. */
 static void flight_finish(QTestState *s, uint32_t mid)
 {
-    char *path = state_file();
+    char *path = tq_state_file("tempest-mig");
     g_autofree char *status = save_node(s, path);
     QTestState *d;
 
@@ -671,7 +654,7 @@ static void flight_finish(QTestState *s, uint32_t mid)
                      FLIGHT_LEN);
     g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_XFER_ACTIVE)), ==, 0);
     qtest_quit(d);
-    remove_state(path);
+    tq_remove_state(path);
 }
 
 /*

@@ -121,4 +121,21 @@ static inline void tq_remove_image(char *path)
     rmdir(dir);
 }
 
+/* A path for a saved VM state, in a new directory named after @prefix. */
+static inline char *tq_state_file(const char *prefix)
+{
+    g_autofree char *tmpl = g_strdup_printf("%s-XXXXXX", prefix);
+    g_autofree char *dir = g_dir_make_tmp(tmpl, NULL);
+
+    g_assert(dir);
+    return g_strdup_printf("%s/state", dir);
+}
+
+/* Remove tq_state_file()'s file and directory, and free @path. */
+static inline void tq_remove_state(char *path)
+{
+    tq_remove_image(path);
+    g_free(path);
+}
+
 #endif /* TEMPEST_QTEST_H */
