@@ -923,6 +923,11 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
         return true;
     case FABRIC_SHM:
     case FABRIC_BELL:
+        if (!f->shm) {
+            /* A fabric of sockets only: there is no shared memory. */
+            fabric_drop(f, c->peer, "SHM or BELL on a socket-only fabric");
+            return true;
+        }
         return fabric_shm_frame(c, hdr, body);
     case FABRIC_XFER:
         f->ops->xfer(f->opaque, c->peer, body, hdr->len);

@@ -341,6 +341,32 @@ static void test_xfer_headers(void)
 }
 
 /*
+ * A node whose fabric has no shared memory (fabric=unix:, sockets only)
+ * sent a BELL or an SHM step: each is dropped and counted, and the node
+ * goes on.  Before, the frame reached the shared-memory code, which has
+ * no link table on such a fabric, and QEMU died (found by the fabric
+ * fuzzer in a clean-clone CI run).
+ */
+static void test_shm_frames_socket_only(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0, 2, "");
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint8_t step[4];
+
+    wait_ready(s);
+    peer_send(fd, FABRIC_BELL, 0, NULL, 0);
+    fabric_st32(step, FABRIC_SHM_OFFER);
+    peer_send(fd, FABRIC_SHM, 0, step, sizeof(step));
+    g_assert_cmpuint(wait_at_least(s, TEMPEST_NC_DROPPED, 2), ==, 2);
+    qtest_writel(s, NC(TEMPEST_NC_SCRATCH), 0x5a5a);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_SCRATCH)), ==, 0x5a5a);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
  * A peer that asks (fetch-and-op) and never reads the answers: the node
  * stops reading it once 8 MiB of answers wait, so its memory stays
  * bounded and it goes on serving its guest.  Before, every request was
@@ -813,5 +839,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer/flood", test_flood);
     qtest_add_func("/tempest/peer/fd-limit", test_fd_limit);
     qtest_add_func("/tempest/peer/slow-handshake", test_slow_handshake);
+    qtest_add_func("/tempest/peer/shm-frames-socket-only",
+                   test_shm_frames_socket_only);
     return g_test_run();
 }
