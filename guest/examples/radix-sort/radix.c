@@ -153,7 +153,8 @@ int main(int argc, char **argv)
 {
     int *count, *before, *total, *next;
     struct sums in, out;
-    unsigned t0, elapsed;
+    DoubleWord t0;
+    double elapsed;
     int digit, i, ok, prev;
 
     if (argc > 1) {
@@ -164,10 +165,12 @@ int main(int argc, char **argv)
     }
     InitTrace("radix.sim", "radix sort");
     StrataInit();
-    if (nkeys < 0 || nkeys > (1 << 20) || bits < 1 || bits > 16 ||
-        32 % bits) {
-        StrataFail("usage: radix [KEYS (0..1048576) [BITS (1..16, "
-                   "dividing 32)]]");
+    /* A node's keys arrive at offsets 0..KEYS-1 of one port, which
+     * reaches STRATA_MAX_XFER_OFFSET words. */
+    if (nkeys < 0 || nkeys > STRATA_MAX_XFER_OFFSET || bits < 1 ||
+        bits > 16 || 32 % bits) {
+        StrataFail("usage: radix [KEYS (0..%d) [BITS (1..16, dividing "
+                   "32)]]", STRATA_MAX_XFER_OFFSET);
     }
     SetStateName(ST_COUNT, "count", "#17becf");
     SetStateName(ST_SCAN, "scan", "#3366cc");
@@ -192,13 +195,13 @@ int main(int argc, char **argv)
 
     SetState(STATE_BUSY);
     Barrier();
-    t0 = CurrentCycle();
+    t0 = CurrentCycle64();   /* CurrentCycle wraps after 4.3 s */
     for (digit = 0; digit < 32 / bits; digit++) {
         pass(digit, (unsigned)digit & 1, count, before, total, next);
     }
     SetState(STATE_IDLE);
     Barrier();
-    elapsed = CurrentCycle() - t0;
+    elapsed = (double)(CurrentCycle64() - t0) / STRATA_CYCLE_HZ;
 
     SetState(ST_CHECK);
     ok = 1;
@@ -224,9 +227,8 @@ int main(int argc, char **argv)
                "%s in %.2f ms (%.0f keys/s); checksums count %d sum %08x "
                "xor %08x hash %08x %s\n", PartitionSize, nkeys, bits,
                32 / bits, ok ? "sorted" : "NOT SORTED",
-               CyclesToSeconds(elapsed) * 1e3,
-               elapsed ? (double)nkeys * PartitionSize /
-                         CyclesToSeconds(elapsed) : 0.0,
+               elapsed * 1e3,
+               elapsed > 0 ? (double)nkeys * PartitionSize / elapsed : 0.0,
                out.count, (unsigned)out.sum, (unsigned)out.xor,
                (unsigned)out.hash, in.count == out.count &&
                in.sum == out.sum && in.xor == out.xor &&
