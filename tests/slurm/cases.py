@@ -426,6 +426,117 @@ STEPS.append(
                         r"node \d+ is gone \(exit status 3\)"]))
 
 
+class CkptStep:
+    """A checkpoint of a step and its restore on other hosts: a radix sort
+    of 8 tasks, 4 a host (block: nodes 0-3 on h1), checkpointed mid-run
+    by Slurm's own signal (scancel --signal=USR1, what --signal=USR1@T
+    sends before a time limit): task 0 drains and saves every node
+    through the step's control connections, the step ends with status 0;
+    then run --slurm --restore with the cyclic distribution (nodes 1, 3
+    on h2 and 4, 6 on h1 now): the sort finishes with the checksums of an
+    uninterrupted run (docs/checkpoint.rst, "Slurm steps")."""
+
+    name = "ckpt-radix-8"
+    ARGS = ["524287", "1"]
+    DELAY = 1.5     # seconds after every task's QEMU started
+
+    def run(self, sc, runs):
+        try:
+            return self._run(sc, runs)
+        except StepError as e:
+            return False, str(e).splitlines()[0][:200], str(e)
+
+    def _run(self, sc, runs):
+        radix = GUEST.prog("examples/radix-sort/radix.elf")
+        ref = os.path.join(runs, self.name + "-ref")
+        r = _run([sys.executable, TEMPEST, "run", "-n", "8", "--mem", "64M",
+                  "--quiet", "--run-dir", ref, radix] + self.ARGS,
+                 check=False)
+        sums = re.search(r"checksums (.*) match", _logs(ref, 1))
+        if r.returncode or not sums:
+            raise StepError("the uninterrupted run failed\n" + r.stdout +
+                            r.stderr + _logs(ref, 8))
+        first = os.path.join(runs, self.name)
+        again = os.path.join(runs, self.name + "-restored")
+        for d in (first, again):
+            shutil.rmtree(d, ignore_errors=True)
+        base = [sys.executable, TEMPEST, "run", "--slurm",
+                "--ntasks-per-node", "4", "--srun-arg=--time=3",
+                "--timeout", str(STEP_TIMEOUT), "--quiet"]
+        p = subprocess.Popen(base + ["-n", "8", "--run-dir", first, "--mem",
+                                     "64M", radix] + self.ARGS,
+                             env=sc.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             stdin=subprocess.DEVNULL)
+        try:
+            t0 = time.monotonic()
+            while not all(os.path.exists(os.path.join(first, f"node{i}.cmd"))
+                          for i in range(8)):
+                if p.poll() is not None or time.monotonic() - t0 > 60:
+                    raise StepError("the step's nodes did not start\n" +
+                                    p.communicate()[0] + _logs(first, 8))
+                time.sleep(0.1)
+            time.sleep(self.DELAY)
+            job = _run(["squeue", "-h", "-o", "%i"], env=sc.env).stdout.split()
+            if len(job) != 1:
+                raise StepError(f"squeue shows jobs {job}")
+            _run(["scancel", "--signal=USR1", job[0]], env=sc.env)
+            out = p.communicate(timeout=SRUN_LIMIT)[0]
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        ckpt_dir = os.path.join(first, "ckpt-usr1")
+        if p.returncode != 0 or "checkpointed to" not in out:
+            raise StepError(f"the checkpointed step ended {p.returncode}, "
+                            "not saved\n" + out + _logs(first, 8))
+        if re.search(r"radix-sort: .* sorted", _logs(first, 1)):
+            raise StepError(f"the sort had finished before its checkpoint "
+                            f"({self.DELAY} s): not mid-run\n" +
+                            _logs(first, 1))
+        r = _run(base + ["--restore", ckpt_dir, "--run-dir", again,
+                         "--srun-arg=--distribution=cyclic"], check=False,
+                 env=sc.env)
+        got = re.search(r"radix-sort: .* (sorted) .* checksums (.*) match",
+                        _logs(again, 1))
+        if r.returncode != 0 or not got or got.group(2) != sums.group(1):
+            raise StepError(f"restored: status {r.returncode}, checksums "
+                            f"{got and got.group(2)}, uninterrupted "
+                            f"{sums.group(1)}\n" + r.stdout + r.stderr +
+                            _logs(again, 8))
+        if not re.search(r"node 0: 8 nodes restored from .*ckpt-usr1",
+                         r.stdout + r.stderr):
+            raise StepError("task 0 did not say it restored the nodes\n" +
+                            r.stdout + r.stderr)
+        moved = [i for i in range(8) if _host(first, i) != _host(again, i)]
+        if moved != [1, 3, 4, 6]:
+            raise StepError(f"nodes {moved} changed hosts, not 1, 3, 4, 6")
+        saved = re.search(r"checkpoint: 8 nodes saved .* in ([\d.]+) s", out)
+        return True, f"saved in {saved and saved.group(1)} s; restored on " \
+            f"other hosts: sorted, same checksums", out + r.stdout + r.stderr
+
+
+def _logs(run_dir, nodes):
+    text = []
+    for i in range(nodes):
+        try:
+            with open(os.path.join(run_dir, f"node{i}.log"),
+                      errors="replace") as f:
+                text.append(f"--- node{i}.log\n" + f.read()[-2000:])
+        except OSError:
+            pass
+    return "\n".join(text)
+
+
+def _host(run_dir, i):
+    with open(os.path.join(run_dir, f"node{i}.cmd")) as f:
+        m = re.search(r"fabric-host-id=([^,\s]+)", f.read())
+    return m and m.group(1)
+
+
+STEPS.append(CkptStep())
+
+
 def run(results, runs, k=None):
     steps = [s for s in STEPS if not k or k in f"slurm/{s.name}"]
     if not steps:

@@ -3,8 +3,9 @@
 docs/slurm.rst, "What a task does" and "Trust"): the step read from
 Slurm's environment, the rendezvous ports, the checks of every message,
 a real rendezvous on 127.0.0.1 between task 0 and two tasks with
-strangers and liars among them, and the node's process in a session of
-its own ("One session per node")."""
+strangers and liars among them, the control connection it leaves and a
+task's Agent on a real QEMU (docs/checkpoint.rst, "Slurm steps"), and the
+node's process in a session of its own ("One session per node")."""
 
 import json
 import os
@@ -160,14 +161,23 @@ class RendezvousTest(unittest.TestCase):
         # A second rank 1 after the table: nobody listens any more.
         for c in (rdv, junk, other):
             c.close()
-        cid, key, table = got[0]
+        cid, key, table, ctls = got[0]
         self.assertEqual([h for _, _, h in table], ["h1", "h1", "h2"])
+        self.assertEqual(sorted(ctls), [1, 2])
         for rank in (1, 2):
-            psock, c2, k2, t2 = got[rank]
+            psock, c2, k2, t2, ctl = got[rank]
             self.assertEqual((c2, k2, t2), (cid, key, table))
             self.assertEqual(table[rank][:2],
                              ("127.0.0.1", psock.getsockname()[1]))
             psock.close()
+            # The rendezvous connection stays open as the control
+            # connection: task 0 asks, the task answers, both checked.
+            ctls[rank].send({"qmp": "stop", "id": 1})
+            self.assertEqual(ctl.recv(5), {"qmp": "stop", "id": 1})
+            ctl.send({"id": 1, "return": {}})
+            self.assertEqual(ctls[rank].recv(5), {"id": 1, "return": {}})
+            ctl.close()
+            ctls[rank].close()
         port.close()
 
     def test_nobody(self):
@@ -251,12 +261,134 @@ class MungeTest(unittest.TestCase):
             x.start()
         for x in ts:
             x.join(30)
-        cid, key, table = got[0]
+        cid, key, table, ctls = got[0]
         for rank in (1, 2):
-            psock, c2, k2, t2 = got[rank]
+            psock, c2, k2, t2, ctl = got[rank]
             self.assertEqual((c2, k2, t2), (cid, key, table))
             psock.close()
+            ctl.close()
+            ctls[rank].close()
         port.close()
+
+
+class ControlTest(unittest.TestCase):
+    """The step's control connection over a real socket pair: what task 0
+    and a task send each other arrives; a message with the wrong key, one
+    replayed, one altered, one too long, or not a JSON object ends the
+    connection."""
+
+    KEY = "ab" * 32
+
+    def pair(self, key=None, rank=3):
+        a, b = socket.socketpair()
+        return (slurm.Control(a, self.KEY, rank, True),
+                slurm.Control(b, key or self.KEY, rank, False))
+
+    def test_both_ways(self):
+        t0, t = self.pair()
+        for i in range(3):
+            t0.send({"qmp": "query-migrate", "id": i})
+            self.assertEqual(t.recv(5), {"qmp": "query-migrate", "id": i})
+            t.send({"id": i, "return": {"status": "completed"}})
+            self.assertEqual(t0.recv(5)["return"], {"status": "completed"})
+        t.send({"usr1": True})
+        self.assertTrue(t0.recv(5)["usr1"])
+
+    def test_refused(self):
+        def raw(ctl, line):
+            ctl.sock.sendall(line)
+
+        # Another key (a process that does not belong to the step).
+        t0, t = self.pair(key="cd" * 32)
+        t0.send({"qmp": "quit", "id": 1})
+        with self.assertRaisesRegex(slurm.ControlError, "does not check"):
+            t.recv(5)
+        # A message sent again (its number is the previous one's).
+        t0, t = self.pair()
+        t0.send({"id": 1})
+        line = t.sock.recv(4096)
+        t.buf = line + line
+        self.assertEqual(t.recv(5), {"id": 1})
+        with self.assertRaisesRegex(slurm.ControlError, "does not check"):
+            t.recv(5)
+        # The same line of another rank's connection.
+        t0, t = self.pair(rank=4)
+        t0.send({"id": 1})
+        t2 = slurm.Control(socket.socketpair()[1], self.KEY, 5, False,
+                           t.sock.recv(4096))
+        with self.assertRaisesRegex(slurm.ControlError, "does not check"):
+            t2.recv(5)
+        # Altered on the way.
+        t0, t = self.pair()
+        t0.send({"qmp": "stop", "id": 1})
+        t.buf = t.sock.recv(4096).replace(b"stop", b"quit")
+        with self.assertRaisesRegex(slurm.ControlError, "does not check"):
+            t.recv(5)
+        # Too long, without a newline.
+        t0, t = self.pair()
+        threading.Thread(target=raw, args=(t0, b"x" * (slurm.CTL_LINE_MAX
+                                                         + 70000)),
+                         daemon=True).start()
+        with self.assertRaisesRegex(slurm.ControlError, "too long"):
+            t.recv(5)
+        # Checked, but not an object.
+        t0, t = self.pair()
+        body = b"[1,2]"
+        raw(t0, t0._mac(t0.tx_dir, 0, body) + b" " + body + b"\n")
+        with self.assertRaisesRegex(slurm.ControlError, "not a JSON object"):
+            t.recv(5)
+        # Closed, and silent.
+        t0, t = self.pair()
+        with self.assertRaisesRegex(slurm.ControlError, "no answer"):
+            t.recv(0.2)
+        t0.close()
+        with self.assertRaisesRegex(slurm.ControlError, "closed"):
+            t.recv(5)
+
+
+@unittest.skipUnless(os.path.exists(slurm.QEMU_BIN), "QEMU is not built")
+class AgentTest(unittest.TestCase):
+    """A task's Agent between its control connection and a real QEMU's QMP
+    socket: task 0's checkpoint commands run and are answered; any other
+    command, and a migration anywhere but to a file, are refused; task 0's
+    word that the step failed is taken."""
+
+    def test_agent(self):
+        d = tempfile.mkdtemp(prefix="tempest-unit-agent-")
+        qmp = os.path.join(d, "qmp")
+        q = subprocess.Popen([slurm.QEMU_BIN, "-M", "tempest", "-S",
+                              "-display", "none", "-nodefaults",
+                              "-qmp", f"unix:{qmp},server=on,wait=off"],
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            a, b = socket.socketpair()
+            t0 = slurm.Control(a, ControlTest.KEY, 2, True)
+            agent = slurm.Agent(slurm.Control(b, ControlTest.KEY, 2, False),
+                                qmp, 2)
+            agent.start()
+            relay = slurm.Relay(t0, 2)
+            self.assertEqual(relay.cmd("query-migrate"), {})
+            self.assertEqual(relay.cmd("qom-get", path=slurm.ckpt.NC_PATH,
+                                       property="checkpoint"), False)
+            for name, args, why in (
+                    ("query-status", {}, "not a command task 0 may relay"),
+                    ("human-monitor-command", {"command-line": "info"},
+                     "not a command"),
+                    ("migrate", {"uri": "exec:true"}, "only to or from a "
+                     "file"),
+                    ("migrate", {"uri": "file:relative"}, "only to or from")):
+                with self.assertRaisesRegex(StepError, why):
+                    relay.cmd(name, **args)
+            self.assertIsNone(q.poll())
+            t0.send({"fail": "task 5 could not load its state"})
+            agent.join(5)
+            self.assertEqual(agent.failed, "task 5 could not load its state")
+        finally:
+            q.kill()
+            q.wait()
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class NodeProcessTest(unittest.TestCase):

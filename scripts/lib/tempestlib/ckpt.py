@@ -161,9 +161,9 @@ def check_cut(conns):
     credit a holds for b is what b allows less what b owes back (the
     rest is in b's queues).  Raises StepError naming the first pair that
     disagrees."""
-    ls = [links(c) for c in conns]
-    for a, la in enumerate(ls):
-        for b, lb in enumerate(ls):
+    ls = {c.index: links(c) for c in conns}
+    for a, la in ls.items():
+        for b, lb in ls.items():
             if a == b:
                 continue
             x, y = la[b], lb[a]
@@ -208,89 +208,99 @@ def wait_migration(conns, timeout, what):
 def checkpoint(run_dir, out_dir=None, stop=False, timeout=30.0,
                attempts=20):
     """Checkpoint the cluster of run_dir into out_dir (default
-    RUN/ckpt-<time>); the nodes go on unless stop.  Returns out_dir.
+    RUN/ckpt-<time>) through the nodes' QMP sockets in run_dir; the nodes
+    go on unless stop.  Returns out_dir."""
+    with open(os.path.join(run_dir, CLUSTER)) as f:
+        info = json.load(f)
+    out_dir = out_dir or os.path.join(
+        run_dir, "ckpt-" + time.strftime("%Y%m%d-%H%M%S"))
+    conns = connect_all(run_dir, info["nodes"], timeout=5.0)
+    try:
+        return checkpoint_nodes(conns, info, run_dir, out_dir, stop,
+                                timeout, attempts)
+    finally:
+        close_all(conns)
+
+
+def checkpoint_nodes(conns, info, run_dir, out_dir, stop=False,
+                     timeout=30.0, attempts=20):
+    """Checkpoint the cluster whose nodes conns reach (anything with
+    cmd(name, **args) and index: a QMP, or a Slurm task's relay) into
+    out_dir; info: the run's cluster.json, which the manifest extends.
 
     The nodes are stopped; the drain waits for a quiet cut.  A node that
     cannot be at rest while stopped (a message waiting for a buffer its
     guest must post) makes the launcher let the cluster run 50 ms and try
     again, at most attempts times."""
-    with open(os.path.join(run_dir, CLUSTER)) as f:
-        info = json.load(f)
     nodes = info["nodes"]
-    out_dir = out_dir or os.path.join(
-        run_dir, "ckpt-" + time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(out_dir, exist_ok=True)
-    conns = connect_all(run_dir, nodes, timeout=5.0)
     t0 = time.monotonic()
-    try:
-        for k in range(attempts):
-            for c in conns:
-                c.cmd("stop")
-            try:
-                collections = drain(conns, min(timeout, 2.0)
-                                    if k < attempts - 1 else timeout)
-                break
-            except StepError:
-                if k == attempts - 1:
-                    raise
-                for c in conns:
-                    c.cmd("cont")
-                time.sleep(0.05)
-        t_quiet = time.monotonic() - t0
-        ckpt_id = random.getrandbits(63) | 1
-        entered = []
+    for k in range(attempts):
+        for c in conns:
+            c.cmd("stop")
         try:
-            for c in conns:
-                c.cmd("qom-set", path=NC_PATH, property="ckpt-id",
-                      value=ckpt_id)
-                c.cmd("qom-set", path=NC_PATH, property="checkpoint",
-                      value=True)
-                entered.append(c)
-            # Still quiet: nothing moved while the modes were set.
-            drain(conns, 1.0)
-            check_cut(conns)
-            for c in conns:
-                path = os.path.abspath(os.path.join(out_dir,
-                                                    f"node{c.index}.vmstate"))
-                c.cmd("migrate", uri=f"file:{path}")
-            wait_migration(conns, timeout, "checkpoint")
+            collections = drain(conns, min(timeout, 2.0)
+                                if k < attempts - 1 else timeout)
+            break
         except StepError:
-            for c in entered:
-                c.cmd("qom-set", path=NC_PATH, property="checkpoint",
-                      value=False)
-            if not stop:
-                for c in conns:
-                    c.cmd("cont")
-            raise
-        elapsed = time.monotonic() - t0
-        sizes = [os.path.getsize(os.path.join(out_dir, f"node{i}.vmstate"))
-                 for i in range(nodes)]
-        # The program goes with the checkpoint: restored where its path
-        # does not exist (another host), the nodes start from this copy.
-        copy = os.path.join(out_dir, PROGRAM_COPY)
-        shutil.copyfile(info["program"], copy)
-        manifest = dict(info, ckpt_id=ckpt_id, run_dir=os.path.abspath(
-            run_dir), taken=time.strftime("%Y-%m-%d %H:%M:%S"),
-            sizes=sizes, seconds=round(elapsed, 3),
-            drain_seconds=round(t_quiet, 3), collections=collections,
-            program_copy=PROGRAM_COPY, program_sha256=file_sha256(copy))
-        with open(os.path.join(out_dir, MANIFEST), "w") as f:
-            json.dump(manifest, f, indent=1)
-        if stop:
-            with open(os.path.join(run_dir, STOP_FILE), "w") as f:
-                f.write(os.path.abspath(out_dir) + "\n")
+            if k == attempts - 1:
+                raise
             for c in conns:
-                try:
-                    c.cmd("quit")
-                except StepError:
-                    pass        # it went while answering
-        else:
-            for c in conns:
-                c.cmd("qom-set", path=NC_PATH, property="checkpoint",
-                      value=False)
                 c.cmd("cont")
-    finally:
-        close_all(conns)
+            time.sleep(0.05)
+    t_quiet = time.monotonic() - t0
+    ckpt_id = random.getrandbits(63) | 1
+    entered = []
+    try:
+        for c in conns:
+            c.cmd("qom-set", path=NC_PATH, property="ckpt-id",
+                  value=ckpt_id)
+            c.cmd("qom-set", path=NC_PATH, property="checkpoint",
+                  value=True)
+            entered.append(c)
+        # Still quiet: nothing moved while the modes were set.
+        drain(conns, 1.0)
+        check_cut(conns)
+        for c in conns:
+            path = os.path.abspath(os.path.join(out_dir,
+                                                f"node{c.index}.vmstate"))
+            c.cmd("migrate", uri=f"file:{path}")
+        wait_migration(conns, timeout, "checkpoint")
+    except StepError:
+        for c in entered:
+            c.cmd("qom-set", path=NC_PATH, property="checkpoint",
+                  value=False)
+        if not stop:
+            for c in conns:
+                c.cmd("cont")
+        raise
+    elapsed = time.monotonic() - t0
+    sizes = [os.path.getsize(os.path.join(out_dir, f"node{i}.vmstate"))
+             for i in range(nodes)]
+    # The program goes with the checkpoint: restored where its path
+    # does not exist (another host), the nodes start from this copy.
+    copy = os.path.join(out_dir, PROGRAM_COPY)
+    shutil.copyfile(info["program"], copy)
+    manifest = dict(info, ckpt_id=ckpt_id, run_dir=os.path.abspath(
+        run_dir), taken=time.strftime("%Y-%m-%d %H:%M:%S"),
+        sizes=sizes, seconds=round(elapsed, 3),
+        drain_seconds=round(t_quiet, 3), collections=collections,
+        program_copy=PROGRAM_COPY, program_sha256=file_sha256(copy))
+    with open(os.path.join(out_dir, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=1)
+    if stop:
+        with open(os.path.join(run_dir, STOP_FILE), "w") as f:
+            f.write(os.path.abspath(out_dir) + "\n")
+        for c in conns:
+            try:
+                c.cmd("quit")
+            except StepError:
+                pass        # it went while answering
+    else:
+        for c in conns:
+            c.cmd("qom-set", path=NC_PATH, property="checkpoint",
+                  value=False)
+            c.cmd("cont")
     say(f"checkpoint: {nodes} nodes saved to {rel(out_dir)} in "
         f"{elapsed:.2f} s (quiet after {t_quiet:.2f} s, {collections} "
         f"collections; {sum(sizes) / nodes / 1048576:.1f} MiB a node)"
@@ -342,40 +352,44 @@ def restore_nodes(run_dir, ckpt_dir, manifest, alive, timeout=60.0):
     """Load every node of a cluster started with -incoming defer from
     ckpt_dir, check they all hold the same checkpoint, and let them go.
     alive(): False once a node has ended (its log says why)."""
-    nodes = manifest["nodes"]
-    conns = connect_all(run_dir, nodes)
-    t0 = time.monotonic()
+    conns = connect_all(run_dir, manifest["nodes"])
     try:
-        for c in conns:
-            path = os.path.abspath(os.path.join(ckpt_dir,
-                                                f"node{c.index}.vmstate"))
-            c.cmd("migrate-incoming", uri=f"file:{path}")
-        deadline = time.monotonic() + timeout
-        for c in conns:
-            while True:
-                st = c.cmd("query-migrate").get("status", "none")
-                if st == "completed":
-                    break
-                if st in ("failed", "cancelled"):
-                    raise StepError(f"restore: node {c.index} could not "
-                                    "load its state (its log says why)")
-                if not alive() or time.monotonic() > deadline:
-                    raise StepError(f"restore: node {c.index} did not load "
-                                    "its state (its log says why)")
-                time.sleep(0.01)
-        ids = [c.cmd("qom-get", path=NC_PATH, property="ckpt-id")
-               for c in conns]
-        bad = [i for i, v in enumerate(ids) if v != manifest["ckpt_id"]]
-        if bad:
-            raise StepError("restore: node(s) "
-                            f"{', '.join(map(str, bad))} hold the state of "
-                            "another checkpoint (ckpt-id "
-                            f"{ids[bad[0]]:#x}, the manifest says "
-                            f"{manifest['ckpt_id']:#x}): refused")
-        for c in conns:
-            c.cmd("cont")
+        return restore_conns(conns, ckpt_dir, manifest, alive, timeout)
     finally:
         close_all(conns)
+
+
+def restore_conns(conns, ckpt_dir, manifest, alive, timeout=60.0):
+    """restore_nodes() through conns (QMPs, or a Slurm step's relays)."""
+    t0 = time.monotonic()
+    for c in conns:
+        path = os.path.abspath(os.path.join(ckpt_dir,
+                                            f"node{c.index}.vmstate"))
+        c.cmd("migrate-incoming", uri=f"file:{path}")
+    deadline = time.monotonic() + timeout
+    for c in conns:
+        while True:
+            st = c.cmd("query-migrate").get("status", "none")
+            if st == "completed":
+                break
+            if st in ("failed", "cancelled"):
+                raise StepError(f"restore: node {c.index} could not "
+                                "load its state (its log says why)")
+            if not alive() or time.monotonic() > deadline:
+                raise StepError(f"restore: node {c.index} did not load "
+                                "its state (its log says why)")
+            time.sleep(0.01)
+    ids = {c.index: c.cmd("qom-get", path=NC_PATH, property="ckpt-id")
+           for c in conns}
+    bad = sorted(i for i, v in ids.items() if v != manifest["ckpt_id"])
+    if bad:
+        raise StepError("restore: node(s) "
+                        f"{', '.join(map(str, bad))} hold the state of "
+                        "another checkpoint (ckpt-id "
+                        f"{ids[bad[0]]:#x}, the manifest says "
+                        f"{manifest['ckpt_id']:#x}): refused")
+    for c in conns:
+        c.cmd("cont")
     return time.monotonic() - t0
 
 

@@ -29,11 +29,13 @@ another user can neither claim a rank nor learn the cluster's key
 
 import argparse
 import hashlib
+import hmac
 import ipaddress
 import json
 import os
 import re
 import secrets
+import select
 import selectors
 import shutil
 import signal
@@ -44,7 +46,7 @@ import tempfile
 import threading
 import time
 
-from . import cluster
+from . import ckpt, cluster
 from .common import QEMU_BIN, StepError, rel, say
 from .stategraph import split_record
 
@@ -53,6 +55,7 @@ RDV_HELLO_MAX = 2048        # bytes of a task's registration
 RDV_TABLE_MAX = 2 << 20     # bytes of task 0's answer (munged: base64)
 RDV_TIMEOUT = 120.0         # seconds for the whole rendezvous
 RDV_PROTO = "tempest-rdv-1"
+CTL_LINE_MAX = 1 << 20      # bytes of one control message
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RUN_DIR_ENV = "TEMPEST_RUN_DIR"
 
@@ -308,10 +311,113 @@ def _line(obj):
     return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
 
 
+class ControlError(StepError):
+    pass
+
+
+class Control:
+    """The step's control connection between task 0 and one other task:
+    the rendezvous connection, kept open for the step's life.  Task 0
+    sends it the QMP commands of a checkpoint or a restore (Relay), the
+    task answers and asks for a checkpoint when it gets SIGUSR1.
+
+    The peer is trusted no more than in the rendezvous: a message is one
+    line, '<mac> <json>', of at most CTL_LINE_MAX bytes, the MAC an
+    HMAC-SHA256 under the cluster's key (which only the step's tasks
+    know) of the direction, the task's rank, the message's number and the
+    JSON.  A line that is too long, does not check, is out of sequence or
+    is not a JSON object ends the connection (ControlError)."""
+
+    def __init__(self, sock, key, rank, task0, buf=b""):
+        self.sock = sock
+        self.key = bytes.fromhex(key)
+        self.rank = rank
+        self.tx_dir, self.rx_dir = (b"0>", b">0") if task0 else \
+            (b">0", b"0>")
+        self.tx_seq = self.rx_seq = 0
+        self.buf = buf
+        self.lock = threading.Lock()        # senders: two threads
+        self.closed = False
+
+    def _mac(self, direction, seq, body):
+        return hmac.new(self.key, direction + b"%d:%d:" % (self.rank, seq)
+                        + body, hashlib.sha256).hexdigest().encode()
+
+    def send(self, obj):
+        body = json.dumps(obj, separators=(",", ":")).encode()
+        with self.lock:
+            line = self._mac(self.tx_dir, self.tx_seq, body) + b" " + body
+            self.tx_seq += 1
+            try:
+                self.sock.sendall(line + b"\n")
+            except OSError as e:
+                self.closed = True
+                raise ControlError(f"task {self.rank}: the control "
+                                   f"connection is gone ({e})")
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def pending(self):
+        """A whole line is buffered already."""
+        return b"\n" in self.buf
+
+    def recv(self, timeout=None):
+        """The next message (a dict); ControlError if the connection ends,
+        times out (timeout seconds) or carries anything but our lines."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            if len(self.buf) > CTL_LINE_MAX:
+                self._fail("a line too long")
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise ControlError(f"task {self.rank}: no answer on the "
+                                   f"control connection in {timeout:g} s")
+            r, _, _ = select.select([self.sock], [], [], left)
+            if not r:
+                continue
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                self.closed = True
+                raise ControlError(f"task {self.rank}: the control "
+                                   "connection is closed (the task ended?)")
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        mac, _, body = line.partition(b" ")
+        if not hmac.compare_digest(mac, self._mac(self.rx_dir, self.rx_seq,
+                                                  body)):
+            self._fail("a message that does not check (wrong key, or out "
+                       "of sequence)")
+        self.rx_seq += 1
+        try:
+            m = json.loads(body)
+        except ValueError:
+            m = None
+        if not isinstance(m, dict):
+            self._fail("not a JSON object")
+        return m
+
+    def _fail(self, why):
+        self.close()
+        raise ControlError(f"task {self.rank}: control connection dropped: "
+                           f"{why}")
+
+    def close(self):
+        self.closed = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
 def serve(step, addr, port_sock, deadline, auth=None):
     """Task 0: listen on the first free candidate port of addr, take every
     other task's registration, answer each with the table (auth: a Munge,
-    registrations and answers sealed in its credentials)."""
+    registrations and answers sealed in its credentials).  Returns
+    (cluster id, key, table, {rank: Control})."""
     lsock = None
     for port in rendezvous_ports(step):
         s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
@@ -341,6 +447,7 @@ def serve(step, addr, port_sock, deadline, auth=None):
         conns.pop(c, None)
         c.close()
 
+    done = False
     try:
         while len(ranks) < step.ntasks - 1:
             left = deadline - time.monotonic()
@@ -399,6 +506,7 @@ def serve(step, addr, port_sock, deadline, auth=None):
                 table[rank] = (peer, port, host)
                 ranks[rank] = c
                 sel.unregister(c)
+                del conns[c]
         answer = _line({"proto": RDV_PROTO, "cluster": cid, "key": key,
                         "nodes": [list(t) for t in table]})
         for rank, c in ranks.items():
@@ -413,18 +521,25 @@ def serve(step, addr, port_sock, deadline, auth=None):
             except OSError as e:
                 raise StepError(f"node: rendezvous: cannot answer task "
                                 f"{rank}: {e}")
+        done = True
     finally:
-        for c in list(conns) + list(ranks.values()):
+        for c in list(conns) + ([] if done else list(ranks.values())):
             c.close()
         sel.close()
         lsock.close()
-    return cid, key, table
+    # Each task's connection stays open: the step's control connection,
+    # on which a checkpoint or a restore is run.
+    for c in ranks.values():
+        c.settimeout(None)
+    return cid, key, table, {r: Control(c, key, r, True)
+                             for r, c in ranks.items()}
 
 
 def register(step, server, deadline, auth=None):
     """Any other task: find task 0 at one of its candidate ports, register
-    a port of this host, return (port socket, cluster id, key, table)
-    (auth: a Munge, as for serve())."""
+    a port of this host, return (port socket, cluster id, key, table,
+    the connection to task 0 as the step's Control) (auth: a Munge, as
+    for serve())."""
     ports = rendezvous_ports(step)
     why = "no answer"
     while time.monotonic() < deadline:
@@ -455,9 +570,11 @@ def register(step, server, deadline, auth=None):
                     data += more
                     if len(data) > RDV_TABLE_MAX:
                         raise ValueError("an answer too large")
-                cid, key, table = check_table(data.split(b"\n", 1)[0],
-                                              step, me, auth)
-                return psock, cid, key, table
+                line, rest = data.split(b"\n", 1)
+                cid, key, table = check_table(line, step, me, auth)
+                c.settimeout(None)
+                ctl, c = Control(c, key, step.rank, False, rest), None
+                return psock, cid, key, table, ctl
             except (OSError, ValueError) as e:
                 why = f"{server}:{port}: {e}"
                 if psock:
@@ -465,7 +582,8 @@ def register(step, server, deadline, auth=None):
                 if isinstance(e, ValueError) and "refused" in str(e):
                     raise StepError(f"node: rendezvous: {why}")
             finally:
-                c.close()
+                if c is not None:
+                    c.close()
         time.sleep(0.2)
     raise StepError(f"node: rendezvous: task {step.rank} found no task 0 "
                     f"of step {step.job}.{step.step} ({why})")
@@ -514,19 +632,233 @@ def node_parser(add_help=True):
     p.add_argument("--rendezvous-timeout", type=float, default=RDV_TIMEOUT,
                    help=f"seconds for the tasks to meet (default "
                    f"{RDV_TIMEOUT:g})")
+    p.add_argument("--restore", default=None, metavar="CKPT",
+                   help="start this task's node from checkpoint CKPT (of "
+                   "SIGUSR1 to a step, or of scripts/tempest checkpoint); "
+                   "program, arguments and settings come from it "
+                   "(docs/checkpoint.rst)")
     p.add_argument("--qemu-arg", action="append", default=[],
                    metavar="ARG", help="extra QEMU argument (repeatable)")
-    p.add_argument("program", help="the guest ELF (scripts/tempest cc)")
+    p.add_argument("program", nargs="?", default=None,
+                   help="the guest ELF (scripts/tempest cc)")
     p.add_argument("args", nargs=argparse.REMAINDER,
                    help="arguments passed to main() on every node")
     return p
 
 
+# What task 0 may have a task's QEMU do (Relay): a checkpoint's and a
+# restore's commands, nothing else.
+RELAYED = {"stop", "cont", "qom-get", "qom-set", "migrate",
+           "migrate-incoming", "query-migrate", "quit"}
+
+
+class Relay:
+    """Task 0's handle on another task's node, for ckpt's functions: QMP's
+    cmd(), each command carried on the control connection to the task,
+    which runs it on its QEMU's QMP socket and answers."""
+
+    def __init__(self, ctl, index):
+        self.ctl = ctl
+        self.index = index
+        self.n = 0
+
+    def cmd(self, name, **args):
+        self.n += 1
+        self.ctl.send({"qmp": name, "args": args, "id": self.n})
+        while True:
+            m = self.ctl.recv(ckpt.COMMAND_S + 10)
+            if m.get("usr1"):
+                continue        # it got the signal too: this is its answer
+            if m.get("id") != self.n:
+                raise ControlError(f"task {self.index}: answered {m!r:.80} "
+                                   f"to command {self.n}")
+            if "error" in m:
+                raise ckpt.QMPError(f"node {self.index}: {name}: "
+                                    f"{str(m['error'])[:300]}")
+            return m.get("return")
+
+
+class Coordinator(threading.Thread):
+    """Task 0's side of the control connections: a restore (every node
+    loaded, the ids compared, then all let go), and a checkpoint when task
+    0 or any task gets SIGUSR1 (Slurm's warning before a time limit:
+    scancel --signal=USR1, sbatch --signal=USR1@T).  The checkpoint goes
+    to RUN/ckpt-usr1 and the nodes end; a failure ends every node with
+    status 1 (a restore) or as the run would (a checkpoint)."""
+
+    def __init__(self, ctls, qmp, run_dir, info, restore=None,
+                 manifest=None):
+        super().__init__(daemon=True)
+        self.ctls = ctls
+        self.qmp = qmp
+        self.run_dir = run_dir
+        self.info = info
+        self.restore = restore
+        self.manifest = manifest
+        self.usr1 = threading.Event()
+        self.ended = threading.Event()      # task 0's own node ended
+        self.busy = threading.Event()
+        self.failed = None
+        self.saved = None
+
+    def _conns(self, local):
+        # Task 0's own node last: it quits last after a checkpoint, so
+        # this process lives until the others have been told.
+        return [Relay(self.ctls[r], r) for r in sorted(self.ctls)] + [local]
+
+    def _fail(self, why):
+        self.failed = why
+        for ctl in self.ctls.values():
+            try:
+                ctl.send({"fail": why[:300]})
+            except StepError:
+                pass
+
+    def run(self):
+        local = None
+        try:
+            local = ckpt.QMP(self.qmp, 0)
+            if self.restore:
+                self.busy.set()
+                took = ckpt.restore_conns(
+                    self._conns(local), self.restore, self.manifest,
+                    lambda: not self.ended.is_set())
+                say(f"node 0: {len(self.ctls) + 1} nodes restored from "
+                    f"{rel(self.restore)} in {took:.2f} s")
+                self.busy.clear()
+            while not self.ended.is_set():
+                live = [c for c in self.ctls.values() if not c.closed]
+                ready = [c for c in live if c.pending()] or \
+                    (select.select(live, [], [], 0.1)[0] if live else
+                     time.sleep(0.1) or [])
+                for c in ready:
+                    try:
+                        if c.recv().get("usr1"):
+                            self.usr1.set()
+                    except ControlError:
+                        c.close()       # its node ended: no more commands
+                if self.usr1.is_set() and not self.ended.is_set():
+                    self.busy.set()
+                    self._checkpoint(local)
+                    return
+        except StepError as e:
+            self._fail(str(e))
+        finally:
+            self.busy.clear()
+            if local:
+                local.close()
+
+    def _checkpoint(self, local):
+        if self.info.get("linux"):
+            say("node 0: SIGUSR1: Linux nodes cannot be checkpointed yet "
+                "(docs/checkpoint.rst); the nodes go on")
+            return
+        out = os.path.join(self.run_dir, "ckpt-usr1")
+        say(f"node 0: SIGUSR1: checkpointing the step's "
+            f"{len(self.ctls) + 1} nodes to {rel(out)}")
+        self.saved = ckpt.checkpoint_nodes(self._conns(local), self.info,
+                                           self.run_dir, out, stop=True)
+
+
+class Agent(threading.Thread):
+    """Any other task's side of its control connection: runs task 0's
+    commands (only RELAYED ones; a migration only to a file) on its
+    node's QMP socket and answers; takes task 0's word that the step
+    failed."""
+
+    def __init__(self, ctl, qmp, rank):
+        super().__init__(daemon=True)
+        self.ctl = ctl
+        self.qmp = qmp
+        self.rank = rank
+        self.failed = None
+        self.saved = False
+
+    def run(self):
+        conn = None
+        try:
+            while True:
+                try:
+                    m = self.ctl.recv()
+                except ControlError:
+                    return
+                if "fail" in m:
+                    self.failed = str(m["fail"])[:300]
+                    return
+                name, args = m.get("qmp"), m.get("args")
+                if not isinstance(args, dict):
+                    args = {}
+                try:
+                    if name not in RELAYED:
+                        raise StepError(f"{name!r:.40} is not a command "
+                                        "task 0 may relay")
+                    if name in ("migrate", "migrate-incoming") and not \
+                            str(args.get("uri", "")).startswith("file:/"):
+                        raise StepError("a migration only to or from a "
+                                        "file")
+                    if conn is None:
+                        conn = ckpt.QMP(self.qmp, self.rank)
+                    rsp = {"id": m.get("id"), "return": conn.cmd(name,
+                                                                 **args)}
+                    if name == "migrate":
+                        self.saved = True
+                except StepError as e:
+                    rsp = {"id": m.get("id"), "error": str(e)}
+                try:
+                    self.ctl.send(rsp)
+                except StepError:
+                    return
+        finally:
+            if conn:
+                conn.close()
+
+
+def _node_settings(a):
+    """a's settings, from the checkpoint's manifest for --restore (the
+    command line's --qemu-arg after the manifest's); returns the
+    manifest or None."""
+    if not a.restore:
+        if not a.program:
+            raise StepError("node: which program? (srun ... scripts/tempest "
+                            "node prog.elf args)")
+        return None
+    m = ckpt.read_manifest(a.restore)
+    if m.get("linux"):
+        raise StepError("node --restore: Linux nodes cannot be "
+                        "checkpointed yet (docs/checkpoint.rst)")
+    if a.program and os.path.abspath(a.program) != m["program"]:
+        raise StepError(f"node --restore: the checkpoint is of "
+                        f"{rel(m['program'])}, not {a.program}")
+    a.program = ckpt.restore_program(a.restore, m)
+    a.args = list(m["args"])
+    a.smp, a.mem, a.cpu = m["smp"], m["mem"], m["cpu"]
+    a.credits, a.tagmem, a.linux = m["credits"], m["tagmem"], False
+    if a.spin_us is None:
+        a.spin_us = m.get("spin_us")
+    a.qemu_arg = list(m.get("extra") or []) + list(a.qemu_arg)
+    return m
+
+
 def run_node(a, env=None):
     """scripts/tempest node: meet the step's other tasks, run this task's
     node; returns its exit status."""
+    usr1 = []
+    # Before anything: SIGUSR1's default would end the task.
+    old_usr1 = signal.signal(signal.SIGUSR1, lambda s, f: usr1.append(s))
+    try:
+        return _run_node(a, usr1, env)
+    finally:
+        signal.signal(signal.SIGUSR1, old_usr1)
+
+
+def _run_node(a, usr1, env=None):
     env = os.environ if env is None else env
     step = Step(env)
+    manifest = _node_settings(a)
+    if manifest and manifest["nodes"] != step.ntasks:
+        raise StepError(f"node --restore: the checkpoint has "
+                        f"{manifest['nodes']} nodes, the step "
+                        f"{step.ntasks} tasks")
     mem = a.mem or ("256M" if a.linux else "128M")
     if a.linux:
         cluster.check_linux_program(a.program)
@@ -542,8 +874,10 @@ def run_node(a, env=None):
     os.makedirs(run_dir, exist_ok=True)
     deadline = time.monotonic() + a.rendezvous_timeout
     private = tempfile.mkdtemp(prefix="tempest-node-")
+    qmp = os.path.join(private, "qmp")
     psock = None
     sockdir = None
+    ctls = {}
     try:
         fabric, opts, cid, key_file = None, "", 0, None
         if step.ntasks > 1:
@@ -553,8 +887,8 @@ def run_node(a, env=None):
             if step.rank == 0:
                 psock = cluster.bind_free_ports(
                     1, node_address(step.host))[0]
-                cid, key, table = serve(step, psock.getsockname()[0], psock,
-                                        deadline, auth)
+                cid, key, table, ctls = serve(step, psock.getsockname()[0],
+                                              psock, deadline, auth)
                 with open(os.path.join(run_dir, "rendezvous.txt"), "w") as f:
                     f.write(f"{step.ntasks} tasks met task 0 of step "
                             f"{step.job}.{step.step}; " +
@@ -562,8 +896,9 @@ def run_node(a, env=None):
                              f"{auth.sock or 'the default'})" if auth else
                              "not authenticated (no munge)") + "\n")
             else:
-                psock, cid, key, table = register(step, server, deadline,
-                                                  auth)
+                psock, cid, key, table, ctl = register(step, server,
+                                                       deadline, auth)
+                ctls = {0: ctl}
             fabric = "tcp:" + ";".join(
                 (f"[{h}]" if ":" in h else h) + f":{p}" for h, p, _ in table)
             sockdir = shm_dir(step)
@@ -577,20 +912,42 @@ def run_node(a, env=None):
         boot = cluster.LinuxRun(a.program, a.args, run_dir, step.ntasks,
                                 forward=False).boot(step.rank) \
             if a.linux else None
+        more = list(a.qemu_arg)
+        if manifest:
+            # Made and linked as at boot, then loaded and let go by task 0.
+            more += ["-S", "-incoming", "defer"]
         cmd = cluster.node_command(step.rank, step.ntasks, a.program, a.args,
-                                   a.smp, mem, a.cpu, a.qemu_arg, fabric,
+                                   a.smp, mem, a.cpu, more, fabric,
                                    cid, a.credits, a.tagmem, key_file, spin,
                                    opts, step.host if fabric else None,
-                                   boot=boot)
+                                   boot=boot, qmp=qmp)
         with open(os.path.join(run_dir, f"node{step.rank}.cmd"), "w") as f:
             f.write(" ".join(cmd) + "\n")
+        if step.rank == 0:
+            info = dict(program=os.path.abspath(a.program), args=list(a.args),
+                        nodes=step.ntasks, smp=a.smp, mem=mem, cpu=a.cpu,
+                        credits=a.credits, tagmem=a.tagmem, fabric=None,
+                        tcp=False, spin_us=a.spin_us, hosts=None,
+                        linux=a.linux, extra=list(a.qemu_arg),
+                        slurm=f"{step.job}.{step.step}",
+                        restored_from=a.restore and
+                        os.path.abspath(a.restore))
+            with open(os.path.join(run_dir, ckpt.CLUSTER), "w") as f:
+                json.dump(info, f, indent=1)
+            control = Coordinator(ctls, qmp, run_dir, info, a.restore,
+                                  manifest)
+        else:
+            control = Agent(ctls[0], qmp, step.rank) if ctls else None
         if psock:
             psock.close()       # QEMU binds it now
             psock = None
-        return _run_qemu(cmd, run_dir, step.rank, a.timeout, a.linux)
+        return _run_qemu(cmd, run_dir, step.rank, a.timeout, a.linux,
+                         control, usr1)
     finally:
         if psock:
             psock.close()
+        for c in ctls.values():
+            c.close()
         shutil.rmtree(private, ignore_errors=True)
         if sockdir:
             try:
@@ -599,10 +956,13 @@ def run_node(a, env=None):
                 pass
 
 
-def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
+def _run_qemu(cmd, run_dir, rank, timeout, linux=False, control=None,
+              usr1=()):
     """Run one node's QEMU: its console to standard output and nodeK.log,
     its records to nodeK.records; returns its status by run's rules (a
-    Linux node whose kernel panics: STATUS_CRASH, as run --linux)."""
+    Linux node whose kernel panics: STATUS_CRASH, as run --linux).
+    control: the task's Coordinator or Agent (started with QEMU); usr1:
+    SIGUSR1s received (a list the handler appends to)."""
     stop = []
     panicked = []
 
@@ -623,6 +983,8 @@ def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     watchdog.watch(proc.pid)
+    if control:
+        control.start()
     out = sys.stdout.buffer
 
     def pump():
@@ -646,11 +1008,21 @@ def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
     reader.start()
     t0 = time.monotonic()
     status = None
+    told = 0
     try:
         while proc.poll() is None:
-            if stop or panicked or \
+            if stop or panicked or (control and control.failed) or \
                     (timeout and time.monotonic() - t0 > timeout):
                 break
+            if len(usr1) > told:
+                told = len(usr1)
+                if isinstance(control, Coordinator):
+                    control.usr1.set()
+                elif control:
+                    try:
+                        control.ctl.send({"usr1": True})
+                    except StepError:
+                        pass
             time.sleep(0.05)
         if proc.poll() is None and panicked and not stop:
             # A panicked kernel never ends QEMU itself.
@@ -658,6 +1030,10 @@ def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
             cluster.stop_processes([proc])
             status = cluster.STATUS_CRASH
             say(f"node {rank}: the kernel panicked")
+        elif proc.poll() is None and control and control.failed:
+            cluster.stop_processes([proc])
+            status = 1
+            say(f"node {rank}: stopped: {control.failed}")
         elif proc.poll() is None:
             cluster.stop_processes([proc])
             status = 128 + stop[0] if stop else cluster.STATUS_TIMEOUT
@@ -665,7 +1041,22 @@ def _run_qemu(cmd, run_dir, rank, timeout, linux=False):
                                     else f"timeout after {timeout:g} s"))
         else:
             status = cluster.status_of(proc.returncode)
+            if isinstance(control, Coordinator):
+                # Node 0 quits last after a checkpoint: the others have
+                # been told; let the thread finish its words.
+                control.ended.set()
+                control.join(timeout=ckpt.COMMAND_S)
+                if control.failed:
+                    say(f"node {rank}: {control.failed}")
+                    status = status or 1
+                elif control.saved:
+                    say(f"node {rank}: checkpointed to "
+                        f"{rel(control.saved)} and stopped")
+            elif control and control.saved and status == 0:
+                say(f"node {rank}: checkpointed and stopped")
     finally:
+        if control and isinstance(control, Coordinator):
+            control.ended.set()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -693,7 +1084,8 @@ def merge_records(run_dir, nodes):
 
 def run_slurm(a):
     """scripts/tempest run --slurm: the cluster as a job step of srun's;
-    returns srun's exit status."""
+    returns srun's exit status.  SIGUSR1 to it goes to srun, which passes
+    it to every task: the step is checkpointed (docs/checkpoint.rst)."""
     if shutil.which("srun") is None:
         raise StepError("run --slurm: no srun here (Debian: apt-get install "
                         "slurm-client)")
@@ -704,15 +1096,31 @@ def run_slurm(a):
         if bad:
             raise StepError(f"run --slurm: {opt} is not supported with "
                             "--slurm (docs/slurm.rst)")
-    if a.linux:
-        cluster.check_linux_program(a.program)
+    manifest = None
+    if a.restore:
+        manifest = ckpt.read_manifest(a.restore)
+        if manifest.get("linux"):
+            raise StepError("run --restore: Linux nodes cannot be "
+                            "checkpointed yet (docs/checkpoint.rst)")
+        a.nodes = manifest["nodes"]
+        program = manifest["program"]
+        mem = manifest["mem"]
     else:
-        cluster.check_program(a.program)
-    mem = a.mem or ("256M" if a.linux else "128M")
+        if not a.program:
+            raise StepError("run: which program? (scripts/tempest run "
+                            "--slurm -n N prog.elf)")
+        if a.linux:
+            cluster.check_linux_program(a.program)
+        else:
+            cluster.check_program(a.program)
+        program = a.program
+        mem = a.mem or ("256M" if a.linux else "128M")
     timeout = (120 + (10 * a.nodes if a.linux else 0)
                if a.timeout is None else a.timeout)
-    cluster.check_settings(a.nodes, a.smp, mem, a.tagmem, a.credits, timeout)
-    run_dir = os.path.abspath(a.run_dir or cluster.new_run_dir(a.program))
+    if not manifest:
+        cluster.check_settings(a.nodes, a.smp, mem, a.tagmem, a.credits,
+                               timeout)
+    run_dir = os.path.abspath(a.run_dir or cluster.new_run_dir(program))
     os.makedirs(run_dir, exist_ok=True)
     tempest = os.path.join(os.path.dirname(os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))), "tempest")
@@ -720,27 +1128,54 @@ def run_slurm(a):
     if a.ntasks_per_node:
         cmd.append(f"--ntasks-per-node={a.ntasks_per_node}")
     cmd += list(a.srun_arg)
-    cmd += [tempest, "node", "--smp", str(a.smp), "--mem", mem,
-            "--timeout", f"{timeout:g}"] + (["--linux"] if a.linux else [])
-    for opt, v in (("--tagmem", a.tagmem), ("--cpu", a.cpu),
-                   ("--credits", a.credits), ("--spin-us", a.spin_us)):
-        if v is not None:
-            cmd += [opt, str(v)]
+    cmd += [tempest, "node", "--timeout", f"{timeout:g}"]
+    if manifest:
+        # The program, its arguments and the settings are the
+        # checkpoint's; more --qemu-arg may be given.
+        cmd += ["--restore", os.path.abspath(a.restore)]
+    else:
+        cmd += ["--smp", str(a.smp), "--mem", mem] + \
+            (["--linux"] if a.linux else [])
+        for opt, v in (("--tagmem", a.tagmem), ("--cpu", a.cpu),
+                       ("--credits", a.credits), ("--spin-us", a.spin_us)):
+            if v is not None:
+                cmd += [opt, str(v)]
     for q in a.qemu_arg:
         cmd.append(f"--qemu-arg={q}")
-    cmd += [os.path.abspath(a.program)] + list(a.args)
+    if not manifest:
+        cmd += [os.path.abspath(a.program)] + list(a.args)
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
+    stop_file = os.path.join(run_dir, ckpt.STOP_FILE)
+    if os.path.exists(stop_file):
+        os.unlink(stop_file)
     t0 = time.monotonic()
     env = dict(os.environ, **{RUN_DIR_ENV: run_dir})
     out = None if not a.quiet else subprocess.DEVNULL
-    rc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL,
-                        stdout=out).returncode
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=out)
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        # srun passes the signal on to every task (srun(1), "Signals").
+        old = signal.signal(signal.SIGUSR1,
+                            lambda s, f: proc.send_signal(signal.SIGUSR1))
+    try:
+        rc = proc.wait()
+    finally:
+        if in_main:
+            signal.signal(signal.SIGUSR1, old)
     status = cluster.status_of(rc)
     outputs = merge_records(run_dir, a.nodes)
     summary = (f"{a.nodes} task{'s' if a.nodes > 1 else ''} exited 0"
                if status == 0 else f"srun exited with status {status}") + \
         f" in {time.monotonic() - t0:.2f} s (logs: {rel(run_dir)})"
+    if os.path.exists(stop_file):
+        with open(stop_file) as f:
+            where = f.read().strip()
+        summary += (f"; checkpointed to {rel(where)} and stopped (restart: "
+                    f"scripts/tempest run --slurm --restore {rel(where)})")
+    if manifest:
+        summary += f"; restored from {rel(a.restore)}"
     if outputs:
         summary += "; wrote " + ", ".join(os.path.basename(p)
                                           for p in outputs)
