@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 TEMPEST = os.path.join(ROOT, "scripts", "tempest")
 HERE = os.path.join(ROOT, "tests", "linux")
+sys.path.insert(0, os.path.join(ROOT, "scripts", "lib"))
 
 
 def _read(path):
@@ -223,16 +224,36 @@ def case_network(runs):
 def case_shell(runs):
     """The shell service (docs/linux.rst, "Logging in"): 'scripts/tempest
     ssh 1 CMD' runs CMD on node 1 of a running cluster and returns its
-    output and status."""
+    output and status; a connection without node 1's token (none, a
+    guess, node 0's) gets no shell."""
     run_dir = os.path.join(runs, "shell")
     p = launch(run_dir, 2, "sleep", ["600"])
     try:
-        expect(forwarded_port(run_dir, 1, 23, p) is not None,
-               "no shell port for node 1")
+        port = forwarded_port(run_dir, 1, 23, p)
+        expect(port is not None, "no shell port for node 1")
         r = subprocess.run([sys.executable, TEMPEST, "ssh", "--run-dir",
                             run_dir, "1", "hostname; cat /proc/cmdline; "
                             "exit 7"],
                            capture_output=True, text=True, timeout=120)
+        # Anyone else on this host reaches the port but not a shell: the
+        # login wants the node's token (a file of this user's only).
+        mode = os.stat(os.path.join(run_dir, "node1.shell-token")).st_mode
+        expect(mode & 0o077 == 0, f"the token file is {oct(mode)}")
+        from tempestlib import nodeshell
+        for guess in ("", "0" * 32, nodeshell.shell_token(0, run_dir)):
+            t = nodeshell.Telnet(("127.0.0.1", port))
+            t.write(guess.encode() + b"\nhostname; echo ran-$((6*7))\n")
+            got = b""
+            while True:
+                data = t.read()
+                if not data:
+                    break
+                got += data
+            t.sock.close()
+            expect(b"not this node's shell token" in got and
+                   b"ran-42" not in got,
+                   f"a wrong token ({guess[:8]!r}...) was let in",
+                   got.decode(errors="replace"))
     finally:
         p.terminate()
         out, err = p.communicate(timeout=30)

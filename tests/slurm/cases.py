@@ -534,7 +534,62 @@ def _host(run_dir, i):
     return m and m.group(1)
 
 
+class SshStep:
+    """A shell on a Linux task's node (docs/slurm.rst, "Linux nodes"): 2
+    Linux tasks, one a host, running sleep; 'scripts/tempest ssh 1' run on
+    task 1's host (its network namespace: the shell's port is on that
+    host's 127.0.0.1) runs a command on node 1 and returns its status;
+    from the other host the port is not there."""
+
+    name = "linux-ssh-2"
+
+    def run(self, sc, runs):
+        run_dir = os.path.join(runs, self.name)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        os.makedirs(run_dir)
+        p = subprocess.Popen(
+            ["srun", "-l", "--ntasks=2", "--ntasks-per-node=1", "--time=3",
+             TEMPEST, "node", "--linux", "--timeout", str(STEP_TIMEOUT),
+             "sleep", "100"], cwd=ROOT,
+            env=dict(sc.env, TEMPEST_RUN_DIR=run_dir),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            stdin=subprocess.DEVNULL)
+        out = ""
+        try:
+            t0 = time.monotonic()
+            while "tempest-init: running" not in _logs(run_dir, 2) or \
+                    _logs(run_dir, 2).count("tempest-init: running") < 2:
+                if p.poll() is not None or time.monotonic() - t0 > 90:
+                    return False, "the Linux tasks did not boot", \
+                        _logs(run_dir, 2)
+                time.sleep(0.5)
+            host = _host(run_dir, 1)
+            ssh = [sys.executable, TEMPEST, "ssh", "--run-dir", run_dir, "1",
+                   "hostname; exit 5"]
+            here = _run(["nsenter", f"--net=/run/netns/{netns(host)}"] + ssh,
+                        check=False, timeout=60)
+            other = [h for h in HOSTS if h != host][0]
+            there = _run(["nsenter", f"--net=/run/netns/{netns(other)}"] +
+                         ssh[:-1] + ["true"], check=False, timeout=60)
+        finally:
+            _run(["scancel", "--partition=tempest"], check=False,
+                 env=sc.env)
+            try:
+                out = p.communicate(timeout=60)[0]
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out = p.communicate()[0]
+        ok = here.returncode == 5 and re.search(r"^node1$", here.stdout,
+                                                 re.M) and \
+            there.returncode != 0
+        detail = (f"ssh on {host}: status {here.returncode}; from {other}: "
+                  f"status {there.returncode}")
+        return bool(ok), detail, "\n".join(
+            [here.stdout + here.stderr, there.stdout + there.stderr, out])
+
+
 STEPS.append(CkptStep())
+STEPS.append(SshStep())
 
 
 def run(results, runs, k=None):

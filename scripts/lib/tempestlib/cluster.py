@@ -677,7 +677,12 @@ class LinuxRun:
         base = self.port_base + index * len(self.forwards)
         return [(g, base + j) for j, g in enumerate(self.forwards)]
 
-    def boot(self, index):
+    def boot(self, index, shell_port=None):
+        """QEMU's arguments for node index; shell_port: the host port of
+        127.0.0.1 its shell service is forwarded to where the run has no
+        forwards of its own (a Slurm task's node, which writes it to
+        RUN/node<K>.ports)."""
+        lx.write_shell_token(self.run_dir, index)
         # cryptomgr.notests: the crypto self-tests took a third of the
         # boot's CPU time (3.8 s to 2.5 s a node under TCG).
         # norandmaps: a program's heap (brk) starts right after its bss,
@@ -688,8 +693,14 @@ class LinuxRun:
                    + ("" if " " in self.share else
                       f" tempest.share={self.share}")
                    + (" tempest.shell=1" if index == self.shell else ""))
-        fwd = "".join(f",hostfwd=tcp:127.0.0.1:{h}-:{g}"
-                      for g, h in self.ports(index))
+        ports = self.ports(index)
+        if shell_port:
+            ports = [(lx.SHELL_PORT, shell_port)]
+            with open(os.path.join(self.run_dir, f"node{index}.ports"),
+                      "w") as f:
+                f.write(f"node {index} tcp {lx.SHELL_PORT} "
+                        f"127.0.0.1:{shell_port}\n")
+        fwd = "".join(f",hostfwd=tcp:127.0.0.1:{h}-:{g}" for g, h in ports)
         return ["-kernel", self.kernel, "-initrd", self.initrd,
                 "-append", cmdline,
                 "-netdev", "user,id=net0" + fwd,

@@ -30,6 +30,7 @@ import glob
 import hashlib
 import os
 import re
+import secrets
 import shlex
 import shutil
 import stat
@@ -65,6 +66,20 @@ SHARE_TAG = "tempest"
 RUN_TAG = "tempest-run"
 RUN_MOUNT = "/run/tempest"
 SHELL_PORT = 23         # the node's shell service (telnetd)
+
+# telnetd's login program: the first line must be the node's shell token.
+LOGIN = r"""#!/bin/sh
+stty -echo 2>/dev/null
+IFS= read -r token
+stty echo 2>/dev/null
+want=$(cat /etc/shell-token 2>/dev/null)
+if [ -z "$want" ] || [ "$token" != "$want" ]; then
+    echo "tempest: not this node's shell token"
+    sleep 1
+    exit 1
+fi
+exec /bin/sh
+"""
 
 # TEMPEST_NC_BASE + TEMPEST_NC_EXIT (tempest-hw.h), filled in by initramfs()
 INIT = r"""#!/bin/sh
@@ -133,7 +148,11 @@ if [ -n "$SHARE" ]; then
         ln -s "$SHARE" /tempest || say "cannot mount the share at $SHARE"
 fi
 
-telnetd -p @SHELL_PORT@ -l /bin/sh
+# The shell service asks for this node's token first (the launcher's
+# file, 0600 on the host: other users of the host cannot log in).
+cp "@RUN_MOUNT@/node$NODE.shell-token" /etc/shell-token 2>/dev/null &&
+    chmod 600 /etc/shell-token || say "no shell token: no shell service"
+telnetd -p @SHELL_PORT@ -l /bin/tempest-login
 
 # The job: the program and its arguments, quoted by the launcher.
 cd /root
@@ -480,7 +499,7 @@ def _initramfs():
     mods = module_order(release)
     driver = driver_module(release)
     init = init_script().encode()
-    h = hashlib.sha256(init + release.encode())
+    h = hashlib.sha256(init + LOGIN.encode() + release.encode())
     for name, path in mods:
         h.update(name.encode() + b"\0" + str(os.path.getsize(path)).encode())
     with open(driver, "rb") as f:
@@ -500,6 +519,7 @@ def _initramfs():
             c.file("bin/busybox", b.read(), 0o755)
         c.symlink("bin/sh", "busybox")
         c.file("init", init, 0o755)
+        c.file("bin/tempest-login", LOGIN.encode(), 0o755)
         for name, path in mods:
             with open(path, "rb") as m:
                 c.file(f"lib/modules/{name}.ko", m.read())
@@ -512,6 +532,21 @@ def _initramfs():
     say(f"run: built {rel(INITRAMFS)} ({release}; modules "
         f"{' '.join(n for n, _ in mods)})")
     return INITRAMFS
+
+
+def shell_token_path(run_dir, index):
+    return os.path.join(run_dir, f"node{index}.shell-token")
+
+
+def write_shell_token(run_dir, index):
+    """A new random shell token for node index, in a file only this user
+    can read (the node reads it through its share at boot)."""
+    path = shell_token_path(run_dir, index)
+    tmp = f"{path}.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(16) + "\n")
+    os.replace(tmp, path)
 
 
 def job_script(program, args, cwd):

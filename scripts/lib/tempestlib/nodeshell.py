@@ -5,8 +5,10 @@ Each Linux node runs busybox's telnetd on port 23 (linux.SHELL_PORT),
 forwarded by its QEMU's user network to a host port on 127.0.0.1 that the
 launcher writes to ports.txt in the run directory.  This is a small telnet
 client: interactive on a terminal, or one command whose output and exit
-status it returns.  (A node has no sshd: busybox has none, and the
-forwarded port is reachable only from this host.)
+status it returns.  (A node has no sshd: busybox has none; the forwarded
+port is reachable only from this host, and the node's login asks first
+for the node's shell token, which the launcher wrote to a file only this
+user can read.)
 """
 
 import os
@@ -27,19 +29,41 @@ BEGIN, END = b"__TEMPEST_B__", b"__TEMPEST_E__"
 
 
 def node_port(node, run_dir=None, guest_port=23):
+    """The host address of node's guest_port: from the run's ports.txt
+    (run --linux), or the node's own nodeK.ports (a Slurm task's node)."""
     run_dir = run_dir or os.path.join(RUNS, "latest")
-    path = os.path.join(run_dir, "ports.txt")
+    paths = [os.path.join(run_dir, "ports.txt"),
+             os.path.join(run_dir, f"node{node}.ports")]
+    found = False
+    for path in paths:
+        try:
+            with open(path) as f:
+                found = True
+                for line in f:
+                    m = re.match(r"node (\d+) tcp (\d+) ([\d.]+):(\d+)",
+                                 line)
+                    if m and int(m.group(1)) == node and \
+                       int(m.group(2)) == guest_port:
+                        return m.group(3), int(m.group(4))
+        except OSError:
+            continue
+    if not found:
+        raise StepError(f"ssh: no {rel(paths[0])} or {rel(paths[1])}: is "
+                        "a --linux run going?")
+    raise StepError(f"ssh: node {node} has no port {guest_port} in "
+                    f"{rel(run_dir)}")
+
+
+def shell_token(node, run_dir=None):
+    """Node's shell token (the launcher's file, this user's only)."""
+    from .linux import shell_token_path
+    path = shell_token_path(run_dir or os.path.join(RUNS, "latest"), node)
     try:
         with open(path) as f:
-            for line in f:
-                m = re.match(r"node (\d+) tcp (\d+) ([\d.]+):(\d+)", line)
-                if m and int(m.group(1)) == node and \
-                   int(m.group(2)) == guest_port:
-                    return m.group(3), int(m.group(4))
-    except OSError:
-        raise StepError(f"ssh: no {rel(path)}: is a --linux run going?")
-    raise StepError(f"ssh: node {node} has no port {guest_port} in "
-                    f"{rel(path)}")
+            return f.read().strip()
+    except OSError as e:
+        raise StepError(f"ssh: cannot read node {node}'s shell token "
+                        f"{rel(path)}: {e.strerror}")
 
 
 class Telnet:
@@ -164,7 +188,10 @@ def command(t, cmd):
 
 def ssh_cli(args):
     addr = node_port(args.node, args.run_dir)
+    token = shell_token(args.node, args.run_dir)
     t = Telnet(addr)
+    # The node's login asks for it first (docs/linux.rst, "Logging in").
+    t.write(token.encode() + b"\n")
     if args.command:
         status, text = command(t, " ".join(shlex.quote(a) for a in
                                            args.command)

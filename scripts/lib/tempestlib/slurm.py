@@ -875,7 +875,7 @@ def _run_node(a, usr1, env=None):
     deadline = time.monotonic() + a.rendezvous_timeout
     private = tempfile.mkdtemp(prefix="tempest-node-")
     qmp = os.path.join(private, "qmp")
-    psock = None
+    psock = shell_sock = None
     sockdir = None
     ctls = {}
     try:
@@ -909,9 +909,15 @@ def _run_node(a, usr1, env=None):
             with os.fdopen(fd, "w") as f:
                 f.write(key)
         spin = cluster.spin_default(a.spin_us, step.tasks_here())
-        boot = cluster.LinuxRun(a.program, a.args, run_dir, step.ntasks,
-                                forward=False).boot(step.rank) \
-            if a.linux else None
+        boot = None
+        if a.linux:
+            # The node's shell service on a port of this host's 127.0.0.1,
+            # held until QEMU binds it (scripts/tempest ssh K, run on this
+            # host: docs/slurm.rst).
+            shell_sock = cluster.bind_free_ports(1, "127.0.0.1")[0]
+            boot = cluster.LinuxRun(a.program, a.args, run_dir, step.ntasks,
+                                    forward=False).boot(
+                step.rank, shell_sock.getsockname()[1])
         more = list(a.qemu_arg)
         if manifest:
             # Made and linked as at boot, then loaded and let go by task 0.
@@ -941,11 +947,15 @@ def _run_node(a, usr1, env=None):
         if psock:
             psock.close()       # QEMU binds it now
             psock = None
+        if shell_sock:
+            shell_sock.close()
+            shell_sock = None
         return _run_qemu(cmd, run_dir, step.rank, a.timeout, a.linux,
                          control, usr1)
     finally:
-        if psock:
-            psock.close()
+        for sock in (psock, shell_sock):
+            if sock:
+                sock.close()
         for c in ctls.values():
             c.close()
         shutil.rmtree(private, ignore_errors=True)
