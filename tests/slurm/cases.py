@@ -569,8 +569,12 @@ class SshStep:
             here = _run(["nsenter", f"--net=/run/netns/{netns(host)}"] + ssh,
                         check=False, timeout=60)
             other = [h for h in HOSTS if h != host][0]
-            there = _run(["nsenter", f"--net=/run/netns/{netns(other)}"] +
-                         ssh[:-1] + ["true"], check=False, timeout=60)
+            with open(os.path.join(run_dir, "node1.ports")) as f:
+                port = f.read().split(":")[-1].strip()
+            there = _run(["nsenter", f"--net=/run/netns/{netns(other)}",
+                          sys.executable, "-c", "import socket; socket."
+                          f"create_connection(('127.0.0.1', {port}), 5)"],
+                         check=False, timeout=60)
         finally:
             _run(["scancel", "--partition=tempest"], check=False,
                  env=sc.env)
