@@ -434,7 +434,9 @@ class CkptStep:
     through the step's control connections, the step ends with status 0;
     then run --slurm --restore with the cyclic distribution (nodes 1, 3
     on h2 and 4, 6 on h1 now): the sort finishes with the checksums of an
-    uninterrupted run (docs/checkpoint.rst, "Slurm steps")."""
+    uninterrupted run (docs/checkpoint.rst, "Slurm steps").  Before the
+    signal, 'scripts/tempest checkpoint RUN' saved the step and let it go
+    on; that checkpoint, restored, gives the same checksums too."""
 
     name = "ckpt-radix-8"
     ARGS = ["524287", "1"]
@@ -477,6 +479,16 @@ class CkptStep:
                                     p.communicate()[0] + _logs(first, 8))
                 time.sleep(0.1)
             time.sleep(self.DELAY)
+            # 'scripts/tempest checkpoint RUN': task 0 saves, the nodes go
+            # on; then Slurm's signal alone: saved into RUN/ckpt-usr1 and
+            # stopped.
+            went_on = os.path.join(runs, self.name + "-goes-on")
+            shutil.rmtree(went_on, ignore_errors=True)
+            c = _run([sys.executable, TEMPEST, "checkpoint", first, "-o",
+                      went_on], check=False, env=sc.env, timeout=120)
+            if c.returncode != 0 or "the nodes go on" not in c.stderr:
+                raise StepError("checkpoint RUN of the step failed\n" +
+                                c.stdout + c.stderr + _logs(first, 8))
             job = _run(["squeue", "-h", "-o", "%i"], env=sc.env).stdout.split()
             if len(job) != 1:
                 raise StepError(f"squeue shows jobs {job}")
@@ -511,6 +523,19 @@ class CkptStep:
         moved = [i for i in range(8) if _host(first, i) != _host(again, i)]
         if moved != [1, 3, 4, 6]:
             raise StepError(f"nodes {moved} changed hosts, not 1, 3, 4, 6")
+        # The checkpoint the nodes went on from, restored as it was taken.
+        third = os.path.join(runs, self.name + "-restored-2")
+        shutil.rmtree(third, ignore_errors=True)
+        r2 = _run(base + ["--restore", went_on, "--run-dir", third],
+                  check=False, env=sc.env)
+        got = re.search(r"radix-sort: .* (sorted) .* checksums (.*) match",
+                        _logs(third, 1))
+        if r2.returncode != 0 or not got or got.group(2) != sums.group(1):
+            raise StepError(f"restored from checkpoint RUN: status "
+                            f"{r2.returncode}, checksums "
+                            f"{got and got.group(2)}, uninterrupted "
+                            f"{sums.group(1)}\n" + r2.stdout + r2.stderr +
+                            _logs(third, 8))
         saved = re.search(r"checkpoint: 8 nodes saved .* in ([\d.]+) s", out)
         return True, f"saved in {saved and saved.group(1)} s; restored on " \
             f"other hosts: sorted, same checksums", out + r.stdout + r.stderr

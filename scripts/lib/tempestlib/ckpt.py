@@ -25,6 +25,9 @@ MANIFEST = "manifest.json"
 PROGRAM_COPY = "program.elf"   # the checkpoint's own copy of the program
 CLUSTER = "cluster.json"
 STOP_FILE = "checkpoint-stop"    # the run ended for this checkpoint
+# A Slurm step's checkpoint asked for by 'checkpoint RUN' and its answer.
+REQUEST = "checkpoint-request"
+RESULT = "checkpoint-result"
 # How long a node's QMP socket may take to appear, and a command to answer.
 CONNECT_S = 30.0
 COMMAND_S = 60.0
@@ -412,6 +415,27 @@ def checkpoint_parser(add_help=True):
     return p
 
 
+def write_json(path, obj):
+    """obj to path, whole or not at all."""
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
 def checkpoint_cli(args):
+    try:
+        with open(os.path.join(args.run_dir, CLUSTER)) as f:
+            info = json.load(f)
+    except (OSError, ValueError) as e:
+        raise StepError(f"checkpoint: {rel(args.run_dir)} is not a run's "
+                        f"directory ({CLUSTER}: {e})")
+    if info.get("slurm"):
+        # A Slurm step's nodes are reached by its task 0 (docs/
+        # checkpoint.rst, "Slurm steps").
+        from . import slurm
+        slurm.request_checkpoint(args.run_dir, info, args.out, args.stop,
+                                 args.timeout)
+        return 0
     checkpoint(args.run_dir, args.out, args.stop, args.timeout)
     return 0

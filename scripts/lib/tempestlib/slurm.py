@@ -738,9 +738,11 @@ class Coordinator(threading.Thread):
                     except ControlError:
                         c.close()       # its node ended: no more commands
                 if self.usr1.is_set() and not self.ended.is_set():
+                    self.usr1.clear()
                     self.busy.set()
-                    self._checkpoint(local)
-                    return
+                    if self._checkpoint(local):
+                        return          # the nodes were stopped
+                    self.busy.clear()
         except StepError as e:
             self._fail(str(e))
         finally:
@@ -749,15 +751,45 @@ class Coordinator(threading.Thread):
                 local.close()
 
     def _checkpoint(self, local):
-        if self.info.get("linux"):
-            say("node 0: SIGUSR1: Linux nodes cannot be checkpointed yet "
-                "(docs/checkpoint.rst); the nodes go on")
-            return
-        out = os.path.join(self.run_dir, "ckpt-usr1")
-        say(f"node 0: SIGUSR1: checkpointing the step's "
-            f"{len(self.ctls) + 1} nodes to {rel(out)}")
-        self.saved = ckpt.checkpoint_nodes(self._conns(local), self.info,
-                                           self.run_dir, out, stop=True)
+        """One checkpoint: as RUN/checkpoint-request asks (written by
+        'scripts/tempest checkpoint RUN' before its signal), else into
+        RUN/ckpt-usr1 and stop.  Returns True if the nodes were stopped;
+        raises StepError (all nodes end) only for a failure after which
+        they cannot go on."""
+        out, stop = os.path.join(self.run_dir, "ckpt-usr1"), True
+        req_path = os.path.join(self.run_dir, ckpt.REQUEST)
+        try:
+            with open(req_path) as f:
+                req = json.load(f)
+            os.unlink(req_path)
+            if isinstance(req.get("out"), str) and req["out"]:
+                out = req["out"]
+            stop = req.get("stop") is True
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, AttributeError) as e:
+            say(f"node 0: ignored {rel(req_path)}: {e}")
+        result = {"out": os.path.abspath(out), "stop": stop, "error": None}
+        try:
+            if self.info.get("linux"):
+                raise StepError("Linux nodes cannot be checkpointed yet "
+                                "(docs/checkpoint.rst)")
+            say(f"node 0: SIGUSR1: checkpointing the step's "
+                f"{len(self.ctls) + 1} nodes to {rel(out)}"
+                + ("" if stop else "; they go on"))
+            saved = ckpt.checkpoint_nodes(self._conns(local), self.info,
+                                          self.run_dir, out, stop=stop)
+        except StepError as e:
+            result["error"] = str(e)
+            say(f"node 0: {e}" + ("" if stop else "; the nodes go on"))
+            if stop and not self.info.get("linux"):
+                raise
+            return False
+        finally:
+            ckpt.write_json(os.path.join(self.run_dir, ckpt.RESULT), result)
+        if stop:
+            self.saved = saved
+        return stop
 
 
 class Agent(threading.Thread):
@@ -1193,3 +1225,42 @@ def run_slurm(a):
         f.write(summary + "\n")
     say(f"run: {summary}")
     return status
+
+
+def request_checkpoint(run_dir, info, out=None, stop=False, timeout=30.0):
+    """scripts/tempest checkpoint RUN of a Slurm step: the request in the
+    run directory, then Slurm's SIGUSR1 to the step (scancel), whose task
+    0 takes the checkpoint and answers in RUN/checkpoint-result."""
+    step = info.get("slurm")
+    if not isinstance(step, str) or not re.fullmatch(r"\d+\.\d+", step):
+        raise StepError(f"checkpoint: {rel(run_dir)} names no Slurm step")
+    if shutil.which("scancel") is None:
+        raise StepError("checkpoint: no scancel here (a Slurm step is "
+                        "signalled through Slurm)")
+    result = os.path.join(run_dir, ckpt.RESULT)
+    if os.path.exists(result):
+        os.unlink(result)
+    out = os.path.abspath(out or os.path.join(
+        run_dir, "ckpt-" + time.strftime("%Y%m%d-%H%M%S")))
+    ckpt.write_json(os.path.join(run_dir, ckpt.REQUEST),
+                    {"out": out, "stop": bool(stop)})
+    r = subprocess.run(["scancel", "--signal=USR1", step],
+                       capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    if r.returncode != 0:
+        raise StepError(f"checkpoint: scancel --signal=USR1 {step}: "
+                        f"{(r.stdout + r.stderr).strip()[:300]}")
+    deadline = time.monotonic() + timeout + 30
+    while not os.path.exists(result):
+        if time.monotonic() > deadline:
+            raise StepError(f"checkpoint: step {step} did not answer in "
+                            f"{timeout + 30:g} s ({rel(result)})")
+        time.sleep(0.1)
+    with open(result) as f:
+        got = json.load(f)
+    if got.get("error"):
+        raise StepError(f"checkpoint: step {step}: {got['error']}")
+    say(f"checkpoint: step {step} saved to {rel(got['out'])}"
+        + ("; the nodes were stopped" if got.get("stop") else
+           "; the nodes go on"))
+    return got["out"]
