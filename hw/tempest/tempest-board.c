@@ -53,6 +53,7 @@
 #include "hw/tempest/tempest-nc.h"
 #include "hw/virtio/virtio-mmio.h"
 #include "system/hostmem.h"
+#include "migration/vmstate.h"
 #include "qobject/qlist.h"
 #include "target/arm/cpu.h"
 #include "target/arm/gtimer.h"
@@ -358,6 +359,12 @@ static MemoryRegion *create_usermem(const char *id)
     host_memory_backend_set_mapped(be, true);
     memory_region_add_subregion(get_system_memory(), TEMPEST_USERMEM_BASE,
                                 mr);
+    /*
+     * Migrated (a checkpoint, docs/checkpoint.rst) like the RAM: the Linux
+     * processes' memory lives here.  Without this a saved node came back
+     * with its processes' code and data zeroed.
+     */
+    vmstate_register_ram_global(mr);
     return mr;
 }
 

@@ -345,6 +345,92 @@ GUEST_CASES = [
 ]
 
 
+def case_checkpoint(runs):
+    """Linux nodes checkpointed and restored (docs/checkpoint.rst, "Linux
+    nodes"): the DSM Jacobi as Linux processes on 2 nodes run with
+    --no-share, saved mid-run with --stop, restored: the result agrees
+    with the sequential one bit for bit ('jacobi dsm ok'), and node 1's
+    shell takes the token it had before.  Without --no-share the
+    checkpoint is refused, saying why, and the nodes go on."""
+    jacobi = os.path.join(ROOT, "build", "guest-linux", "guest", "examples",
+                          "dsm", "jacobi.elf")
+    # The refusal first: shares mounted.
+    run_dir = os.path.join(runs, "ckpt-shared")
+    p = launch(run_dir, 1, "sleep", ["30"])
+    try:
+        wait_booted(run_dir, 1, p)
+        r = subprocess.run([sys.executable, TEMPEST, "checkpoint", run_dir],
+                           capture_output=True, text=True, timeout=120)
+        expect(r.returncode != 0 and "--no-share" in r.stderr,
+               "a checkpoint of nodes with shares mounted was not refused",
+               r.stdout + r.stderr)
+    finally:
+        p.terminate()
+        p.communicate(timeout=30)
+    run_dir = os.path.join(runs, "ckpt")
+    ck = os.path.join(runs, "ckpt-saved")
+    again = os.path.join(runs, "ckpt-restored")
+    for d in (ck, again):
+        shutil.rmtree(d, ignore_errors=True)
+    p = launch(run_dir, 2, jacobi, ["dsm", "126", "6000"], ["--no-share"],
+               timeout=300)
+    try:
+        wait_booted(run_dir, 2, p)
+        time.sleep(1.5)
+        r = subprocess.run([sys.executable, TEMPEST, "checkpoint", run_dir,
+                            "-o", ck, "--stop"],
+                           capture_output=True, text=True, timeout=120)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    expect(r.returncode == 0, "the checkpoint failed", r.stdout + r.stderr)
+    expect("checkpointed to" in err, "the run did not end checkpointed",
+           out + err)
+    expect("jacobi dsm ok" not in _read(os.path.join(run_dir, "node0.log")),
+           "the program had finished before the checkpoint: not mid-run")
+    p = subprocess.Popen([sys.executable, TEMPEST, "run", "--restore", ck,
+                          "--run-dir", again, "--timeout", "300"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, stdin=subprocess.DEVNULL)
+    try:
+        t0 = time.monotonic()
+        while "restored from" not in _read(os.path.join(again,
+                                                        "summary.txt")) \
+                and not os.path.exists(os.path.join(again, "node1.log")):
+            expect(p.poll() is None and time.monotonic() - t0 < 60,
+                   "the restore did not start")
+            time.sleep(0.2)
+        time.sleep(1)
+        sh = subprocess.run([sys.executable, TEMPEST, "ssh", "--run-dir",
+                             again, "1", "hostname"], capture_output=True,
+                            text=True, timeout=120)
+        out, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    expect(p.returncode == 0, f"the restored run ended {p.returncode}",
+           out + err + _read(os.path.join(again, "node0.log")))
+    expect(re.search(r"jacobi dsm ok: 126x126, 6000 sweeps on 2 nodes",
+                     _read(os.path.join(again, "node0.log"))),
+           "the restored Jacobi did not agree with the sequential one",
+           _read(os.path.join(again, "node0.log")))
+    expect(sh.returncode == 0 and "node1" in sh.stdout,
+           "ssh to a restored node failed", sh.stdout + sh.stderr)
+
+
+def wait_booted(run_dir, nodes, p, limit=120):
+    t0 = time.monotonic()
+    while sum("tempest-init: running" in _read(os.path.join(
+            run_dir, f"node{i}.log")) for i in range(nodes)) < nodes:
+        expect(p.poll() is None and time.monotonic() - t0 < limit,
+               "the nodes did not boot",
+               _read(os.path.join(run_dir, "node0.log")))
+        time.sleep(0.2)
+
+
 def _guest_cases():
     """tests/guest/cases.py, loaded with TEMPEST_LINUX=1."""
     import importlib.util
@@ -376,4 +462,4 @@ def guest_case(name):
 
 
 CASES = [case_hello, case_devnode, case_exit_status, case_network,
-         case_shell, case_panic, case_gdb] + [guest_case(n) for n in GUEST_CASES]
+         case_shell, case_panic, case_gdb, case_checkpoint] + [guest_case(n) for n in GUEST_CASES]

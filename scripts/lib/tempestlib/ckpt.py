@@ -236,6 +236,11 @@ def checkpoint_nodes(conns, info, run_dir, out_dir, stop=False,
     guest must post) makes the launcher let the cluster run 50 ms and try
     again, at most attempts times."""
     nodes = info["nodes"]
+    if info.get("linux") and not info.get("no_share"):
+        raise StepError("checkpoint: these Linux nodes have the project "
+                        "and the run directory mounted (9p), which QEMU "
+                        "cannot save: run them with --no-share "
+                        "(docs/checkpoint.rst)")
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.monotonic()
     for k in range(attempts):
@@ -282,13 +287,24 @@ def checkpoint_nodes(conns, info, run_dir, out_dir, stop=False,
              for i in range(nodes)]
     # The program goes with the checkpoint: restored where its path
     # does not exist (another host), the nodes start from this copy.
+    # (A Linux node's program may be a command of its own, not a file.)
     copy = os.path.join(out_dir, PROGRAM_COPY)
-    shutil.copyfile(info["program"], copy)
+    extra = {}
+    if os.path.isfile(info["program"]):
+        shutil.copyfile(info["program"], copy)
+        extra = dict(program_copy=PROGRAM_COPY,
+                     program_sha256=file_sha256(copy))
+    if info.get("linux"):
+        # The restored nodes hold their shell tokens: the new run's files
+        # must be these (docs/linux.rst, "Logging in").
+        for i in range(nodes):
+            src = os.path.join(run_dir, f"node{i}.shell-token")
+            if os.path.exists(src):
+                shutil.copy2(src, out_dir)
     manifest = dict(info, ckpt_id=ckpt_id, run_dir=os.path.abspath(
         run_dir), taken=time.strftime("%Y-%m-%d %H:%M:%S"),
         sizes=sizes, seconds=round(elapsed, 3),
-        drain_seconds=round(t_quiet, 3), collections=collections,
-        program_copy=PROGRAM_COPY, program_sha256=file_sha256(copy))
+        drain_seconds=round(t_quiet, 3), collections=collections, **extra)
     with open(os.path.join(out_dir, MANIFEST), "w") as f:
         json.dump(manifest, f, indent=1)
     if stop:

@@ -124,6 +124,11 @@ def run_parser(add_help=True):
                         "the program (a static aarch64 Linux executable, "
                         "a script, or a command of the node's busybox) as "
                         "a Linux process (docs/linux.rst)")
+    p.add_argument("--no-share", action="store_true",
+                   help="with --linux: no directory is shared into the "
+                        "nodes while the program runs (it is copied in at "
+                        "boot, and runs in /root); what a checkpoint of "
+                        "Linux nodes needs (docs/checkpoint.rst)")
     p.add_argument("--shell", type=int, default=None, metavar="K",
                    help="with --linux: node K's console is this terminal; "
                         "after the program a shell runs there, and the "
@@ -634,33 +639,48 @@ class LinuxRun:
     (written to the run directory, shared into each node), host ports."""
 
     def __init__(self, program, args, run_dir, nodes, forwards=(),
-                 shell=None, forward=True):
+                 shell=None, forward=True, no_share=False, tokens=None):
         """forward=False: no host port reaches the nodes (a Slurm task's
-        node: its host's other tasks pick their ports at the same time)."""
+        node: its host's other tasks pick their ports at the same time).
+        no_share: nothing shared while the program runs (the program is
+        copied in at boot: docs/linux.rst, "Files").  tokens: the
+        directory whose nodeK.shell-token the nodes hold already (a
+        restored checkpoint's)."""
         self.kernel = lx.kernel_image()
         self.initrd = lx.initramfs()
         self.nodes = nodes
         self.share = os.path.realpath(ROOT)
         self.run_dir = os.path.realpath(run_dir)
         self.shell = shell
+        self.no_share = no_share
+        self.tokens = tokens
         self.forwards = ([lx.SHELL_PORT] + [p for p in forwards
                                             if p != lx.SHELL_PORT]) \
             if forward else []
         self.port_base = free_port_base(nodes * len(self.forwards)) \
             if forward else 0
+        copied = []
         if not os.path.exists(program):
             node_prog = program             # a command of the node's own
         else:
             real = os.path.realpath(program)
-            if real.startswith(self.share + os.sep):
+            if real.startswith(self.share + os.sep) and not no_share:
                 node_prog = real
             else:
-                shutil.copy2(real, self.run_dir)
-                node_prog = os.path.join(lx.RUN_MOUNT,
-                                         os.path.basename(real))
+                if os.path.dirname(real) != self.run_dir:
+                    shutil.copy2(real, self.run_dir)
+                copied.append(os.path.basename(real))
+                node_prog = os.path.join(lx.NOSHARE_DIR if no_share else
+                                         lx.RUN_MOUNT, copied[0])
         cwd = os.path.realpath(os.getcwd())
         if not (cwd + os.sep).startswith(self.share + os.sep):
             cwd = self.share
+        if no_share:
+            cwd = "/root"
+            tmp = os.path.join(self.run_dir, f".noshare-{os.getpid()}")
+            with open(tmp, "w") as f:
+                f.write("".join(c + "\n" for c in copied))
+            os.replace(tmp, os.path.join(self.run_dir, "noshare.list"))
         # Whole or not at all: every task of a Slurm step writes it.
         tmp = os.path.join(self.run_dir, f".job-{os.getpid()}")
         with open(tmp, "w") as f:
@@ -682,7 +702,11 @@ class LinuxRun:
         127.0.0.1 its shell service is forwarded to where the run has no
         forwards of its own (a Slurm task's node, which writes it to
         RUN/node<K>.ports)."""
-        lx.write_shell_token(self.run_dir, index)
+        token = None
+        if self.tokens:
+            with open(lx.shell_token_path(self.tokens, index)) as f:
+                token = f.read().strip()
+        lx.write_shell_token(self.run_dir, index, token)
         # cryptomgr.notests: the crypto self-tests took a third of the
         # boot's CPU time (3.8 s to 2.5 s a node under TCG).
         # norandmaps: a program's heap (brk) starts right after its bss,
@@ -690,7 +714,8 @@ class LinuxRun:
         cmdline = ("console=ttyAMA0 quiet cryptomgr.notests=1 norandmaps mitigations=off "
                    f"tempest.node={index} "
                    f"tempest.nodes={self.nodes}"
-                   + ("" if " " in self.share else
+                   + (" tempest.noshare=1" if self.no_share else
+                      "" if " " in self.share else
                       f" tempest.share={self.share}")
                    + (" tempest.shell=1" if index == self.shell else ""))
         ports = self.ports(index)
@@ -708,11 +733,11 @@ class LinuxRun:
                 "-fsdev", f"local,id=run,path={self.run_dir},"
                 "security_model=none",
                 "-device", "virtio-9p-device,fsdev=run,"
-                f"mount_tag={lx.RUN_TAG}",
-                "-fsdev", f"local,id=share,path={self.share},"
-                "security_model=none",
-                "-device", "virtio-9p-device,fsdev=share,"
-                f"mount_tag={lx.SHARE_TAG}"]
+                f"mount_tag={lx.RUN_TAG}"] + ([] if self.no_share else [
+                    "-fsdev", f"local,id=share,path={self.share},"
+                    "security_model=none",
+                    "-device", "virtio-9p-device,fsdev=share,"
+                    f"mount_tag={lx.SHARE_TAG}"])
 
 
 def new_run_dir(program):
@@ -740,7 +765,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
                 tcp=False, credits=None, tagmem=None, fabric=None,
                 spin_us=None, hosts=None, linux=False, shell=None,
-                forwards=(), gdb=None, restore=None):
+                forwards=(), gdb=None, restore=None, no_share=False):
     """Boot the cluster and wait for it; returns a RunResult.  A program or
     a setting the machine would refuse raises StepError before anything is
     started.  linux: boot Linux nodes (LinuxRun); shell, forwards: their
@@ -774,23 +799,26 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
     out = out or sys.stdout
     run_dir = run_dir or new_run_dir(program)
     os.makedirs(run_dir, exist_ok=True)
+    if no_share and not linux:
+        raise StepError("run: --no-share needs --linux")
     manifest = ckpt.read_manifest(restore) if restore else None
-    if manifest and linux:
-        raise StepError("run --restore: Linux nodes cannot be checkpointed "
-                        "yet (docs/checkpoint.rst)")
     if len(ckpt.qmp_path(run_dir, nodes - 1)) > 100:
         raise StepError(f"run: the run directory's path {run_dir} is too "
                         "long for its QMP sockets (Unix paths hold 108 "
                         "bytes); give a shorter --run-dir")
     with open(os.path.join(run_dir, ckpt.CLUSTER), "w") as f:
-        json.dump(dict(program=os.path.abspath(program), args=list(args),
+        # (A Linux node's program may be a command of its own.)
+        json.dump(dict(program=os.path.abspath(program)
+                       if os.path.exists(program) or not linux else program,
+                       args=list(args),
                        nodes=nodes, smp=smp, mem=mem, cpu=cpu,
                        credits=credits, tagmem=tagmem, fabric=fabric,
                        tcp=tcp, spin_us=spin_us, hosts=hosts, linux=linux,
+                       no_share=no_share, forwards=list(forwards),
                        extra=list(extra), restored_from=restore and
                        os.path.abspath(restore)), f, indent=1)
-    lrun = LinuxRun(program, args, run_dir, nodes, forwards, shell) \
-        if linux else None
+    lrun = LinuxRun(program, args, run_dir, nodes, forwards, shell,
+                    no_share=no_share, tokens=restore) if linux else None
     print_lock = threading.Lock()
     width = len(str(nodes - 1))
     records = Records()
@@ -1123,7 +1151,8 @@ def run_cli(args):
                       credits=args.credits, tagmem=args.tagmem,
                       fabric=args.fabric, spin_us=args.spin_us,
                       hosts=args.hosts, linux=args.linux,
-                      shell=args.shell, forwards=args.forward, gdb=args.gdb)
+                      shell=args.shell, forwards=args.forward, gdb=args.gdb,
+                      no_share=args.no_share)
     say(f"run: {res.summary}")
     return res.status
 
@@ -1134,9 +1163,6 @@ def restore_cli(args):
     if args.program and os.path.abspath(args.program) != m["program"]:
         raise StepError(f"run --restore: the checkpoint is of "
                         f"{rel(m['program'])}, not {args.program}")
-    if m.get("linux"):
-        raise StepError("run --restore: Linux nodes cannot be checkpointed "
-                        "yet (docs/checkpoint.rst)")
     program = ckpt.restore_program(args.restore, m)
     res = run_cluster(program, m["nodes"], m["args"], smp=m["smp"],
                       mem=m["mem"], cpu=m["cpu"],
@@ -1145,6 +1171,9 @@ def restore_cli(args):
                       echo=not args.quiet, extra=m["extra"] + args.qemu_arg,
                       tcp=m["tcp"], credits=m["credits"], tagmem=m["tagmem"],
                       fabric=m["fabric"], spin_us=m["spin_us"],
-                      hosts=m["hosts"], restore=args.restore)
+                      hosts=m["hosts"], restore=args.restore,
+                      linux=bool(m.get("linux")),
+                      no_share=bool(m.get("no_share")),
+                      forwards=m.get("forwards") or [])
     say(f"run: {res.summary}")
     return res.status

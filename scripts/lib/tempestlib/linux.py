@@ -66,6 +66,7 @@ SHARE_TAG = "tempest"
 RUN_TAG = "tempest-run"
 RUN_MOUNT = "/run/tempest"
 SHELL_PORT = 23         # the node's shell service (telnetd)
+NOSHARE_DIR = "/tmp/tempest-job"   # --no-share: the job's copy in a node
 
 # telnetd's login program: the first line must be the node's shell token.
 LOGIN = r"""#!/bin/sh
@@ -114,9 +115,10 @@ finish() {
     echo c > /proc/sysrq-trigger
 }
 
-NODE=0 NODES=1 SHARE= SHELL=0
+NODE=0 NODES=1 SHARE= SHELL=0 NOSHARE=0
 for arg in $(cat /proc/cmdline); do
     case "$arg" in
+    tempest.noshare=*) NOSHARE="${arg#*=}" ;;
     tempest.node=*) NODE="${arg#*=}" ;;
     tempest.nodes=*) NODES="${arg#*=}" ;;
     tempest.share=*) SHARE="${arg#*=}" ;;
@@ -154,10 +156,23 @@ cp "@RUN_MOUNT@/node$NODE.shell-token" /etc/shell-token 2>/dev/null &&
     chmod 600 /etc/shell-token || say "no shell token: no shell service"
 telnetd -p @SHELL_PORT@ -l /bin/tempest-login
 
-# The job: the program and its arguments, quoted by the launcher.
+# The job: the program and its arguments, quoted by the launcher.  With
+# tempest.noshare=1 the job and the files it names are copied into the
+# node and the run directory unmounted first: no share is mounted while
+# the program runs, so QEMU can save the node (docs/checkpoint.rst).
+JOB=@RUN_MOUNT@/job
+if [ "$NOSHARE" = 1 ]; then
+    mkdir -p @NOSHARE_DIR@
+    cp @RUN_MOUNT@/job @NOSHARE_DIR@/job || say "cannot copy the job"
+    while IFS= read -r f; do
+        cp -p "@RUN_MOUNT@/$f" "@NOSHARE_DIR@/$f" || say "cannot copy $f"
+    done < @RUN_MOUNT@/noshare.list
+    JOB=@NOSHARE_DIR@/job
+    umount @RUN_MOUNT@ || say "cannot unmount the run directory"
+fi
 cd /root
 say "running the program on node $NODE of $NODES"
-. @RUN_MOUNT@/job < /dev/null
+. "$JOB" < /dev/null
 status=$?
 if [ "$SHELL" = 1 ]; then
     say "program exited $status; a shell on node $NODE (exit ends the node)"
@@ -404,7 +419,7 @@ def init_script():
                  "RUN_MOUNT": RUN_MOUNT, "RUN_TAG": RUN_TAG,
                  "SHARE_TAG": SHARE_TAG,
                  "SHELL_PORT": str(SHELL_PORT), "DEVICE": DEVICE,
-                 "DRIVER": DRIVER}.items():
+                 "DRIVER": DRIVER, "NOSHARE_DIR": NOSHARE_DIR}.items():
         text = text.replace(f"@{k}@", v)
     return text
 
@@ -538,14 +553,15 @@ def shell_token_path(run_dir, index):
     return os.path.join(run_dir, f"node{index}.shell-token")
 
 
-def write_shell_token(run_dir, index):
-    """A new random shell token for node index, in a file only this user
-    can read (the node reads it through its share at boot)."""
+def write_shell_token(run_dir, index, token=None):
+    """Node index's shell token (a new random one unless given), in a
+    file only this user can read (the node reads it through its share at
+    boot)."""
     path = shell_token_path(run_dir, index)
     tmp = f"{path}.{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(16) + "\n")
+        f.write((token or secrets.token_hex(16)) + "\n")
     os.replace(tmp, path)
 
 
