@@ -186,6 +186,7 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
 {
     if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
         /* Stage 1: ignored; the companion sends it again (stage 3). */
+        s->chan_migdrops++;
         trace_tempest_nc_chan_drop(s->node_id, peer, "for a migrating port");
         return false;
     }
@@ -1172,6 +1173,7 @@ static void chan_reset(TempestNCState *s)
     s->chan_moves = 0;
     s->chan_forwards = 0;
     s->chan_resent = 0;
+    s->chan_migdrops = 0;
 }
 
 static bool chan_realize(TempestNCState *s, Error **errp)
@@ -1194,7 +1196,7 @@ static bool chan_vmstate_needed(void *opaque)
     TempestNCState *s = opaque;
 
     return s->chan_used || s->chan_dropped || s->chan_moves ||
-           s->chan_forwards || s->chan_resent;
+           s->chan_forwards || s->chan_resent || s->chan_migdrops;
 }
 
 /* Every entry is one the device can make, with buffers in RAM. */
@@ -1272,7 +1274,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
 /* The channel controller: its port table and counters. */
 const VMStateDescription vmstate_tempest_nc_chan = {
     .name = TYPE_TEMPEST_NC "/chan",
-    .version_id = 2,
+    .version_id = 3,
     .minimum_version_id = 1,
     .needed = chan_vmstate_needed,
     .post_load = chan_vmstate_post_load,
@@ -1285,6 +1287,7 @@ const VMStateDescription vmstate_tempest_nc_chan = {
         VMSTATE_UINT32_V(chan_moves, TempestNCState, 2),
         VMSTATE_UINT32_V(chan_forwards, TempestNCState, 2),
         VMSTATE_UINT32_V(chan_resent, TempestNCState, 2),
+        VMSTATE_UINT32_V(chan_migdrops, TempestNCState, 3),
         VMSTATE_END_OF_LIST()
     }
 };

@@ -387,6 +387,9 @@ static int exec(struct chan_req *r)
 {
     struct cport *p;
 
+    if (cp_on_device && r->op != OP_ACCEPT) {
+        return cp_dev_exec(r);
+    }
     switch (r->op) {
     case OP_ALLOC:
         return exec_alloc(r);

@@ -61,7 +61,7 @@
  */
 typedef uint32_t chan_port;
 #define CHAN_NO_PORT            0
-#define CHAN_PORTS              4096
+#define CHAN_PORTS              256
 #define CHAN_PORT_NODE(p)       ((unsigned)((p) >> 20))
 #define CHAN_PORT_INDEX(p)      ((unsigned)(((p) >> 8) & 0xFFFU))
 

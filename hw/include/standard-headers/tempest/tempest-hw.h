@@ -211,6 +211,8 @@
 #define TEMPEST_NC_CHAN_MOVES       0x1C0   /* ports moved away (stage 4) */
 #define TEMPEST_NC_CHAN_FWDS        0x1C4   /* wire-ups passed on (stage 5) */
 #define TEMPEST_NC_CHAN_RESENT      0x1C8   /* pre-sends sent again (3.2) */
+/* (1.9) DATA and port data dropped at a MIGRATING port (sent again) */
+#define TEMPEST_NC_CHAN_MIGDROPS    0x1CC
 
 /*
  * (1.9) POLL_HINT: one aligned 8-byte write names a 4-byte word of the
