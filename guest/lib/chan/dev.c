@@ -796,10 +796,11 @@ void cp_dev_dump(void)
  */
 static void __attribute__((constructor(190))) dev_init(void)
 {
-#ifdef __linux__
-    (void)dev_event;
-#else
+#ifdef __PICOLIBC__
+    /* Bare metal: guest physical addresses are the program's. */
     cp_on_device = (nc_reg(TEMPEST_NC_FEATURES) & TEMPEST_NC_FEAT_CHAN) != 0;
     tempest_on_event(TEMPEST_EV_CHAN, dev_event);
+#else
+    (void)dev_event;
 #endif
 }
