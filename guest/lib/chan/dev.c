@@ -185,6 +185,14 @@ static void dport_release(struct dport *d)
     memset(d, 0, sizeof(*d));
 }
 
+/* The call @r waits on @d for @mode (a W_*); returns CP_PENDING. */
+static int wait_on(struct dport *d, struct chan_req *r, uint8_t mode)
+{
+    d->waiter = r;
+    d->mode = mode;
+    return CP_PENDING;
+}
+
 /* A new IDLE port with no companion; its index in *@idx, or an error. */
 static int dalloc(unsigned *idx)
 {
@@ -256,13 +264,11 @@ static int dev_alloc_to(struct chan_req *r)
     if (rc) {
         return rc;
     }
-    dports[idx].waiter = r;
-    dports[idx].mode = W_ALLOC_TO;
     dports[idx].key = r->key;
     dports[idx].node = r->node;
     cp_stats.msgs_sent++;
     TPPI_send_WW(r->node, dcreate_h, (int)r->key, (int)dev_id(idx));
-    return CP_PENDING;
+    return wait_on(&dports[idx], r, W_ALLOC_TO);
 }
 
 static void dcreate_h(TPPI_NodeId src, int size)
@@ -404,12 +410,7 @@ static int dev_output(struct chan_req *r, bool wait)
     if (res == 1) {
         return 0;               /* input already (a companion here) */
     }
-    if (!wait) {
-        return 0;
-    }
-    d->waiter = r;
-    d->mode = W_OUT;
-    return CP_PENDING;
+    return wait ? wait_on(d, r, W_OUT) : 0;
 }
 
 static int dev_output_wait(struct chan_req *r)
@@ -421,12 +422,7 @@ static int dev_output_wait(struct chan_req *r)
         return CHAN_E_BADPORT;
     }
     if (state == CHAN_OUTPUTTING) {
-        if (d->waiter) {
-            return CHAN_E_STATE;
-        }
-        d->waiter = r;
-        d->mode = W_OUT;
-        return CP_PENDING;
+        return d->waiter ? CHAN_E_STATE : wait_on(d, r, W_OUT);
     }
     rc = d->out_err;
     d->out_err = 0;
@@ -508,9 +504,7 @@ static int dev_input(struct chan_req *r)
         swap_bufs(d);
         return deliver(d, r, (uint32_t)res);
     }
-    d->waiter = r;
-    d->mode = r->op == OP_INPUT_NEXT ? W_NEXT : W_COPY;
-    return CP_PENDING;
+    return wait_on(d, r, r->op == OP_INPUT_NEXT ? W_NEXT : W_COPY);
 }
 
 static int dev_set_buffer(struct chan_req *r)
@@ -565,12 +559,7 @@ static int dev_output_port(struct chan_req *r, bool wait)
     t->carrying = true;
     t->cargo = (uint16_t)dindex(q);
     t->out_err = 0;
-    if (!wait) {
-        return 0;
-    }
-    t->waiter = r;
-    t->mode = W_OUT;
-    return CP_PENDING;
+    return wait ? wait_on(t, r, W_OUT) : 0;
 }
 
 static int dev_input_port(struct chan_req *r)
@@ -602,9 +591,7 @@ static int dev_input_port(struct chan_req *r)
         return rc;
     }
     t->newbuf = nb;
-    t->waiter = r;
-    t->mode = W_PORT;
-    return CP_PENDING;
+    return wait_on(t, r, W_PORT);
 }
 
 /* ---- events ---------------------------------------------------------- */
