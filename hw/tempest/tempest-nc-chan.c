@@ -881,8 +881,13 @@ static uint32_t chan_op_free(TempestNCState *s, TempestCmdBank *b,
 {
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
          p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
-        (p->presend && !p->presend_done) || p->incoming || p->held_port) {
-        /* A port held here would be lost with it. */
+        (p->presend && !p->presend_done) || p->incoming ||
+        (p->held_port && !(b->arg[2] & TEMPEST_CHAN_FREE_HELD))) {
+        /*
+         * A port held here would be lost with it, unless the guest says
+         * so: then the FREED makes its sender abandon the move (the port
+         * stays where it was), as if the port data had come too late.
+         */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (p->comp != TEMPEST_CHAN_NONE) {
@@ -1137,6 +1142,7 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         b->result = p->state |
                     (p->presend && !p->presend_done ?
                      TEMPEST_CHAN_ST_PRESENT : 0) |
+                    (p->held_port ? TEMPEST_CHAN_ST_HELD_PORT : 0) |
                     (uint64_t)p->comp << 32;
         st = TEMPEST_CMD_SUCCESS;
         break;

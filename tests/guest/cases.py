@@ -58,8 +58,7 @@ class Run:
 
     def __init__(self, name, program, nodes=1, smp=1, args=(), status=0,
                  nodes_expect=None, stdout_expect=(), summary=None,
-                 timeout=60, mem=None, absent=(), files=None, launch=(),
-                 env=None):
+                 timeout=60, mem=None, absent=(), files=None, launch=()):
         self.name = name
         self.program = program
         self.nodes = nodes
@@ -74,7 +73,6 @@ class Run:
         self.absent = list(absent)
         self.files = files or {}      # run-dir file -> regexes it must match
         self.launch = list(launch)    # more options of 'scripts/tempest run'
-        self.env = env or {}          # more environment of the launcher
 
     def time_limit(self):
         return self.timeout + (LINUX_BOOT_S + 5 * self.nodes if LINUX
@@ -94,8 +92,7 @@ class Run:
         r = subprocess.run(self.command(run_dir), capture_output=True,
                            text=True, errors="replace",
                            timeout=self.time_limit() + 60,
-                           stdin=subprocess.DEVNULL,
-                           env=dict(os.environ, **self.env))
+                           stdin=subprocess.DEVNULL)
         return self.check(r.returncode, r.stdout + r.stderr, run_dir)
 
     def check(self, rc, out, run_dir):
@@ -1125,12 +1122,7 @@ CASES += [
                       + CHAN_PATH]),
     # Section 3's invariants and chan.h: every refusal reported, nothing
     # changed by it; freed companions; an abandoned move.
-    # On the software protocol on every run: its abandoned move needs the
-    # FREED of a port of the same node to be handled after the call that
-    # freed it, where the device closes the companion at once
-    # (docs/chan.rst, "<chan.h> on the device").
     am("chan-errors", "chan_errors", 2, 2, timeout=30,
-       env={"TEMPEST_CHAN": "soft"},
        absent=[r"\*\*\* chan: node \d: protocol", r"\*\*\* tempest",
                r"\*\*\* CRASH", r"FAIL"],
        stdout_expect=[

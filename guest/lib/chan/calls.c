@@ -533,6 +533,7 @@ static int call(struct chan_req *r)
 
     __atomic_fetch_add(&cp_stats.calls, 1, __ATOMIC_RELAXED);
     if (on_protocol_thread()) {
+        r->in_handler = true;
         rc = may_wait(r->op) ? CHAN_E_CONTEXT : exec(r);
     } else if (rt_in_irq()) {
         rc = CHAN_E_CONTEXT;

@@ -46,6 +46,7 @@ struct chan_req {
     size_t len;                 /* its length */
     unsigned node;              /* alloc_to, accept */
     uint32_t key;
+    bool in_handler;            /* made on the protocol thread itself */
     /* results */
     int result;
     chan_port port_out, port_out2;

@@ -60,6 +60,8 @@ struct dport {
     uint32_t ubufsize;
     uint8_t *newbuf;            /* INPUT_PORT: the new port's buffer */
     int out_err;                /* an output that ended with no waiter */
+    bool dying;                 /* freed by a handler: FREE after it */
+    bool held_port;             /* STATE's: it holds a port sent to it */
     uint32_t key;               /* chan_alloc_to: the key, the node */
     unsigned node;
     struct chan_req *waiter;
@@ -70,6 +72,7 @@ static struct dport dports[TEMPEST_CHAN_PORTS];
 static void dcreate_h(TPPI_NodeId src, int size);
 static void dcreated_h(TPPI_NodeId src, int size);
 static void dconnected_h(TPPI_NodeId src, int size);
+static void dfree_h(TPPI_NodeId src, int size);
 
 /* ---- names and instructions ---------------------------------------- */
 
@@ -151,10 +154,12 @@ static struct dport *dfind(chan_port p, int *state, uint32_t *comp)
 
     if (CHAN_PORT_NODE(p) != TPPI_self_address ||
         idx >= TEMPEST_CHAN_PORTS || (p & 0xFFU) != DEV_GEN ||
+        dports[idx].dying ||
         dcmd(TEMPEST_CHAN_OP_STATE, dev_id(idx), 0, 0, &res)) {
         return NULL;
     }
     *state = (int)(res & 0xFFU);
+    dports[idx].held_port = (res & TEMPEST_CHAN_ST_HELD_PORT) != 0;
     if (comp) {
         *comp = (uint32_t)(res >> 32);
     }
@@ -215,6 +220,36 @@ static int dalloc(unsigned *idx)
     *idx = TEMPEST_CHAN_ID_INDEX(res);
     dport_init(*idx, buf, spare);
     return 0;
+}
+
+/*
+ * After the handler that freed the port @idx (dev_free): the device's
+ * FREE, also if a port has been sent to it meanwhile (its sender then
+ * abandons that move, as on the software protocol where the port data
+ * reaches a freed port).
+ */
+static void dfree_h(TPPI_NodeId src, int size)
+{
+    unsigned idx;
+
+    if (size != 4 || src != TPPI_self_address) {
+        cp_protocol_error("a %d-byte free message from node %u", size, src);
+        skip_words(size);
+        return;
+    }
+    idx = (unsigned)TPPI_recv_W();
+    if (idx >= TEMPEST_CHAN_PORTS || !dports[idx].dying) {
+        cp_protocol_error("free of port index %u: not freed", idx);
+        return;
+    }
+    if (dcmd(TEMPEST_CHAN_OP_FREE, dev_id(idx), TEMPEST_CHAN_FREE_HELD, 0,
+             NULL)) {
+        /* Its buffers stay the device's: kept, the name stays dead. */
+        cp_protocol_error("free of port index %u refused by the device",
+                          idx);
+        return;
+    }
+    dport_release(&dports[idx]);
 }
 
 static void dfree(unsigned idx)
@@ -373,6 +408,21 @@ static int dev_free(struct chan_req *r)
     }
     if (state != CHAN_IDLE && state != CHAN_BUFFERFULL) {
         return CHAN_E_STATE;
+    }
+    if (r->in_handler) {
+        /*
+         * As on the software protocol, where the companion learns of it
+         * by a message handled after this handler: the name is dead now,
+         * the device's port after the handler (dfree_h), so that a call
+         * of this handler still finds a companion on this node open.
+         */
+        if (d->held_port) {
+            return CHAN_E_STATE;        /* as FREE would say */
+        }
+        d->dying = true;
+        cp_stats.msgs_sent++;
+        TPPI_send_W(TPPI_self_address, dfree_h, (int)dindex(d));
+        return 0;
     }
     rc = dev_err(dcmd(TEMPEST_CHAN_OP_FREE, dev_id(dindex(d)), 0, 0, NULL),
                  state);
