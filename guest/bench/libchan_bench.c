@@ -15,14 +15,32 @@
 #include <stdlib.h>
 
 #include "chan.h"
+#include "round-trips.h"
 #include "tempest.h"
 #include "tempest/nc.h"
 #include "tempest/rt.h"
 
+static uint8_t buf[CHAN_MAX_DATA], src[CHAN_MAX_DATA];
+
+/* One round trip of @n bytes on *@arg: node 0 outputs first. */
+static int one_trip(uint32_t n, void *arg)
+{
+    chan_port p = *(chan_port *)arg;
+    int rc;
+
+    if (TPPI_self_address == 0) {
+        rc = chan_output(p, src, n);
+        rc = rc ? rc : chan_input(p, buf, sizeof(buf));
+    } else {
+        rc = chan_input(p, buf, sizeof(buf));
+        rc = rc < 0 ? rc : chan_output(p, src, n);
+    }
+    return rc < 0 ? rc : 0;
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t sizes[] = { 4, CHAN_MAX_DATA };
-    static uint8_t buf[CHAN_MAX_DATA], src[CHAN_MAX_DATA];
     unsigned me = TPPI_self_address;
     unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
     chan_port p;
@@ -41,29 +59,9 @@ int main(int argc, char **argv)
                (nc_reg(TEMPEST_NC_FEATURES) & TEMPEST_NC_FEAT_CHAN) != 0);
     }
     for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-        uint32_t n = sizes[k];
-        unsigned warm = rounds / 10 + 1;
-        uint64_t t0 = 0;
-
-        for (unsigned i = 0; i < rounds + warm; i++) {
-            if (i == warm) {
-                t0 = rt_time_ns();
-            }
-            if (me == 0) {
-                rc = chan_output(p, src, n);
-                rc = rc ? rc : chan_input(p, buf, sizeof(buf));
-            } else {
-                rc = chan_input(p, buf, sizeof(buf));
-                rc = rc < 0 ? rc : chan_output(p, src, n);
-            }
-            if (rc < 0) {
-                return 1;
-            }
-        }
-        if (me == 0) {
-            printf("libchan_bench: size=%u rounds=%u ns=%llu\n",
-                   (unsigned)n, rounds,
-                   (unsigned long long)(rt_time_ns() - t0));
+        if (round_trips("libchan_bench", me, sizes[k], rounds, one_trip,
+                        &p)) {
+            return 1;
         }
     }
     printf("libchan_bench ok\n");

@@ -475,6 +475,23 @@ static void test_big(void)
     rmdir(dir);
 }
 
+/*
+ * Two channels on one node: a-b (buffers BUF_A, BUF_B) and c-d (c with
+ * no buffer, d BUF_C): c-d carries b in the move tests.
+ */
+static void two_channels(QTestState *s, uint32_t *a, uint32_t *b,
+                         uint32_t *c, uint32_t *d)
+{
+    *a = alloc_port(s, BUF_A, 256);
+    *b = alloc_port(s, BUF_B, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *a, *b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    *c = alloc_port(s, 0, 0);
+    *d = alloc_port(s, BUF_C, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *c, *d, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+}
+
 /* The CHAN event that must come next: its kind and port, B and C. */
 static void expect_event(QTestState *s, unsigned *cq, uint32_t port,
                          uint32_t kind, uint64_t b, uint64_t *c)
@@ -509,14 +526,7 @@ static void test_move_local(void)
     uint64_t got = 0;
 
     setup_cq(s);
-    a = alloc_port(s, BUF_A, 256);
-    b = alloc_port(s, BUF_B, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    c = alloc_port(s, 0, 0);
-    d = alloc_port(s, BUF_C, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, c, d, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
+    two_channels(s, &a, &b, &c, &d);
 
     /* a pre-sends 100 bytes: b holds them. */
     fill(s, SRC, 100, 3);
@@ -622,14 +632,7 @@ static void test_free_held(void)
     uint32_t a, b, c, d;
 
     setup_cq(s);
-    a = alloc_port(s, BUF_A, 256);
-    b = alloc_port(s, BUF_B, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    c = alloc_port(s, 0, 0);
-    d = alloc_port(s, BUF_C, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, c, d, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
+    two_channels(s, &a, &b, &c, &d);
     fill(s, SRC, 40, 7);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, SRC, 40), ==,
                      TEMPEST_CMD_SUCCESS);
