@@ -1067,9 +1067,10 @@ CASES += [
 
 # ---------------------------------------------------------------------------
 # Migratable channels: libchan (<chan.h>, docs/chan.rst), "Hardware
-# Migratable Channels" (May, Muller, Sen) in software over libtempest's
-# active messages.  A clean run prints no library report ("*** chan",
-# "*** tempest"), no failure and no crash.
+# Migratable Channels" (May, Muller, Sen): on the node controller's
+# channel controller, or (TEMPEST_CHAN=soft, the suite guest-chan-soft)
+# in software over libtempest's active messages.  A clean run prints no
+# library report ("*** chan", "*** tempest"), no failure and no crash.
 # ---------------------------------------------------------------------------
 CHAN_CLEAN = [r"\*\*\* chan", r"\*\*\* tempest", r"\*\*\* CRASH", r"FAIL"]
 # The path libchan takes: the device's channel controller, or its
