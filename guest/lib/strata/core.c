@@ -148,27 +148,6 @@ uint64_t strata_ticks_to_ns(uint64_t t)
            (t % timer_hz) * 1000000000ULL / timer_hz;
 }
 
-static bool pmu_start(void)
-{
-#ifdef __linux__
-    return true;        /* strata_cycles64() uses the generic timer */
-#else
-    uint64_t dfr;
-
-    __asm__ volatile("mrs %0, id_aa64dfr0_el1" : "=r"(dfr));
-    if (((dfr >> 8) & 0xf) == 0 || ((dfr >> 8) & 0xf) == 0xf) {
-        return false;
-    }
-    /* PMCR_EL0: E (enable), LC (64-bit cycle counter); PMCNTENSET: C. */
-    __asm__ volatile("msr pmcr_el0, %0\n\t"
-                     "msr pmcntenset_el0, %1\n\t"
-                     "isb"
-                     : : "r"((1ULL << 0) | (1ULL << 6)), "r"(1ULL << 31)
-                     : "memory");
-    return true;
-#endif
-}
-
 static int cmp_unsigned(const void *a, const void *b)
 {
     unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
@@ -519,11 +498,6 @@ void strata_core_init(void)
     }
     /* libtempest linked (and so started before main): share its rings. */
     strata_shared = tempest_client_register != NULL;
-    if (!pmu_start()) {
-        fprintf(stderr, "StrataFail: node %d: this CPU has no cycle counter "
-                "(PMU); use --cpu cortex-a76 or max\n", Self);
-        rt_exit(1);
-    }
     random_seed = (unsigned)Self + 1;
 }
 

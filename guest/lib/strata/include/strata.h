@@ -569,10 +569,11 @@ ATOMIC void StrataLog(const char *fmt, ...) STRATA_SYM(StrataLog)
 
 /* ---- 9.4 Timing functions ----------------------------------------------- */
 /*
- * The cycle counter is the CPU's (PMCCNTR_EL0), which QEMU runs at
- * STRATA_CYCLE_HZ (extension) whatever the host; StrataInit starts it.
- * In a Linux process, which may not read it, the generic timer's virtual
- * count converted to the same units stands in.
+ * Cycles are the generic timer's virtual count (CNTVCT_EL0, which EL1 and
+ * a Linux process at EL0 may both read) in units of STRATA_CYCLE_HZ
+ * (extension) whatever the timer's frequency.  Not the PMU's PMCCNTR_EL0:
+ * QEMU reads that under its global lock, the virtual count without it
+ * (target-patches/0006), and a Linux process may not read it.
  */
 #define STRATA_CYCLE_HZ         1000000000U
 
@@ -584,20 +585,13 @@ extern unsigned StrataTimingOverhead STRATA_SYM(StrataTimingOverhead);
 
 static INLINE DoubleWord strata_cycles64(void)
 {
-    DoubleWord v;
-#ifdef __linux__
-    /* A Linux process cannot read PMCCNTR_EL0: the virtual count (which
-     * EL0 may read) in units of STRATA_CYCLE_HZ. */
-    DoubleWord f;
+    DoubleWord v, f;
 
     __asm__ volatile("mrs %0, cntfrq_el0\n\tmrs %1, cntvct_el0"
                      : "=r"(f), "=r"(v));
     if (f && f != STRATA_CYCLE_HZ) {
         v = (v / f) * STRATA_CYCLE_HZ + (v % f) * STRATA_CYCLE_HZ / f;
     }
-#else
-    __asm__ volatile("mrs %0, pmccntr_el0" : "=r"(v));
-#endif
     return v;
 }
 
