@@ -617,8 +617,65 @@ class SshStep:
             [here.stdout + here.stderr, there.stdout + there.stderr, out])
 
 
+class LinuxCkptStep:
+    """Linux tasks checkpointed and restored as a step (docs/
+    checkpoint.rst, "Linux nodes"): the DSM Jacobi as Linux processes, 2
+    tasks on the two hosts, run --slurm --linux --no-share, saved by
+    scancel --signal=USR1 mid-run, restored by run --slurm --restore:
+    bit for bit the sequential result."""
+
+    name = "linux-ckpt-2"
+
+    def run(self, sc, runs):
+        jacobi = os.path.join(ROOT, "build", "guest-linux", "guest",
+                              "examples", "dsm", "jacobi.elf")
+        first = os.path.join(runs, self.name)
+        again = os.path.join(runs, self.name + "-restored")
+        for d in (first, again):
+            shutil.rmtree(d, ignore_errors=True)
+        base = [sys.executable, TEMPEST, "run", "--slurm",
+                "--ntasks-per-node", "1", "--srun-arg=--time=3",
+                "--timeout", str(STEP_TIMEOUT), "--quiet"]
+        p = subprocess.Popen(base + ["-n", "2", "--run-dir", first,
+                                     "--linux", "--no-share", jacobi, "dsm",
+                                     "126", "6000"],
+                             env=sc.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True,
+                             stdin=subprocess.DEVNULL)
+        try:
+            t0 = time.monotonic()
+            while _logs(first, 2).count("tempest-init: running") < 2:
+                if p.poll() is not None or time.monotonic() - t0 > 90:
+                    return False, "the Linux tasks did not boot", \
+                        p.communicate()[0] + _logs(first, 2)
+                time.sleep(0.3)
+            time.sleep(1.5)
+            job = _run(["squeue", "-h", "-o", "%i"], env=sc.env).stdout.split()
+            _run(["scancel", "--signal=USR1", job[0]], env=sc.env)
+            out = p.communicate(timeout=SRUN_LIMIT)[0]
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if p.returncode != 0 or "checkpointed to" not in out:
+            return False, f"the step ended {p.returncode}, not saved", \
+                out + _logs(first, 2)
+        if "jacobi dsm ok" in _logs(first, 1):
+            return False, "the program had finished: not mid-run", \
+                _logs(first, 1)
+        r = _run(base + ["--restore", os.path.join(first, "ckpt-usr1"),
+                         "--run-dir", again], check=False, env=sc.env)
+        ok = r.returncode == 0 and re.search(
+            r"jacobi dsm ok: 126x126, 6000 sweeps on 2 nodes",
+            _logs(again, 1))
+        return bool(ok), f"restored: status {r.returncode}" + \
+            (", the sequential result" if ok else ""), \
+            out + r.stdout + r.stderr + _logs(again, 2)
+
+
 STEPS.append(CkptStep())
 STEPS.append(SshStep())
+STEPS.append(LinuxCkptStep())
 
 
 def run(results, runs, k=None):

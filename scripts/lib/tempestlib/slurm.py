@@ -618,6 +618,10 @@ def node_parser(add_help=True):
                    help="boot Debian's arm64 kernel and run the program as "
                    "a Linux process (docs/linux.rst; built with "
                    "'scripts/tempest cc --linux')")
+    p.add_argument("--no-share", action="store_true",
+                   help="with --linux: no directory shared into the node "
+                   "while the program runs (what a checkpoint needs; "
+                   "docs/linux.rst, \"Files\")")
     p.add_argument("--tagmem", type=cluster.parse_mem, default=None,
                    help="tagged memory (machine default 64M; 0 for none)")
     p.add_argument("--cpu", default=None, help="CPU model")
@@ -770,10 +774,10 @@ class Coordinator(threading.Thread):
         except (OSError, ValueError, AttributeError) as e:
             say(f"node 0: ignored {rel(req_path)}: {e}")
         result = {"out": os.path.abspath(out), "stop": stop, "error": None}
+        # Linux nodes with shares mounted are refused by checkpoint_nodes
+        # before any node stops: they go on.
+        refused = self.info.get("linux") and not self.info.get("no_share")
         try:
-            if self.info.get("linux"):
-                raise StepError("Linux nodes cannot be checkpointed yet "
-                                "(docs/checkpoint.rst)")
             say(f"node 0: SIGUSR1: checkpointing the step's "
                 f"{len(self.ctls) + 1} nodes to {rel(out)}"
                 + ("" if stop else "; they go on"))
@@ -782,7 +786,7 @@ class Coordinator(threading.Thread):
         except StepError as e:
             result["error"] = str(e)
             say(f"node 0: {e}" + ("" if stop else "; the nodes go on"))
-            if stop and not self.info.get("linux"):
+            if stop and not refused:
                 raise
             return False
         finally:
@@ -855,16 +859,14 @@ def _node_settings(a):
                             "node prog.elf args)")
         return None
     m = ckpt.read_manifest(a.restore)
-    if m.get("linux"):
-        raise StepError("node --restore: Linux nodes cannot be "
-                        "checkpointed yet (docs/checkpoint.rst)")
     if a.program and os.path.abspath(a.program) != m["program"]:
         raise StepError(f"node --restore: the checkpoint is of "
                         f"{rel(m['program'])}, not {a.program}")
     a.program = ckpt.restore_program(a.restore, m)
     a.args = list(m["args"])
     a.smp, a.mem, a.cpu = m["smp"], m["mem"], m["cpu"]
-    a.credits, a.tagmem, a.linux = m["credits"], m["tagmem"], False
+    a.credits, a.tagmem = m["credits"], m["tagmem"]
+    a.linux, a.no_share = bool(m.get("linux")), bool(m.get("no_share"))
     if a.spin_us is None:
         a.spin_us = m.get("spin_us")
     a.qemu_arg = list(m.get("extra") or []) + list(a.qemu_arg)
@@ -896,6 +898,8 @@ def _run_node(a, usr1, env=None):
         cluster.check_linux_program(a.program)
     else:
         cluster.check_program(a.program)
+        if a.no_share:
+            raise StepError("node: --no-share needs --linux")
     cluster.check_settings(step.ntasks, a.smp, mem, a.tagmem, a.credits,
                            a.timeout)
     if not os.path.exists(QEMU_BIN):
@@ -948,7 +952,8 @@ def _run_node(a, usr1, env=None):
             # host: docs/slurm.rst).
             shell_sock = cluster.bind_free_ports(1, "127.0.0.1")[0]
             boot = cluster.LinuxRun(a.program, a.args, run_dir, step.ntasks,
-                                    forward=False).boot(
+                                    forward=False, no_share=a.no_share,
+                                    tokens=a.restore).boot(
                 step.rank, shell_sock.getsockname()[1])
         more = list(a.qemu_arg)
         if manifest:
@@ -966,7 +971,8 @@ def _run_node(a, usr1, env=None):
                         nodes=step.ntasks, smp=a.smp, mem=mem, cpu=a.cpu,
                         credits=a.credits, tagmem=a.tagmem, fabric=None,
                         tcp=False, spin_us=a.spin_us, hosts=None,
-                        linux=a.linux, extra=list(a.qemu_arg),
+                        linux=a.linux, no_share=a.no_share,
+                        extra=list(a.qemu_arg),
                         slurm=f"{step.job}.{step.step}",
                         restored_from=a.restore and
                         os.path.abspath(a.restore))
@@ -1141,9 +1147,6 @@ def run_slurm(a):
     manifest = None
     if a.restore:
         manifest = ckpt.read_manifest(a.restore)
-        if manifest.get("linux"):
-            raise StepError("run --restore: Linux nodes cannot be "
-                            "checkpointed yet (docs/checkpoint.rst)")
         a.nodes = manifest["nodes"]
         program = manifest["program"]
         mem = manifest["mem"]
@@ -1177,7 +1180,8 @@ def run_slurm(a):
         cmd += ["--restore", os.path.abspath(a.restore)]
     else:
         cmd += ["--smp", str(a.smp), "--mem", mem] + \
-            (["--linux"] if a.linux else [])
+            (["--linux"] if a.linux else []) + \
+            (["--no-share"] if a.no_share else [])
         for opt, v in (("--tagmem", a.tagmem), ("--cpu", a.cpu),
                        ("--credits", a.credits), ("--spin-us", a.spin_us)):
             if v is not None:
