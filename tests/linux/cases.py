@@ -243,12 +243,7 @@ def case_shell(runs):
         for guess in ("", "0" * 32, nodeshell.shell_token(0, run_dir)):
             t = nodeshell.Telnet(("127.0.0.1", port))
             t.write(guess.encode() + b"\nhostname; echo ran-$((6*7))\n")
-            got = b""
-            while True:
-                data = t.read()
-                if not data:
-                    break
-                got += data
+            got = t.read_until()
             t.sock.close()
             expect(b"not this node's shell token" in got and
                    b"ran-42" not in got,

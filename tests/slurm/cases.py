@@ -458,13 +458,7 @@ class CkptStep:
         if r.returncode or not sums:
             raise StepError("the uninterrupted run failed\n" + r.stdout +
                             r.stderr + _logs(ref, 8))
-        first = os.path.join(runs, self.name)
-        again = os.path.join(runs, self.name + "-restored")
-        for d in (first, again):
-            shutil.rmtree(d, ignore_errors=True)
-        base = [sys.executable, TEMPEST, "run", "--slurm",
-                "--ntasks-per-node", "4", "--srun-arg=--time=3",
-                "--timeout", str(STEP_TIMEOUT), "--quiet"]
+        first, again, base = _ckpt_step(runs, self.name, 4)
         p = subprocess.Popen(base + ["-n", "8", "--run-dir", first, "--mem",
                                      "64M", radix] + self.ARGS,
                              env=sc.env, stdout=subprocess.PIPE,
@@ -539,6 +533,19 @@ class CkptStep:
         saved = re.search(r"checkpoint: 8 nodes saved .* in ([\d.]+) s", out)
         return True, f"saved in {saved and saved.group(1)} s; restored on " \
             f"other hosts: sorted, same checksums", out + r.stdout + r.stderr
+
+
+def _ckpt_step(runs, name, per_host):
+    """The run directories of a checkpointed step and of its restore
+    (emptied), and the run --slurm command both start with."""
+    first = os.path.join(runs, name)
+    again = os.path.join(runs, name + "-restored")
+    for d in (first, again):
+        shutil.rmtree(d, ignore_errors=True)
+    return first, again, [sys.executable, TEMPEST, "run", "--slurm",
+                          "--ntasks-per-node", str(per_host),
+                          "--srun-arg=--time=3", "--timeout",
+                          str(STEP_TIMEOUT), "--quiet"]
 
 
 def _logs(run_dir, nodes):
@@ -629,13 +636,7 @@ class LinuxCkptStep:
     def run(self, sc, runs):
         jacobi = os.path.join(ROOT, "build", "guest-linux", "guest",
                               "examples", "dsm", "jacobi.elf")
-        first = os.path.join(runs, self.name)
-        again = os.path.join(runs, self.name + "-restored")
-        for d in (first, again):
-            shutil.rmtree(d, ignore_errors=True)
-        base = [sys.executable, TEMPEST, "run", "--slurm",
-                "--ntasks-per-node", "1", "--srun-arg=--time=3",
-                "--timeout", str(STEP_TIMEOUT), "--quiet"]
+        first, again, base = _ckpt_step(runs, self.name, 1)
         p = subprocess.Popen(base + ["-n", "2", "--run-dir", first,
                                      "--linux", "--no-share", jacobi, "dsm",
                                      "126", "6000"],

@@ -140,6 +140,18 @@ class Telnet:
     def write(self, data):
         self.sock.sendall(data.replace(bytes([IAC]), bytes([IAC, IAC])))
 
+    def read_until(self, pattern=None):
+        """Everything the node sends until pattern (a bytes regex) is in
+        it, or until it closes the connection."""
+        got = b""
+        while True:
+            data = self.read()
+            if not data:
+                return got
+            got += data
+            if pattern is not None and re.search(pattern, got):
+                return got
+
 
 def interactive(t):
     fd = sys.stdin.fileno()
@@ -171,15 +183,7 @@ def command(t, cmd):
     # own 'exit' ends only that.
     t.write(b"stty -echo 2>/dev/null; echo __TEMPEST_\"B__\"; (\n"
             + cmd.encode() + b"\n); echo __TEMPEST_\"E__$?\"; exit\n")
-    got = b""
-    while True:
-        data = t.read()
-        if not data:
-            break
-        got += data
-        if re.search(END + rb"\d+", got):
-            break
-    got = got.replace(b"\r\n", b"\n")
+    got = t.read_until(END + rb"\d+").replace(b"\r\n", b"\n")
     b = got.find(BEGIN + b"\n")
     m = re.search(END + rb"(\d+)", got)
     body = got[b + len(BEGIN) + 1:m.start()] if b >= 0 and m else got
