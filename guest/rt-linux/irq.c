@@ -24,7 +24,11 @@
  * IRQ_ENABLE itself (when its interrupt is routed to the calling CPU),
  * and rt_cpu_sleep() spins up to SLEEP_SPIN_US looking before it sleeps
  * in the kernel.  An interrupt found that way runs its handler at once;
- * the kernel's copy of it, if it came too, finds nothing to do.
+ * the kernel's copy of it, if it came too, finds nothing to do.  A CPU
+ * the interrupt does not go to waits only for another thread's
+ * rt_cpu_wake(): it spins no longer than the launcher's SPIN_US hint
+ * (a spinning vCPU takes a host core from the node's polling one), and
+ * rt_cpu_wake() makes the futex call only when its CPU sleeps in it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,7 +80,7 @@ static struct cpu cpus[TEMPEST_MAX_CPUS];
 /* What the emulation did (TEMPEST_RT_STATS=1 prints it at exit). */
 static struct {
     _Atomic unsigned long irqs, wakes, signals, in_signal, in_sleep,
-                          in_restore, sleeps, late;
+                          in_restore, sleeps, late, cpu_wakes;
 } st;
 static struct intr intrs[RT_NUM_INTIDS];
 static atomic_uint online = 1;
@@ -331,11 +335,13 @@ static void print_stats(void)
 
     snprintf(line, sizeof(line), "tempest-rt: node %u: %lu interrupts, "
              "%lu wake-ups, %lu signals (%lu handled in them), %lu sleeps, "
-             "%lu handled at restore, %lu late\n", rtl.node,
+             "%lu handled at restore, %lu late, %lu futex wakes of a CPU\n",
+             rtl.node,
              (unsigned long)st.irqs,
              (unsigned long)st.wakes, (unsigned long)st.signals,
              (unsigned long)st.in_signal, (unsigned long)st.sleeps,
-             (unsigned long)st.in_restore, (unsigned long)st.late);
+             (unsigned long)st.in_restore, (unsigned long)st.late,
+             (unsigned long)st.cpu_wakes);
     rt_puts_raw(line);
 }
 
@@ -452,6 +458,41 @@ bool rt_in_irq(void)
 
 /* ---- sleeping --------------------------------------------------------- */
 
+/* The node controller has the POLL register (read once). */
+static bool nc_has_poll(void)
+{
+    static int has = -1;
+
+    if (has < 0) {
+        has = (rt_nc_read(TEMPEST_NC_FEATURES) & TEMPEST_NC_FEAT_POLL) != 0;
+    }
+    return has;
+}
+
+/*
+ * How long a CPU the device's interrupt does not go to spins before it
+ * sleeps: what ends its sleep is another thread's rt_cpu_wake, a futex
+ * wake of a few microseconds, not the driver's interrupt; and a vCPU
+ * spinning for a thread that spins on another vCPU of the node took a
+ * host core from it (measured: the --smp 2 empty round trip, the
+ * protocol thread on CPU 1 and main waiting on CPU 0, 35-50 us with
+ * main spinning SLEEP_SPIN_US, 6-8 us without).  The launcher's SPIN_US
+ * hint, as libtempest's own spin: 0 when the nodes outnumber the cores.
+ */
+static uint64_t wake_spin_ns(void)
+{
+    static int64_t ns = -1;
+
+    if (ns < 0) {
+        ns = nc_has_poll() ? (int64_t)rt_nc_read(TEMPEST_NC_SPIN_US) * 1000
+                           : 0;
+        if (ns > SLEEP_SPIN_US * 1000LL) {
+            ns = SLEEP_SPIN_US * 1000LL;
+        }
+    }
+    return (uint64_t)ns;
+}
+
 static void spin_us(uint64_t us)
 {
     uint64_t end = rt_time_ns() + us * 1000;
@@ -482,16 +523,22 @@ void rt_cpu_sleep(uint64_t max_us)
         /* The CPU the device interrupts polls it meanwhile (POLL = 1:
          * a peer's packet is taken at once, not by the main loop). */
         bool poll = atomic_load(&intrs[NC_INTID].route) == my_cpu &&
-                    (rt_nc_read(TEMPEST_NC_FEATURES) &
-                     TEMPEST_NC_FEAT_POLL);
+                    nc_has_poll();
+        /* POLL = 0 at the end only if this spin wrote 1: a caller that
+         * polls itself (and finds an interrupt pending) keeps its POLL. */
+        bool polled = false;
 
+        if (atomic_load(&intrs[NC_INTID].route) != my_cpu) {
+            /* Only another thread's rt_cpu_wake ends this sleep. */
+            limit = wake_spin_ns();
+        }
         if (max_us && max_us * 1000 < limit) {
             limit = max_us * 1000;
         }
         for (unsigned turn = 1;; turn++) {
             if (atomic_load_explicit(&c->wake, memory_order_relaxed) ||
                 rt_irq_pending()) {
-                if (poll) {
+                if (polled) {
                     rt_nc_write(TEMPEST_NC_POLL, 0);
                 }
                 atomic_store(&c->wake, false);
@@ -500,12 +547,13 @@ void rt_cpu_sleep(uint64_t max_us)
             }
             if (poll && turn % DEVICE_EVERY == 1) {
                 rt_nc_write(TEMPEST_NC_POLL, 1);
+                polled = true;
             }
             if (turn % DEVICE_EVERY == 0) {
                 uint64_t spent = rt_time_ns() - t0;
 
                 if (spent >= limit) {
-                    if (poll) {
+                    if (polled) {
                         rt_nc_write(TEMPEST_NC_POLL, 0);
                     }
                     if (max_us && spent >= max_us * 1000) {
@@ -547,7 +595,13 @@ void rt_cpu_wake(unsigned cpu)
     }
     atomic_store(&cpus[cpu].wake, true);
     atomic_fetch_add(&cpus[cpu].seq, 1);
-    futex(&cpus[cpu].seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+    /* A CPU that spins sees wake: the system call only for a sleeper
+     * (it sets sleeping, then looks at wake: one side sees the other). */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&cpus[cpu].sleeping)) {
+        st.cpu_wakes++;
+        futex(&cpus[cpu].seq, FUTEX_WAKE_PRIVATE, 1, NULL);
+    }
 }
 
 /* ---- CPUs ------------------------------------------------------------- */
