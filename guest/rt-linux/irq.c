@@ -26,9 +26,9 @@
  * in the kernel.  An interrupt found that way runs its handler at once;
  * the kernel's copy of it, if it came too, finds nothing to do.  A CPU
  * the interrupt does not go to waits only for another thread's
- * rt_cpu_wake(): it spins no longer than the launcher's SPIN_US hint
- * (a spinning vCPU takes a host core from the node's polling one), and
- * rt_cpu_wake() makes the futex call only when its CPU sleeps in it.
+ * rt_cpu_wake(): it hardly spins (a spinning vCPU takes a host core from
+ * the node's polling one), and rt_cpu_wake() makes the futex call only
+ * when its CPU sleeps in it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -469,30 +469,6 @@ static bool nc_has_poll(void)
     return has;
 }
 
-/*
- * How long a CPU the device's interrupt does not go to spins before it
- * sleeps: what ends its sleep is another thread's rt_cpu_wake, a futex
- * wake of a few microseconds, not the driver's interrupt; and a vCPU
- * spinning for a thread that spins on another vCPU of the node took a
- * host core from it (measured: the --smp 2 empty round trip, the
- * protocol thread on CPU 1 and main waiting on CPU 0, 35-50 us with
- * main spinning SLEEP_SPIN_US, 6-8 us without).  The launcher's SPIN_US
- * hint, as libtempest's own spin: 0 when the nodes outnumber the cores.
- */
-static uint64_t wake_spin_ns(void)
-{
-    static int64_t ns = -1;
-
-    if (ns < 0) {
-        ns = nc_has_poll() ? (int64_t)rt_nc_read(TEMPEST_NC_SPIN_US) * 1000
-                           : 0;
-        if (ns > SLEEP_SPIN_US * 1000LL) {
-            ns = SLEEP_SPIN_US * 1000LL;
-        }
-    }
-    return (uint64_t)ns;
-}
-
 static void spin_us(uint64_t us)
 {
     uint64_t end = rt_time_ns() + us * 1000;
@@ -529,8 +505,16 @@ void rt_cpu_sleep(uint64_t max_us)
         bool polled = false;
 
         if (atomic_load(&intrs[NC_INTID].route) != my_cpu) {
-            /* Only another thread's rt_cpu_wake ends this sleep. */
-            limit = wake_spin_ns();
+            /*
+             * Only another thread's rt_cpu_wake ends this sleep, a futex
+             * wake of a few microseconds, not the driver's interrupt: the
+             * first DEVICE_EVERY turns only, as bare metal's waiting CPU
+             * goes to WFI at once.  A longer spin took a host core from
+             * the CPU that polls (--smp 2, the protocol thread on CPU 1
+             * waking main after every message: main spun all the time;
+             * the empty round trip 35-50 us with 1 ms, 6-8 us without).
+             */
+            limit = 0;
         }
         if (max_us && max_us * 1000 < limit) {
             limit = max_us * 1000;
