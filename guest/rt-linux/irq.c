@@ -459,7 +459,7 @@ bool rt_in_irq(void)
 /* ---- sleeping --------------------------------------------------------- */
 
 /* The node controller has the POLL register (read once). */
-static bool nc_has_poll(void)
+static bool device_has_poll(void)
 {
     static int has = -1;
 
@@ -499,7 +499,7 @@ void rt_cpu_sleep(uint64_t max_us)
         /* The CPU the device interrupts polls it meanwhile (POLL = 1:
          * a peer's packet is taken at once, not by the main loop). */
         bool poll = atomic_load(&intrs[NC_INTID].route) == my_cpu &&
-                    nc_has_poll();
+                    device_has_poll();
         /* POLL = 0 at the end only if this spin wrote 1: a caller that
          * polls itself (and finds an interrupt pending) keeps its POLL. */
         bool polled = false;
