@@ -500,8 +500,10 @@ void rt_cpu_sleep(uint64_t max_us)
          * a peer's packet is taken at once, not by the main loop). */
         bool poll = atomic_load(&intrs[NC_INTID].route) == my_cpu &&
                     device_has_poll();
-        /* POLL = 0 at the end only if this spin wrote 1: a caller that
-         * polls itself (and finds an interrupt pending) keeps its POLL. */
+        /*
+         * POLL = 0 at the end only if this spin wrote 1: a caller that
+         * polls itself (and finds an interrupt pending) keeps its POLL.
+         */
         bool polled = false;
 
         if (atomic_load(&intrs[NC_INTID].route) != my_cpu) {
@@ -579,8 +581,10 @@ void rt_cpu_wake(unsigned cpu)
     }
     atomic_store(&cpus[cpu].wake, true);
     atomic_fetch_add(&cpus[cpu].seq, 1);
-    /* A CPU that spins sees wake: the system call only for a sleeper
-     * (it sets sleeping, then looks at wake: one side sees the other). */
+    /*
+     * A CPU that spins sees wake: the system call only for a sleeper
+     * (it sets sleeping, then looks at wake: one side sees the other).
+     */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&cpus[cpu].sleeping)) {
         st.cpu_wakes++;
