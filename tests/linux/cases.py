@@ -276,6 +276,43 @@ def case_panic(runs):
            both)
 
 
+def case_poll_kept(runs):
+    """A Linux process's rt_cpu_sleep() that only runs an interrupt already
+    pending leaves the node controller's POLL as its caller set it
+    (docs/linux.rst, "The libraries on Linux"): tests/linux/pollkeep.c
+    writes POLL = 1, raises a software interrupt, sleeps (the handler
+    runs), then writes a marker (IRQ_ACK = 0) and POLL = 0; QEMU's trace
+    of the node controller's register writes must show no POLL write
+    between the 1 and the marker.  (The runtime used to write POLL = 0
+    there, behind libtempest's back, and peers rang the doorbell instead
+    of setting the poll hint.)"""
+    exe = linux_program(runs, "pollkeep")
+    run_dir = os.path.join(runs, "pollkeep")
+    trace = os.path.join(runs, "pollkeep-trace.log")
+    if os.path.exists(trace):
+        os.unlink(trace)
+    p = launch(run_dir, 1, exe,
+               opts=["--qemu-arg=-trace",
+                     f"--qemu-arg=enable=tempest_nc_write,file={trace}"])
+    out, err = p.communicate()
+    both = out + err
+    expect(p.returncode == 0, f"exit {p.returncode}", both)
+    expect("pollkeep: handler ran 1 time(s)" in out, "no handler line", both)
+    writes = re.findall(r"tempest_nc_write node 0 offset (0x[0-9a-f]+) "
+                        r"value (0x[0-9a-f]+)", _read(trace))
+    ack = f"{0x70:#x}"
+    poll = f"{0x8c:#x}"
+    expect((poll, "0x1") in writes, "no POLL = 1 in the trace",
+           "\n".join(map(str, writes)))
+    start = writes.index((poll, "0x1"))
+    expect((ack, "0x0") in writes[start:], "no marker after POLL = 1",
+           "\n".join(map(str, writes)))
+    end = start + writes[start:].index((ack, "0x0"))
+    between = [w for w in writes[start + 1:end] if w[0] == poll]
+    expect(not between, f"POLL written by the runtime: {between}",
+           "\n".join(map(str, writes)))
+
+
 def case_gdb(runs):
     """Debugging a node (docs/linux.rst, "Debugging"): with --gdb 1, node 1
     of a bare-metal pair waits with its CPUs stopped; gdb-multiarch
@@ -457,4 +494,5 @@ def guest_case(name):
 
 
 CASES = [case_hello, case_devnode, case_exit_status, case_network,
-         case_shell, case_panic, case_gdb, case_checkpoint] + [guest_case(n) for n in GUEST_CASES]
+         case_shell, case_panic, case_poll_kept, case_gdb,
+         case_checkpoint] + [guest_case(n) for n in GUEST_CASES]

@@ -878,6 +878,19 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
                 rt_cpu_sleep(0);    /* pending: runs the handler, returns */
             }
             rt_irq_restore(flags);
+        } else if (pt_pending()) {
+            /*
+             * Work in the rings (memory) that no interrupt has run yet:
+             * a Linux process's runtime reads the device only every
+             * few turns, so the message the last POLL took is run now,
+             * as the fault hook runs it.  On bare metal the interrupt
+             * has nearly always run it first; its late turn finds
+             * nothing.
+             */
+            uint64_t flags = rt_irq_save();
+
+            tppi_run_protocol_thread();
+            rt_irq_restore(flags);
         }
     }
     spin_end();
