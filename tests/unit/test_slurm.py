@@ -271,6 +271,29 @@ class MungeTest(unittest.TestCase):
         port.close()
 
 
+class FdsTest(unittest.TestCase):
+    """Task 0's limit of open files grows with the step (a control
+    connection a task); beyond the hard limit the step is refused at
+    once, naming it."""
+
+    def test_limit(self):
+        # In a child whose limits are 256 and 4096 (this process may not
+        # raise its hard limit again).
+        import resource
+        code = ("import resource, sys; sys.path.insert(0, %r); "
+                "from tempestlib import slurm; slurm._fds_for(2000); "
+                "print(resource.getrlimit(resource.RLIMIT_NOFILE)); "
+                "slurm._fds_for(5000)" % os.path.join(
+                    os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                    "scripts", "lib"))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=60, preexec_fn=lambda:
+                           resource.setrlimit(resource.RLIMIT_NOFILE,
+                                              (256, 4096)))
+        self.assertIn("(2064, 4096)", r.stdout, r.stderr)
+        self.assertIn("hard limit is 4096", r.stderr)
+
+
 class ControlTest(unittest.TestCase):
     """The step's control connection over a real socket pair: what task 0
     and a task send each other arrives; a message with the wrong key, one

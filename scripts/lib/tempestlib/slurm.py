@@ -34,6 +34,7 @@ import ipaddress
 import json
 import os
 import re
+import resource
 import secrets
 import select
 import selectors
@@ -849,6 +850,20 @@ class Agent(threading.Thread):
                 conn.close()
 
 
+def _fds_for(ntasks):
+    """Task 0 keeps a control connection to every other task: raise its
+    limit of open files as far as the hard limit allows, or say at once
+    that the step is too large for it."""
+    want = ntasks + 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            raise StepError(f"node: task 0 needs {want} open files for "
+                            f"{ntasks} tasks; the hard limit is {hard} "
+                            "(ulimit -Hn, or Slurm's PropagateResourceLimits)")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
 def _node_settings(a):
     """a's settings, from the checkpoint's manifest for --restore (the
     command line's --qemu-arg after the manifest's); returns the
@@ -921,6 +936,7 @@ def _run_node(a, usr1, env=None):
                 if step.rank else None
             auth = Munge.for_step(env)
             if step.rank == 0:
+                _fds_for(step.ntasks)
                 psock = cluster.bind_free_ports(
                     1, node_address(step.host))[0]
                 cid, key, table, ctls = serve(step, psock.getsockname()[0],
