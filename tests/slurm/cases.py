@@ -560,6 +560,14 @@ def _logs(run_dir, nodes):
     return "\n".join(text)
 
 
+def _read_file(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def _host(run_dir, i):
     with open(os.path.join(run_dir, f"node{i}.cmd")) as f:
         m = re.search(r"fabric-host-id=([^,\s]+)", f.read())
@@ -567,11 +575,13 @@ def _host(run_dir, i):
 
 
 class SshStep:
-    """A shell on a Linux task's node (docs/slurm.rst, "Linux nodes"): 2
-    Linux tasks, one a host, running sleep; 'scripts/tempest ssh 1' run on
-    task 1's host (its network namespace: the shell's port is on that
-    host's 127.0.0.1) runs a command on node 1 and returns its status;
-    from the other host the port is not there."""
+    """A shell and a forwarded port on a Linux task's node (docs/slurm.rst,
+    "Linux nodes"): 2 Linux tasks, one a host, serving HTTP on port 7000
+    (node --forward 7000); 'scripts/tempest ssh 1' run on task 1's host
+    (its network namespace: the ports are on that host's 127.0.0.1) runs
+    a command on node 1 and returns its status, node 1's page comes from
+    its forwarded port there; from the other host the port is not
+    there."""
 
     name = "linux-ssh-2"
 
@@ -579,10 +589,12 @@ class SshStep:
         run_dir = os.path.join(runs, self.name)
         shutil.rmtree(run_dir, ignore_errors=True)
         os.makedirs(run_dir)
+        serve = ("mkdir -p /tmp/w && echo node$TEMPEST_NODE serves > "
+                 "/tmp/w/index.html && httpd -p 7000 -h /tmp/w && sleep 100")
         p = subprocess.Popen(
             ["srun", "-l", "--ntasks=2", "--ntasks-per-node=1", "--time=3",
-             TEMPEST, "node", "--linux", "--timeout", str(STEP_TIMEOUT),
-             "sleep", "100"], cwd=ROOT,
+             TEMPEST, "node", "--linux", "--forward", "7000", "--timeout",
+             str(STEP_TIMEOUT), "sh", "-c", serve], cwd=ROOT,
             env=dict(sc.env, TEMPEST_RUN_DIR=run_dir),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             stdin=subprocess.DEVNULL)
@@ -601,8 +613,21 @@ class SshStep:
             here = _run(["nsenter", f"--net=/run/netns/{netns(host)}"] + ssh,
                         check=False, timeout=60)
             other = [h for h in HOSTS if h != host][0]
-            with open(os.path.join(run_dir, "node1.ports")) as f:
-                port = f.read().split(":")[-1].strip()
+            ports = dict(re.findall(r"tcp (\d+) 127\.0\.0\.1:(\d+)",
+                                    _read_file(os.path.join(run_dir,
+                                                            "node1.ports"))))
+            port = ports.get("23")
+            # --forward 7000: node 1's web server, from its host.
+            page = _run(["nsenter", f"--net=/run/netns/{netns(host)}",
+                         sys.executable, "-c",
+                         "import urllib.request, time\n"
+                         "for i in range(60):\n"
+                         "    try:\n"
+                         "        print(urllib.request.urlopen('http://"
+                         f"127.0.0.1:{ports.get('7000')}/', timeout=5)"
+                         ".read().decode(), end=''); break\n"
+                         "    except OSError: time.sleep(0.5)\n"],
+                        check=False, timeout=90)
             there = _run(["nsenter", f"--net=/run/netns/{netns(other)}",
                           sys.executable, "-c", "import socket; socket."
                           f"create_connection(('127.0.0.1', {port}), 5)"],
@@ -617,11 +642,13 @@ class SshStep:
                 out = p.communicate()[0]
         ok = here.returncode == 5 and re.search(r"^node1$", here.stdout,
                                                  re.M) and \
-            there.returncode != 0
+            there.returncode != 0 and page.stdout == "node1 serves\n"
         detail = (f"ssh on {host}: status {here.returncode}; from {other}: "
-                  f"status {there.returncode}")
+                  f"status {there.returncode}; port 7000: "
+                  f"{page.stdout.strip()!r}")
         return bool(ok), detail, "\n".join(
-            [here.stdout + here.stderr, there.stdout + there.stderr, out])
+            [here.stdout + here.stderr, there.stdout + there.stderr,
+             page.stdout + page.stderr, out])
 
 
 class LinuxCkptStep:

@@ -703,10 +703,10 @@ class LinuxRun:
         base = self.port_base + index * len(self.forwards)
         return [(g, base + j) for j, g in enumerate(self.forwards)]
 
-    def boot(self, index, shell_port=None):
-        """QEMU's arguments for node index; shell_port: the host port of
-        127.0.0.1 its shell service is forwarded to where the run has no
-        forwards of its own (a Slurm task's node, which writes it to
+    def boot(self, index, own_ports=None):
+        """QEMU's arguments for node index; own_ports: [(guest port, host
+        port of 127.0.0.1)] where the run has no forwards of its own (a
+        Slurm task's node: its shell and --forward ports, written to
         RUN/node<K>.ports)."""
         token = None
         if self.tokens:
@@ -725,12 +725,12 @@ class LinuxRun:
                       f" tempest.share={self.share}")
                    + (" tempest.shell=1" if index == self.shell else ""))
         ports = self.ports(index)
-        if shell_port:
-            ports = [(lx.SHELL_PORT, shell_port)]
+        if own_ports:
+            ports = list(own_ports)
             with open(os.path.join(self.run_dir, f"node{index}.ports"),
                       "w") as f:
-                f.write(f"node {index} tcp {lx.SHELL_PORT} "
-                        f"127.0.0.1:{shell_port}\n")
+                for guest, host in ports:
+                    f.write(f"node {index} tcp {guest} 127.0.0.1:{host}\n")
         fwd = "".join(f",hostfwd=tcp:127.0.0.1:{h}-:{g}" for g, h in ports)
         return ["-kernel", self.kernel, "-initrd", self.initrd,
                 "-append", cmdline,

@@ -48,6 +48,7 @@ import threading
 import time
 
 from . import ckpt, cluster
+from . import linux as lx
 from .common import QEMU_BIN, StepError, rel, say
 from .stategraph import split_record
 
@@ -623,6 +624,10 @@ def node_parser(add_help=True):
                    help="with --linux: no directory shared into the node "
                    "while the program runs (what a checkpoint needs; "
                    "docs/linux.rst, \"Files\")")
+    p.add_argument("--forward", type=int, action="append", default=[],
+                   metavar="PORT", help="with --linux: forward the node's "
+                   "TCP port PORT to a free port of this host's 127.0.0.1 "
+                   "(written to RUN/nodeK.ports; repeatable)")
     p.add_argument("--tagmem", type=cluster.parse_mem, default=None,
                    help="tagged memory (machine default 64M; 0 for none)")
     p.add_argument("--cpu", default=None, help="CPU model")
@@ -913,8 +918,11 @@ def _run_node(a, usr1, env=None):
         cluster.check_linux_program(a.program)
     else:
         cluster.check_program(a.program)
-        if a.no_share:
-            raise StepError("node: --no-share needs --linux")
+        if a.no_share or a.forward:
+            raise StepError("node: --no-share and --forward need --linux")
+    for port in a.forward:
+        if not 1 <= port <= 65535:
+            raise StepError(f"node: --forward {port}: not a TCP port")
     cluster.check_settings(step.ntasks, a.smp, mem, a.tagmem, a.credits,
                            a.timeout)
     if not os.path.exists(QEMU_BIN):
@@ -926,7 +934,8 @@ def _run_node(a, usr1, env=None):
     deadline = time.monotonic() + a.rendezvous_timeout
     private = tempfile.mkdtemp(prefix="tempest-node-")
     qmp = os.path.join(private, "qmp")
-    psock = shell_sock = None
+    psock = None
+    shell_socks = []
     sockdir = None
     ctls = {}
     try:
@@ -963,14 +972,18 @@ def _run_node(a, usr1, env=None):
         spin = cluster.spin_default(a.spin_us, step.tasks_here())
         boot = None
         if a.linux:
-            # The node's shell service on a port of this host's 127.0.0.1,
-            # held until QEMU binds it (scripts/tempest ssh K, run on this
-            # host: docs/slurm.rst).
-            shell_sock = cluster.bind_free_ports(1, "127.0.0.1")[0]
+            # The node's shell service and --forward ports on ports of this
+            # host's 127.0.0.1, held until QEMU binds them (scripts/tempest
+            # ssh K, run on this host: docs/slurm.rst).
+            guests = [lx.SHELL_PORT] + [g for g in a.forward
+                                        if g != lx.SHELL_PORT]
+            shell_socks = [cluster.bind_free_ports(1, "127.0.0.1")[0]
+                           for _ in guests]
             boot = cluster.LinuxRun(a.program, a.args, run_dir, step.ntasks,
                                     forward=False, no_share=a.no_share,
                                     tokens=a.restore).boot(
-                step.rank, shell_sock.getsockname()[1])
+                step.rank, [(g, sk.getsockname()[1])
+                            for g, sk in zip(guests, shell_socks)])
         more = list(a.qemu_arg)
         if manifest:
             # Made and linked as at boot, then loaded and let go by task 0.
@@ -1001,13 +1014,13 @@ def _run_node(a, usr1, env=None):
         if psock:
             psock.close()       # QEMU binds it now
             psock = None
-        if shell_sock:
-            shell_sock.close()
-            shell_sock = None
+        for sk in shell_socks:
+            sk.close()
+        shell_socks = []
         return _run_qemu(cmd, run_dir, step.rank, a.timeout, a.linux,
                          control, usr1)
     finally:
-        for sock in (psock, shell_sock):
+        for sock in [psock] + shell_socks:
             if sock:
                 sock.close()
         for c in ctls.values():
@@ -1155,7 +1168,7 @@ def run_slurm(a):
                         "slurm-client)")
     for opt, bad in (("--shell", a.shell is not None),
                      ("--gdb", a.gdb is not None), ("--hosts", a.hosts),
-                     ("--forward", a.forward), ("--fabric", a.fabric),
+                     ("--fabric", a.fabric),
                      ("--tcp", a.tcp)):
         if bad:
             raise StepError(f"run --slurm: {opt} is not supported with "
@@ -1202,6 +1215,8 @@ def run_slurm(a):
                        ("--credits", a.credits), ("--spin-us", a.spin_us)):
             if v is not None:
                 cmd += [opt, str(v)]
+    for port in a.forward:
+        cmd.append(f"--forward={port}")
     for q in a.qemu_arg:
         cmd.append(f"--qemu-arg={q}")
     if not manifest:
