@@ -483,11 +483,7 @@ class CkptStep:
             if c.returncode != 0 or "the nodes go on" not in c.stderr:
                 raise StepError("checkpoint RUN of the step failed\n" +
                                 c.stdout + c.stderr + _logs(first, 8))
-            job = _run(["squeue", "-h", "-o", "%i"], env=sc.env).stdout.split()
-            if len(job) != 1:
-                raise StepError(f"squeue shows jobs {job}")
-            _run(["scancel", "--signal=USR1", job[0]], env=sc.env)
-            out = p.communicate(timeout=SRUN_LIMIT)[0]
+            out = _usr1_and_wait(sc, p)
         finally:
             if p.poll() is None:
                 p.kill()
@@ -533,6 +529,16 @@ class CkptStep:
         saved = re.search(r"checkpoint: 8 nodes saved .* in ([\d.]+) s", out)
         return True, f"saved in {saved and saved.group(1)} s; restored on " \
             f"other hosts: sorted, same checksums", out + r.stdout + r.stderr
+
+
+def _usr1_and_wait(sc, p):
+    """Slurm's own signal to the one job's step (what --signal=USR1@T
+    sends before a time limit); then the output of p, its run --slurm."""
+    job = _run(["squeue", "-h", "-o", "%i"], env=sc.env).stdout.split()
+    if len(job) != 1:
+        raise StepError(f"squeue shows jobs {job}")
+    _run(["scancel", "--signal=USR1", job[0]], env=sc.env)
+    return p.communicate(timeout=SRUN_LIMIT)[0]
 
 
 def _ckpt_step(runs, name, per_host):
@@ -651,7 +657,7 @@ class SshStep:
              page.stdout + page.stderr, out])
 
 
-class LinuxCkptStep:
+class LinuxCkptStep(CkptStep):
     """Linux tasks checkpointed and restored as a step (docs/
     checkpoint.rst, "Linux nodes"): the DSM Jacobi as Linux processes, 2
     tasks on the two hosts, run --slurm --linux --no-share, saved by
@@ -660,7 +666,7 @@ class LinuxCkptStep:
 
     name = "linux-ckpt-2"
 
-    def run(self, sc, runs):
+    def _run(self, sc, runs):
         jacobi = os.path.join(ROOT, "build", "guest-linux", "guest",
                               "examples", "dsm", "jacobi.elf")
         first, again, base = _ckpt_step(runs, self.name, 1)
@@ -678,9 +684,7 @@ class LinuxCkptStep:
                         p.communicate()[0] + _logs(first, 2)
                 time.sleep(0.3)
             time.sleep(1.5)
-            job = _run(["squeue", "-h", "-o", "%i"], env=sc.env).stdout.split()
-            _run(["scancel", "--signal=USR1", job[0]], env=sc.env)
-            out = p.communicate(timeout=SRUN_LIMIT)[0]
+            out = _usr1_and_wait(sc, p)
         finally:
             if p.poll() is None:
                 p.kill()
