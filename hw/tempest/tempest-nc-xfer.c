@@ -540,9 +540,10 @@ static uint32_t xfer_start(TempestNCState *s, uint32_t dest, uint64_t src,
     if (o && o->state == OUT_SENDING && (flags & XFER_F_CHAN) &&
         dest != s->node_id) {
         /*
-         * The channel controller's transfer goes now, its first
-         * XFER_CHAN_NOW bytes at least: waiting for the pump's bottom
-         * half cost ~50 us a step (docs/chan.rst, "A long DATA").
+         * The channel controller's transfer goes now, up to
+         * XFER_CHAN_NOW bytes of it (the rest by the pump): waiting for
+         * the pump's bottom half cost ~25 us a step (docs/chan.rst, "A
+         * long DATA").
          */
         StepResult r;
 
