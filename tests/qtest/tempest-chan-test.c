@@ -767,6 +767,25 @@ static void peer_expect_chan(int fd, uint8_t kind, uint32_t to,
 }
 
 /*
+ * Against a fake peer on @fd, once the fabric is up: port *q (buffer
+ * @buf of @size) connected to @p1 there, port *t (no buffer) to @p2.
+ */
+static void peer_ports(QTestState *s, int fd, uint64_t buf, uint64_t size,
+                       uint32_t p1, uint32_t p2, uint32_t *q, uint32_t *t)
+{
+    peer_set_timeout(fd, 30);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    *q = alloc_port(s, buf, size);
+    *t = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *q, p1, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *t, p2, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+}
+
+/*
  * Spec: docs/chan.rst, ports over ports in the device, against a fake
  * peer on the fabric: stage 1's PORTDATA frame (the port, its companion,
  * its counters); the carrier's companion freed before it took the port:
@@ -789,17 +808,8 @@ static void test_move_peer(void)
     unsigned cq = 0;
     uint64_t got = 0;
 
-    peer_set_timeout(fd, 30);
-    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
+    peer_ports(s, fd, BUF_A, 64, p1, p2, &q, &t);
     setup_cq(s);
-    q = alloc_port(s, BUF_A, 64);
-    t = alloc_port(s, 0, 0);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, q, p1, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t, p2, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
 
     /* Stage 1: PORTDATA (origin, companion, tx, rx). */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, q, 0), ==,
@@ -896,16 +906,7 @@ static void test_ready(void)
     uint8_t offer[16], f[256];
     uint32_t flen;
 
-    peer_set_timeout(fd, 30);
-    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
-    in = alloc_port(s, SRC, 0x20000);
-    out = alloc_port(s, 0, 0);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, in, p1, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, out, p2, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
+    peer_ports(s, fd, SRC, 0x20000, p1, p2, &in, &out);
 
     /* The input's buffer offered. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, BUF_B, 64), ==,
