@@ -170,6 +170,7 @@ static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
 static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
                              uint64_t len)
 {
+    p->last_long = len > TEMPEST_CHAN_INLINE;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING && p->in_port) {
         /* A port was to be input: the data is held; the input ends. */
         p->held_len = len;
@@ -1037,13 +1038,16 @@ static uint32_t chan_op_output(TempestNCState *s, TempestCmdBank *b,
 /*
  * @p inputs: its buffer is pinned until the data comes (no FREE, BUFFER
  * or move while INPUTTING), so it is offered to the companion for DATA
- * rx+1, if long data would fit and none is on its way already.
+ * rx+1, if long data would fit, none is on its way already, and the
+ * port's first DATA or the last one it took was long (short messages
+ * pay no READY).
  */
 static void chan_offer(TempestNCState *s, TempestChanPort *p)
 {
     uint8_t x[16];
 
-    if (p->incoming || p->bufsize <= TEMPEST_CHAN_INLINE) {
+    if (p->incoming || p->bufsize <= TEMPEST_CHAN_INLINE ||
+        (p->rx && !p->last_long)) {
         return;
     }
     p->granted = 1;
@@ -1347,6 +1351,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT32_V(ready_num, TempestChanPort, 3),
         VMSTATE_UINT64_V(ready_addr, TempestChanPort, 3),
         VMSTATE_UINT64_V(ready_size, TempestChanPort, 3),
+        VMSTATE_UINT32_V(last_long, TempestChanPort, 3),
         VMSTATE_END_OF_LIST()
     }
 };
