@@ -374,7 +374,8 @@ static void test_pair(void)
  * Spec: outputs longer than TEMPEST_CHAN_INLINE go by the transfer
  * engine straight into the input buffer (BIG, GO, the transfer, ACK):
  * between two nodes, to a waiting input and pre-sent into the initial
- * buffer; refused (TOO_BIG) when longer than the buffer; and on one node.
+ * buffer; refused (TOO_BIG) when longer than the buffer; and on one node,
+ * pre-sent and to a waiting input (READY, docs/chan.rst "A long DATA").
  * No XFER event reaches the guest: the channel's own events only.
  */
 static void test_big(void)
@@ -469,6 +470,24 @@ static void test_big(void)
     g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[0]), ==, 1);
+    /* On one node, to a waiting input (its buffer offered: READY). */
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, b, buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, b, buf, 8), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    fill(n[0], src, len, 19);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, len);
+    check(n[0], buf, len, 19);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    g_assert_cmpuint(qtest_readl(n[0], NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
     for (int i = 0; i < 2; i++) {
         qtest_quit(n[i]);
     }
