@@ -566,14 +566,6 @@ def _logs(run_dir, nodes):
     return "\n".join(text)
 
 
-def _read_file(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def _host(run_dir, i):
     with open(os.path.join(run_dir, f"node{i}.cmd")) as f:
         m = re.search(r"fabric-host-id=([^,\s]+)", f.read())
@@ -620,7 +612,7 @@ class SshStep:
                         check=False, timeout=60)
             other = [h for h in HOSTS if h != host][0]
             ports = dict(re.findall(r"tcp (\d+) 127\.0\.0\.1:(\d+)",
-                                    _read_file(os.path.join(run_dir,
+                                    GUEST._read(os.path.join(run_dir,
                                                             "node1.ports"))))
             port = ports.get("23")
             # --forward 7000: node 1's web server, from its host.
