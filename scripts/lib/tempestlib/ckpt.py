@@ -18,7 +18,8 @@ import shutil
 import socket
 import time
 
-from .common import StepError, rel, say
+from .common import StepError, rel, say, write_whole
+from .linux import shell_token_path
 
 NC_PATH = "/machine/node-controller"
 MANIFEST = "manifest.json"
@@ -33,6 +34,30 @@ CONNECT_S = 30.0
 COMMAND_S = 60.0
 # The drain: collections this far apart; the quiet cut is two equal ones.
 DRAIN_STEP_S = 0.01
+
+
+def write_cluster(run_dir, program, args, nodes, smp, mem, cpu, credits,
+                  tagmem, spin_us, linux, no_share, extra, restore,
+                  fabric=None, tcp=False, hosts=None, forwards=(),
+                  slurm=None):
+    """RUN/cluster.json: how the run's nodes were started, which a
+    checkpoint's manifest extends and a restore (run --restore, node
+    --restore) starts them from again; returns it as a dict.  slurm: the
+    job step ("JOB.STEP") whose task 0 writes it."""
+    info = dict(
+        # (A Linux node's program may be a command of its own.)
+        program=os.path.abspath(program)
+        if os.path.exists(program) or not linux else program,
+        args=list(args), nodes=nodes, smp=smp, mem=mem, cpu=cpu,
+        credits=credits, tagmem=tagmem, fabric=fabric, tcp=tcp,
+        spin_us=spin_us, hosts=hosts, linux=linux, no_share=no_share,
+        forwards=list(forwards), extra=list(extra),
+        restored_from=restore and os.path.abspath(restore))
+    if slurm:
+        info["slurm"] = slurm
+    with open(os.path.join(run_dir, CLUSTER), "w") as f:
+        json.dump(info, f, indent=1)
+    return info
 
 
 def qmp_path(run_dir, index):
@@ -298,7 +323,7 @@ def checkpoint_nodes(conns, info, run_dir, out_dir, stop=False,
         # The restored nodes hold their shell tokens: the new run's files
         # must be these (docs/linux.rst, "Logging in").
         for i in range(nodes):
-            src = os.path.join(run_dir, f"node{i}.shell-token")
+            src = shell_token_path(run_dir, i)
             if os.path.exists(src):
                 shutil.copy2(src, out_dir)
     manifest = dict(info, ckpt_id=ckpt_id, run_dir=os.path.abspath(
@@ -433,10 +458,7 @@ def checkpoint_parser(add_help=True):
 
 def write_json(path, obj):
     """obj to path, whole or not at all."""
-    tmp = f"{path}.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.replace(tmp, path)
+    write_whole(path, json.dumps(obj))
 
 
 def checkpoint_cli(args):

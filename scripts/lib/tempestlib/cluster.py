@@ -22,7 +22,6 @@ program's is, so the same rules decide the run.
 
 import argparse
 import ast
-import json
 import math
 import operator
 import os
@@ -40,7 +39,7 @@ import time
 
 from . import ckpt
 from . import linux as lx
-from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say
+from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say, write_whole
 from .stategraph import Records, split_record
 
 HW_HEADER = os.path.join(ROOT, "hw", "include", "standard-headers",
@@ -677,15 +676,11 @@ class LinuxRun:
             cwd = self.share
         if no_share:
             cwd = "/root"
-            tmp = os.path.join(self.run_dir, f".noshare-{os.getpid()}")
-            with open(tmp, "w") as f:
-                f.write("".join(c + "\n" for c in copied))
-            os.replace(tmp, os.path.join(self.run_dir, "noshare.list"))
-        # Whole or not at all: every task of a Slurm step writes it.
-        tmp = os.path.join(self.run_dir, f".job-{os.getpid()}")
-        with open(tmp, "w") as f:
-            f.write(lx.job_script(node_prog, args, cwd))
-        os.replace(tmp, os.path.join(self.run_dir, "job"))
+            write_whole(os.path.join(self.run_dir, "noshare.list"),
+                        "".join(c + "\n" for c in copied))
+        # Whole: every task of a Slurm step writes them.
+        write_whole(os.path.join(self.run_dir, "job"),
+                    lx.job_script(node_prog, args, cwd))
         if forward:
             with open(os.path.join(self.run_dir, "ports.txt"), "w") as f:
                 for i in range(nodes):
@@ -806,17 +801,9 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         raise StepError(f"run: the run directory's path {run_dir} is too "
                         "long for its QMP sockets (Unix paths hold 108 "
                         "bytes); give a shorter --run-dir")
-    with open(os.path.join(run_dir, ckpt.CLUSTER), "w") as f:
-        # (A Linux node's program may be a command of its own.)
-        json.dump(dict(program=os.path.abspath(program)
-                       if os.path.exists(program) or not linux else program,
-                       args=list(args),
-                       nodes=nodes, smp=smp, mem=mem, cpu=cpu,
-                       credits=credits, tagmem=tagmem, fabric=fabric,
-                       tcp=tcp, spin_us=spin_us, hosts=hosts, linux=linux,
-                       no_share=no_share, forwards=list(forwards),
-                       extra=list(extra), restored_from=restore and
-                       os.path.abspath(restore)), f, indent=1)
+    ckpt.write_cluster(run_dir, program, args, nodes, smp, mem, cpu, credits,
+                       tagmem, spin_us, linux, no_share, extra, restore,
+                       fabric, tcp, hosts, forwards)
     lrun = LinuxRun(program, args, run_dir, nodes, forwards, shell,
                     no_share=no_share, tokens=restore) if linux else None
     print_lock = threading.Lock()

@@ -51,6 +51,18 @@ def stdout_to_stderr():
         real.close()
 
 
+def write_whole(path, text, mode=0o644):
+    """text to path, whole or not at all (a reader, or another task of a
+    Slurm step writing the same file, never sees half of it); the file
+    has mode (before the umask) from its first byte."""
+    tmp = os.path.join(os.path.dirname(path),
+                       f".{os.path.basename(path)}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def rel(path):
     """A path relative to the current directory when that is shorter."""
     r = os.path.relpath(path)

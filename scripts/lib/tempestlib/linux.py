@@ -37,7 +37,8 @@ import stat
 import subprocess
 import time
 
-from .common import BUILD, ROOT, StepError, rel, run_step, say
+from .common import (BUILD, ROOT, StepError, rel, run_step, say,
+                     write_whole)
 
 LINUX = os.path.join(BUILD, "linux")
 APT_DIR = os.path.join(LINUX, "apt")
@@ -557,12 +558,8 @@ def write_shell_token(run_dir, index, token=None):
     """Node index's shell token (a new random one unless given), in a
     file only this user can read (the node reads it through its share at
     boot)."""
-    path = shell_token_path(run_dir, index)
-    tmp = f"{path}.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write((token or secrets.token_hex(16)) + "\n")
-    os.replace(tmp, path)
+    write_whole(shell_token_path(run_dir, index),
+                (token or secrets.token_hex(16)) + "\n", 0o600)
 
 
 def job_script(program, args, cwd):

@@ -707,7 +707,6 @@ class Coordinator(threading.Thread):
         self.manifest = manifest
         self.usr1 = threading.Event()
         self.ended = threading.Event()      # task 0's own node ended
-        self.busy = threading.Event()
         self.failed = None
         self.saved = None
 
@@ -715,6 +714,10 @@ class Coordinator(threading.Thread):
         # Task 0's own node last: it quits last after a checkpoint, so
         # this process lives until the others have been told.
         return [Relay(self.ctls[r], r) for r in sorted(self.ctls)] + [local]
+
+    def ask_checkpoint(self):
+        """This task got SIGUSR1."""
+        self.usr1.set()
 
     def _fail(self, why):
         self.failed = why
@@ -729,13 +732,11 @@ class Coordinator(threading.Thread):
         try:
             local = ckpt.QMP(self.qmp, 0)
             if self.restore:
-                self.busy.set()
                 took = ckpt.restore_conns(
                     self._conns(local), self.restore, self.manifest,
                     lambda: not self.ended.is_set())
                 say(f"node 0: {len(self.ctls) + 1} nodes restored from "
                     f"{rel(self.restore)} in {took:.2f} s")
-                self.busy.clear()
             while not self.ended.is_set():
                 live = [c for c in self.ctls.values() if not c.closed]
                 ready = [c for c in live if c.pending()] or \
@@ -749,14 +750,11 @@ class Coordinator(threading.Thread):
                         c.close()       # its node ended: no more commands
                 if self.usr1.is_set() and not self.ended.is_set():
                     self.usr1.clear()
-                    self.busy.set()
                     if self._checkpoint(local):
                         return          # the nodes were stopped
-                    self.busy.clear()
         except StepError as e:
             self._fail(str(e))
         finally:
-            self.busy.clear()
             if local:
                 local.close()
 
@@ -815,6 +813,13 @@ class Agent(threading.Thread):
         self.rank = rank
         self.failed = None
         self.saved = False
+
+    def ask_checkpoint(self):
+        """This task got SIGUSR1: task 0 takes the checkpoint."""
+        try:
+            self.ctl.send({"usr1": True})
+        except StepError:
+            pass        # task 0 is gone: nothing to checkpoint with
 
     def run(self):
         conn = None
@@ -890,6 +895,7 @@ def _node_settings(a):
     if a.spin_us is None:
         a.spin_us = m.get("spin_us")
     a.qemu_arg = list(m.get("extra") or []) + list(a.qemu_arg)
+    a.forward = list(m.get("forwards") or []) + list(a.forward)
     return m
 
 
@@ -996,17 +1002,11 @@ def _run_node(a, usr1, env=None):
         with open(os.path.join(run_dir, f"node{step.rank}.cmd"), "w") as f:
             f.write(" ".join(cmd) + "\n")
         if step.rank == 0:
-            info = dict(program=os.path.abspath(a.program), args=list(a.args),
-                        nodes=step.ntasks, smp=a.smp, mem=mem, cpu=a.cpu,
-                        credits=a.credits, tagmem=a.tagmem, fabric=None,
-                        tcp=False, spin_us=a.spin_us, hosts=None,
-                        linux=a.linux, no_share=a.no_share,
-                        extra=list(a.qemu_arg),
-                        slurm=f"{step.job}.{step.step}",
-                        restored_from=a.restore and
-                        os.path.abspath(a.restore))
-            with open(os.path.join(run_dir, ckpt.CLUSTER), "w") as f:
-                json.dump(info, f, indent=1)
+            info = ckpt.write_cluster(
+                run_dir, a.program, a.args, step.ntasks, a.smp, mem, a.cpu,
+                a.credits, a.tagmem, a.spin_us, a.linux, a.no_share,
+                a.qemu_arg, a.restore, forwards=a.forward,
+                slurm=f"{step.job}.{step.step}")
             control = Coordinator(ctls, qmp, run_dir, info, a.restore,
                                   manifest)
         else:
@@ -1091,15 +1091,9 @@ def _run_qemu(cmd, run_dir, rank, timeout, linux=False, control=None,
             if stop or panicked or (control and control.failed) or \
                     (timeout and time.monotonic() - t0 > timeout):
                 break
-            if len(usr1) > told:
+            if len(usr1) > told and control:
                 told = len(usr1)
-                if isinstance(control, Coordinator):
-                    control.usr1.set()
-                elif control:
-                    try:
-                        control.ctl.send({"usr1": True})
-                    except StepError:
-                        pass
+                control.ask_checkpoint()
             time.sleep(0.05)
         if proc.poll() is None and panicked and not stop:
             # A panicked kernel never ends QEMU itself.
