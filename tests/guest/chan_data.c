@@ -8,13 +8,15 @@
  * a channel; every length from 0 to CHAN_MAX_DATA at odd alignments;
  * the paper's input naming where the NEXT data goes (2.1, with the
  * loop unrolled over two buffers, and data that came before any buffer
- * was named); a channel with both ends on one node.  Prints
- * "chan_data ok".
+ * was named); a channel with both ends on one node; a handler that a
+ * fault runs inline (a one-vCPU node) asks chan_state() as any handler
+ * may.  Prints "chan_data ok".
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "chan-util.h"
+#include "tempest/rt.h"
 
 #define KEY         1
 #define NODE_A      0
@@ -178,6 +180,55 @@ static void local_channel(void)
     CU_EQ(chan_free(y), 0);
 }
 
+static volatile int inline_state = -100;   /* volatile: a handler's */
+
+static void inline_state_h(TPPI_NodeId src, int size)
+{
+    (void)src;
+    (void)size;
+    inline_state = chan_state((chan_port)TPPI_recv_W());
+}
+
+static void inline_fault_h(void *va, void *usr, TPPI_NodeId home)
+{
+    (void)usr;
+    (void)home;
+    TPPI_change_blk_acc(va, TPPI_TAG_BLK_SIZE, TPPI_Blk_Validate_RO);
+    TPPI_resume_va(va, TPPI_TAG_BLK_SIZE);
+}
+
+/*
+ * On a one-vCPU node a fault runs the protocol thread inline, IRQs masked
+ * and not in an interrupt: a message waiting then is handled there, and
+ * its chan_state() must be answered as from the interrupt.  (libchan once
+ * took that for computation code, sent the call to itself, and returned
+ * the unanswered request's 0.)  With a protocol CPU the same handler runs
+ * there: the same answer.
+ */
+static void handler_inline(void)
+{
+    char *blk = (char *)(uintptr_t)TPPI_SEGMENT_BASE;
+    uint64_t limit, flags;
+
+    TPPI_register_blk_acc_fault_handler(1, TPPI_Blk_Invalid, TPPI_ReadAccess,
+                                        inline_fault_h);
+    TPPI_alloc_and_map(blk, 1, TPPI_Blk_Invalid, 0, NULL);
+    flags = rt_irq_save();
+    TPPI_send_W(me(), inline_state_h, (int)port);
+    limit = am_ticks() + CU_LIMIT_S * 1000000ULL;
+    while (tempest_protocol_cpu() == 0 && !rt_irq_pending() &&
+           am_ticks() < limit) {
+        /* the message is in: its interrupt waits, masked */
+    }
+    (void)*(volatile char *)blk;
+    rt_irq_restore(flags);
+    limit = am_ticks() + CU_LIMIT_S * 1000000ULL;
+    while (inline_state == -100 && am_ticks() < limit) {
+        cu_sleep_ms(1);
+    }
+    CU_EQ(inline_state, CHAN_IDLE);
+}
+
 int main(void)
 {
     unsigned round;
@@ -203,6 +254,7 @@ int main(void)
     lengths();
     input_next();
     local_channel();
+    handler_inline();
 
     am_barrier();
     CU_EQ(chan_free(port), 0);

@@ -451,15 +451,16 @@ static void cmd_h(TPPI_NodeId src, int size)
 
 /* ---- the calls ---------------------------------------------------------- */
 
-/* True on the protocol thread (in a message or timer handler). */
+/*
+ * True on the protocol thread (in a message or timer handler): libtempest
+ * says, since on a one-vCPU node its handlers run not only from the
+ * interrupt but also inline, IRQs masked, from a fault or a wait's spin
+ * (tempest_wait() there returns at once: a call sent to itself would come
+ * back unanswered).
+ */
 static bool on_protocol_thread(void)
 {
-    unsigned pc = tempest_protocol_cpu();
-
-    if (pc != 0) {
-        return rt_cpu_id() == pc;
-    }
-    return rt_cpu_id() == 0 && rt_in_irq();
+    return tempest_on_protocol_thread() != 0;
 }
 
 /* True for the operations that may wait for another node. */
