@@ -186,6 +186,7 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
 {
     if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
         /* Stage 1: ignored; the companion sends it again (stage 3). */
+        s->chan_migdrops++;
         trace_tempest_nc_chan_drop(s->node_id, peer, "for a migrating port");
         return false;
     }
@@ -880,8 +881,13 @@ static uint32_t chan_op_free(TempestNCState *s, TempestCmdBank *b,
 {
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
          p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
-        (p->presend && !p->presend_done) || p->incoming || p->held_port) {
-        /* A port held here would be lost with it. */
+        (p->presend && !p->presend_done) || p->incoming ||
+        (p->held_port && !(b->arg[2] & TEMPEST_CHAN_FREE_HELD))) {
+        /*
+         * A port held here would be lost with it, unless the guest says
+         * so: then the FREED makes its sender abandon the move (the port
+         * stays where it was), as if the port data had come too late.
+         */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (p->comp != TEMPEST_CHAN_NONE) {
@@ -1136,6 +1142,7 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         b->result = p->state |
                     (p->presend && !p->presend_done ?
                      TEMPEST_CHAN_ST_PRESENT : 0) |
+                    (p->held_port ? TEMPEST_CHAN_ST_HELD_PORT : 0) |
                     (uint64_t)p->comp << 32;
         st = TEMPEST_CMD_SUCCESS;
         break;
@@ -1172,6 +1179,7 @@ static void chan_reset(TempestNCState *s)
     s->chan_moves = 0;
     s->chan_forwards = 0;
     s->chan_resent = 0;
+    s->chan_migdrops = 0;
 }
 
 static bool chan_realize(TempestNCState *s, Error **errp)
@@ -1194,7 +1202,7 @@ static bool chan_vmstate_needed(void *opaque)
     TempestNCState *s = opaque;
 
     return s->chan_used || s->chan_dropped || s->chan_moves ||
-           s->chan_forwards || s->chan_resent;
+           s->chan_forwards || s->chan_resent || s->chan_migdrops;
 }
 
 /* Every entry is one the device can make, with buffers in RAM. */
@@ -1272,7 +1280,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
 /* The channel controller: its port table and counters. */
 const VMStateDescription vmstate_tempest_nc_chan = {
     .name = TYPE_TEMPEST_NC "/chan",
-    .version_id = 2,
+    .version_id = 3,
     .minimum_version_id = 1,
     .needed = chan_vmstate_needed,
     .post_load = chan_vmstate_post_load,
@@ -1285,6 +1293,7 @@ const VMStateDescription vmstate_tempest_nc_chan = {
         VMSTATE_UINT32_V(chan_moves, TempestNCState, 2),
         VMSTATE_UINT32_V(chan_forwards, TempestNCState, 2),
         VMSTATE_UINT32_V(chan_resent, TempestNCState, 2),
+        VMSTATE_UINT32_V(chan_migdrops, TempestNCState, 3),
         VMSTATE_END_OF_LIST()
     }
 };

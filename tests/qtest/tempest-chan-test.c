@@ -475,6 +475,23 @@ static void test_big(void)
     rmdir(dir);
 }
 
+/*
+ * Two channels on one node: a-b (buffers BUF_A, BUF_B) and c-d (c with
+ * no buffer, d BUF_C): c-d carries b in the move tests.
+ */
+static void two_channels(QTestState *s, uint32_t *a, uint32_t *b,
+                         uint32_t *c, uint32_t *d)
+{
+    *a = alloc_port(s, BUF_A, 256);
+    *b = alloc_port(s, BUF_B, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *a, *b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    *c = alloc_port(s, 0, 0);
+    *d = alloc_port(s, BUF_C, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *c, *d, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+}
+
 /* The CHAN event that must come next: its kind and port, B and C. */
 static void expect_event(QTestState *s, unsigned *cq, uint32_t port,
                          uint32_t kind, uint64_t b, uint64_t *c)
@@ -509,14 +526,7 @@ static void test_move_local(void)
     uint64_t got = 0;
 
     setup_cq(s);
-    a = alloc_port(s, BUF_A, 256);
-    b = alloc_port(s, BUF_B, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    c = alloc_port(s, 0, 0);
-    d = alloc_port(s, BUF_C, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, c, d, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
+    two_channels(s, &a, &b, &c, &d);
 
     /* a pre-sends 100 bytes: b holds them. */
     fill(s, SRC, 100, 3);
@@ -604,6 +614,49 @@ static void test_move_local(void)
     g_assert_cmphex(port_state(s, m), ==,
                     TEMPEST_CHAN_ST_IDLE | (uint64_t)a << 32);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_MOVES)), ==, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    qtest_quit(s);
+}
+
+/*
+ * Spec: tempest-hw.h, FREE with TEMPEST_CHAN_FREE_HELD: a port holding a
+ * port sent to it is freed only when the guest says so, and then the
+ * FREED makes the sender abandon the move: the moved port is IDLE where
+ * it was, wired to itself, so its companion sends again what it had
+ * pre-sent (the move's port data is as good as lost, never the port).
+ */
+static void test_free_held(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    unsigned cq = 0;
+    uint32_t a, b, c, d;
+
+    setup_cq(s);
+    two_channels(s, &a, &b, &c, &d);
+    fill(s, SRC, 40, 7);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, SRC, 40), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, d) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | TEMPEST_CHAN_ST_HELD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_FREE, d, 0, 0),
+                TEMPEST_CMD_E_PORT_STATE);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_FREE, d, TEMPEST_CHAN_FREE_HELD,
+                          0), ==, TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, c, TEMPEST_CHAN_EV_OUTPUT, TEMPEST_CMD_E_CLOSED,
+                 NULL);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_STATE, d, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);
+    /* b is back, a's data sent to it again. */
+    g_assert_cmphex(port_state(s, b), ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | (uint64_t)a << 32);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_RESENT)), ==, 1);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_A, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 40);
+    check(s, BUF_B, 40, 7);
+    expect_event(s, &cq, a, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
     qtest_quit(s);
 }
@@ -833,6 +886,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/big", test_big);
     qtest_add_func("/tempest/chan/peer", test_peer);
     qtest_add_func("/tempest/chan/move-local", test_move_local);
+    qtest_add_func("/tempest/chan/free-held", test_free_held);
     qtest_add_func("/tempest/chan/move-peer", test_move_peer);
     return g_test_run();
 }

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libchan: migratable channels on the tempest machine, after "Hardware
- * Migratable Channels" (May, Muller, Sen; shared/seeds/001_*): a software
- * implementation of the paper's channel hardware over libtempest's
- * active messages.  docs/chan.rst says more.
+ * Migratable Channels" (May, Muller, Sen; shared/seeds/001_*): on a
+ * bare-metal node whose node controller has the channel controller
+ * (FEATURES bit CHAN), the calls run on the device's instructions; else a
+ * software implementation of the paper's channel hardware over
+ * libtempest's active messages.  The calls and their results are the same
+ * on both but for what docs/chan.rst ("<chan.h> on the device") lists:
+ * on the device a name's generation is always 1 and data too long for
+ * the input's buffer has already been acknowledged.
  *
  * A channel is two companion ports.  Each node has a port table of
  * CHAN_PORTS entries; a port is in one of the paper's seven states
@@ -52,7 +57,8 @@
  * A port: the paper's 32-bit companion-id, naming the node and the port
  * table entry, with a generation so that a freed or migrated port's old
  * name is not taken for a newer port (entries are reused round robin;
- * an old name comes back after 255 reuses of its entry):
+ * an old name comes back after 255 reuses of its entry; on the device
+ * the generation is always 1 and a name comes back after 255 others):
  *   bits 31..20  node (0 .. 4095)
  *   bits 19..8   index in the node's port table (0 .. CHAN_PORTS - 1)
  *   bits  7..0   generation (1 .. 255; never 0)
@@ -61,7 +67,7 @@
  */
 typedef uint32_t chan_port;
 #define CHAN_NO_PORT            0
-#define CHAN_PORTS              4096
+#define CHAN_PORTS              256
 #define CHAN_PORT_NODE(p)       ((unsigned)((p) >> 20))
 #define CHAN_PORT_INDEX(p)      ((unsigned)(((p) >> 8) & 0xFFFU))
 

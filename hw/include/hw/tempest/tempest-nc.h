@@ -201,6 +201,7 @@ struct TempestNCState {
     uint32_t fabric_timeout_ms;
     uint32_t spin_us;               /* "spin-us": the SPIN_US hint */
     bool poll_hint_on;              /* "poll-hint": POLL_HINT offered */
+    bool chan_on;                   /* "chan": FEATURES offers CHAN */
     uint32_t coll_fanout;
     uint64_t tagmem_size;
 
@@ -280,6 +281,7 @@ struct TempestNCState {
     uint32_t chan_moves;        /* ports moved away (stage 4 here) */
     uint32_t chan_forwards;     /* FWD sent (stage 5) */
     uint32_t chan_resent;       /* pre-sends sent again (stage 3) */
+    uint32_t chan_migdrops;     /* DATA/PORTDATA dropped: port MIGRATING */
 
     /* Transfer engine (tempest-nc-xfer.c) */
     QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */
