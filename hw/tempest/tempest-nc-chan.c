@@ -15,7 +15,10 @@
  * answers with the buffer's address (GO) and the sender's controller
  * starts a transfer from the output's memory straight into it; the
  * receiver takes it as the DATA once the transfer engine has stored it
- * all.  Completions that do not happen at the COMMIT reach the guest as
+ * all.  A port that inputs (INPUTTING, its buffer pinned until data comes)
+ * offers that buffer to its companion at once (READY); an output that
+ * finds the offer for its DATA starts the transfer straight into it,
+ * without BIG and GO.  Completions that do not happen at the COMMIT reach the guest as
  * TEMPEST_EV_CHAN events.
  *
  * Peers are not trusted: a frame is taken only if it names a live port
@@ -50,13 +53,14 @@ enum {
     CHAN_MSG_FWD,           /* number: rx; u32 new, old */
     CHAN_MSG_DELETE,        /* to: the moved port */
     CHAN_MSG_CONFIRM,       /* the final confirmation */
-    CHAN_MSG_MAX = CHAN_MSG_CONFIRM,
+    CHAN_MSG_READY,         /* number: DATA rx+1; u64 buffer, u64 size */
+    CHAN_MSG_MAX = CHAN_MSG_READY,
 };
 
 /* The length of each kind's data after the header (DATA: any). */
 static const uint8_t chan_msg_extra[CHAN_MSG_MAX + 1] = {
     [CHAN_MSG_BIG] = 8, [CHAN_MSG_GO] = 8, [CHAN_MSG_PORTDATA] = 16,
-    [CHAN_MSG_WIRE] = 4, [CHAN_MSG_FWD] = 8,
+    [CHAN_MSG_WIRE] = 4, [CHAN_MSG_FWD] = 8, [CHAN_MSG_READY] = 16,
 };
 
 /*
@@ -148,6 +152,7 @@ static void chan_input_done(TempestNCState *s, TempestChanPort *p)
     p->next = 0;
     p->nextsize = 0;
     p->held_len = 0;
+    p->granted = 0;
     p->rx++;
     p->state = TEMPEST_CHAN_ST_IDLE;
     if (p->comp != TEMPEST_CHAN_NONE) {
@@ -165,6 +170,7 @@ static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
 static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
                              uint64_t len)
 {
+    p->last_long = len > TEMPEST_CHAN_INLINE;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING && p->in_port) {
         /* A port was to be input: the data is held; the input ends. */
         p->held_len = len;
@@ -206,6 +212,7 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
 static void chan_refuse(TempestNCState *s, TempestChanPort *p)
 {
     p->rx++;
+    p->granted = 0;
     chan_send(s, CHAN_MSG_NACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
 }
 
@@ -275,6 +282,26 @@ static void chan_rx_go(TempestNCState *s, unsigned peer, TempestChanPort *p,
     }
 }
 
+/*
+ * READY: the companion inputs, its buffer @where (@size bytes) waiting
+ * for our DATA @number; kept for the next output (chan_send_output).
+ */
+static void chan_rx_ready(TempestNCState *s, unsigned peer,
+                          TempestChanPort *p, uint32_t number,
+                          uint64_t where, uint64_t size)
+{
+    if (number != p->tx + 1) {
+        /* That DATA went already (BIG or inline): the offer is stale. */
+        trace_tempest_nc_chan_drop(s->node_id, peer, "late READY");
+        return;
+    }
+    p->ready = 1;
+    p->ready_comp = p->comp;
+    p->ready_num = number;
+    p->ready_addr = where;
+    p->ready_size = size;
+}
+
 /* The transfer engine stored a channel's transfer here. */
 static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
                            uint64_t len, uint64_t cookie)
@@ -282,15 +309,20 @@ static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
     unsigned idx = cookie & 0xFFFF;
     TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
 
-    if (!p || !p->incoming || p->comp == TEMPEST_CHAN_NONE ||
+    if (!p || (!p->incoming && !p->granted) || p->comp == TEMPEST_CHAN_NONE ||
         TEMPEST_CHAN_ID_NODE(p->comp) != src ||
         TEMPEST_CHAN_ID_INDEX(p->comp) != ((cookie >> 16) & 0xFFFF) ||
-        cookie >> 32 != p->rx + 1 || len != p->in_len || addr != p->buf) {
+        cookie >> 32 != p->rx + 1 || addr != p->buf ||
+        (p->incoming ? len != p->in_len :
+         /* Into the buffer a READY offered: the input still waits. */
+         p->state != TEMPEST_CHAN_ST_INPUTTING || p->in_port ||
+         len <= TEMPEST_CHAN_INLINE || len > p->bufsize)) {
         chan_drop(s, src, "transfer for no long DATA");
         return;
     }
     p->incoming = 0;
     p->in_len = 0;
+    p->granted = 0;
     chan_data_stored(s, p, len);
 }
 
@@ -313,6 +345,8 @@ static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
     p->comp = TEMPEST_CHAN_NONE;
     p->closed = 1;
     p->incoming = 0;
+    p->granted = 0;
+    p->ready = 0;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
         p->state = TEMPEST_CHAN_ST_IDLE;
         p->next = 0;
@@ -367,7 +401,18 @@ static bool chan_send_output(TempestNCState *s, TempestChanPort *p)
         fabric_st32(x + 12, q->rx);
         chan_send(s, CHAN_MSG_PORTDATA, p->comp, chan_id(s, p), p->tx, x,
                   16);
+    } else if (p->out_len > TEMPEST_CHAN_INLINE && p->ready &&
+               p->ready_comp == p->comp && p->ready_num == p->tx &&
+               p->out_len <= p->ready_size &&
+               tempest_nc_xfer_chan(s, TEMPEST_CHAN_ID_NODE(p->comp),
+                                    p->out_addr, p->out_len, p->ready_addr,
+                                    CHAN_COOKIE(p->comp, chan_id(s, p),
+                                                p->tx))) {
+        /* The companion's buffer waits (READY): straight into it. */
+        p->ready = 0;
+        p->go = 1;
     } else if (p->out_len > TEMPEST_CHAN_INLINE) {
+        p->ready = 0;
         fabric_st64(x, p->out_len);
         chan_send(s, CHAN_MSG_BIG, p->comp, chan_id(s, p), p->tx, x, 8);
     } else {
@@ -765,6 +810,10 @@ static void chan_receive(TempestNCState *s, unsigned peer,
     case CHAN_MSG_CONFIRM:
         chan_rx_confirm(s, peer, p);
         break;
+    case CHAN_MSG_READY:
+        chan_rx_ready(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR),
+                      fabric_ld64(body + FABRIC_CHAN_HDR + 8));
+        break;
     }
 }
 
@@ -986,6 +1035,27 @@ static uint32_t chan_op_output(TempestNCState *s, TempestCmdBank *b,
     return TEMPEST_CMD_SUCCESS;
 }
 
+/*
+ * @p inputs: its buffer is pinned until the data comes (no FREE, BUFFER
+ * or move while INPUTTING), so it is offered to the companion for DATA
+ * rx+1, if long data would fit, none is on its way already, and the
+ * port's first DATA or the last one it took was long (short messages
+ * pay no READY).
+ */
+static void chan_offer(TempestNCState *s, TempestChanPort *p)
+{
+    uint8_t x[16];
+
+    if (p->incoming || p->bufsize <= TEMPEST_CHAN_INLINE ||
+        (p->rx && !p->last_long)) {
+        return;
+    }
+    p->granted = 1;
+    fabric_st64(x, p->buf);
+    fabric_st64(x + 8, p->bufsize);
+    chan_send(s, CHAN_MSG_READY, p->comp, chan_id(s, p), p->rx + 1, x, 16);
+}
+
 /* input (2.1): this data goes to the port's buffer; ARG2/3 the next one. */
 static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                               TempestChanPort *p)
@@ -1017,6 +1087,7 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                          TEMPEST_CMD_E_PORT_STATE);
     }
     p->state = TEMPEST_CHAN_ST_INPUTTING;
+    chan_offer(s, p);
     b->result = 0;
     return TEMPEST_CMD_SUCCESS;
 }
@@ -1233,6 +1304,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
             !chan_buffer_ok(s, p->buf, p->bufsize) ||
             !chan_buffer_ok(s, p->next, p->nextsize) ||
             p->held_len > p->bufsize || p->in_len > p->bufsize ||
+            (p->granted && p->state != TEMPEST_CHAN_ST_INPUTTING) ||
             p->out_len > TEMPEST_CHAN_MAX_DATA) {
             return -EINVAL;
         }
@@ -1242,7 +1314,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_tempest_chan_port = {
     .name = TYPE_TEMPEST_NC "/chan-port",
-    .version_id = 2,
+    .version_id = 3,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(state, TempestChanPort),
@@ -1273,6 +1345,13 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT32_V(held_tx, TempestChanPort, 2),
         VMSTATE_UINT32_V(held_rx, TempestChanPort, 2),
         VMSTATE_UINT32_V(result, TempestChanPort, 2),
+        VMSTATE_UINT32_V(granted, TempestChanPort, 3),
+        VMSTATE_UINT32_V(ready, TempestChanPort, 3),
+        VMSTATE_UINT32_V(ready_comp, TempestChanPort, 3),
+        VMSTATE_UINT32_V(ready_num, TempestChanPort, 3),
+        VMSTATE_UINT64_V(ready_addr, TempestChanPort, 3),
+        VMSTATE_UINT64_V(ready_size, TempestChanPort, 3),
+        VMSTATE_UINT32_V(last_long, TempestChanPort, 3),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -1280,7 +1359,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
 /* The channel controller: its port table and counters. */
 const VMStateDescription vmstate_tempest_nc_chan = {
     .name = TYPE_TEMPEST_NC "/chan",
-    .version_id = 3,
+    .version_id = 4,
     .minimum_version_id = 1,
     .needed = chan_vmstate_needed,
     .post_load = chan_vmstate_post_load,

@@ -374,7 +374,8 @@ static void test_pair(void)
  * Spec: outputs longer than TEMPEST_CHAN_INLINE go by the transfer
  * engine straight into the input buffer (BIG, GO, the transfer, ACK):
  * between two nodes, to a waiting input and pre-sent into the initial
- * buffer; refused (TOO_BIG) when longer than the buffer; and on one node.
+ * buffer; refused (TOO_BIG) when longer than the buffer; and on one node,
+ * pre-sent and to a waiting input (READY, docs/chan.rst "A long DATA").
  * No XFER event reaches the guest: the channel's own events only.
  */
 static void test_big(void)
@@ -469,6 +470,24 @@ static void test_big(void)
     g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[0]), ==, 1);
+    /* On one node, to a waiting input (its buffer offered: READY). */
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, b, buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, b, buf, 8), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    fill(n[0], src, len, 19);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, len);
+    check(n[0], buf, len, 19);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    g_assert_cmpuint(qtest_readl(n[0], NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
     for (int i = 0; i < 2; i++) {
         qtest_quit(n[i]);
     }
@@ -767,6 +786,25 @@ static void peer_expect_chan(int fd, uint8_t kind, uint32_t to,
 }
 
 /*
+ * Against a fake peer on @fd, once the fabric is up: port *q (buffer
+ * @buf of @size) connected to @p1 there, port *t (no buffer) to @p2.
+ */
+static void peer_ports(QTestState *s, int fd, uint64_t buf, uint64_t size,
+                       uint32_t p1, uint32_t p2, uint32_t *q, uint32_t *t)
+{
+    peer_set_timeout(fd, 30);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    *q = alloc_port(s, buf, size);
+    *t = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *q, p1, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *t, p2, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+}
+
+/*
  * Spec: docs/chan.rst, ports over ports in the device, against a fake
  * peer on the fabric: stage 1's PORTDATA frame (the port, its companion,
  * its counters); the carrier's companion freed before it took the port:
@@ -789,17 +827,8 @@ static void test_move_peer(void)
     unsigned cq = 0;
     uint64_t got = 0;
 
-    peer_set_timeout(fd, 30);
-    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
+    peer_ports(s, fd, BUF_A, 64, p1, p2, &q, &t);
     setup_cq(s);
-    q = alloc_port(s, BUF_A, 64);
-    t = alloc_port(s, 0, 0);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, q, p1, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t, p2, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
 
     /* Stage 1: PORTDATA (origin, companion, tx, rx). */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, q, 0), ==,
@@ -877,6 +906,70 @@ static void test_move_peer(void)
     rmdir(dir);
 }
 
+/*
+ * Spec: docs/chan.rst, "A long DATA": a port that inputs with a buffer
+ * longer than TEMPEST_CHAN_INLINE offers it to its companion (READY:
+ * number rx + 1, the buffer, its size); a READY for our next DATA makes
+ * the next long output go straight by the transfer engine into the
+ * buffer offered (its XFER_HDR names it; no BIG, no GO); a READY for
+ * another number is stale: ignored, not counted as dropped.
+ */
+static void test_ready(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
+    const uint64_t there = 0x40123000, len = TEMPEST_CHAN_INLINE + 100;
+    uint32_t in, out, w[4];
+    uint8_t offer[16], f[256];
+    uint32_t flen;
+
+    peer_ports(s, fd, SRC, 0x20000, p1, p2, &in, &out);
+
+    /* The input's buffer offered. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, BUF_B, 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    w[0] = (uint32_t)SRC;
+    w[1] = (uint32_t)(SRC >> 32);
+    w[2] = 0x20000;
+    w[3] = 0;
+    peer_expect_chan(fd, 12, p1, in, 1, w, 4);
+
+    /* A stale offer, then one for DATA 1: the output goes into it. */
+    fabric_st64(offer, there);
+    fabric_st64(offer + 8, 0x20000);
+    peer_chan(fd, 12, out, p2, 7, offer, 16);
+    peer_chan(fd, 12, out, p2, 1, offer, 16);
+    /* A DATA out of sequence, dropped: the frames before it are in. */
+    peer_chan(fd, 1, out, p2, 9, offer, 4);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, 1), ==, 1);
+    fill(s, RAM(0x600000), len, 3);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, out, RAM(0x600000),
+                          len), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    for (;;) {
+        uint16_t type = peer_read_frame(fd, f, sizeof(f), &flen);
+        const uint8_t *b = f + FABRIC_HDR_SIZE;
+
+        if (type == FABRIC_CHAN) {
+            g_assert_cmpuint(b[0], !=, 5);      /* no BIG */
+        } else if (type == FABRIC_XFER) {
+            g_assert_cmpuint(b[0], ==, 1);      /* XFER_HDR first */
+            g_assert_cmpuint(fabric_ld64(b + FABRIC_XFER_HDR), ==, len);
+            g_assert_cmphex(fabric_ld64(b + FABRIC_XFER_HDR + 8), ==,
+                            there);
+            break;
+        }
+    }
+    g_assert_cmphex(port_state(s, out) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 1);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -888,5 +981,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/move-local", test_move_local);
     qtest_add_func("/tempest/chan/free-held", test_free_held);
     qtest_add_func("/tempest/chan/move-peer", test_move_peer);
+    qtest_add_func("/tempest/chan/ready", test_ready);
     return g_test_run();
 }

@@ -104,6 +104,14 @@ typedef struct TempestChanPort {
     uint32_t held_tx;           /* ... its counters */
     uint32_t held_rx;
     uint32_t result;            /* CONFIRMING: the new port */
+    /* READY (docs/chan.rst, "A long DATA"): */
+    uint32_t granted;           /* INPUTTING: buf offered for DATA rx+1 */
+    uint32_t last_long;         /* the last DATA taken was long */
+    uint32_t ready;             /* the companion's buffer is offered ... */
+    uint32_t ready_comp;        /* ... by this companion */
+    uint32_t ready_num;         /* ... for our DATA of this number */
+    uint64_t ready_addr;        /* ... there, of this size */
+    uint64_t ready_size;
 } TempestChanPort;
 
 /* One vCPU's command bank (FLASH's initiation protocol). */
