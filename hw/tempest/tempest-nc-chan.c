@@ -197,7 +197,8 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
         return false;
     }
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
-         p->state != TEMPEST_CHAN_ST_INPUTTING) || p->incoming) {
+         p->state != TEMPEST_CHAN_ST_INPUTTING) || p->incoming ||
+        p->waiting) {
         chan_drop(s, peer, "DATA for a port that holds data or outputs");
         return false;
     }
@@ -216,6 +217,38 @@ static void chan_refuse(TempestNCState *s, TempestChanPort *p)
     chan_send(s, CHAN_MSG_NACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
 }
 
+/*
+ * DATA number p->rx + 1 of @len bytes does not fit p's buffer.  Input
+ * already under way: refused (its buffer is the one named).  Before
+ * the input: it waits at the sender (WAITING) until BUFFER or INPUT
+ * names a buffer it fits, which asks for it with GO (chan_send_go).
+ */
+static void chan_too_long(TempestNCState *s, TempestChanPort *p,
+                          uint64_t len)
+{
+    if (p->state != TEMPEST_CHAN_ST_IDLE) {
+        chan_refuse(s, p);
+        return;
+    }
+    p->waiting = 1;
+    p->in_len = len;
+}
+
+/*
+ * GO for DATA p->rx + 1 (p->in_len bytes): the sender starts the
+ * transfer into p's buffer (BIG's answer; or a DATA that waited, whose
+ * frame was dropped: it comes again by the transfer engine).
+ */
+static void chan_send_go(TempestNCState *s, TempestChanPort *p)
+{
+    uint8_t where[8];
+
+    p->waiting = 0;
+    p->incoming = 1;
+    fabric_st64(where, p->buf);
+    chan_send(s, CHAN_MSG_GO, p->comp, chan_id(s, p), p->rx + 1, where, 8);
+}
+
 static void chan_rx_data(TempestNCState *s, unsigned peer,
                          TempestChanPort *p, uint32_t number,
                          const uint8_t *data, size_t len)
@@ -223,8 +256,11 @@ static void chan_rx_data(TempestNCState *s, unsigned peer,
     if (!chan_data_ok(s, peer, p, number)) {
         return;
     }
-    if (len > p->bufsize ||
-        (len && !tempest_nc_dma_write(s, p->buf, data, len))) {
+    if (len > p->bufsize) {
+        chan_too_long(s, p, len);
+        return;
+    }
+    if (len && !tempest_nc_dma_write(s, p->buf, data, len)) {
         chan_refuse(s, p);
         return;
     }
@@ -246,8 +282,6 @@ static void chan_rx_ack(TempestNCState *s, unsigned peer, TempestChanPort *p,
 static void chan_rx_big(TempestNCState *s, unsigned peer,
                         TempestChanPort *p, uint32_t number, uint64_t len)
 {
-    uint8_t where[8];
-
     if (len <= TEMPEST_CHAN_INLINE || len > TEMPEST_CHAN_MAX_DATA) {
         chan_drop(s, peer, "BIG of a bad length");
         return;
@@ -256,22 +290,23 @@ static void chan_rx_big(TempestNCState *s, unsigned peer,
         return;
     }
     if (len > p->bufsize) {
-        chan_refuse(s, p);
+        chan_too_long(s, p, len);
         return;
     }
-    p->incoming = 1;
     p->in_len = len;
-    fabric_st64(where, p->buf);
-    chan_send(s, CHAN_MSG_GO, p->comp, chan_id(s, p), number, where, 8);
+    chan_send_go(s, p);
 }
 
-/* GO: start the transfer of our long pre-send into @where there. */
+/*
+ * GO: start the transfer of our pre-send into @where there: a long one
+ * (BIG's answer), or one whose DATA frame waited for a buffer.
+ */
 static void chan_rx_go(TempestNCState *s, unsigned peer, TempestChanPort *p,
                        uint32_t number, uint64_t where)
 {
     if (!p->presend || p->presend_done || p->go || number != p->tx ||
-        p->out_len <= TEMPEST_CHAN_INLINE) {
-        chan_drop(s, peer, "GO for no long pre-send");
+        p->out_port || !p->out_len) {
+        chan_drop(s, peer, "GO for no pre-send of data");
         return;
     }
     p->go = 1;
@@ -345,6 +380,7 @@ static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
     p->comp = TEMPEST_CHAN_NONE;
     p->closed = 1;
     p->incoming = 0;
+    p->waiting = 0;
     p->granted = 0;
     p->ready = 0;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
@@ -478,6 +514,7 @@ static void chan_stage1(TempestNCState *s, TempestChanPort *t,
     /* 1.1: data pre-sent to q is ignored: its companion sends it again. */
     q->held_len = 0;
     q->held_port = 0;
+    q->waiting = 0;
     q->state = TEMPEST_CHAN_ST_MIGRATING;
     /* 1.2: the route for the confirmation. */
     q->via = t - s->chan_port;
@@ -960,6 +997,9 @@ static uint32_t chan_op_buffer(TempestNCState *s, TempestCmdBank *b,
     }
     p->buf = size ? addr : 0;
     p->bufsize = size;
+    if (p->waiting && p->in_len <= size) {
+        chan_send_go(s, p);
+    }
     return TEMPEST_CMD_SUCCESS;
 }
 
@@ -969,7 +1009,8 @@ static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
 {
     uint64_t addr = b->arg[2], len = b->arg[3];
 
-    if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend) {
+    if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend || p->waiting) {
+        /* (Data waiting here is data held: BUFFERFULL's rule.) */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (p->closed) {
@@ -1080,6 +1121,14 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
         chan_input_done(s, p);
         return TEMPEST_CMD_SUCCESS;
     }
+    if (p->waiting && p->in_len > p->bufsize) {
+        /* The data waiting is longer than this buffer: it waits on. */
+        p->next = 0;
+        p->nextsize = 0;
+        chan_fail(s, b, TEMPEST_CMD_E_TOO_BIG);
+        b->result = p->in_len;
+        return TEMPEST_CMD_FAIL;
+    }
     if (p->closed || p->comp == TEMPEST_CHAN_NONE) {
         p->next = 0;
         p->nextsize = 0;
@@ -1087,7 +1136,11 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                          TEMPEST_CMD_E_PORT_STATE);
     }
     p->state = TEMPEST_CHAN_ST_INPUTTING;
-    chan_offer(s, p);
+    if (p->waiting) {
+        chan_send_go(s, p);
+    } else {
+        chan_offer(s, p);
+    }
     b->result = 0;
     return TEMPEST_CMD_SUCCESS;
 }
@@ -1101,7 +1154,7 @@ static uint32_t chan_op_output_port(TempestNCState *s, TempestCmdBank *b,
     if (!q || q == t) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_PORT);
     }
-    if (t->state != TEMPEST_CHAN_ST_IDLE || t->presend ||
+    if (t->state != TEMPEST_CHAN_ST_IDLE || t->presend || t->waiting ||
         t->comp == chan_id(s, q)) {
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
@@ -1143,6 +1196,9 @@ static uint32_t chan_op_input_port(TempestNCState *s, TempestCmdBank *b,
     }
     if (!chan_buffer_ok(s, buf, size)) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    if (t->waiting) {
+        return chan_fail(s, b, TEMPEST_CMD_E_CHAN_TYPE);
     }
     if (t->state == TEMPEST_CHAN_ST_BUFFERFULL) {
         if (!t->held_port) {
@@ -1214,6 +1270,7 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
                     (p->presend && !p->presend_done ?
                      TEMPEST_CHAN_ST_PRESENT : 0) |
                     (p->held_port ? TEMPEST_CHAN_ST_HELD_PORT : 0) |
+                    (p->waiting ? TEMPEST_CHAN_ST_WAITING : 0) |
                     (uint64_t)p->comp << 32;
         st = TEMPEST_CMD_SUCCESS;
         break;
@@ -1303,8 +1360,12 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
               TEMPEST_CHAN_ID_INDEX(p->comp) >= TEMPEST_CHAN_PORTS)) ||
             !chan_buffer_ok(s, p->buf, p->bufsize) ||
             !chan_buffer_ok(s, p->next, p->nextsize) ||
-            p->held_len > p->bufsize || p->in_len > p->bufsize ||
+            p->held_len > p->bufsize ||
+            (p->waiting ? p->in_len > TEMPEST_CHAN_MAX_DATA :
+             p->in_len > p->bufsize) ||
             (p->granted && p->state != TEMPEST_CHAN_ST_INPUTTING) ||
+            (p->waiting && (p->state != TEMPEST_CHAN_ST_IDLE ||
+                            p->incoming)) ||
             p->out_len > TEMPEST_CHAN_MAX_DATA) {
             return -EINVAL;
         }
@@ -1314,7 +1375,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_tempest_chan_port = {
     .name = TYPE_TEMPEST_NC "/chan-port",
-    .version_id = 3,
+    .version_id = 4,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(state, TempestChanPort),
@@ -1352,6 +1413,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT64_V(ready_addr, TempestChanPort, 3),
         VMSTATE_UINT64_V(ready_size, TempestChanPort, 3),
         VMSTATE_UINT32_V(last_long, TempestChanPort, 3),
+        VMSTATE_UINT32_V(waiting, TempestChanPort, 4),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -1359,7 +1421,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
 /* The channel controller: its port table and counters. */
 const VMStateDescription vmstate_tempest_nc_chan = {
     .name = TYPE_TEMPEST_NC "/chan",
-    .version_id = 4,
+    .version_id = 5,
     .minimum_version_id = 1,
     .needed = chan_vmstate_needed,
     .post_load = chan_vmstate_post_load,

@@ -66,6 +66,17 @@ static void expect_fail(QTestState *s, uint32_t st, uint32_t why)
     g_assert_cmpuint(reason(s), ==, why);
 }
 
+/* Waits (the main loop running) until port @p is in @state. */
+static void wait_state(QTestState *s, uint32_t p, unsigned state)
+{
+    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+         (port_state(s, p) & 0xff) != state &&
+         g_get_monotonic_time() < end;) {
+        g_usleep(500);
+    }
+    g_assert_cmphex(port_state(s, p) & 0xff, ==, state);
+}
+
 static void fill(QTestState *s, uint64_t addr, size_t len, uint8_t seed)
 {
     g_autofree uint8_t *b = g_malloc(len);
@@ -186,11 +197,34 @@ static void test_errors(void)
     expect_fail(s, chan(s, TEMPEST_CHAN_OP_BUFFER, a, 0x100, 4),
                 TEMPEST_CMD_E_BAD_ADDR);
     g_assert_cmphex(port_state(s, a) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
-    /* b has no buffer: the pre-send is refused there (TOO_BIG). */
+    /*
+     * b has no buffer: the pre-send waits at a (b's STATE says WAITING)
+     * for a buffer it fits; an INPUT with a shorter one fails TOO_BIG
+     * with the length and changes nothing; b holds data: no output.
+     */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC, 4), ==,
                      TEMPEST_CMD_SUCCESS);
-    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0),
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_C, 16),
                 TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(s), ==, 4);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, b, SRC, 4),
+                TEMPEST_CMD_E_PORT_STATE);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_PORT, b, BUF_C, 16),
+                TEMPEST_CMD_E_CHAN_TYPE);
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    /* A buffer it fits: GO, the transfer engine brings it; input. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, b, BUF_B, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    wait_state(s, b, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_C, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 4);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);
     g_assert_cmphex(port_state(s, b) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
     /* One pre-send at a time; not freed while it is out. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, b, BUF_B, 16), ==,
@@ -354,13 +388,7 @@ static void test_pair(void)
     fill(n[1], SRC, 64, 5);
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUTDATA, p[1], SRC, 64),
                      ==, TEMPEST_CMD_SUCCESS);
-    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-         (port_state(n[0], p[0]) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL &&
-         g_get_monotonic_time() < end;) {
-        g_usleep(500);
-    }
-    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==,
-                    TEMPEST_CHAN_ST_BUFFERFULL);
+    wait_state(n[0], p[0], TEMPEST_CHAN_ST_BUFFERFULL);
     check(n[0], BUF_A, 64, 5);
     for (int i = 0; i < 2; i++) {
         g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
@@ -417,13 +445,7 @@ static void test_big(void)
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[1]), ==, 0);
-    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-         (port_state(n[0], p[0]) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL &&
-         g_get_monotonic_time() < end;) {
-        g_usleep(500);
-    }
-    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==,
-                    TEMPEST_CHAN_ST_BUFFERFULL);
+    wait_state(n[0], p[0], TEMPEST_CHAN_ST_BUFFERFULL);
     check(n[0], buf, len, 13);
     /* Synchronous: the output completes when node 0 inputs. */
     g_assert_cmphex(port_state(n[1], p[1]) & 0xff, ==,
@@ -435,7 +457,43 @@ static void test_big(void)
     g_assert_cmphex(ev[0], ==,
                     p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
     g_assert_cmpuint(ev[1], ==, 0);
-    /* Longer than node 0's buffer now (100 bytes): refused. */
+    /*
+     * Longer than node 0's buffer now (100 bytes): it waits at node 1
+     * until node 0 names a buffer it fits (an INPUT with the short one
+     * fails TOO_BIG with the length), then comes by the transfer engine.
+     */
+    fill(n[1], src, len, 15);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+         !(port_state(n[0], p[0]) & TEMPEST_CHAN_ST_WAITING) &&
+         g_get_monotonic_time() < end;) {
+        g_usleep(500);
+    }
+    expect_fail(n[0], chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(n[0]), ==, len);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, p[0], buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    if (result(n[0]) == 0) {
+        g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        p[0] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+        g_assert_cmpuint(ev[1], ==, len);
+    } else {
+        g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    }
+    check(n[0], buf, len, 15);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    /* An input under way with a shorter buffer: refused. */
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);

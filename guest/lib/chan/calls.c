@@ -613,11 +613,16 @@ int chan_free(chan_port p)
     return call(&r);
 }
 
+size_t chan_max_data(void)
+{
+    return cp_on_device ? TEMPEST_CHAN_MAX_DATA : CHAN_MAX_DATA;
+}
+
 static int output(unsigned op, chan_port p, const void *data, size_t len)
 {
     struct chan_req r = { .op = op, .a = p, .src = data, .len = len };
 
-    return call_checked(&r, len > CHAN_MAX_DATA || (len && !data));
+    return call_checked(&r, len > chan_max_data() || (len && !data));
 }
 
 int chan_output(chan_port p, const void *data, size_t len)

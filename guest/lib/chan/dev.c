@@ -62,6 +62,9 @@ struct dport {
     int out_err;                /* an output that ended with no waiter */
     bool dying;                 /* freed by a handler: FREE after it */
     bool held_port;             /* STATE's: it holds a port sent to it */
+    bool waiting;               /* STATE's: data too long for buf waits */
+    uint8_t *direct;            /* the input's own buffer, named to the */
+    size_t direct_size;         /* device (BUFFER): data past DEV_BUF */
     uint32_t key;               /* chan_alloc_to: the key, the node */
     unsigned node;
     struct chan_req *waiter;
@@ -160,6 +163,7 @@ static struct dport *dfind(chan_port p, int *state, uint32_t *comp)
     }
     *state = (int)(res & 0xFFU);
     dports[idx].held_port = (res & TEMPEST_CHAN_ST_HELD_PORT) != 0;
+    dports[idx].waiting = (res & TEMPEST_CHAN_ST_WAITING) != 0;
     if (comp) {
         *comp = (uint32_t)(res >> 32);
     }
@@ -488,6 +492,16 @@ static int deliver(struct dport *d, struct chan_req *r, uint32_t len)
 {
     uint8_t *data = d->spare;
 
+    if (d->direct) {
+        /* The device stored it in the input's own buffer. */
+        d->direct = NULL;
+        if (r->op == OP_INPUT_NEXT) {
+            r->ptr_out = d->ubuf;
+            d->ubuf = r->dst;
+            d->ubufsize = (uint32_t)r->len;
+        }
+        return (int)len;
+    }
     if (r->op == OP_INPUT_NEXT) {
         if (!d->ubuf || len > d->ubufsize) {
             d->held = true;
@@ -520,6 +534,32 @@ static void swap_bufs(struct dport *d)
     d->spare = b;
 }
 
+/*
+ * An input into a buffer longer than the library's (@r's, or for
+ * chan_input_next the one chan_set_buffer() named), with nothing held
+ * here: that buffer becomes the port's at the device (BUFFER), so data
+ * of any length up to its size lands there, and what waited at the
+ * sender for a buffer it fits comes now.  Returns 0 or the refusal.
+ */
+static int direct_buffer(struct dport *d, struct chan_req *r, int state)
+{
+    uint8_t *to = r->op == OP_INPUT_NEXT ? d->ubuf : r->dst;
+    size_t size = r->op == OP_INPUT_NEXT ? d->ubufsize : r->len;
+    int rc;
+
+    d->direct = NULL;
+    if (state != CHAN_IDLE || size <= DEV_BUF) {
+        return 0;
+    }
+    rc = dev_err(dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)),
+                      (uintptr_t)to, size, NULL), state);
+    if (rc == 0) {
+        d->direct = to;
+        d->direct_size = size;
+    }
+    return rc;
+}
+
 static int dev_input(struct chan_req *r)
 {
     int state, rc;
@@ -544,9 +584,19 @@ static int dev_input(struct chan_req *r)
     if (r->op == OP_INPUT_NEXT && !d->ubuf) {
         return CHAN_E_NOBUF;
     }
+    rc = direct_buffer(d, r, state);
+    if (rc) {
+        return rc;
+    }
     rc = dev_err(dcmd(TEMPEST_CHAN_OP_INPUT, dev_id(dindex(d)),
                       (uintptr_t)d->spare, DEV_BUF, &res), state);
     if (rc) {
+        if (d->direct) {
+            /* (Too long for it too: the data waits on.) */
+            d->direct = NULL;
+            dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)),
+                 (uintptr_t)d->buf, DEV_BUF, NULL);
+        }
         return rc;
     }
     if (res & TEMPEST_CHAN_PRESENT) {
@@ -695,7 +745,8 @@ static void dev_event(const struct nc_event *ev)
     case TEMPEST_CHAN_EV_INPUT:
         swap_bufs(d);
         if (!r || (d->mode != W_COPY && d->mode != W_NEXT) ||
-            ev->b > DEV_BUF) {
+            ev->b > (d->direct ? d->direct_size : DEV_BUF) ||
+            (d->direct && ev->c != (uintptr_t)d->direct)) {
             cp_protocol_error("input of %llu bytes on port 0x%x: no input "
                               "waits", (unsigned long long)ev->b,
                               (unsigned)id);
@@ -788,8 +839,9 @@ int cp_dev_exec(struct chan_req *r)
             return CHAN_E_BADPORT;
         }
         r->port_out = dev_name(comp);
-        if (d->held && state == CHAN_IDLE) {
-            state = CHAN_BUFFERFULL;    /* kept here: see deliver() */
+        if ((d->held || d->waiting) && state == CHAN_IDLE) {
+            /* kept here (deliver()), or waiting at the sender */
+            state = CHAN_BUFFERFULL;
         }
         return r->op == OP_STATE ? state : 0;
     default:

@@ -106,6 +106,8 @@ typedef struct TempestChanPort {
     uint32_t result;            /* CONFIRMING: the new port */
     /* READY (docs/chan.rst, "A long DATA"): */
     uint32_t granted;           /* INPUTTING: buf offered for DATA rx+1 */
+    uint32_t waiting;           /* DATA rx+1 (in_len bytes) too long for
+                                 * buf waits at the sender (IDLE) */
     uint32_t last_long;         /* the last DATA taken was long */
     uint32_t ready;             /* the companion's buffer is offered ... */
     uint32_t ready_comp;        /* ... by this companion */

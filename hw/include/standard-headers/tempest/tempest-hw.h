@@ -234,7 +234,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    9
+#define TEMPEST_NC_VERSION_MINOR    10
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -456,6 +456,7 @@
 #define TEMPEST_CHAN_ST_CONFIRMING  6
 #define TEMPEST_CHAN_ST_PRESENT     (1U << 8)   /* STATE: a pre-send is out */
 #define TEMPEST_CHAN_ST_HELD_PORT   (1U << 9)   /* STATE: BUFFERFULL, a port */
+#define TEMPEST_CHAN_ST_WAITING     (1U << 10)  /* STATE: data waits (1.10) */
 
 /* TEMPEST_NC_CMD_REASON values */
 #define TEMPEST_CMD_E_NONE          0
