@@ -18,9 +18,9 @@
  * exclusive section, with every vCPU stopped between instructions, and
  * drops every vCPU's TLB entries of the pages that become restricted
  * (tcg_tagcheck_flush_range; the rest of the TLBs stays): once the
- * command succeeds no CPU can complete an access the new tag forbids.  The guest
- * learns that through FLASH's initiation protocol: the first COMMIT
- * answers RETRY while the section is pending, a later one SUCCESS.
+ * command succeeds no CPU can complete an access the new tag forbids.
+ * The guest learns that through FLASH's initiation protocol: the first
+ * COMMIT answers RETRY while the section is pending, a later one SUCCESS.
  *
  * vCPUs read the tags and the per-page counts of restricted blocks with
  * atomic loads, without the BQL; every write to them is atomic too.  The
