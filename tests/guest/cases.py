@@ -618,6 +618,12 @@ CASES += [
     # two threads released at once, faults before queued messages.
     tags("tags-resume-smp1", "tags_resume", smp=1, absent=CLEAN),
     tags("tags-resume-smp3", "tags_resume", smp=3, absent=CLEAN),
+    # Tempest 3.1: page records read without the library's lock while
+    # another vCPU maps, remaps and frees: never one half written.
+    tags("tags-records-smp3", "tags_records", smp=3, absent=CLEAN,
+         nodes_expect={0: [r"^tags_records ok",
+                           r"^records: \d+ rounds, \d+ reads, \d+ found "
+                           r"mapped, 0 torn, 0 bad tags"]}),
     # Tempest 3.2.6 under a race: no store lands after a downgrade has
     # returned while another vCPU stores without pause; loads never see
     # data older than an upgrade.  How often the race happened is the
