@@ -57,7 +57,7 @@ static void bad_args(void)
     void *where;
 
     CU_EQ(chan_output(p, NULL, 4), CHAN_E_ARG);
-    CU_EQ(chan_output(p, buf, CHAN_MAX_DATA + 1), CHAN_E_ARG);
+    CU_EQ(chan_output(p, buf, chan_max_data() + 1), CHAN_E_ARG);
     CU_EQ(chan_alloc(NULL, &y), CHAN_E_ARG);
     CU_EQ(chan_alloc_to(5, 1, &x), CHAN_E_ARG);
     CU_EQ(chan_input(p, NULL, 4), CHAN_E_ARG);
