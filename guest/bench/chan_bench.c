@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "round-trips.h"
 #include "tempest/nc.h"
 #include "tempest/rt.h"
 
@@ -64,6 +65,27 @@ static void input(uint32_t port, void *next)
     }
 }
 
+struct trip {
+    unsigned me;
+    uint32_t port;
+    uint8_t *buf, *src;
+};
+
+/* One round trip of @n bytes: node 0 outputs first, node 1 answers. */
+static int one_trip(uint32_t n, void *arg)
+{
+    struct trip *t = arg;
+
+    if (t->me == 0) {
+        output(t->port, t->src, n);
+        input(t->port, t->buf);
+    } else {
+        input(t->port, t->buf);
+        output(t->port, t->src, n);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t sizes[] = { 4, 1u << 20 };
@@ -91,26 +113,9 @@ int main(int argc, char **argv)
     nc_rx_doorbell();
 
     for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-        uint32_t n = sizes[k];
-        unsigned warm = rounds / 10 + 1;
-        uint64_t t0 = 0;
+        struct trip t = { me, port, buf, src };
 
-        for (unsigned i = 0; i < rounds + warm; i++) {
-            if (i == warm) {
-                t0 = rt_time_ns();
-            }
-            if (me == 0) {
-                output(port, src, n);
-                input(port, buf);
-            } else {
-                input(port, buf);
-                output(port, src, n);
-            }
-        }
-        if (me == 0) {
-            printf("chan_bench: size=%u rounds=%u ns=%llu\n", n, rounds,
-                   (unsigned long long)(rt_time_ns() - t0));
-        }
+        round_trips("chan_bench", me, sizes[k], rounds, one_trip, &t);
     }
     printf("chan_bench ok\n");
     return 0;

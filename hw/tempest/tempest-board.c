@@ -118,6 +118,7 @@ struct TempestMachineState {
     uint32_t fabric_timeout;
     uint32_t spin_us;
     bool poll_hint;
+    bool chan;
     uint64_t tagmem;
     char *usermem;
 };
@@ -416,6 +417,7 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
     qdev_prop_set_uint32(dev, "spin-us", tms->spin_us);
     qdev_prop_set_bit(dev, "poll-hint", tms->poll_hint);
+    qdev_prop_set_bit(dev, "chan", tms->chan);
     qdev_prop_set_uint64(dev, "tagmem-size", tms->tagmem);
     object_property_set_link(OBJECT(dev), "memory",
                              OBJECT(get_system_memory()), &error_fatal);
@@ -559,6 +561,16 @@ static void tempest_set_poll_hint(Object *obj, bool value, Error **errp)
     TEMPEST_MACHINE(obj)->poll_hint = value;
 }
 
+static bool tempest_get_chan(Object *obj, Error **errp)
+{
+    return TEMPEST_MACHINE(obj)->chan;
+}
+
+static void tempest_set_chan(Object *obj, bool value, Error **errp)
+{
+    TEMPEST_MACHINE(obj)->chan = value;
+}
+
 static char *tempest_get_fabric(Object *obj, Error **errp)
 {
     return g_strdup(TEMPEST_MACHINE(obj)->fabric);
@@ -637,6 +649,7 @@ static void tempest_instance_init(Object *obj)
     tms->fabric_timeout = 30000;
     tms->spin_us = 50;
     tms->poll_hint = true;
+    tms->chan = true;
     tms->tagmem = 64 * MiB;
     object_property_add(obj, "tagmem", "size", tempest_get_size,
                         tempest_set_size, NULL, &tms->tagmem);
@@ -705,6 +718,12 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "poll-hint", "Offer the guest the "
                                     "node controller's POLL_HINT register "
                                     "(off: it writes POLL on every turn)");
+    object_property_add_bool(obj, "chan", tempest_get_chan,
+                             tempest_set_chan);
+    object_property_set_description(obj, "chan", "Offer the guest the "
+                                    "channel controller (FEATURES bit "
+                                    "CHAN; off: libchan runs its software "
+                                    "protocol)");
     object_property_add_uint32_ptr(obj, "node-id", &tms->node_id,
                                    OBJ_PROP_FLAG_READWRITE);
     object_property_set_description(obj, "node-id",

@@ -15,7 +15,10 @@
  * answers with the buffer's address (GO) and the sender's controller
  * starts a transfer from the output's memory straight into it; the
  * receiver takes it as the DATA once the transfer engine has stored it
- * all.  Completions that do not happen at the COMMIT reach the guest as
+ * all.  A port that inputs (INPUTTING, its buffer pinned until data comes)
+ * offers that buffer to its companion at once (READY); an output that
+ * finds the offer for its DATA starts the transfer straight into it,
+ * without BIG and GO.  Completions that do not happen at the COMMIT reach the guest as
  * TEMPEST_EV_CHAN events.
  *
  * Peers are not trusted: a frame is taken only if it names a live port
@@ -50,13 +53,14 @@ enum {
     CHAN_MSG_FWD,           /* number: rx; u32 new, old */
     CHAN_MSG_DELETE,        /* to: the moved port */
     CHAN_MSG_CONFIRM,       /* the final confirmation */
-    CHAN_MSG_MAX = CHAN_MSG_CONFIRM,
+    CHAN_MSG_READY,         /* number: DATA rx+1; u64 buffer, u64 size */
+    CHAN_MSG_MAX = CHAN_MSG_READY,
 };
 
 /* The length of each kind's data after the header (DATA: any). */
 static const uint8_t chan_msg_extra[CHAN_MSG_MAX + 1] = {
     [CHAN_MSG_BIG] = 8, [CHAN_MSG_GO] = 8, [CHAN_MSG_PORTDATA] = 16,
-    [CHAN_MSG_WIRE] = 4, [CHAN_MSG_FWD] = 8,
+    [CHAN_MSG_WIRE] = 4, [CHAN_MSG_FWD] = 8, [CHAN_MSG_READY] = 16,
 };
 
 /*
@@ -148,6 +152,7 @@ static void chan_input_done(TempestNCState *s, TempestChanPort *p)
     p->next = 0;
     p->nextsize = 0;
     p->held_len = 0;
+    p->granted = 0;
     p->rx++;
     p->state = TEMPEST_CHAN_ST_IDLE;
     if (p->comp != TEMPEST_CHAN_NONE) {
@@ -165,6 +170,7 @@ static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
 static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
                              uint64_t len)
 {
+    p->last_long = len > TEMPEST_CHAN_INLINE;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING && p->in_port) {
         /* A port was to be input: the data is held; the input ends. */
         p->held_len = len;
@@ -186,11 +192,13 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
 {
     if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
         /* Stage 1: ignored; the companion sends it again (stage 3). */
+        s->chan_migdrops++;
         trace_tempest_nc_chan_drop(s->node_id, peer, "for a migrating port");
         return false;
     }
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
-         p->state != TEMPEST_CHAN_ST_INPUTTING) || p->incoming) {
+         p->state != TEMPEST_CHAN_ST_INPUTTING) || p->incoming ||
+        p->waiting) {
         chan_drop(s, peer, "DATA for a port that holds data or outputs");
         return false;
     }
@@ -205,7 +213,40 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
 static void chan_refuse(TempestNCState *s, TempestChanPort *p)
 {
     p->rx++;
+    p->granted = 0;
     chan_send(s, CHAN_MSG_NACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
+}
+
+/*
+ * DATA number p->rx + 1 of @len bytes does not fit p's buffer.  Input
+ * already under way: refused (its buffer is the one named).  Before
+ * the input: it waits at the sender (WAITING) until BUFFER or INPUT
+ * names a buffer it fits, which asks for it with GO (chan_send_go).
+ */
+static void chan_too_long(TempestNCState *s, TempestChanPort *p,
+                          uint64_t len)
+{
+    if (p->state != TEMPEST_CHAN_ST_IDLE) {
+        chan_refuse(s, p);
+        return;
+    }
+    p->waiting = 1;
+    p->in_len = len;
+}
+
+/*
+ * GO for DATA p->rx + 1 (p->in_len bytes): the sender starts the
+ * transfer into p's buffer (BIG's answer; or a DATA that waited, whose
+ * frame was dropped: it comes again by the transfer engine).
+ */
+static void chan_send_go(TempestNCState *s, TempestChanPort *p)
+{
+    uint8_t where[8];
+
+    p->waiting = 0;
+    p->incoming = 1;
+    fabric_st64(where, p->buf);
+    chan_send(s, CHAN_MSG_GO, p->comp, chan_id(s, p), p->rx + 1, where, 8);
 }
 
 static void chan_rx_data(TempestNCState *s, unsigned peer,
@@ -215,8 +256,11 @@ static void chan_rx_data(TempestNCState *s, unsigned peer,
     if (!chan_data_ok(s, peer, p, number)) {
         return;
     }
-    if (len > p->bufsize ||
-        (len && !tempest_nc_dma_write(s, p->buf, data, len))) {
+    if (len > p->bufsize) {
+        chan_too_long(s, p, len);
+        return;
+    }
+    if (len && !tempest_nc_dma_write(s, p->buf, data, len)) {
         chan_refuse(s, p);
         return;
     }
@@ -238,8 +282,6 @@ static void chan_rx_ack(TempestNCState *s, unsigned peer, TempestChanPort *p,
 static void chan_rx_big(TempestNCState *s, unsigned peer,
                         TempestChanPort *p, uint32_t number, uint64_t len)
 {
-    uint8_t where[8];
-
     if (len <= TEMPEST_CHAN_INLINE || len > TEMPEST_CHAN_MAX_DATA) {
         chan_drop(s, peer, "BIG of a bad length");
         return;
@@ -248,22 +290,23 @@ static void chan_rx_big(TempestNCState *s, unsigned peer,
         return;
     }
     if (len > p->bufsize) {
-        chan_refuse(s, p);
+        chan_too_long(s, p, len);
         return;
     }
-    p->incoming = 1;
     p->in_len = len;
-    fabric_st64(where, p->buf);
-    chan_send(s, CHAN_MSG_GO, p->comp, chan_id(s, p), number, where, 8);
+    chan_send_go(s, p);
 }
 
-/* GO: start the transfer of our long pre-send into @where there. */
+/*
+ * GO: start the transfer of our pre-send into @where there: a long one
+ * (BIG's answer), or one whose DATA frame waited for a buffer.
+ */
 static void chan_rx_go(TempestNCState *s, unsigned peer, TempestChanPort *p,
                        uint32_t number, uint64_t where)
 {
     if (!p->presend || p->presend_done || p->go || number != p->tx ||
-        p->out_len <= TEMPEST_CHAN_INLINE) {
-        chan_drop(s, peer, "GO for no long pre-send");
+        p->out_port || !p->out_len) {
+        chan_drop(s, peer, "GO for no pre-send of data");
         return;
     }
     p->go = 1;
@@ -274,6 +317,26 @@ static void chan_rx_go(TempestNCState *s, unsigned peer, TempestChanPort *p,
     }
 }
 
+/*
+ * READY: the companion inputs, its buffer @where (@size bytes) waiting
+ * for our DATA @number; kept for the next output (chan_send_output).
+ */
+static void chan_rx_ready(TempestNCState *s, unsigned peer,
+                          TempestChanPort *p, uint32_t number,
+                          uint64_t where, uint64_t size)
+{
+    if (number != p->tx + 1) {
+        /* That DATA went already (BIG or inline): the offer is stale. */
+        trace_tempest_nc_chan_drop(s->node_id, peer, "late READY");
+        return;
+    }
+    p->ready = 1;
+    p->ready_comp = p->comp;
+    p->ready_num = number;
+    p->ready_addr = where;
+    p->ready_size = size;
+}
+
 /* The transfer engine stored a channel's transfer here. */
 static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
                            uint64_t len, uint64_t cookie)
@@ -281,15 +344,20 @@ static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
     unsigned idx = cookie & 0xFFFF;
     TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
 
-    if (!p || !p->incoming || p->comp == TEMPEST_CHAN_NONE ||
+    if (!p || (!p->incoming && !p->granted) || p->comp == TEMPEST_CHAN_NONE ||
         TEMPEST_CHAN_ID_NODE(p->comp) != src ||
         TEMPEST_CHAN_ID_INDEX(p->comp) != ((cookie >> 16) & 0xFFFF) ||
-        cookie >> 32 != p->rx + 1 || len != p->in_len || addr != p->buf) {
+        cookie >> 32 != p->rx + 1 || addr != p->buf ||
+        (p->incoming ? len != p->in_len :
+         /* Into the buffer a READY offered: the input still waits. */
+         p->state != TEMPEST_CHAN_ST_INPUTTING || p->in_port ||
+         len <= TEMPEST_CHAN_INLINE || len > p->bufsize)) {
         chan_drop(s, src, "transfer for no long DATA");
         return;
     }
     p->incoming = 0;
     p->in_len = 0;
+    p->granted = 0;
     chan_data_stored(s, p, len);
 }
 
@@ -312,6 +380,9 @@ static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
     p->comp = TEMPEST_CHAN_NONE;
     p->closed = 1;
     p->incoming = 0;
+    p->waiting = 0;
+    p->granted = 0;
+    p->ready = 0;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
         p->state = TEMPEST_CHAN_ST_IDLE;
         p->next = 0;
@@ -366,7 +437,18 @@ static bool chan_send_output(TempestNCState *s, TempestChanPort *p)
         fabric_st32(x + 12, q->rx);
         chan_send(s, CHAN_MSG_PORTDATA, p->comp, chan_id(s, p), p->tx, x,
                   16);
+    } else if (p->out_len > TEMPEST_CHAN_INLINE && p->ready &&
+               p->ready_comp == p->comp && p->ready_num == p->tx &&
+               p->out_len <= p->ready_size &&
+               tempest_nc_xfer_chan(s, TEMPEST_CHAN_ID_NODE(p->comp),
+                                    p->out_addr, p->out_len, p->ready_addr,
+                                    CHAN_COOKIE(p->comp, chan_id(s, p),
+                                                p->tx))) {
+        /* The companion's buffer waits (READY): straight into it. */
+        p->ready = 0;
+        p->go = 1;
     } else if (p->out_len > TEMPEST_CHAN_INLINE) {
+        p->ready = 0;
         fabric_st64(x, p->out_len);
         chan_send(s, CHAN_MSG_BIG, p->comp, chan_id(s, p), p->tx, x, 8);
     } else {
@@ -432,6 +514,7 @@ static void chan_stage1(TempestNCState *s, TempestChanPort *t,
     /* 1.1: data pre-sent to q is ignored: its companion sends it again. */
     q->held_len = 0;
     q->held_port = 0;
+    q->waiting = 0;
     q->state = TEMPEST_CHAN_ST_MIGRATING;
     /* 1.2: the route for the confirmation. */
     q->via = t - s->chan_port;
@@ -764,6 +847,10 @@ static void chan_receive(TempestNCState *s, unsigned peer,
     case CHAN_MSG_CONFIRM:
         chan_rx_confirm(s, peer, p);
         break;
+    case CHAN_MSG_READY:
+        chan_rx_ready(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR),
+                      fabric_ld64(body + FABRIC_CHAN_HDR + 8));
+        break;
     }
 }
 
@@ -880,8 +967,13 @@ static uint32_t chan_op_free(TempestNCState *s, TempestCmdBank *b,
 {
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
          p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
-        (p->presend && !p->presend_done) || p->incoming || p->held_port) {
-        /* A port held here would be lost with it. */
+        (p->presend && !p->presend_done) || p->incoming ||
+        (p->held_port && !(b->arg[2] & TEMPEST_CHAN_FREE_HELD))) {
+        /*
+         * A port held here would be lost with it, unless the guest says
+         * so: then the FREED makes its sender abandon the move (the port
+         * stays where it was), as if the port data had come too late.
+         */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (p->comp != TEMPEST_CHAN_NONE) {
@@ -905,6 +997,9 @@ static uint32_t chan_op_buffer(TempestNCState *s, TempestCmdBank *b,
     }
     p->buf = size ? addr : 0;
     p->bufsize = size;
+    if (p->waiting && p->in_len <= size) {
+        chan_send_go(s, p);
+    }
     return TEMPEST_CMD_SUCCESS;
 }
 
@@ -914,7 +1009,8 @@ static uint32_t chan_op_outputdata(TempestNCState *s, TempestCmdBank *b,
 {
     uint64_t addr = b->arg[2], len = b->arg[3];
 
-    if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend) {
+    if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend || p->waiting) {
+        /* (Data waiting here is data held: BUFFERFULL's rule.) */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
     if (p->closed) {
@@ -980,6 +1076,27 @@ static uint32_t chan_op_output(TempestNCState *s, TempestCmdBank *b,
     return TEMPEST_CMD_SUCCESS;
 }
 
+/*
+ * @p inputs: its buffer is pinned until the data comes (no FREE, BUFFER
+ * or move while INPUTTING), so it is offered to the companion for DATA
+ * rx+1, if long data would fit, none is on its way already, and the
+ * port's first DATA or the last one it took was long (short messages
+ * pay no READY).
+ */
+static void chan_offer(TempestNCState *s, TempestChanPort *p)
+{
+    uint8_t x[16];
+
+    if (p->incoming || p->bufsize <= TEMPEST_CHAN_INLINE ||
+        (p->rx && !p->last_long)) {
+        return;
+    }
+    p->granted = 1;
+    fabric_st64(x, p->buf);
+    fabric_st64(x + 8, p->bufsize);
+    chan_send(s, CHAN_MSG_READY, p->comp, chan_id(s, p), p->rx + 1, x, 16);
+}
+
 /* input (2.1): this data goes to the port's buffer; ARG2/3 the next one. */
 static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                               TempestChanPort *p)
@@ -1004,6 +1121,14 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
         chan_input_done(s, p);
         return TEMPEST_CMD_SUCCESS;
     }
+    if (p->waiting && p->in_len > p->bufsize) {
+        /* The data waiting is longer than this buffer: it waits on. */
+        p->next = 0;
+        p->nextsize = 0;
+        chan_fail(s, b, TEMPEST_CMD_E_TOO_BIG);
+        b->result = p->in_len;
+        return TEMPEST_CMD_FAIL;
+    }
     if (p->closed || p->comp == TEMPEST_CHAN_NONE) {
         p->next = 0;
         p->nextsize = 0;
@@ -1011,6 +1136,11 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                          TEMPEST_CMD_E_PORT_STATE);
     }
     p->state = TEMPEST_CHAN_ST_INPUTTING;
+    if (p->waiting) {
+        chan_send_go(s, p);
+    } else {
+        chan_offer(s, p);
+    }
     b->result = 0;
     return TEMPEST_CMD_SUCCESS;
 }
@@ -1024,7 +1154,7 @@ static uint32_t chan_op_output_port(TempestNCState *s, TempestCmdBank *b,
     if (!q || q == t) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_PORT);
     }
-    if (t->state != TEMPEST_CHAN_ST_IDLE || t->presend ||
+    if (t->state != TEMPEST_CHAN_ST_IDLE || t->presend || t->waiting ||
         t->comp == chan_id(s, q)) {
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
@@ -1066,6 +1196,9 @@ static uint32_t chan_op_input_port(TempestNCState *s, TempestCmdBank *b,
     }
     if (!chan_buffer_ok(s, buf, size)) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    if (t->waiting) {
+        return chan_fail(s, b, TEMPEST_CMD_E_CHAN_TYPE);
     }
     if (t->state == TEMPEST_CHAN_ST_BUFFERFULL) {
         if (!t->held_port) {
@@ -1136,6 +1269,8 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         b->result = p->state |
                     (p->presend && !p->presend_done ?
                      TEMPEST_CHAN_ST_PRESENT : 0) |
+                    (p->held_port ? TEMPEST_CHAN_ST_HELD_PORT : 0) |
+                    (p->waiting ? TEMPEST_CHAN_ST_WAITING : 0) |
                     (uint64_t)p->comp << 32;
         st = TEMPEST_CMD_SUCCESS;
         break;
@@ -1172,6 +1307,7 @@ static void chan_reset(TempestNCState *s)
     s->chan_moves = 0;
     s->chan_forwards = 0;
     s->chan_resent = 0;
+    s->chan_migdrops = 0;
 }
 
 static bool chan_realize(TempestNCState *s, Error **errp)
@@ -1194,7 +1330,7 @@ static bool chan_vmstate_needed(void *opaque)
     TempestNCState *s = opaque;
 
     return s->chan_used || s->chan_dropped || s->chan_moves ||
-           s->chan_forwards || s->chan_resent;
+           s->chan_forwards || s->chan_resent || s->chan_migdrops;
 }
 
 /* Every entry is one the device can make, with buffers in RAM. */
@@ -1224,7 +1360,12 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
               TEMPEST_CHAN_ID_INDEX(p->comp) >= TEMPEST_CHAN_PORTS)) ||
             !chan_buffer_ok(s, p->buf, p->bufsize) ||
             !chan_buffer_ok(s, p->next, p->nextsize) ||
-            p->held_len > p->bufsize || p->in_len > p->bufsize ||
+            p->held_len > p->bufsize ||
+            (p->waiting ? p->in_len > TEMPEST_CHAN_MAX_DATA :
+             p->in_len > p->bufsize) ||
+            (p->granted && p->state != TEMPEST_CHAN_ST_INPUTTING) ||
+            (p->waiting && (p->state != TEMPEST_CHAN_ST_IDLE ||
+                            p->incoming)) ||
             p->out_len > TEMPEST_CHAN_MAX_DATA) {
             return -EINVAL;
         }
@@ -1234,7 +1375,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_tempest_chan_port = {
     .name = TYPE_TEMPEST_NC "/chan-port",
-    .version_id = 2,
+    .version_id = 4,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(state, TempestChanPort),
@@ -1265,6 +1406,14 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT32_V(held_tx, TempestChanPort, 2),
         VMSTATE_UINT32_V(held_rx, TempestChanPort, 2),
         VMSTATE_UINT32_V(result, TempestChanPort, 2),
+        VMSTATE_UINT32_V(granted, TempestChanPort, 3),
+        VMSTATE_UINT32_V(ready, TempestChanPort, 3),
+        VMSTATE_UINT32_V(ready_comp, TempestChanPort, 3),
+        VMSTATE_UINT32_V(ready_num, TempestChanPort, 3),
+        VMSTATE_UINT64_V(ready_addr, TempestChanPort, 3),
+        VMSTATE_UINT64_V(ready_size, TempestChanPort, 3),
+        VMSTATE_UINT32_V(last_long, TempestChanPort, 3),
+        VMSTATE_UINT32_V(waiting, TempestChanPort, 4),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -1272,7 +1421,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
 /* The channel controller: its port table and counters. */
 const VMStateDescription vmstate_tempest_nc_chan = {
     .name = TYPE_TEMPEST_NC "/chan",
-    .version_id = 2,
+    .version_id = 5,
     .minimum_version_id = 1,
     .needed = chan_vmstate_needed,
     .post_load = chan_vmstate_post_load,
@@ -1285,6 +1434,7 @@ const VMStateDescription vmstate_tempest_nc_chan = {
         VMSTATE_UINT32_V(chan_moves, TempestNCState, 2),
         VMSTATE_UINT32_V(chan_forwards, TempestNCState, 2),
         VMSTATE_UINT32_V(chan_resent, TempestNCState, 2),
+        VMSTATE_UINT32_V(chan_migdrops, TempestNCState, 3),
         VMSTATE_END_OF_LIST()
     }
 };

@@ -466,7 +466,7 @@ static bool in_packet_len_ok(void *opaque, int version_id)
 }
 
 /*
- * Version 2 (node controller 1.10): a packet is as long as its slot was,
+ * Version 2 (node controller 1.11): a packet is as long as its slot was,
  * up to TEMPEST_PKT_MAX_SIZE bytes, and carries only those.
  */
 static const VMStateDescription vmstate_tempest_in_packet = {
@@ -611,7 +611,7 @@ static bool slots_needed(void *opaque)
     return false;
 }
 
-/* (1.10) The rings' slot sizes, when one is not the default. */
+/* (1.11) The rings' slot sizes, when one is not the default. */
 const VMStateDescription vmstate_tempest_nc_slots = {
     .name = TYPE_TEMPEST_NC "/slots",
     .version_id = 1,

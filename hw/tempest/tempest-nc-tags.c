@@ -16,10 +16,11 @@
  * published at once (release), and a CPU that sees the new tag sees the
  * data written before it.  A change that takes access away runs inside an
  * exclusive section, with every vCPU stopped between instructions, and
- * flushes their TLBs when a page becomes restricted: once the command
- * succeeds no CPU can complete an access the new tag forbids.  The guest
- * learns that through FLASH's initiation protocol: the first COMMIT
- * answers RETRY while the section is pending, a later one SUCCESS.
+ * drops every vCPU's TLB entries of the pages that become restricted
+ * (tcg_tagcheck_flush_range; the rest of the TLBs stays): once the
+ * command succeeds no CPU can complete an access the new tag forbids.
+ * The guest learns that through FLASH's initiation protocol: the first
+ * COMMIT answers RETRY while the section is pending, a later one SUCCESS.
  *
  * vCPUs read the tags and the per-page counts of restricted blocks with
  * atomic loads, without the BQL; every write to them is atomic too.  The
@@ -96,28 +97,40 @@ static const TCGTagCheckOps nc_tagcheck_ops = {
     .check = nc_tag_check,
 };
 
-/* Set n tags from block first; returns whether a page became restricted. */
-static bool nc_tags_apply(TempestNCState *s, uint64_t first, uint64_t n,
-                          uint8_t tag)
+/* Pages [lo, hi) of tagged memory (hi == 0: none). */
+typedef struct PageRange {
+    uint64_t lo, hi;
+} PageRange;
+
+/*
+ * Set n tags from block first; returns the pages that became restricted
+ * (from the first to the last of them; hi is 0 if none did).
+ */
+static PageRange nc_tags_apply(TempestNCState *s, uint64_t first,
+                               uint64_t n, uint8_t tag)
 {
-    bool newly_restricted = false;
+    PageRange pages = { 0, 0 };
 
     for (uint64_t b = first; b < first + n; b++) {
         uint8_t old = qatomic_read(&s->tags[b]);
-        uint16_t *count = &s->tag_restricted[b / BLKS_PER_PAGE];
+        uint64_t page = b / BLKS_PER_PAGE;
+        uint16_t *count = &s->tag_restricted[page];
 
         if (old == tag) {
             continue;
         }
         if (old == TEMPEST_TAG_WRITABLE) {
             /* Counted before the tag is published: vCPUs see the page. */
-            newly_restricted |= qatomic_fetch_inc(count) == 0;
+            if (qatomic_fetch_inc(count) == 0) {
+                pages.lo = pages.hi ? pages.lo : page;
+                pages.hi = page + 1;
+            }
         } else if (tag == TEMPEST_TAG_WRITABLE) {
             qatomic_dec(count);
         }
         qatomic_store_release(&s->tags[b], tag);
     }
-    return newly_restricted;
+    return pages;
 }
 
 static void nc_flush_own_tlb(CPUState *cpu, run_on_cpu_data data)
@@ -126,13 +139,12 @@ static void nc_flush_own_tlb(CPUState *cpu, run_on_cpu_data data)
 }
 
 /*
- * Pages that had the fast path must now take the slow one.  self is the
- * vCPU running an exclusive section (it flushes its own TLB now), or NULL
- * outside a vCPU.  Every other vCPU flushes its own before it runs guest
- * code again: it is stopped (exclusive section, or the VM is), and the
- * work queued here runs before it leaves its loop for guest code.
+ * Pages that had the fast path must now take the slow one, outside a
+ * vCPU (no vCPU runs guest code, or the VM is stopped): every vCPU
+ * flushes its own TLB before it runs guest code again (the work queued
+ * here runs before it leaves its loop for guest code).
  */
-static void nc_flush_tlbs(CPUState *self)
+static void nc_flush_tlbs(void)
 {
     CPUState *cpu;
 
@@ -140,11 +152,7 @@ static void nc_flush_tlbs(CPUState *self)
         return;
     }
     CPU_FOREACH(cpu) {
-        if (cpu == self) {
-            tlb_flush(cpu);
-        } else {
-            async_run_on_cpu(cpu, nc_flush_own_tlb, RUN_ON_CPU_NULL);
-        }
+        async_run_on_cpu(cpu, nc_flush_own_tlb, RUN_ON_CPU_NULL);
     }
 }
 
@@ -155,16 +163,29 @@ typedef struct TagWork {
     uint8_t tag;
 } TagWork;
 
-/* Every vCPU is stopped between instructions: take access away. */
+/*
+ * Every vCPU is stopped between instructions: take access away.  Only
+ * the TLB entries of the pages that became restricted go (every vCPU's,
+ * changed here while they are stopped): a whole flush made the code that
+ * ran next refill every page it touched (docs/tempest.rst).
+ */
 static void nc_tags_exclusive(CPUState *cs, run_on_cpu_data data)
 {
     TagWork *w = data.host_ptr;
     TempestNCState *s = w->s;
+    PageRange pages;
 
-    if (!s->tags) {
-        /* Unrealized meanwhile: nothing is checked any more. */
-    } else if (nc_tags_apply(s, w->first, w->n, w->tag)) {
-        nc_flush_tlbs(cs);
+    if (s->tags) {
+        /* (Unrealized meanwhile: nothing is checked any more.) */
+        pages = nc_tags_apply(s, w->first, w->n, w->tag);
+        if (pages.hi) {
+            unsigned dropped = tcg_tagcheck_flush_range(
+                pages.lo << TEMPEST_PAGE_SHIFT,
+                (pages.hi - pages.lo) << TEMPEST_PAGE_SHIFT);
+
+            trace_tempest_nc_tag_tlb_drop(s->node_id, pages.lo,
+                                          pages.hi - pages.lo, dropped);
+        }
     }
     qatomic_inc(&s->tag_flushes);
     trace_tempest_nc_tag_exclusive(s->node_id, w->first, w->n, w->tag);
@@ -211,8 +232,8 @@ static uint32_t tags_cmd_set(TempestNCState *s, TempestCmdBank *b)
     }
     if (!reduces || !tcg_enabled() || !current_cpu) {
         /* Adds access, or no vCPU runs guest code (qtest): at once. */
-        if (nc_tags_apply(s, first, n, tag)) {
-            nc_flush_tlbs(NULL);
+        if (nc_tags_apply(s, first, n, tag).hi) {
+            nc_flush_tlbs();
         }
         return TEMPEST_CMD_SUCCESS;
     }
@@ -246,9 +267,8 @@ void tempest_nc_tag_upgrade(TempestNCState *s, uint64_t value)
             return;
         }
     }
-    if (nc_tags_apply(s, first, n, tag)) {
-        nc_flush_tlbs(NULL);
-    }
+    /* Only adds access: no page becomes restricted, nothing to flush. */
+    nc_tags_apply(s, first, n, tag);
 }
 
 static uint32_t tags_cmd_get(TempestNCState *s, TempestCmdBank *b)
@@ -415,7 +435,7 @@ static int nc_tags_post_load(void *opaque, int version_id)
     }
     nc_tags_recount(s);
     /* The VM is stopped: every vCPU refills its TLB from the new tags. */
-    nc_flush_tlbs(NULL);
+    nc_flush_tlbs();
     return 0;
 }
 

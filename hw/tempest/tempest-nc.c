@@ -112,6 +112,7 @@ REG32(CHAN_USED, TEMPEST_NC_CHAN_USED)
 REG32(CHAN_MOVES, TEMPEST_NC_CHAN_MOVES)
 REG32(CHAN_FWDS, TEMPEST_NC_CHAN_FWDS)
 REG32(CHAN_RESENT, TEMPEST_NC_CHAN_RESENT)
+REG32(CHAN_MIGDROPS, TEMPEST_NC_CHAN_MIGDROPS)
 REG32(POLL_HINT, TEMPEST_NC_POLL_HINT)
 REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
 
@@ -188,7 +189,8 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         return true;
     case A_FEATURES:
         *value = TEMPEST_NC_FEATURES_V1 &
-                 ~(s->poll_hint_on ? 0 : TEMPEST_NC_FEAT_POLL_HINT);
+                 ~(s->poll_hint_on ? 0 : TEMPEST_NC_FEAT_POLL_HINT) &
+                 ~(s->chan_on ? 0 : TEMPEST_NC_FEAT_CHAN);
         return true;
     case A_NUM_CPUS:
         *value = s->num_cpus;
@@ -381,6 +383,9 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_CHAN_RESENT:
         *value = s->chan_resent;
         return true;
+    case A_CHAN_MIGDROPS:
+        *value = s->chan_migdrops;
+        return true;
     case A_POLL_HINT:
         *value = extract64(s->poll_hint, 0, 32);
         return true;
@@ -547,6 +552,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_CHAN_MOVES:
     case A_CHAN_FWDS:
     case A_CHAN_RESENT:
+    case A_CHAN_MIGDROPS:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     case A_TAG_UPGRADE:
@@ -882,6 +888,7 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
     DEFINE_PROP_UINT32("spin-us", TempestNCState, spin_us, 50),
     DEFINE_PROP_BOOL("poll-hint", TempestNCState, poll_hint_on, true),
+    DEFINE_PROP_BOOL("chan", TempestNCState, chan_on, true),
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,
                        30000),
     DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),

@@ -245,7 +245,7 @@ def nc_seeds():
  OP_GONE, OP_CHAN) = range(23)
 # The channel controller's frame kinds (tempest-nc-chan.c).
 (CK_DATA, CK_ACK, CK_NACK, CK_FREED, CK_BIG, CK_GO, CK_PORTDATA, CK_WIRE,
- CK_FWD, CK_DELETE, CK_CONFIRM) = range(1, 12)
+ CK_FWD, CK_DELETE, CK_CONFIRM, CK_READY) = range(1, 13)
 XK_HDR, XK_DATA, XK_GO, XK_ACK, XK_ABORT, XK_FOP_REQ, XK_FOP_REP = \
     range(1, 8)
 
@@ -438,6 +438,16 @@ def fabric_seeds():
                      f_chan(CK_GO, 0, 2, 1, u64(DATA + 0x20000)), f_run(),
                      f_chan(CK_BIG, 0, 2, 1, u64(80000)),
                      f_chan(CK_ACK, 0, 2, 1), f_run()]
+    # READY: the peer's buffer offered, a long output straight into it;
+    # an input with a long buffer offering ours
+    r["chan-ready"] = [f_rings(), f_chop("ALLOC", 0x100, 0),
+                       f_chop("CONNECT", 0, 2 << 1 | 1),
+                       f_chan(CK_READY, 0, 2, 1, u64(DATA + 0x20000) +
+                              u64(0x20000)), f_run(),
+                       f_chop("OUTPUTDATA", 0, 0x1000, 70000), f_run(),
+                       f_chop("BUFFER", 0, 0x30000, 0x18000),
+                       f_chan(CK_ACK, 0, 2, 1), f_run(),
+                       f_chop("INPUT", 0, 0x60000, 0x18000), f_run()]
     r["timers"] = [f_rings(), f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 300, 1, 2),
                    f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 5, 3, 4),
                    f_run(1, 100), f_run(1, 1000)]

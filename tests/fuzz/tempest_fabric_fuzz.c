@@ -698,7 +698,7 @@ static void op_chan(QTestState *s, Cursor *c)
     uint8_t kind = take8(c), flags = take8(c);
     size_t n;
 
-    body[0] = flags & 1 ? kind : 1 + kind % 11;
+    body[0] = flags & 1 ? kind : 1 + kind % 12;
     if (flags & 2) {
         fabric_st32(body + 4, take32(c));
         fabric_st32(body + 8, take32(c));
@@ -710,10 +710,11 @@ static void op_chan(QTestState *s, Cursor *c)
     n = take_bytes(c, body + FABRIC_CHAN_HDR, 0, 128);
     if (!(flags & 4)) {
         /* The lengths tempest-nc-chan.c takes: BIG/GO 8, PORTDATA 16, */
-        /* WIRE 4, FWD 8, the rest none (DATA: any). */
-        static const uint8_t extra[12] = { 0, 0, 0, 0, 0, 8, 8, 16, 4, 8 };
+        /* WIRE 4, FWD 8, READY 16, the rest none (DATA: any). */
+        static const uint8_t extra[13] = { 0, 0, 0, 0, 0, 8, 8, 16, 4, 8,
+                                           0, 0, 16 };
 
-        n = body[0] == 1 ? n : extra[body[0] % 12];
+        n = body[0] == 1 ? n : extra[body[0] % 13];
     }
     peer_send(s, FABRIC_CHAN, 0, body, FABRIC_CHAN_HDR + n);
 }
@@ -936,7 +937,8 @@ static void op_cmd(QTestState *s, Cursor *c)
                 a[2] = data_addr(a[2], a[3]);
                 break;
             default:
-                a[3] %= 0x10000;
+                /* Past TEMPEST_CHAN_INLINE: an input offers it (READY). */
+                a[3] %= 2 * TEMPEST_CHAN_INLINE;
                 a[2] = data_addr(a[2], a[3]);
                 break;
             }

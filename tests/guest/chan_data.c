@@ -8,11 +8,15 @@
  * a channel; every length from 0 to CHAN_MAX_DATA at odd alignments;
  * the paper's input naming where the NEXT data goes (2.1, with the
  * loop unrolled over two buffers, and data that came before any buffer
- * was named); a channel with both ends on one node; a handler that a
+ * was named); on the device, data past CHAN_MAX_DATA (to 1 MiB) straight
+ * into the input's buffer, input first and output first (then it waits at
+ * the sender until an input long enough); a channel with both ends on
+ * one node; a handler that a
  * fault runs inline (a one-vCPU node) asks chan_state() as any handler
  * may.  Prints "chan_data ok".
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "chan-util.h"
@@ -155,6 +159,78 @@ static void input_next(void)
     am_barrier();
 }
 
+/*
+ * Long data (chan_max_data() past CHAN_MAX_DATA: the device's channel
+ * controller): inline DATA past the library's buffer, the 64 KiB frame
+ * limit on both sides, and 1 MiB by the transfer engine.  Input first:
+ * it lands in the input's buffer, the bytes around untouched.  Output
+ * first: it waits at the sender (chan_state() BUFFERFULL), an input too
+ * short for it gets CHAN_E_TOOBIG and it waits on, one long enough
+ * takes it.
+ */
+static void long_data(void)
+{
+    static const size_t lens[] = { CHAN_MAX_DATA + 1, 65536, 65537,
+                                   1U << 20 };
+    size_t big = (1U << 20) + 64, len;
+    uint8_t *s, *d;
+    unsigned i;
+    int n;
+
+    if (chan_max_data() <= CHAN_MAX_DATA) {
+        return;                         /* software: CHAN_MAX_DATA */
+    }
+    s = malloc(big);
+    d = malloc(big);
+    CU_CHECK(s && d);
+    if (!s || !d) {
+        return;
+    }
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        len = lens[i];
+        if (me() == NODE_A) {
+            cu_wait_remote_state(NODE_B, far, CHAN_INPUTTING);
+            cu_fill(s + 1, len, 2000 + i);
+            CU_EQ(chan_output(port, s + 1, len), 0);
+        } else {
+            memset(d, 0xEE, big);
+            n = chan_input(port, d + 3, len + 5);
+            CU_EQ(n, (int)len);
+            if (!cu_match(d + 3, len, 2000 + i)) {
+                am_fail("%u long bytes input first differ", (unsigned)len);
+            }
+            if (d[2] != 0xEE || d[3 + len] != 0xEE) {
+                am_fail("%u long bytes: a byte around changed",
+                        (unsigned)len);
+            }
+        }
+        am_barrier();
+        if (me() == NODE_A) {
+            cu_fill(s, len, 3000 + i);
+            CU_EQ(chan_output_start(port, s, len), 0);
+        }
+        am_barrier();
+        if (me() == NODE_B) {
+            cu_wait_state(port, CHAN_BUFFERFULL);
+            CU_EQ(chan_input(port, d, 100), CHAN_E_TOOBIG);
+            CU_EQ(chan_input(port, d, len - 1), CHAN_E_TOOBIG);
+            CU_EQ(chan_state(port), CHAN_BUFFERFULL);
+            memset(d, 0, big);
+            n = chan_input(port, d, big);
+            CU_EQ(n, (int)len);
+            if (!cu_match(d, len, 3000 + i)) {
+                am_fail("%u long bytes output first differ", (unsigned)len);
+            }
+            CU_EQ(chan_state(port), CHAN_IDLE);
+        } else {
+            CU_EQ(chan_output_wait(port), 0);
+        }
+        am_barrier();
+    }
+    free(s);
+    free(d);
+}
+
 /* Both ends on one node (chan_alloc): the same protocol, looped back. */
 static void local_channel(void)
 {
@@ -253,6 +329,7 @@ int main(void)
     }
     lengths();
     input_next();
+    long_data();
     local_channel();
     handler_inline();
 

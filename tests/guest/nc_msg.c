@@ -8,7 +8,7 @@
  *    is not a power of 2 and memory outside RAM, each with its reason;
  *  - a packet sent to this node on SQ0 and on SQ1 comes back in the RQ
  *    with source, network, KIND, WORD0-2 and payload intact, in order;
- *  - (1.10) nc_init() takes 4 KiB packet slots (a payload of 4064 bytes)
+ *  - (1.11) nc_init() takes 4 KiB packet slots (a payload of 4064 bytes)
  *    when the device has them, and RING_SETUP refuses a slot shift out
  *    of range;
  *  - a slot to a node not in the cluster and one longer than a payload

@@ -11,7 +11,11 @@
  * access type, and a thread resumed before its page is mapped faults
  * again; with a small tagged memory (--tagmem 1M: 256 frames) allocation
  * fails exactly when every frame is used, and a freed frame can be
- * mapped again.  Bad block specifiers, bad changes and handlers for the
+ * mapped again.  A page remapped after a load through its old address
+ * and one through its new address still faults at the new address once
+ * a block is invalidated (3.2.6: the node controller drops the TLB
+ * entries of a page it restricts, whatever address they were filled
+ * for).  Bad block specifiers, bad changes and handlers for the
  * three combinations that never fault are reported.  Prints
  * "tags_vm ok".
  */
@@ -59,6 +63,42 @@ static void never(void *va, void *usr, TPPI_NodeId home)
 }
 
 #define CHECK(cond, ...) do { if (!(cond)) { am_fail(__VA_ARGS__); } } while (0)
+
+#define REMAP_MODE  5
+
+static volatile unsigned inv_faults;
+static volatile uintptr_t inv_va;
+
+static void validate(void *va, void *usr, TPPI_NodeId home)
+{
+    (void)usr;
+    (void)home;
+    inv_faults++;
+    inv_va = (uintptr_t)va;
+    TPPI_change_blk_acc(va, TPPI_TAG_BLK_SIZE, TPPI_Blk_Validate_RW);
+    TPPI_resume_va(va, TPPI_TAG_BLK_SIZE);
+}
+
+static void downgrade_after_remap(void)
+{
+    char *a = tt_page(44), *b = tt_page(45);
+
+    TPPI_register_blk_acc_fault_handler(REMAP_MODE, TPPI_Blk_Invalid,
+                                        TPPI_ReadAccess, validate);
+    CHECK(TPPI_alloc_and_map(a, REMAP_MODE, TPPI_Blk_Writable, 0, NULL) == 1,
+          "TPPI_alloc_and_map failed");
+    /* The frame is in the TLB through a, then through b. */
+    CHECK(tt_ldr(a) == 0, "a fresh page is not zero");
+    CHECK(TPPI_remap(a, b) == 1, "remap failed");
+    CHECK(tt_ldr(b) == 0, "remap: wrong data through the new address");
+    TPPI_change_blk_acc(b, TPPI_TAG_BLK_SIZE, TPPI_Blk_Invalidate);
+    tt_ldr(b);
+    CHECK(inv_faults == 1 && inv_va == (uintptr_t)b,
+          "load of an invalidated block after remap: %u faults (va 0x%lx), "
+          "not 1 at 0x%lx", inv_faults, (unsigned long)inv_va,
+          (unsigned long)(uintptr_t)b);
+    CHECK(TPPI_unmap_and_free(b) == 1, "unmap failed");
+}
 
 static void alloc_failures(void)
 {
@@ -330,6 +370,7 @@ int main(void)
     fresh_pages();
     page_info();
     unmap_and_remap();
+    downgrade_after_remap();
     page_faults();
     misuse();
     exhaustion();

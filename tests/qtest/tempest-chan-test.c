@@ -66,6 +66,17 @@ static void expect_fail(QTestState *s, uint32_t st, uint32_t why)
     g_assert_cmpuint(reason(s), ==, why);
 }
 
+/* Waits (the main loop running) until port @p is in @state. */
+static void wait_state(QTestState *s, uint32_t p, unsigned state)
+{
+    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+         (port_state(s, p) & 0xff) != state &&
+         g_get_monotonic_time() < end;) {
+        g_usleep(500);
+    }
+    g_assert_cmphex(port_state(s, p) & 0xff, ==, state);
+}
+
 static void fill(QTestState *s, uint64_t addr, size_t len, uint8_t seed)
 {
     g_autofree uint8_t *b = g_malloc(len);
@@ -186,11 +197,34 @@ static void test_errors(void)
     expect_fail(s, chan(s, TEMPEST_CHAN_OP_BUFFER, a, 0x100, 4),
                 TEMPEST_CMD_E_BAD_ADDR);
     g_assert_cmphex(port_state(s, a) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
-    /* b has no buffer: the pre-send is refused there (TOO_BIG). */
+    /*
+     * b has no buffer: the pre-send waits at a (b's STATE says WAITING)
+     * for a buffer it fits; an INPUT with a shorter one fails TOO_BIG
+     * with the length and changes nothing; b holds data: no output.
+     */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, a, SRC, 4), ==,
                      TEMPEST_CMD_SUCCESS);
-    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0),
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_C, 16),
                 TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(s), ==, 4);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_OUTPUTDATA, b, SRC, 4),
+                TEMPEST_CMD_E_PORT_STATE);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_PORT, b, BUF_C, 16),
+                TEMPEST_CMD_E_CHAN_TYPE);
+    g_assert_cmphex(port_state(s, b) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    /* A buffer it fits: GO, the transfer engine brings it; input. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, b, BUF_B, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    wait_state(s, b, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_C, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 4);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);
     g_assert_cmphex(port_state(s, b) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
     /* One pre-send at a time; not freed while it is out. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, b, BUF_B, 16), ==,
@@ -354,13 +388,7 @@ static void test_pair(void)
     fill(n[1], SRC, 64, 5);
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUTDATA, p[1], SRC, 64),
                      ==, TEMPEST_CMD_SUCCESS);
-    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-         (port_state(n[0], p[0]) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL &&
-         g_get_monotonic_time() < end;) {
-        g_usleep(500);
-    }
-    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==,
-                    TEMPEST_CHAN_ST_BUFFERFULL);
+    wait_state(n[0], p[0], TEMPEST_CHAN_ST_BUFFERFULL);
     check(n[0], BUF_A, 64, 5);
     for (int i = 0; i < 2; i++) {
         g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
@@ -374,7 +402,8 @@ static void test_pair(void)
  * Spec: outputs longer than TEMPEST_CHAN_INLINE go by the transfer
  * engine straight into the input buffer (BIG, GO, the transfer, ACK):
  * between two nodes, to a waiting input and pre-sent into the initial
- * buffer; refused (TOO_BIG) when longer than the buffer; and on one node.
+ * buffer; refused (TOO_BIG) when longer than the buffer; and on one node,
+ * pre-sent and to a waiting input (READY, docs/chan.rst "A long DATA").
  * No XFER event reaches the guest: the channel's own events only.
  */
 static void test_big(void)
@@ -416,13 +445,7 @@ static void test_big(void)
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[1]), ==, 0);
-    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-         (port_state(n[0], p[0]) & 0xff) != TEMPEST_CHAN_ST_BUFFERFULL &&
-         g_get_monotonic_time() < end;) {
-        g_usleep(500);
-    }
-    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==,
-                    TEMPEST_CHAN_ST_BUFFERFULL);
+    wait_state(n[0], p[0], TEMPEST_CHAN_ST_BUFFERFULL);
     check(n[0], buf, len, 13);
     /* Synchronous: the output completes when node 0 inputs. */
     g_assert_cmphex(port_state(n[1], p[1]) & 0xff, ==,
@@ -434,7 +457,43 @@ static void test_big(void)
     g_assert_cmphex(ev[0], ==,
                     p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
     g_assert_cmpuint(ev[1], ==, 0);
-    /* Longer than node 0's buffer now (100 bytes): refused. */
+    /*
+     * Longer than node 0's buffer now (100 bytes): it waits at node 1
+     * until node 0 names a buffer it fits (an INPUT with the short one
+     * fails TOO_BIG with the length), then comes by the transfer engine.
+     */
+    fill(n[1], src, len, 15);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+         !(port_state(n[0], p[0]) & TEMPEST_CHAN_ST_WAITING) &&
+         g_get_monotonic_time() < end;) {
+        g_usleep(500);
+    }
+    expect_fail(n[0], chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(n[0]), ==, len);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, p[0], buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    if (result(n[0]) == 0) {
+        g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        p[0] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+        g_assert_cmpuint(ev[1], ==, len);
+    } else {
+        g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    }
+    check(n[0], buf, len, 15);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    /* An input under way with a shorter buffer: refused. */
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
@@ -469,10 +528,45 @@ static void test_big(void)
     g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[0]), ==, 1);
+    /* On one node, to a waiting input (its buffer offered: READY). */
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, b, buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, b, buf, 8), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    fill(n[0], src, len, 19);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, src, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, len);
+    check(n[0], buf, len, 19);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+    g_assert_cmpuint(qtest_readl(n[0], NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
     for (int i = 0; i < 2; i++) {
         qtest_quit(n[i]);
     }
     rmdir(dir);
+}
+
+/*
+ * Two channels on one node: a-b (buffers BUF_A, BUF_B) and c-d (c with
+ * no buffer, d BUF_C): c-d carries b in the move tests.
+ */
+static void two_channels(QTestState *s, uint32_t *a, uint32_t *b,
+                         uint32_t *c, uint32_t *d)
+{
+    *a = alloc_port(s, BUF_A, 256);
+    *b = alloc_port(s, BUF_B, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *a, *b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    *c = alloc_port(s, 0, 0);
+    *d = alloc_port(s, BUF_C, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *c, *d, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
 }
 
 /* The CHAN event that must come next: its kind and port, B and C. */
@@ -509,14 +603,7 @@ static void test_move_local(void)
     uint64_t got = 0;
 
     setup_cq(s);
-    a = alloc_port(s, BUF_A, 256);
-    b = alloc_port(s, BUF_B, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    c = alloc_port(s, 0, 0);
-    d = alloc_port(s, BUF_C, 256);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, c, d, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
+    two_channels(s, &a, &b, &c, &d);
 
     /* a pre-sends 100 bytes: b holds them. */
     fill(s, SRC, 100, 3);
@@ -604,6 +691,49 @@ static void test_move_local(void)
     g_assert_cmphex(port_state(s, m), ==,
                     TEMPEST_CHAN_ST_IDLE | (uint64_t)a << 32);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_MOVES)), ==, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    qtest_quit(s);
+}
+
+/*
+ * Spec: tempest-hw.h, FREE with TEMPEST_CHAN_FREE_HELD: a port holding a
+ * port sent to it is freed only when the guest says so, and then the
+ * FREED makes the sender abandon the move: the moved port is IDLE where
+ * it was, wired to itself, so its companion sends again what it had
+ * pre-sent (the move's port data is as good as lost, never the port).
+ */
+static void test_free_held(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    unsigned cq = 0;
+    uint32_t a, b, c, d;
+
+    setup_cq(s);
+    two_channels(s, &a, &b, &c, &d);
+    fill(s, SRC, 40, 7);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, SRC, 40), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, c, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, d) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | TEMPEST_CHAN_ST_HELD_PORT);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_FREE, d, 0, 0),
+                TEMPEST_CMD_E_PORT_STATE);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_FREE, d, TEMPEST_CHAN_FREE_HELD,
+                          0), ==, TEMPEST_CMD_SUCCESS);
+    expect_event(s, &cq, c, TEMPEST_CHAN_EV_OUTPUT, TEMPEST_CMD_E_CLOSED,
+                 NULL);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_STATE, d, 0, 0),
+                TEMPEST_CMD_E_BAD_PORT);
+    /* b is back, a's data sent to it again. */
+    g_assert_cmphex(port_state(s, b), ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL | (uint64_t)a << 32);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_RESENT)), ==, 1);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_A, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 40);
+    check(s, BUF_B, 40, 7);
+    expect_event(s, &cq, a, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
     qtest_quit(s);
 }
@@ -714,6 +844,25 @@ static void peer_expect_chan(int fd, uint8_t kind, uint32_t to,
 }
 
 /*
+ * Against a fake peer on @fd, once the fabric is up: port *q (buffer
+ * @buf of @size) connected to @p1 there, port *t (no buffer) to @p2.
+ */
+static void peer_ports(QTestState *s, int fd, uint64_t buf, uint64_t size,
+                       uint32_t p1, uint32_t p2, uint32_t *q, uint32_t *t)
+{
+    peer_set_timeout(fd, 30);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    *q = alloc_port(s, buf, size);
+    *t = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *q, p1, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, *t, p2, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+}
+
+/*
  * Spec: docs/chan.rst, ports over ports in the device, against a fake
  * peer on the fabric: stage 1's PORTDATA frame (the port, its companion,
  * its counters); the carrier's companion freed before it took the port:
@@ -736,17 +885,8 @@ static void test_move_peer(void)
     unsigned cq = 0;
     uint64_t got = 0;
 
-    peer_set_timeout(fd, 30);
-    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
+    peer_ports(s, fd, BUF_A, 64, p1, p2, &q, &t);
     setup_cq(s);
-    q = alloc_port(s, BUF_A, 64);
-    t = alloc_port(s, 0, 0);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, q, p1, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t, p2, 0), ==,
-                     TEMPEST_CMD_SUCCESS);
 
     /* Stage 1: PORTDATA (origin, companion, tx, rx). */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, q, 0), ==,
@@ -824,6 +964,70 @@ static void test_move_peer(void)
     rmdir(dir);
 }
 
+/*
+ * Spec: docs/chan.rst, "A long DATA": a port that inputs with a buffer
+ * longer than TEMPEST_CHAN_INLINE offers it to its companion (READY:
+ * number rx + 1, the buffer, its size); a READY for our next DATA makes
+ * the next long output go straight by the transfer engine into the
+ * buffer offered (its XFER_HDR names it; no BIG, no GO); a READY for
+ * another number is stale: ignored, not counted as dropped.
+ */
+static void test_ready(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
+    const uint64_t there = 0x40123000, len = TEMPEST_CHAN_INLINE + 100;
+    uint32_t in, out, w[4];
+    uint8_t offer[16], f[256];
+    uint32_t flen;
+
+    peer_ports(s, fd, SRC, 0x20000, p1, p2, &in, &out);
+
+    /* The input's buffer offered. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, BUF_B, 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    w[0] = (uint32_t)SRC;
+    w[1] = (uint32_t)(SRC >> 32);
+    w[2] = 0x20000;
+    w[3] = 0;
+    peer_expect_chan(fd, 12, p1, in, 1, w, 4);
+
+    /* A stale offer, then one for DATA 1: the output goes into it. */
+    fabric_st64(offer, there);
+    fabric_st64(offer + 8, 0x20000);
+    peer_chan(fd, 12, out, p2, 7, offer, 16);
+    peer_chan(fd, 12, out, p2, 1, offer, 16);
+    /* A DATA out of sequence, dropped: the frames before it are in. */
+    peer_chan(fd, 1, out, p2, 9, offer, 4);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, 1), ==, 1);
+    fill(s, RAM(0x600000), len, 3);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, out, RAM(0x600000),
+                          len), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    for (;;) {
+        uint16_t type = peer_read_frame(fd, f, sizeof(f), &flen);
+        const uint8_t *b = f + FABRIC_HDR_SIZE;
+
+        if (type == FABRIC_CHAN) {
+            g_assert_cmpuint(b[0], !=, 5);      /* no BIG */
+        } else if (type == FABRIC_XFER) {
+            g_assert_cmpuint(b[0], ==, 1);      /* XFER_HDR first */
+            g_assert_cmpuint(fabric_ld64(b + FABRIC_XFER_HDR), ==, len);
+            g_assert_cmphex(fabric_ld64(b + FABRIC_XFER_HDR + 8), ==,
+                            there);
+            break;
+        }
+    }
+    g_assert_cmphex(port_state(s, out) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 1);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -833,6 +1037,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/big", test_big);
     qtest_add_func("/tempest/chan/peer", test_peer);
     qtest_add_func("/tempest/chan/move-local", test_move_local);
+    qtest_add_func("/tempest/chan/free-held", test_free_held);
     qtest_add_func("/tempest/chan/move-peer", test_move_peer);
+    qtest_add_func("/tempest/chan/ready", test_ready);
     return g_test_run();
 }

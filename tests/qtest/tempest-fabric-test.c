@@ -193,7 +193,7 @@ static void put_big(QTestState *s, uint64_t ring, unsigned slot,
 }
 
 /*
- * Node controller 1.10 (docs/node-controller.rst, "Rings in guest RAM",
+ * Node controller 1.11 (docs/node-controller.rst, "Rings in guest RAM",
  * RING_SETUP's slot shift): a packet ring of 4 KiB slots sends and takes
  * a packet of up to 4064 bytes whole, in one slot, across the fabric;
  * a longer one is the sender's SEND_ERROR (BAD_LEN); one longer than

@@ -103,7 +103,7 @@ static void test_data_sizes(void)
     }
 }
 
-/* (1.10) A packet longer than the largest slot is no DATA frame. */
+/* (1.11) A packet longer than the largest slot is no DATA frame. */
 static void test_data_too_long(void)
 {
     g_autofree uint8_t *buf = g_malloc0(FABRIC_HDR_SIZE + FABRIC_DATA_MAX +

@@ -387,6 +387,9 @@ static int exec(struct chan_req *r)
 {
     struct cport *p;
 
+    if (cp_on_device && r->op != OP_ACCEPT) {
+        return cp_dev_exec(r);
+    }
     switch (r->op) {
     case OP_ALLOC:
         return exec_alloc(r);
@@ -531,6 +534,7 @@ static int call(struct chan_req *r)
 
     __atomic_fetch_add(&cp_stats.calls, 1, __ATOMIC_RELAXED);
     if (on_protocol_thread()) {
+        r->in_handler = true;
         rc = may_wait(r->op) ? CHAN_E_CONTEXT : exec(r);
     } else if (rt_in_irq()) {
         rc = CHAN_E_CONTEXT;
@@ -609,11 +613,16 @@ int chan_free(chan_port p)
     return call(&r);
 }
 
+size_t chan_max_data(void)
+{
+    return cp_on_device ? TEMPEST_CHAN_MAX_DATA : CHAN_MAX_DATA;
+}
+
 static int output(unsigned op, chan_port p, const void *data, size_t len)
 {
     struct chan_req r = { .op = op, .a = p, .src = data, .len = len };
 
-    return call_checked(&r, len > CHAN_MAX_DATA || (len && !data));
+    return call_checked(&r, len > chan_max_data() || (len && !data));
 }
 
 int chan_output(chan_port p, const void *data, size_t len)

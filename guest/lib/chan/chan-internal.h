@@ -46,6 +46,7 @@ struct chan_req {
     size_t len;                 /* its length */
     unsigned node;              /* alloc_to, accept */
     uint32_t key;
+    bool in_handler;            /* made on the protocol thread itself */
     /* results */
     int result;
     chan_port port_out, port_out2;
@@ -150,6 +151,24 @@ int cp_stage2(struct cport *t);
 
 /* cp_stage1: stage 1: port @q becomes MIGRATING, sent over @t. */
 void cp_stage1(struct cport *t, struct cport *q);
+
+/* ---- dev.c: on the node controller's channel controller ----------------- */
+
+/* True when the calls run on the device (FEATURES bit CHAN). */
+extern bool cp_on_device;
+
+/*
+ * cp_dev_exec: carries out @r (any call but chan_accept) with the device's
+ * instructions; returns its result or CP_PENDING (the TEMPEST_EV_CHAN
+ * event completes it).
+ */
+int cp_dev_exec(struct chan_req *r);
+
+/* cp_dev_stats: the device's counters into the fields they stand for. */
+void cp_dev_stats(struct chan_stats *s);
+
+/* cp_dev_dump: chan_dump() of the device's port table. */
+void cp_dev_dump(void);
 
 /* ---- calls.c ------------------------------------------------------------ */
 

@@ -174,6 +174,9 @@ void chan_get_stats(struct chan_stats *s)
 {
     if (s) {
         memcpy(s, &cp_stats, sizeof(*s));
+        if (cp_on_device) {
+            cp_dev_stats(s);
+        }
     }
 }
 
@@ -184,6 +187,10 @@ void chan_dump(void)
     struct cport *p;
     unsigned i;
 
+    if (cp_on_device) {
+        cp_dev_dump();
+        return;
+    }
     for (i = 0; i < CHAN_PORTS; i++) {
         p = &cp_ports[i];
         if (p->state == CHAN_EMPTY) {

@@ -241,9 +241,9 @@ int nc_init(void)
                (unsigned long)features);
         return -1;
     }
-    /* Larger packet slots (1.10): a 4096-byte message in two packets. */
+    /* Larger packet slots (1.11): a 4096-byte message in two packets. */
     if ((features & TEMPEST_NC_FEAT_BIG_SLOTS) &&
-        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 10U)) {
+        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 11U)) {
         shift = NC_PKT_SHIFT;
     }
     if (setup_ring(TEMPEST_RING_SQ0, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||

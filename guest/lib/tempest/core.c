@@ -137,6 +137,13 @@ void tppi_on_event(unsigned type, tppi_event_fn fn)
     }
 }
 
+void tempest_on_event(unsigned type, void (*fn)(const struct nc_event *ev))
+{
+    if (type == TEMPEST_EV_CHAN) {
+        tppi_on_event(type, fn);
+    }
+}
+
 void tppi_on_work(unsigned cls, const struct tppi_work *w)
 {
     if (cls < TPPI_WORK_CLASSES) {

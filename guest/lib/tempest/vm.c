@@ -91,6 +91,7 @@ static uint32_t nframes;
 static uint32_t *shadow;        /* SHADOW_WORDS per frame */
 static bool vm_ready;
 static uint32_t vm_lock;
+static uint32_t vm_seq;         /* odd while a page record changes */
 
 static TPPI_PageFaultHandlerPtr page_handler;
 static TPPI_BlkAccFaultHandlerPtr
@@ -138,6 +139,23 @@ static void lock_drop(uint64_t flags)
     rt_irq_restore(flags);
 }
 
+/*
+ * Page records are read without the lock (page_get: a seqlock, so that a
+ * tag change or a fault's dispatch costs no IRQ masking and no atomic
+ * exchange); whoever changes one holds the lock and brackets the change
+ * with these two.
+ */
+static void rec_change_begin(void)
+{
+    __atomic_store_n(&vm_seq, vm_seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static void rec_change_end(void)
+{
+    __atomic_store_n(&vm_seq, vm_seq + 1, __ATOMIC_RELEASE);
+}
+
 /* ---- addresses and records --------------------------------------------- */
 
 static bool in_segment(uintptr_t va)
@@ -167,35 +185,55 @@ static struct vm_page *page_rec(uintptr_t va, bool create)
         if (!create) {
             return NULL;
         }
-        *leaf = calloc(LEAF_PAGES, sizeof(struct vm_page));
-        if (*leaf == NULL) {
+        struct vm_page *fresh = calloc(LEAF_PAGES, sizeof(struct vm_page));
+
+        if (fresh == NULL) {
             return NULL;
         }
+        /* Zeroed before page_get() can see it. */
+        __atomic_store_n(leaf, fresh, __ATOMIC_RELEASE);
     }
     return &(*leaf)[pn & (LEAF_PAGES - 1)];
 }
 
 /*
  * Copies the record of the mapped page holding @va to *@out; returns
- * false if @va is outside the segment or not mapped.
+ * false if @va is outside the segment or not mapped.  Without the lock:
+ * a copy taken while no change was under way (vm_seq even and unchanged
+ * around it), else again.  A change holds the lock with IRQs masked, so
+ * it never waits on a reader of its own CPU.
  */
 static bool page_get(uintptr_t va, struct vm_page *out)
 {
-    struct vm_page *p;
-    uint64_t flags;
-    bool ok = false;
+    uint64_t pn = (va - TPPI_SEGMENT_BASE) >> TPPI_PAGE_SHIFT;
+    struct vm_page *leaf, *p;
+    uint32_t seq;
+    bool ok;
 
     if (!in_segment(va)) {
         return false;
     }
-    flags = lock_take();
-    p = page_rec(va, false);
-    if (p && p->frame1) {
-        *out = *p;
-        ok = true;
+    for (;;) {
+        seq = __atomic_load_n(&vm_seq, __ATOMIC_ACQUIRE);
+        if (seq & 1) {
+            __asm__ volatile("yield");
+            continue;
+        }
+        leaf = __atomic_load_n(&leaves[pn >> LEAF_SHIFT], __ATOMIC_ACQUIRE);
+        ok = false;
+        if (leaf) {
+            p = &leaf[pn & (LEAF_PAGES - 1)];
+            out->frame1 = __atomic_load_n(&p->frame1, __ATOMIC_RELAXED);
+            out->mode = __atomic_load_n(&p->mode, __ATOMIC_RELAXED);
+            out->home = __atomic_load_n(&p->home, __ATOMIC_RELAXED);
+            out->usr_ptr = __atomic_load_n(&p->usr_ptr, __ATOMIC_RELAXED);
+            ok = out->frame1 != 0;
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&vm_seq, __ATOMIC_RELAXED) == seq) {
+            return ok;
+        }
     }
-    lock_drop(flags);
-    return ok;
 }
 
 /* ---- the frame allocator and the tag copy ------------------------------ */
@@ -355,10 +393,12 @@ int TPPI_alloc_and_map(void *pg, TPPI_PageMode mode, TPPI_BlkAccTag acc,
     }
     /* Reserve the page: a fault on it meanwhile is retried. */
     frame = free_frames[--nfree];
+    rec_change_begin();
     p->frame1 = frame + 1;
     p->mode = mode;
     p->home = home;
     p->usr_ptr = usr_ptr;
+    rec_change_end();
     lock_drop(flags);
 
     /* A fresh page: zeroed, every block tagged acc, and only then mapped. */
@@ -369,7 +409,9 @@ int TPPI_alloc_and_map(void *pg, TPPI_PageMode mode, TPPI_BlkAccTag acc,
         return 1;
     }
     flags = lock_take();
+    rec_change_begin();
     p->frame1 = 0;
+    rec_change_end();
     free_frames[nfree++] = frame;
     lock_drop(flags);
     return 0;
@@ -392,7 +434,9 @@ int TPPI_unmap_and_free(void *pg)
         return 0;
     }
     frame = p->frame1 - 1;
+    rec_change_begin();
     p->frame1 = 0;
+    rec_change_end();
     lock_drop(flags);
     /* A free frame is all Writable: most pages are mapped so. */
     if (!shadow_all(frame, TPPI_Blk_Writable)) {
@@ -430,8 +474,10 @@ int TPPI_remap(void *old_pg, void *new_pg)
         return 0;
     }
     /* The same frame: data, tags, mode, home and usr_ptr go with it. */
+    rec_change_begin();
     *np = *op;
     op->frame1 = 0;
+    rec_change_end();
     rt_segment_unmap(ova);
     lock_drop(flags);
     return 1;

@@ -320,8 +320,13 @@ def bench_chan(repeat):
     bulk_bench, both programs run in the same round."""
     chan_elf = build.guest_program("bench/chan_bench.elf")
     bulk_elf = build.guest_program("bench/bulk_bench.elf")
+    lib_elf = build.guest_program("bench/libchan_bench.elf")
     rounds = []
+    libs = {"device": [], "soft": []}
     for _ in range(repeat):
+        # <chan.h> on each path, A/B in the same round.
+        for path in ("device", "soft"):
+            libs[path].append(_libchan_round(lib_elf, path))
         bulk = _bulk_lines(_cluster(bulk_elf, 2, [str(BULK_MAX_MB),
                                                   str(BULK_ROUNDS)],
                                     "chan-bulk", smp=2, mem="320M"),
@@ -358,7 +363,46 @@ def bench_chan(repeat):
         (f"channel round trip, 1 MiB each way ({2 * mib / big[0] / 1e6:.0f}"
          " MB/s; ratio: its throughput to the stream's, goal >= 0.9x)",
          big, big_r),
-    ]
+    ] + _libchan_rows(libs, rounds)
+
+
+def _libchan_round(elf, path):
+    """One run of libchan_bench on @path ('device' or 'soft':
+    TEMPEST_CHAN=soft); its size lines."""
+    old = os.environ.get(cluster.CHAN_ENV)
+    if path == "soft":
+        os.environ[cluster.CHAN_ENV] = "soft"
+    else:
+        os.environ.pop(cluster.CHAN_ENV, None)
+    try:
+        log = _cluster(elf, 2, [str(CHAN_ROUNDS)], "libchan-" + path,
+                       smp=2, mem="128M")
+    finally:
+        if old is None:
+            os.environ.pop(cluster.CHAN_ENV, None)
+        else:
+            os.environ[cluster.CHAN_ENV] = old
+    sizes, other = _bulk_lines(log, "libchan_bench")
+    if other.get("device") != (path == "device"):
+        raise StepError(f"bench: libchan_bench ran off the {path} path")
+    return sizes
+
+
+def _libchan_rows(libs, rounds):
+    """<chan.h> round trips (--smp 2, calls that sleep) on the device and
+    in software, each as a ratio to the AM round trip in which main waits
+    for the reply, of the same round."""
+    rows = []
+    for size in (4, 4080):
+        for path, what in (("device", "on the device"),
+                           ("soft", "in software")):
+            per = [lib[size]["ns"] / lib[size]["rounds"]
+                   for lib in libs[path]]
+            rows.append((f"<chan.h> round trip, {size} bytes, {what}",
+                         _med([t / 1e9 for t in per]),
+                         _med([t / b[1]["am_ns"]
+                               for t, (b, _) in zip(per, rounds)])))
+    return rows
 
 
 def _bulk_busy(guests):
@@ -533,7 +577,8 @@ def bench_tags(repeat):
     memory-bound loop over untagged RAM (the reference), tagged pages all
     Writable (goal: within 5%) and tagged pages each holding one ReadOnly
     block the loop does not touch (the slow path); a local fault-handler-
-    resume round trip, a tag upgrade, a downgrade and a tag change that
+    resume round trip (the mean, which holds the faults that waited for a
+    host core, and the median of faults timed one by one), a tag upgrade, a downgrade and a tag change that
     changes nothing against an empty device read (the SCRATCH register:
     one MMIO exit, the unit of the node controller's cost), with the
     protocol thread
@@ -572,7 +617,8 @@ def bench_tags(repeat):
         for key, what in (("noop_ns", "tag change that changes nothing"),
                           ("upgrade_ns", "tag upgrade"),
                           ("downgrade_ns", "tag downgrade (all vCPUs)"),
-                          ("fault_ns", "fault, handler, upgrade, resume")):
+                          ("fault_ns", "fault, handler, upgrade, resume"),
+                          ("fault_med_ns", "the same, median of 1025")):
             m = _med([s[key] / 1e9 for s in flt])
             rows.append((f"--smp {smp}: {what}", m, m[0] / ref[0]))
     ref = _med([sweeps("msg") for _ in range(repeat)])

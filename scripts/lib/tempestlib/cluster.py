@@ -520,6 +520,10 @@ def free_port_base(count):
 FABRICS = ("shm", "socket", "tcp", "auto")
 SPIN_US = 50        # TEMPEST_SPIN_US_DEFAULT
 FABRIC_ENV = "TEMPEST_FABRIC"
+# TEMPEST_CHAN=soft: the node controllers do not offer their channel
+# controller (machine property chan=off), so libchan runs its software
+# protocol over active messages (docs/chan.rst, A/B of the two paths).
+CHAN_ENV = "TEMPEST_CHAN"
 
 
 def fabric_kind(kind=None):
@@ -605,6 +609,8 @@ def node_command(index, nodes, program, args, smp=1, mem="128M", cpu=None,
         machine += f",credits={credits}"
     if spin_us is not None:
         machine += f",spin-us={spin_us}"
+    if os.environ.get(CHAN_ENV) == "soft":
+        machine += ",chan=off"
     ram = []
     if boot:
         # A Linux node: its processes' memory for the node controller, as

@@ -280,8 +280,9 @@ def suite_tcg(results, k):
 def suite_guest(results, k):
     """tests/guest/cases.py, registered with meson as the TAP tests 'guest'
     (the shared-memory fabric), 'guest-socket' (every link its Unix
-    socket) and 'guest-tcp' (TCP); tests/guest/meson.build."""
-    for name in ("guest", "guest-socket", "guest-tcp"):
+    socket) and 'guest-tcp' (TCP), and 'guest-chan-soft' (libchan's cases
+    on its software protocol); tests/guest/meson.build."""
+    for name in ("guest", "guest-socket", "guest-tcp", "guest-chan-soft"):
         _meson(results, name, GUEST_BUILD, [name],
                test_args=["-k", k] if k else [])
 

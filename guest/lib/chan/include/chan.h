@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libchan: migratable channels on the tempest machine, after "Hardware
- * Migratable Channels" (May, Muller, Sen; shared/seeds/001_*): a software
- * implementation of the paper's channel hardware over libtempest's
- * active messages.  docs/chan.rst says more.
+ * Migratable Channels" (May, Muller, Sen; shared/seeds/001_*): on a
+ * bare-metal node whose node controller has the channel controller
+ * (FEATURES bit CHAN), the calls run on the device's instructions; else a
+ * software implementation of the paper's channel hardware over
+ * libtempest's active messages.  The calls and their results are the same
+ * on both but for what docs/chan.rst ("<chan.h> on the device") lists:
+ * on the device a name's generation is always 1 and data too long for
+ * the input's buffer has already been acknowledged.
  *
  * A channel is two companion ports.  Each node has a port table of
  * CHAN_PORTS entries; a port is in one of the paper's seven states
@@ -52,7 +57,8 @@
  * A port: the paper's 32-bit companion-id, naming the node and the port
  * table entry, with a generation so that a freed or migrated port's old
  * name is not taken for a newer port (entries are reused round robin;
- * an old name comes back after 255 reuses of its entry):
+ * an old name comes back after 255 reuses of its entry; on the device
+ * the generation is always 1 and a name comes back after 255 others):
  *   bits 31..20  node (0 .. 4095)
  *   bits 19..8   index in the node's port table (0 .. CHAN_PORTS - 1)
  *   bits  7..0   generation (1 .. 255; never 0)
@@ -61,11 +67,14 @@
  */
 typedef uint32_t chan_port;
 #define CHAN_NO_PORT            0
-#define CHAN_PORTS              4096
+#define CHAN_PORTS              256
 #define CHAN_PORT_NODE(p)       ((unsigned)((p) >> 20))
 #define CHAN_PORT_INDEX(p)      ((unsigned)(((p) >> 8) & 0xFFFU))
 
-/* The most bytes one output carries (one active message of 4096 bytes). */
+/*
+ * The most bytes one output carries on every path (one active message of
+ * 4096 bytes in software); chan_max_data() says what this node takes.
+ */
 #define CHAN_MAX_DATA           4080
 
 /*
@@ -167,11 +176,20 @@ int chan_free(chan_port p);
 /* ---- data over ports (section 3.1) ------------------------------------- */
 
 /*
+ * chan_max_data: the longest output here: CHAN_MAX_DATA in software, the
+ * channel controller's limit (1 GiB) on the device, where data past
+ * CHAN_MAX_DATA reaches an input whose buffer is that long straight into
+ * that buffer, and waits at the sender until such an input comes
+ * (docs/chan.rst, "Long data through <chan.h>").
+ */
+size_t chan_max_data(void);
+
+/*
  * chan_output: outputs @len bytes at @data (any alignment, 0 ..
- * CHAN_MAX_DATA) on @p: pre-sends them to the companion at once and
+ * chan_max_data()) on @p: pre-sends them to the companion at once and
  * waits until the companion's process has input them.  Returns 0;
  * CHAN_E_BADPORT; CHAN_E_ARG (@data NULL with @len > 0, @len over
- * CHAN_MAX_DATA); CHAN_E_MIGRATING; CHAN_E_STATE if @p is already in
+ * chan_max_data()); CHAN_E_MIGRATING; CHAN_E_STATE if @p is already in
  * an input or output, confirming, or holds data from its companion
  * (both ends would output at once); CHAN_E_CLOSED if the companion has
  * been freed (before or while waiting).
@@ -201,7 +219,7 @@ int chan_output_wait(chan_port p);
  * chan_input: inputs the next data on @p into @buf (at most @maxlen
  * bytes): takes the data buffered there, or waits for it, and
  * acknowledges it to the companion.  Returns its length (0 ..
- * CHAN_MAX_DATA); CHAN_E_BADPORT; CHAN_E_ARG if @buf is NULL with
+ * chan_max_data()); CHAN_E_BADPORT; CHAN_E_ARG if @buf is NULL with
  * @maxlen > 0; CHAN_E_MIGRATING; CHAN_E_STATE if @p is in another
  * input or an output; CHAN_E_TOOBIG if the data is longer than @maxlen
  * (it stays buffered, not acknowledged: input it with a larger buffer);

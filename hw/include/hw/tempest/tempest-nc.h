@@ -50,7 +50,7 @@ typedef struct TempestRing {
     uint64_t base;
     uint32_t slots;
     uint32_t idx;       /* SQ: next slot to read; RQ, CQ: next to write */
-    uint32_t shift;     /* (1.10) log2 of the slot size; 0: the default */
+    uint32_t shift;     /* (1.11) log2 of the slot size; 0: the default */
 } TempestRing;
 
 enum {
@@ -105,6 +105,16 @@ typedef struct TempestChanPort {
     uint32_t held_tx;           /* ... its counters */
     uint32_t held_rx;
     uint32_t result;            /* CONFIRMING: the new port */
+    /* READY (docs/chan.rst, "A long DATA"): */
+    uint32_t granted;           /* INPUTTING: buf offered for DATA rx+1 */
+    uint32_t waiting;           /* DATA rx+1 (in_len bytes) too long for
+                                 * buf waits at the sender (IDLE) */
+    uint32_t last_long;         /* the last DATA taken was long */
+    uint32_t ready;             /* the companion's buffer is offered ... */
+    uint32_t ready_comp;        /* ... by this companion */
+    uint32_t ready_num;         /* ... for our DATA of this number */
+    uint64_t ready_addr;        /* ... there, of this size */
+    uint64_t ready_size;
 } TempestChanPort;
 
 /* One vCPU's command bank (FLASH's initiation protocol). */
@@ -202,6 +212,7 @@ struct TempestNCState {
     uint32_t fabric_timeout_ms;
     uint32_t spin_us;               /* "spin-us": the SPIN_US hint */
     bool poll_hint_on;              /* "poll-hint": POLL_HINT offered */
+    bool chan_on;                   /* "chan": FEATURES offers CHAN */
     uint32_t coll_fanout;
     uint64_t tagmem_size;
 
@@ -281,6 +292,7 @@ struct TempestNCState {
     uint32_t chan_moves;        /* ports moved away (stage 4 here) */
     uint32_t chan_forwards;     /* FWD sent (stage 5) */
     uint32_t chan_resent;       /* pre-sends sent again (stage 3) */
+    uint32_t chan_migdrops;     /* DATA/PORTDATA dropped: port MIGRATING */
 
     /* Transfer engine (tempest-nc-xfer.c) */
     QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */

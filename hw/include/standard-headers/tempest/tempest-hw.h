@@ -211,6 +211,8 @@
 #define TEMPEST_NC_CHAN_MOVES       0x1C0   /* ports moved away (stage 4) */
 #define TEMPEST_NC_CHAN_FWDS        0x1C4   /* wire-ups passed on (stage 5) */
 #define TEMPEST_NC_CHAN_RESENT      0x1C8   /* pre-sends sent again (3.2) */
+/* (1.9) DATA and port data dropped at a MIGRATING port (sent again) */
+#define TEMPEST_NC_CHAN_MIGDROPS    0x1CC
 
 /*
  * (1.9) POLL_HINT: one aligned 8-byte write names a 4-byte word of the
@@ -232,7 +234,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    10
+#define TEMPEST_NC_VERSION_MINOR    11
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -251,7 +253,7 @@
 #define TEMPEST_NC_FEAT_TAG_UPGRADE (1U << 11)  /* the TAG_UPGRADE register */
 #define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
 #define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
-#define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.10) packet slot sizes */
+#define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.11) packet slot sizes */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -290,7 +292,7 @@
 
 /*
  * ARG0 ring (TEMPEST_RING_*) | slot shift << 8, ARG1 base address, ARG2
- * slots (2^k).  (1.10) The slot shift of SQ0, SQ1 or the RQ: the slot is
+ * slots (2^k).  (1.11) The slot shift of SQ0, SQ1 or the RQ: the slot is
  * 1 << shift bytes (TEMPEST_PKT_MIN_SHIFT to TEMPEST_PKT_MAX_SHIFT), so a
  * packet carries up to that minus TEMPEST_PKT_DATA bytes; 0 means
  * TEMPEST_PKT_SIZE.  The CQ takes shift 0 only.
@@ -392,7 +394,10 @@
  *              this node that has no companion either is connected back).
  *              The port must be IDLE with no companion.
  *   FREE       ARG1 port (IDLE or BUFFERFULL, nothing pre-sent): EMPTY;
- *              the companion is told (TEMPEST_CHAN_EV_CLOSED there).
+ *              the companion is told (TEMPEST_CHAN_EV_CLOSED there).  A
+ *              port holding a port sent to it fails PORT_STATE unless
+ *              ARG2 has TEMPEST_CHAN_FREE_HELD: then the sender's move
+ *              is abandoned by the FREED (the port stays at the sender).
  *   BUFFER     ARG1 port, ARG2 address, ARG3 size (0: none): the port's
  *              address field, where the next data is stored.
  *   OUTPUTDATA ARG1 port, ARG2 address, ARG3 length (0 ..
@@ -414,7 +419,7 @@
  *              length, CMD_ARG... unchanged, no event; clear: INPUTTING
  *              until TEMPEST_CHAN_EV_INPUT.
  *   STATE      ARG1 port: RESULT state (TEMPEST_CHAN_ST_*) | pre-sent (bit
- *              8) | companion id << 32.
+ *              8) | holds a port sent to it (bit 9) | companion id << 32.
  *   OUTPUT_PORT ARG1 the port t to send over, ARG2 the port q sent (the
  *              paper's port output, 3.2 stage 1): q (IDLE or BUFFERFULL,
  *              nothing pre-sent; data held is dropped, its sender sends
@@ -448,6 +453,7 @@
 #define TEMPEST_CHAN_ID_INDEX(id)   ((uint32_t)(id) & 0xFFFFU)
 #define TEMPEST_CHAN_NONE           0xFFFFFFFFU /* no companion */
 #define TEMPEST_CHAN_PRESENT        (1ULL << 32) /* INPUT RESULT: was there */
+#define TEMPEST_CHAN_FREE_HELD      (1U << 0)   /* FREE ARG2: even holding */
 
 /* The paper's seven port states (section 3). */
 #define TEMPEST_CHAN_ST_EMPTY       0
@@ -458,6 +464,8 @@
 #define TEMPEST_CHAN_ST_MIGRATING   5
 #define TEMPEST_CHAN_ST_CONFIRMING  6
 #define TEMPEST_CHAN_ST_PRESENT     (1U << 8)   /* STATE: a pre-send is out */
+#define TEMPEST_CHAN_ST_HELD_PORT   (1U << 9)   /* STATE: BUFFERFULL, a port */
+#define TEMPEST_CHAN_ST_WAITING     (1U << 10)  /* STATE: data waits (1.11) */
 
 /* TEMPEST_NC_CMD_REASON values */
 #define TEMPEST_CMD_E_NONE          0
@@ -554,7 +562,7 @@
 /* Packet slot (SQ, RQ): 32-byte header, then the payload. */
 #define TEMPEST_PKT_SIZE            256
 #define TEMPEST_PKT_PAYLOAD         224
-/* (1.10) Larger packet slots, chosen per ring at RING_SETUP. */
+/* (1.11) Larger packet slots, chosen per ring at RING_SETUP. */
 #define TEMPEST_PKT_MIN_SHIFT       8
 #define TEMPEST_PKT_MAX_SHIFT       13
 #define TEMPEST_PKT_MAX_SIZE        (1U << TEMPEST_PKT_MAX_SHIFT)

@@ -15,13 +15,13 @@
  * Rings (allocated by nc_init() in guest RAM, each aligned to its slot
  * size):
  *   SQ0, SQ1  NC_SQ_SLOTS packet slots each of 1 << NC_PKT_SHIFT bytes
- *             (4 KiB, node controller 1.10; 256 bytes before): 256 KiB each
+ *             (4 KiB, node controller 1.11; 256 bytes before): 256 KiB each
  *   RQ        NC_RQ_SLOTS packet slots of the same size: 1 MiB, enough to
  *             absorb a burst from every peer without holding back their
  *             credit
  *   CQ        NC_CQ_SLOTS event slots (32 bytes): 2 KiB
  * A packet carries up to nc_pkt_payload bytes (4064; 224 with 256-byte
- * slots, when the node controller is older than 1.10 or the memory for
+ * slots, when the node controller is older than 1.11 or the memory for
  * larger rings is not there).  Every node of a cluster runs the same
  * library, so every node's slots are the same size (the device drops a
  * packet longer than its RQ's slots).

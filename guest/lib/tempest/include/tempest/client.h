@@ -102,4 +102,15 @@ bool tempest_client_polled(void);
  */
 bool tempest_client_on_protocol_thread(void);
 
+/*
+ * tempest_on_event: makes the protocol thread call fn(ev) (@ev a copy)
+ * for every control event of type @type that belongs to another library:
+ * TEMPEST_EV_CHAN alone (libchan on the channel controller, docs/chan.rst).
+ * Call it from a constructor of priority 190 or less (before libtempest
+ * starts its protocol thread).  Other types are ignored (libtempest keeps
+ * its own).  @fn runs on the protocol thread, must not block, and the
+ * CPUs in tempest_wait() are woken after it.
+ */
+void tempest_on_event(unsigned type, void (*fn)(const struct nc_event *ev));
+
 #endif /* TEMPEST_CLIENT_H */
