@@ -19,11 +19,14 @@
  * and prints one line:
  *   am_bench: rtt_empty_ns=N rtt_full_ns=N oneway_ns=N rate=N
  *             timer_late_ns=N timer_late_msgs=N
- * Usage: am_bench [ROUNDS [STREAM [SPIN_US]]] (SPIN_US: see
- * tempest_set_spin_us()).
+ * Usage: am_bench [ROUNDS [STREAM [SPIN_US [full]]]] (SPIN_US: see
+ * tempest_set_spin_us()).  With "full", only the 4096-byte round trips
+ * run (ROUNDS of them; one line "am_bench: rtt_full_ns=N"), to profile
+ * them alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tempest.h"
 #include "tempest/rt.h"
@@ -196,10 +199,19 @@ static void start_storm(void)
     }
 }
 
+static volatile int quit;   /* volatile: set by a handler */
+
+static void quit_h(TPPI_NodeId src, int size)
+{
+    (void)src;
+    (void)size;
+    quit = 1;
+}
+
 static int always(void *arg)
 {
     (void)arg;
-    return counted >= stream && slow_count >= STORM && timer_ran;
+    return quit || (counted >= stream && slow_count >= STORM && timer_ran);
 }
 
 int main(int argc, char **argv)
@@ -214,6 +226,14 @@ int main(int argc, char **argv)
     }
     if (argc > 3) {
         tempest_set_spin_us((unsigned)atoi(argv[3]));
+    }
+    if (argc > 4 && !strcmp(argv[4], "full") && TPPI_self_address == 0) {
+        rounds *= 4;
+        full = timed(start_full) / (rounds / 4);
+        TPPI_send(1, quit_h);
+        tempest_flush(1000);
+        printf("am_bench: rtt_full_ns=%llu\n", (unsigned long long)full);
+        return 0;
     }
     if (TPPI_num_nodes != 2 || rounds < 4 || stream < 1) {
         printf("am_bench: needs 2 nodes, ROUNDS >= 4, STREAM >= 1\n");

@@ -57,7 +57,7 @@
 #define FABRIC_NONCE_SIZE       16
 #define FABRIC_AUTH_SIZE        32
 #define FABRIC_DATA_MIN         (4 + TEMPEST_PKT_DATA)
-#define FABRIC_DATA_MAX         (4 + TEMPEST_PKT_SIZE)
+#define FABRIC_DATA_MAX         (4 + TEMPEST_PKT_MAX_SIZE)
 #define FABRIC_COLL_HDR         16
 #define FABRIC_COLL_ENTRY(lanes) (8 + 8 * (lanes))
 /* The largest frame: a gather of every node's full vector. */
@@ -283,7 +283,7 @@ static inline FabricParse fabric_parse(const uint8_t *buf, size_t avail,
         /* The packet's own length must be what the frame carries. */
         plen = fabric_ld32(buf + FABRIC_HDR_SIZE + 4 + TEMPEST_PKT_CTL) &
                TEMPEST_PKT_LEN_MASK;
-        return plen <= TEMPEST_PKT_PAYLOAD &&
+        return plen <= TEMPEST_PKT_MAX_PAYLOAD &&
                hdr->len == FABRIC_DATA_MIN + plen ?
                FABRIC_PARSE_OK : FABRIC_PARSE_BAD;
     case FABRIC_CREDIT:

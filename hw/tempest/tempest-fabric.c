@@ -1580,7 +1580,7 @@ static void sock_send(TempestFabric *obj, unsigned peer, unsigned net,
     uint8_t frame[FABRIC_HDR_SIZE + FABRIC_DATA_MAX];
     uint32_t seq = p->seq_out[net]++;
 
-    assert(len >= TEMPEST_PKT_DATA && len <= TEMPEST_PKT_SIZE);
+    assert(len >= TEMPEST_PKT_DATA && len <= TEMPEST_PKT_MAX_SIZE);
     assert(p->credit[net] > 0);
     p->credit[net]--;
     trace_tempest_fabric_tx(f->node, peer, net, seq, len);

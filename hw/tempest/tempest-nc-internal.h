@@ -89,9 +89,13 @@ bool tempest_nc_dma_write(TempestNCState *s, uint64_t addr, const void *buf,
 bool tempest_nc_dma_publish(TempestNCState *s, uint64_t addr,
                             const uint8_t *slot, size_t len);
 
-/* A ring's slot size, and the address of its slot at idx. */
-static inline uint32_t tempest_nc_ring_slot_size(unsigned ring)
+/* A ring's slot size (its own, or the default), and its slot at idx. */
+static inline uint32_t tempest_nc_ring_slot_size(const TempestRing *r,
+                                                 unsigned ring)
 {
+    if (r->shift) {
+        return 1U << r->shift;
+    }
     return ring == TEMPEST_RING_CQ ? TEMPEST_EV_SIZE : TEMPEST_PKT_SIZE;
 }
 
@@ -99,7 +103,7 @@ static inline uint64_t tempest_nc_ring_slot(const TempestRing *r,
                                             unsigned ring)
 {
     return r->base + (uint64_t)(r->idx & (r->slots - 1)) *
-                     tempest_nc_ring_slot_size(ring);
+                     tempest_nc_ring_slot_size(r, ring);
 }
 
 /* Post a control event: into the CQ now, or queued (bounded) until room. */
@@ -158,6 +162,7 @@ typedef struct TempestNCEngine {
 extern const TempestNCEngine tempest_nc_msg_engine;
 extern const VMStateDescription vmstate_tempest_nc_msg;
 extern const VMStateDescription vmstate_tempest_nc_poll_hint;
+extern const VMStateDescription vmstate_tempest_nc_slots;
 void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value);
 void tempest_nc_rq_doorbell(TempestNCState *s);
 void tempest_nc_poll(TempestNCState *s, bool polling);

@@ -27,13 +27,24 @@
 /* Arriving packets (RQ)                                               */
 /* ------------------------------------------------------------------ */
 
+static void in_packet_free(TempestInPacket *p)
+{
+    g_free(p->data);
+    g_free(p);
+}
+
 /*
  * Move waiting packets into the RQ, reply network first, while it has
- * room; each one moved gives its sender back one credit.
+ * room; each one moved gives its sender back one credit.  A packet
+ * longer than the RQ's slots (its sender's slots are larger: a guest
+ * that set up rings of different sizes on its nodes) is dropped, its
+ * credit returned, and reported as a guest error (BAD_LEN, ERR_INFO the
+ * RQ slot it would have taken).
  */
 static void msg_rq_deliver(TempestNCState *s)
 {
     TempestRing *r = &s->ring[TEMPEST_RING_RQ];
+    uint32_t slot_size = tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ);
     bool moved = false;
 
     while (r->slots) {
@@ -48,6 +59,15 @@ static void msg_rq_deliver(TempestNCState *s)
         }
         if (!p) {
             break;
+        }
+        if (p->len > slot_size) {
+            trace_tempest_nc_rx_too_long(s->node_id, p->src, net, p->len,
+                                         slot_size);
+            tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_LEN, r->idx, 0);
+            QTAILQ_REMOVE(&s->inq[net], p, next);
+            tempest_fabric_return_credits(s->fabric, p->src, net, 1);
+            in_packet_free(p);
+            continue;
         }
         if (!tempest_nc_dma_read(s, addr, &ctl, 4)) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
@@ -72,7 +92,7 @@ static void msg_rq_deliver(TempestNCState *s)
         s->rx_packets++;
         QTAILQ_REMOVE(&s->inq[net], p, next);
         tempest_fabric_return_credits(s->fabric, p->src, net, 1);
-        g_free(p);
+        in_packet_free(p);
         moved = true;
     }
     if (moved) {
@@ -90,7 +110,7 @@ static void msg_fabric_packet(void *opaque, unsigned peer, unsigned net,
     p->net = net;
     p->seq = seq;
     p->len = len;
-    memcpy(p->data, pkt, len);
+    p->data = g_memdup2(pkt, len);
     QTAILQ_INSERT_TAIL(&s->inq[net], p, next);
     if (!s->rq_hold) {
         msg_rq_deliver(s);
@@ -119,13 +139,14 @@ static void msg_send_error(TempestNCState *s, unsigned ring, uint32_t slot,
 static void msg_sq_send(TempestNCState *s, unsigned ring)
 {
     TempestRing *r = &s->ring[ring];
+    uint32_t payload = tempest_nc_ring_slot_size(r, ring) - TEMPEST_PKT_DATA;
     bool was_waiting = s->sq_wait[ring] >= 0;
     uint32_t sent = 0;
 
     s->sq_wait[ring] = -1;
     for (uint32_t n = 0; n < r->slots; n++) {
         uint64_t addr = tempest_nc_ring_slot(r, ring);
-        uint8_t pkt[TEMPEST_PKT_SIZE];
+        uint8_t pkt[TEMPEST_PKT_MAX_SIZE];
         uint32_t ctl, len, dest, code = 0, zero = 0;
 
         if (!tempest_nc_dma_read(s, addr, pkt, TEMPEST_PKT_DATA)) {
@@ -138,7 +159,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         }
         len = ctl & TEMPEST_PKT_LEN_MASK;
         dest = lduw_le_p(pkt + TEMPEST_PKT_NODE);
-        if (len > TEMPEST_PKT_PAYLOAD) {
+        if (len > payload) {
             code = TEMPEST_NC_ERR_BAD_LEN;
         } else if (dest >= s->num_nodes) {
             code = TEMPEST_NC_ERR_BAD_DEST;
@@ -289,28 +310,40 @@ static void msg_peer_down(TempestNCState *s, unsigned peer)
 /* Commands                                                            */
 /* ------------------------------------------------------------------ */
 
+/* A slot shift RING_SETUP takes: 0 (the default), or a packet ring's. */
+static bool msg_shift_ok(unsigned ring, uint32_t shift)
+{
+    return shift == 0 || (ring != TEMPEST_RING_CQ &&
+                          shift >= TEMPEST_PKT_MIN_SHIFT &&
+                          shift <= TEMPEST_PKT_MAX_SHIFT);
+}
+
 static uint32_t msg_cmd_ring_setup(TempestNCState *s, TempestCmdBank *b)
 {
-    uint64_t ring = b->arg[0], base = b->arg[1], slots = b->arg[2];
+    uint64_t ring = TEMPEST_RING_SETUP_RING(b->arg[0]);
+    uint32_t shift = TEMPEST_RING_SETUP_SHIFT(b->arg[0]);
+    uint64_t base = b->arg[1], slots = b->arg[2];
+    TempestRing want = { .shift = shift };
     uint64_t size;
 
-    if (ring >= TEMPEST_NUM_RINGS) {
+    if (ring >= TEMPEST_NUM_RINGS || b->arg[0] >> 16) {
         return tempest_nc_cmd_fail(b, TEMPEST_CMD_E_BAD_RING);
     }
     if (slots < TEMPEST_RING_MIN_SLOTS || slots > TEMPEST_RING_MAX_SLOTS ||
-        !is_power_of_2(slots)) {
+        !is_power_of_2(slots) || !msg_shift_ok(ring, shift)) {
         return tempest_nc_cmd_fail(b, TEMPEST_CMD_E_BAD_SIZE);
     }
-    if (base & (tempest_nc_ring_slot_size(ring) - 1)) {
+    if (base & (tempest_nc_ring_slot_size(&want, ring) - 1)) {
         return tempest_nc_cmd_fail(b, TEMPEST_CMD_E_BAD_ALIGN);
     }
-    size = slots * tempest_nc_ring_slot_size(ring);
+    size = slots * tempest_nc_ring_slot_size(&want, ring);
     if (!tempest_nc_in_ram(s, base, size)) {
         return tempest_nc_cmd_fail(b, TEMPEST_CMD_E_BAD_ADDR);
     }
     for (unsigned i = 0; i < TEMPEST_NUM_RINGS; i++) {
         TempestRing *o = &s->ring[i];
-        uint64_t osize = (uint64_t)o->slots * tempest_nc_ring_slot_size(i);
+        uint64_t osize = (uint64_t)o->slots *
+                         tempest_nc_ring_slot_size(o, i);
 
         if (i != ring && o->slots && base < o->base + osize &&
             o->base < base + size) {
@@ -320,6 +353,7 @@ static uint32_t msg_cmd_ring_setup(TempestNCState *s, TempestCmdBank *b)
     s->ring[ring].base = base;
     s->ring[ring].slots = slots;
     s->ring[ring].idx = 0;
+    s->ring[ring].shift = shift;
     if (ring <= TEMPEST_RING_SQ1) {
         s->sq_wait[ring] = -1;
     } else if (ring == TEMPEST_RING_RQ) {
@@ -371,7 +405,7 @@ static void msg_drop_packets(TempestNCState *s)
     for (int net = 0; net < 2; net++) {
         while ((p = QTAILQ_FIRST(&s->inq[net]))) {
             QTAILQ_REMOVE(&s->inq[net], p, next);
-            g_free(p);
+            in_packet_free(p);
         }
     }
 }
@@ -417,16 +451,36 @@ static void msg_reset(TempestNCState *s)
  * the fabric's loopback.  At a cluster's checkpoint they come from any
  * node and stay as they are (the fabric's credit counts are saved too).
  */
+static int in_packet_pre_load(void *opaque)
+{
+    ((TempestInPacket *)opaque)->data = NULL;
+    return 0;
+}
+
+/* A length checked before its bytes are taken (and the buffer made). */
+static bool in_packet_len_ok(void *opaque, int version_id)
+{
+    TempestInPacket *p = opaque;
+
+    return p->len >= TEMPEST_PKT_DATA && p->len <= TEMPEST_PKT_MAX_SIZE;
+}
+
+/*
+ * Version 2 (node controller 1.11): a packet is as long as its slot was,
+ * up to TEMPEST_PKT_MAX_SIZE bytes, and carries only those.
+ */
 static const VMStateDescription vmstate_tempest_in_packet = {
     .name = TYPE_TEMPEST_NC "/in-packet",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
+    .pre_load = in_packet_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(src, TempestInPacket),
         VMSTATE_UINT32(net, TempestInPacket),
         VMSTATE_UINT32(seq, TempestInPacket),
         VMSTATE_UINT32(len, TempestInPacket),
-        VMSTATE_UINT8_ARRAY(data, TempestInPacket, TEMPEST_PKT_SIZE),
+        VMSTATE_VALIDATE("in-packet length", in_packet_len_ok),
+        VMSTATE_VBUFFER_ALLOC_UINT32(data, TempestInPacket, 0, NULL, len),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -466,7 +520,8 @@ static int msg_vmstate_post_load(void *opaque, int version_id)
         for (int net = 0; net < 2; net++) {
             QTAILQ_FOREACH(p, &s->inq[net], next) {
                 if (p->src >= s->num_nodes || p->net != net ||
-                    p->len < TEMPEST_PKT_DATA || p->len > TEMPEST_PKT_SIZE) {
+                    p->len < TEMPEST_PKT_DATA ||
+                    p->len > TEMPEST_PKT_MAX_SIZE) {
                     ret = -EINVAL;
                 }
             }
@@ -486,14 +541,14 @@ static int msg_vmstate_post_load(void *opaque, int version_id)
             QTAILQ_REMOVE(&loaded[net], p, next);
             if (!ret && (p->src != s->node_id || p->net != net ||
                          p->len < TEMPEST_PKT_DATA ||
-                         p->len > TEMPEST_PKT_SIZE ||
+                         p->len > TEMPEST_PKT_MAX_SIZE ||
                          !tempest_fabric_can_send(s->fabric, p->src, net))) {
                 ret = -EINVAL;      /* not from us, or more than our credit */
             }
             if (!ret) {
                 tempest_fabric_send(s->fabric, p->src, net, p->data, p->len);
             }
-            g_free(p);
+            in_packet_free(p);
         }
     }
     s->rq_hold = false;
@@ -502,14 +557,14 @@ static int msg_vmstate_post_load(void *opaque, int version_id)
 
 const VMStateDescription vmstate_tempest_nc_msg = {
     .name = TYPE_TEMPEST_NC "/msg",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .needed = msg_vmstate_needed,
     .post_load = msg_vmstate_post_load,
     .fields = (const VMStateField[]) {
-        VMSTATE_QTAILQ_V(inq[TEMPEST_NET_REQUEST], TempestNCState, 1,
+        VMSTATE_QTAILQ_V(inq[TEMPEST_NET_REQUEST], TempestNCState, 2,
                          vmstate_tempest_in_packet, TempestInPacket, next),
-        VMSTATE_QTAILQ_V(inq[TEMPEST_NET_REPLY], TempestNCState, 1,
+        VMSTATE_QTAILQ_V(inq[TEMPEST_NET_REPLY], TempestNCState, 2,
                          vmstate_tempest_in_packet, TempestInPacket, next),
         VMSTATE_QTAILQ_V(evq, TempestNCState, 1, vmstate_tempest_nc_event,
                          TempestEvent, next),
@@ -544,6 +599,33 @@ const VMStateDescription vmstate_tempest_nc_poll_hint = {
     }
 };
 
+static bool slots_needed(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    for (int i = 0; i < TEMPEST_NUM_RINGS; i++) {
+        if (s->ring[i].shift) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* (1.11) The rings' slot sizes, when one is not the default. */
+const VMStateDescription vmstate_tempest_nc_slots = {
+    .name = TYPE_TEMPEST_NC "/slots",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = slots_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(ring[TEMPEST_RING_SQ0].shift, TempestNCState),
+        VMSTATE_UINT32(ring[TEMPEST_RING_SQ1].shift, TempestNCState),
+        VMSTATE_UINT32(ring[TEMPEST_RING_RQ].shift, TempestNCState),
+        VMSTATE_UINT32(ring[TEMPEST_RING_CQ].shift, TempestNCState),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /*
  * After the whole device state is in: the rings must be ones RING_SETUP
  * would take (the load never widens what DMA sees); look at the queues
@@ -554,11 +636,14 @@ static int msg_post_load(TempestNCState *s)
     for (int i = 0; i < TEMPEST_NUM_RINGS; i++) {
         TempestRing *r = &s->ring[i];
 
+        if (!msg_shift_ok(i, r->shift)) {
+            return -EINVAL;
+        }
         if (r->slots && (!is_power_of_2(r->slots) ||
                          r->slots < TEMPEST_RING_MIN_SLOTS ||
                          r->slots > TEMPEST_RING_MAX_SLOTS ||
                          !tempest_nc_in_ram(s, r->base, (uint64_t)r->slots *
-                                            tempest_nc_ring_slot_size(i)))) {
+                                            tempest_nc_ring_slot_size(r, i)))) {
             return -EINVAL;
         }
     }

@@ -122,7 +122,7 @@ REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
      TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER | \
      TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE | \
      TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN | \
-     TEMPEST_NC_FEAT_POLL_HINT)
+     TEMPEST_NC_FEAT_POLL_HINT | TEMPEST_NC_FEAT_BIG_SLOTS)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -861,6 +861,7 @@ static const VMStateDescription vmstate_tempest_nc = {
         &vmstate_tempest_nc_tags,
         &vmstate_tempest_nc_chan,
         &vmstate_tempest_nc_poll_hint,
+        &vmstate_tempest_nc_slots,
         NULL
     }
 };

@@ -560,7 +560,8 @@ static void op_data(QTestState *s, Cursor *c)
 
     fabric_st32(body, seq);
     take_bytes(c, body + 4 + 4, TEMPEST_PKT_DATA - 4, TEMPEST_PKT_DATA - 4);
-    len = take_bytes(c, body + 4 + TEMPEST_PKT_DATA, 0, TEMPEST_PKT_PAYLOAD);
+    len = take_bytes(c, body + 4 + TEMPEST_PKT_DATA, 0,
+                     TEMPEST_PKT_MAX_PAYLOAD);
     fabric_st32(body + 4, flags & 4 ? ctl : TEMPEST_PKT_VALID | len);
     peer_send(s, FABRIC_DATA, flags & 8 ? flags >> 4 : net, body,
               4 + TEMPEST_PKT_DATA + len);

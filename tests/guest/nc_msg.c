@@ -8,6 +8,9 @@
  *    is not a power of 2 and memory outside RAM, each with its reason;
  *  - a packet sent to this node on SQ0 and on SQ1 comes back in the RQ
  *    with source, network, KIND, WORD0-2 and payload intact, in order;
+ *  - (1.11) nc_init() takes 4 KiB packet slots (a payload of 4064 bytes)
+ *    when the device has them, and RING_SETUP refuses a slot shift out
+ *    of range;
  *  - a slot to a node not in the cluster and one longer than a payload
  *    are rejected with SEND_ERROR events in the CQ;
  *  - TEMPEST_CMD_TIMER_ARM posts TIMER events carrying its arguments,
@@ -86,7 +89,7 @@ static void send_self(unsigned net, uint32_t len, uint8_t seed)
     p->word1 = 0x2222222200000000ULL + seed;
     p->word2 = 0x3333333300000000ULL + seed;
     for (i = 0; i < len; i++) {
-        p->data[i] = (uint8_t)(seed + i);
+        ((uint8_t *)p + TEMPEST_PKT_DATA)[i] = (uint8_t)(seed + i);
     }
     nc_sq_post(net, p, len);
     nc_sq_doorbell(net);
@@ -109,7 +112,7 @@ static void recv_self(unsigned net, uint32_t len, uint8_t seed)
           "packet %u: ctl 0x%x node %u net %u kind 0x%x words 0x%x", seed,
           (unsigned)p->ctl, p->node, p->net, p->kind, (unsigned)p->word0);
     for (i = 0; i < len; i++) {
-        if (p->data[i] != (uint8_t)(seed + i)) {
+        if (((uint8_t *)p + TEMPEST_PKT_DATA)[i] != (uint8_t)(seed + i)) {
             CHECK(0, "packet %u: payload byte %u differs", seed, i);
             break;
         }
@@ -136,6 +139,15 @@ int main(void)
     bad_setup(TEMPEST_RING_SQ0, (uintptr_t)spare, 3,
               TEMPEST_CMD_E_BAD_SIZE);
     bad_setup(TEMPEST_RING_SQ0, ram_end, 4, TEMPEST_CMD_E_BAD_ADDR);
+    bad_setup(TEMPEST_RING_SQ0 | (TEMPEST_PKT_MAX_SHIFT + 1) << 8,
+              (uintptr_t)spare, 4, TEMPEST_CMD_E_BAD_SIZE);
+    bad_setup(TEMPEST_RING_CQ | TEMPEST_PKT_MIN_SHIFT << 8,
+              (uintptr_t)spare, 4, TEMPEST_CMD_E_BAD_SIZE);
+    CHECK(nc_pkt_payload == ((nc_reg(TEMPEST_NC_FEATURES) &
+                              TEMPEST_NC_FEAT_BIG_SLOTS) ?
+                             (1U << NC_PKT_SHIFT) - TEMPEST_PKT_DATA :
+                             TEMPEST_PKT_PAYLOAD),
+          "packet payload %u", (unsigned)nc_pkt_payload);
 
     /* Loopback, both networks, payloads from 0 to the maximum. */
     for (i = 0; i < 6; i++) {
@@ -144,8 +156,10 @@ int main(void)
     for (i = 0; i < 6; i++) {
         recv_self(i & 1, i * 44, (uint8_t)i);
     }
-    send_self(0, TEMPEST_PKT_PAYLOAD, 99);
-    recv_self(0, TEMPEST_PKT_PAYLOAD, 99);
+    send_self(0, TEMPEST_PKT_PAYLOAD, 98);
+    recv_self(0, TEMPEST_PKT_PAYLOAD, 98);
+    send_self(1, nc_pkt_payload, 99);
+    recv_self(1, nc_pkt_payload, 99);
     nc_rx_doorbell();
 
     /* Rejected slots: bad destination, bad length. */
@@ -154,7 +168,7 @@ int main(void)
     nc_sq_post(0, p, 4);
     p = nc_sq_claim(0);
     p->node = (uint16_t)rt_node_id();
-    nc_sq_post(0, p, TEMPEST_PKT_PAYLOAD + 1);
+    nc_sq_post(0, p, nc_pkt_payload + 1);
     nc_sq_doorbell(0);
     for (i = 0; i < 2; i++) {
         uint32_t want = i ? TEMPEST_NC_ERR_BAD_LEN : TEMPEST_NC_ERR_BAD_DEST;

@@ -163,6 +163,115 @@ static void test_packet_crosses(void)
     stop_cluster(&c);
 }
 
+#define BIG_SHIFT   12
+#define BIG_SLOT    (1U << BIG_SHIFT)
+#define BIG_LEN     (BIG_SLOT - TEMPEST_PKT_DATA)
+
+/* Sets up a packet ring of 16 slots of BIG_SLOT bytes (shift 0: 256). */
+static uint32_t setup_big(QTestState *s, unsigned ring, uint64_t base,
+                          unsigned shift)
+{
+    return tq_command3(s, TEMPEST_CMD_RING_SETUP, ring | shift << 8, base,
+                       16);
+}
+
+/* A packet of len payload bytes (byte i is fill + i) in a BIG_SLOT slot. */
+static void put_big(QTestState *s, uint64_t ring, unsigned slot,
+                    uint16_t dest, uint64_t word1, unsigned len,
+                    uint8_t fill)
+{
+    g_autofree uint8_t *pkt = g_malloc0(BIG_SLOT);
+    uint64_t addr = ring + slot * BIG_SLOT;
+
+    stw_le_p(pkt + TEMPEST_PKT_NODE, dest);
+    stq_le_p(pkt + TEMPEST_PKT_WORD1, word1);
+    for (unsigned i = 0; i < len && i < BIG_LEN; i++) {
+        pkt[TEMPEST_PKT_DATA + i] = fill + i;
+    }
+    qtest_memwrite(s, addr + 4, pkt + 4, BIG_SLOT - 4);
+    qtest_writel(s, addr, TEMPEST_PKT_VALID | len);
+}
+
+/*
+ * Node controller 1.11 (docs/node-controller.rst, "Rings in guest RAM",
+ * RING_SETUP's slot shift): a packet ring of 4 KiB slots sends and takes
+ * a packet of up to 4064 bytes whole, in one slot, across the fabric;
+ * a longer one is the sender's SEND_ERROR (BAD_LEN); one longer than
+ * the receiver's RQ slots is dropped there (BAD_LEN, its credit given
+ * back: the next packet still arrives); RING_SETUP refuses a shift out
+ * of range, one for the CQ, and bits above it in ARG0.
+ */
+static void test_big_slots(void)
+{
+    Cluster c;
+    g_autofree uint8_t *got = g_malloc(BIG_SLOT);
+
+    start_cluster(&c, "");
+    g_assert_cmphex(qtest_readl(c.node[0], NC(TEMPEST_NC_FEATURES)) &
+                    TEMPEST_NC_FEAT_BIG_SLOTS, ==, TEMPEST_NC_FEAT_BIG_SLOTS);
+    g_assert_cmpuint(setup_big(c.node[0], TEMPEST_RING_SQ0, SQ0_BASE, 7), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_SIZE);
+    g_assert_cmpuint(setup_big(c.node[0], TEMPEST_RING_SQ0, SQ0_BASE,
+                               TEMPEST_PKT_MAX_SHIFT + 1), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(setup_big(c.node[0], TEMPEST_RING_CQ, CQ_BASE,
+                               BIG_SHIFT), ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(tq_command3(c.node[0], TEMPEST_CMD_RING_SETUP,
+                                 TEMPEST_RING_SQ0 | 1 << 16, SQ0_BASE, 16),
+                     ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_RING);
+    for (int i = 0; i < 2; i++) {
+        setup_rings(c.node[i], 16);
+        g_assert_cmpuint(setup_big(c.node[i], TEMPEST_RING_SQ0, SQ0_BASE,
+                                   BIG_SHIFT), ==, TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(setup_big(c.node[i], TEMPEST_RING_RQ, RQ_BASE,
+                                   BIG_SHIFT), ==, TEMPEST_CMD_SUCCESS);
+    }
+
+    /* 4064 bytes in one slot each way; 4065 refused by the sender. */
+    put_big(c.node[0], SQ0_BASE, 0, 1, 0x5101, BIG_LEN, 9);
+    put_big(c.node[0], SQ0_BASE, 1, 1, 0x5102, BIG_LEN + 1, 0);
+    qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmphex(tq_wait_mem32(c.node[1], RQ_BASE, TEMPEST_PKT_VALID,
+                                  TEMPEST_PKT_VALID), ==,
+                    TEMPEST_PKT_VALID | BIG_LEN);
+    qtest_memread(c.node[1], RQ_BASE, got, BIG_SLOT);
+    g_assert_cmpuint(lduw_le_p(got + TEMPEST_PKT_NODE), ==, 0);
+    g_assert_cmphex(ldq_le_p(got + TEMPEST_PKT_WORD1), ==, 0x5101);
+    for (unsigned i = 0; i < BIG_LEN; i++) {
+        g_assert_cmpuint(got[TEMPEST_PKT_DATA + i], ==, (uint8_t)(9 + i));
+    }
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SEND_ERRORS)), ==,
+                     1);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_LEN);
+    g_assert_cmphex(qtest_readl(c.node[0], SQ0_BASE + BIG_SLOT), ==, 0);
+
+    /* An RQ of 256-byte slots: the long packet is dropped, not cut. */
+    g_assert_cmpuint(setup_big(c.node[1], TEMPEST_RING_RQ, RQ_BASE, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_writel(c.node[1], RQ_BASE, 0);
+    qtest_writel(c.node[1], RQ_BASE + TEMPEST_PKT_SIZE, 0);
+    put_big(c.node[0], SQ0_BASE, 2, 1, 0x5103, 300, 1);
+    put_big(c.node[0], SQ0_BASE, 3, 1, 0x5104, 16, 2);
+    qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmphex(tq_wait_mem32(c.node[1], RQ_BASE, TEMPEST_PKT_VALID,
+                                  TEMPEST_PKT_VALID), ==,
+                    TEMPEST_PKT_VALID | 16);
+    g_assert_cmphex(qtest_readq(c.node[1], RQ_BASE + TEMPEST_PKT_WORD1), ==,
+                    0x5104);
+    g_assert_cmpuint(qtest_readl(c.node[1], RQ_BASE + TEMPEST_PKT_SEQ), ==,
+                     2);
+    g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_LEN);
+    g_assert_cmphex(qtest_readl(c.node[1], RQ_BASE + TEMPEST_PKT_SIZE), ==,
+                    0);
+    stop_cluster(&c);
+}
+
 /* Part 2: every guest-supplied ring address and size is validated. */
 static void test_bad_rings(void)
 {
@@ -750,6 +859,7 @@ static const struct {
     GTestFunc fn;
 } both[] = {
     { "packet-crosses", test_packet_crosses },
+    { "big-slots", test_big_slots },
     { "flow-control", test_flow_control },
     { "peer-down", test_peer_down },
     { "wrong-cluster", test_wrong_cluster },
@@ -761,6 +871,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
 
     qtest_add_func("/tempest/fabric/packet-crosses", test_packet_crosses);
+    qtest_add_func("/tempest/fabric/big-slots", test_big_slots);
     qtest_add_func("/tempest/fabric/bad-rings", test_bad_rings);
     qtest_add_func("/tempest/fabric/bad-sends", test_bad_sends);
     qtest_add_func("/tempest/fabric/flow-control", test_flow_control);

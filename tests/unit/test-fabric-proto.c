@@ -94,13 +94,27 @@ static void test_data_sizes(void)
     FabricHeader hdr;
     size_t len;
 
-    for (uint32_t n = 0; n <= TEMPEST_PKT_PAYLOAD; n++) {
+    for (uint32_t n = 0; n <= TEMPEST_PKT_MAX_PAYLOAD; n++) {
         size_t whole = data_frame(buf, n & 1, n, n);
 
         g_assert_cmpint(fabric_parse(buf, whole, &hdr, &len), ==,
                         FABRIC_PARSE_OK);
         g_assert_cmpuint(hdr.net, ==, n & 1);
     }
+}
+
+/* (1.11) A packet longer than the largest slot is no DATA frame. */
+static void test_data_too_long(void)
+{
+    g_autofree uint8_t *buf = g_malloc0(FABRIC_HDR_SIZE + FABRIC_DATA_MAX +
+                                        4);
+    FabricHeader hdr;
+    size_t len, whole;
+
+    whole = data_frame(buf, 0, TEMPEST_PKT_MAX_PAYLOAD + 4,
+                       TEMPEST_PKT_MAX_PAYLOAD + 4);
+    g_assert_cmpint(fabric_parse(buf, whole, &hdr, &len), ==,
+                    FABRIC_PARSE_BAD);
 }
 
 /* Whole frames that lie are dropped (BAD), and skipped whole. */
@@ -219,6 +233,7 @@ int main(int argc, char **argv)
     g_test_add_func("/fabric/auth-mac", test_auth_mac);
     g_test_add_func("/fabric/partial", test_partial);
     g_test_add_func("/fabric/data-sizes", test_data_sizes);
+    g_test_add_func("/fabric/data-too-long", test_data_too_long);
     g_test_add_func("/fabric/bad-frames", test_bad_frames);
     g_test_add_func("/fabric/dial-gone", test_dial_gone);
     g_test_add_func("/fabric/fatal-length", test_fatal_length);

@@ -16,6 +16,7 @@
 #define NEED_VERSION    ((1U << 16) | 1U)
 
 struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
+uint32_t nc_pkt_payload = TEMPEST_PKT_PAYLOAD;
 bool nc_poll_present;
 bool nc_tag_upgrade_present;
 bool nc_polling;
@@ -156,25 +157,38 @@ uint32_t nc_timer_arm(uint64_t ticks, uint64_t a, uint64_t b)
     return nc_cmd(TEMPEST_CMD_TIMER_ARM, args, 3, 1, NULL, NULL);
 }
 
-static int setup_ring(unsigned ring, uint32_t slots, uint32_t slot_size)
+/*
+ * Sets up @ring with @slots slots of 1 << @shift bytes (@shift 0: the
+ * default size, @slot_size).  Only each slot's CTL word is cleared: a
+ * large slot's pages are touched only as far as packets fill them.
+ */
+static int setup_ring(unsigned ring, uint32_t slots, uint32_t slot_size,
+                      unsigned shift)
 {
     struct nc_ring *r = &nc_rings[ring];
-    size_t bytes = (size_t)slots * slot_size;
+    size_t bytes;
     uint64_t args[3];
     uint32_t status, reason = 0;
 
+    if (shift) {
+        slot_size = 1U << shift;
+    }
+    bytes = (size_t)slots * slot_size;
     r->base = aligned_alloc(slot_size, bytes);
     if (r->base == NULL) {
         printf("tempest-nc: node %u: no memory for the %s ring "
                "(%zu bytes)\n", rt_node_id(), ring_names[ring], bytes);
         return -1;
     }
-    memset(r->base, 0, bytes);
+    for (uint32_t i = 0; i < slots; i++) {
+        memset(r->base + (size_t)i * slot_size, 0,
+               slot_size < 64 ? slot_size : 64);
+    }
     r->slots = slots;
     r->slot_size = slot_size;
     r->next = 0;
     r->freed = 0;
-    args[0] = ring;
+    args[0] = ring | (uint64_t)shift << 8;
     args[1] = (uintptr_t)r->base;
     args[2] = slots;
     status = nc_cmd(TEMPEST_CMD_RING_SETUP, args, 3, 0, NULL, &reason);
@@ -211,6 +225,7 @@ static void setup_poll_hint(void)
 int nc_init(void)
 {
     uint32_t features = nc_reg(TEMPEST_NC_FEATURES);
+    unsigned shift = 0;
 
     if (ready) {
         return 0;
@@ -226,12 +241,19 @@ int nc_init(void)
                (unsigned long)features);
         return -1;
     }
-    if (setup_ring(TEMPEST_RING_SQ0, NC_SQ_SLOTS, TEMPEST_PKT_SIZE) ||
-        setup_ring(TEMPEST_RING_SQ1, NC_SQ_SLOTS, TEMPEST_PKT_SIZE) ||
-        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE) ||
-        setup_ring(TEMPEST_RING_CQ, NC_CQ_SLOTS, TEMPEST_EV_SIZE)) {
+    /* Larger packet slots (1.11): a 4096-byte message in two packets. */
+    if ((features & TEMPEST_NC_FEAT_BIG_SLOTS) &&
+        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 11U)) {
+        shift = NC_PKT_SHIFT;
+    }
+    if (setup_ring(TEMPEST_RING_SQ0, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
+        setup_ring(TEMPEST_RING_SQ1, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
+        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
+        setup_ring(TEMPEST_RING_CQ, NC_CQ_SLOTS, TEMPEST_EV_SIZE, 0)) {
         return -1;
     }
+    nc_pkt_payload = (1U << (shift ? shift : TEMPEST_PKT_MIN_SHIFT)) -
+                     TEMPEST_PKT_DATA;
     nc_poll_present = (features & TEMPEST_NC_FEAT_POLL) &&
                       nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
     nc_tag_upgrade_present = (features & TEMPEST_NC_FEAT_TAG_UPGRADE) &&

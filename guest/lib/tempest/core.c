@@ -79,16 +79,19 @@ struct reasm {
     bool active;
 };
 
-/* The backlog: copies of packets taken off the RQ early, in order. */
+/*
+ * The backlog: copies of packets taken off the RQ early, in order, each
+ * in an entry of the RQ's slot size.
+ */
 struct backlog {
-    struct nc_pkt *pkts;
+    uint8_t *pkts;
     uint32_t cap;           /* a power of 2, or 0 */
     uint32_t head;
     uint32_t count;
 };
 
 static struct cur_msg cur;
-static uint8_t cur_copy[TEMPEST_PKT_PAYLOAD];
+static uint8_t cur_copy[TEMPEST_PKT_MAX_PAYLOAD];
 static struct reasm *reasm;     /* [node * 2 + net] */
 static struct backlog backlog;
 static unsigned pt_cpu;
@@ -312,31 +315,41 @@ static size_t pkt_bytes(const struct nc_pkt *p)
 {
     uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
 
-    return TEMPEST_PKT_DATA +
-           (len < TEMPEST_PKT_PAYLOAD ? len : TEMPEST_PKT_PAYLOAD);
+    return TEMPEST_PKT_DATA + (len < nc_pkt_payload ? len : nc_pkt_payload);
+}
+
+/* Backlog entry @i (of the ring's @cap entries) in @pkts. */
+static struct nc_pkt *backlog_at(uint8_t *pkts, uint32_t i)
+{
+    return (struct nc_pkt *)(pkts + (size_t)i *
+                             (TEMPEST_PKT_DATA + nc_pkt_payload));
 }
 
 static bool backlog_push(const struct nc_pkt *p)
 {
-    struct nc_pkt *n;
+    const struct nc_pkt *o;
+    uint8_t *n;
     uint32_t i, cap;
 
     if (backlog.count == backlog.cap) {
         cap = backlog.cap ? backlog.cap * 2 : 64;
-        n = malloc((size_t)cap * sizeof(*n));
+        n = malloc((size_t)cap * (TEMPEST_PKT_DATA + nc_pkt_payload));
         if (n == NULL) {
             return false;
         }
         for (i = 0; i < backlog.count; i++) {
-            n[i] = backlog.pkts[(backlog.head + i) & (backlog.cap - 1)];
+            o = backlog_at(backlog.pkts,
+                           (backlog.head + i) & (backlog.cap - 1));
+            memcpy(backlog_at(n, i), o, pkt_bytes(o));
         }
         free(backlog.pkts);
         backlog.pkts = n;
         backlog.cap = cap;
         backlog.head = 0;
     }
-    n = &backlog.pkts[(backlog.head + backlog.count) & (backlog.cap - 1)];
-    memcpy(n, p, pkt_bytes(p));
+    memcpy(backlog_at(backlog.pkts,
+                      (backlog.head + backlog.count) & (backlog.cap - 1)),
+           p, pkt_bytes(p));
     backlog.count++;
     tppi_stats.backlog_pkts++;
     if (backlog.count > tppi_stats.backlog_max) {
@@ -480,7 +493,7 @@ static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
         return;
     }
     if ((kind & TPPI_KIND_PROTO_MASK) != TPPI_KIND_AM ||
-        len > TEMPEST_PKT_PAYLOAD || src >= TPPI_num_nodes || p->net > 1) {
+        len > nc_pkt_payload || src >= TPPI_num_nodes || p->net > 1) {
         bad_packet(p, "not an active-message packet");
         goto done;
     }
@@ -700,7 +713,7 @@ static bool pt_pending(void)
 static bool pt_step(void)
 {
     struct nc_event *e;
-    struct nc_pkt *p;
+    struct nc_pkt *p, *big;
     struct nc_pkt copy;
 
     /* Block access and page faults first (spec section 2). */
@@ -719,12 +732,25 @@ static bool pt_step(void)
         return true;
     }
     if (backlog.count) {
-        p = &backlog.pkts[backlog.head];
-        memcpy(&copy, p, pkt_bytes(p));
+        /*
+         * A copy: the handler may push more and move the backlog.  One
+         * longer than a 256-byte slot goes to the heap (handlers nest on
+         * the stack); without memory it stays for the next turn.
+         */
+        p = backlog_at(backlog.pkts, backlog.head);
+        big = NULL;
+        if (pkt_bytes(p) > sizeof(copy)) {
+            big = malloc(pkt_bytes(p));
+            if (big == NULL) {
+                return false;
+            }
+        }
+        memcpy(big ? big : &copy, p, pkt_bytes(p));
         backlog.head = (backlog.head + 1) & (backlog.cap - 1);
         backlog.count--;
         pkt_last = true;
-        handle_packet(&copy, NULL);
+        handle_packet(big ? big : &copy, NULL);
+        free(big);
         return true;
     }
     p = nc_rq_peek();

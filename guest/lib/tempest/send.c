@@ -199,8 +199,8 @@ static void post_segs(TPPI_NodeId dest, uintptr_t handler,
     lock(&sq_lock[net]);
     do {
         chunk = (uint32_t)total - off;
-        if (chunk > TEMPEST_PKT_PAYLOAD) {
-            chunk = TEMPEST_PKT_PAYLOAD;
+        if (chunk > nc_pkt_payload) {
+            chunk = nc_pkt_payload;
         }
         p = claim_wait(net, on_pt);
         p->node = (uint16_t)dest;

@@ -22,7 +22,8 @@
  *   WORD0  the total body size in bytes (every packet)
  *   WORD1  the handler's address (every packet)
  *   WORD2  0
- *   DATA   the next at most TEMPEST_PKT_PAYLOAD bytes of the body
+ *   DATA   the next at most nc_pkt_payload bytes of the body (4064 with
+ *          node controller 1.11's 4 KiB slots, else 224)
  * The high nibble of KIND names the protocol (0: Tempest active
  * messages), leaving room for other libraries on the same rings.
  */

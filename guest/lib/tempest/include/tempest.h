@@ -379,7 +379,8 @@ void TPPI_recv_Ba(void *blk_va, int blk_len, TPPI_BlkTagChange chg);
 /* ---- 3.3.4: message size limit ------------------------------------- */
 /*
  * The largest message body in bytes (at least TPPI_TAG_BLK_SIZE + 16, as
- * the specification asks).  A body up to TEMPEST_PKT_PAYLOAD (224) bytes
+ * the specification asks).  A body up to a packet's payload (4064 bytes
+ * with node controller 1.11's 4 KiB slots; 224 with 256-byte slots)
  * travels in one packet; a longer one is split into packets and
  * reassembled before its handler runs.
  */

@@ -50,6 +50,7 @@ typedef struct TempestRing {
     uint64_t base;
     uint32_t slots;
     uint32_t idx;       /* SQ: next slot to read; RQ, CQ: next to write */
+    uint32_t shift;     /* (1.11) log2 of the slot size; 0: the default */
 } TempestRing;
 
 enum {
@@ -147,8 +148,8 @@ typedef struct TempestInPacket {
     uint32_t src;
     uint32_t net;
     uint32_t seq;
-    uint32_t len;           /* header + payload */
-    uint8_t data[TEMPEST_PKT_SIZE];
+    uint32_t len;           /* header + payload, <= TEMPEST_PKT_MAX_SIZE */
+    uint8_t *data;          /* len bytes of its own */
 } TempestInPacket;
 
 /* A control event waiting for room in the CQ. */

@@ -234,7 +234,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    10
+#define TEMPEST_NC_VERSION_MINOR    11
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -253,6 +253,7 @@
 #define TEMPEST_NC_FEAT_TAG_UPGRADE (1U << 11)  /* the TAG_UPGRADE register */
 #define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
 #define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
+#define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.11) packet slot sizes */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -289,8 +290,16 @@
 #define TEMPEST_CMD_RETRY           1
 #define TEMPEST_CMD_FAIL            2
 
-/* ARG0 ring (TEMPEST_RING_*), ARG1 base address, ARG2 slots (2^k). */
+/*
+ * ARG0 ring (TEMPEST_RING_*) | slot shift << 8, ARG1 base address, ARG2
+ * slots (2^k).  (1.11) The slot shift of SQ0, SQ1 or the RQ: the slot is
+ * 1 << shift bytes (TEMPEST_PKT_MIN_SHIFT to TEMPEST_PKT_MAX_SHIFT), so a
+ * packet carries up to that minus TEMPEST_PKT_DATA bytes; 0 means
+ * TEMPEST_PKT_SIZE.  The CQ takes shift 0 only.
+ */
 #define TEMPEST_CMD_RING_SETUP      1
+#define TEMPEST_RING_SETUP_RING(a0)  ((a0) & 0xFF)
+#define TEMPEST_RING_SETUP_SHIFT(a0) (((a0) >> 8) & 0xFF)
 /*
  * ARG0 delay in ticks, ARG1 and ARG2 returned in the TIMER event;
  * RESULT: the timer's id.  RETRY while TEMPEST_NC_MAX_TIMERS are armed.
@@ -456,7 +465,7 @@
 #define TEMPEST_CHAN_ST_CONFIRMING  6
 #define TEMPEST_CHAN_ST_PRESENT     (1U << 8)   /* STATE: a pre-send is out */
 #define TEMPEST_CHAN_ST_HELD_PORT   (1U << 9)   /* STATE: BUFFERFULL, a port */
-#define TEMPEST_CHAN_ST_WAITING     (1U << 10)  /* STATE: data waits (1.10) */
+#define TEMPEST_CHAN_ST_WAITING     (1U << 10)  /* STATE: data waits (1.11) */
 
 /* TEMPEST_NC_CMD_REASON values */
 #define TEMPEST_CMD_E_NONE          0
@@ -553,6 +562,11 @@
 /* Packet slot (SQ, RQ): 32-byte header, then the payload. */
 #define TEMPEST_PKT_SIZE            256
 #define TEMPEST_PKT_PAYLOAD         224
+/* (1.11) Larger packet slots, chosen per ring at RING_SETUP. */
+#define TEMPEST_PKT_MIN_SHIFT       8
+#define TEMPEST_PKT_MAX_SHIFT       13
+#define TEMPEST_PKT_MAX_SIZE        (1U << TEMPEST_PKT_MAX_SHIFT)
+#define TEMPEST_PKT_MAX_PAYLOAD     (TEMPEST_PKT_MAX_SIZE - 32)
 #define TEMPEST_PKT_CTL             0   /* u32: VALID | payload length */
 #define TEMPEST_PKT_NODE            4   /* u16: SQ destination, RQ source */
 #define TEMPEST_PKT_NET             6   /* u8: RQ: the network it came on */

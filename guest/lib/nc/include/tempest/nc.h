@@ -14,10 +14,17 @@
  *
  * Rings (allocated by nc_init() in guest RAM, each aligned to its slot
  * size):
- *   SQ0, SQ1  NC_SQ_SLOTS packet slots each (256 bytes): 16 KiB each
- *   RQ        NC_RQ_SLOTS packet slots: 64 KiB, enough to absorb a burst
- *             from every peer without holding back their credit
+ *   SQ0, SQ1  NC_SQ_SLOTS packet slots each of 1 << NC_PKT_SHIFT bytes
+ *             (4 KiB, node controller 1.11; 256 bytes before): 256 KiB each
+ *   RQ        NC_RQ_SLOTS packet slots of the same size: 1 MiB, enough to
+ *             absorb a burst from every peer without holding back their
+ *             credit
  *   CQ        NC_CQ_SLOTS event slots (32 bytes): 2 KiB
+ * A packet carries up to nc_pkt_payload bytes (4064; 224 with 256-byte
+ * slots, when the node controller is older than 1.11 or the memory for
+ * larger rings is not there).  Every node of a cluster runs the same
+ * library, so every node's slots are the same size (the device drops a
+ * packet longer than its RQ's slots).
  * RQ and CQ slots are freed lazily: nc_rq_pop()/nc_cq_pop() clear the
  * slot's CTL word at once but ring RQ_DOORBELL only every NC_FREE_BATCH
  * slots, or when the caller asks (nc_rx_doorbell()), e.g. before it
@@ -39,6 +46,7 @@
 #include "tempest/tempest-hw.h"
 
 #define NC_SQ_SLOTS         64
+#define NC_PKT_SHIFT        12
 #define NC_RQ_SLOTS         256
 #define NC_CQ_SLOTS         64
 #define NC_FREE_BATCH       32
@@ -91,6 +99,8 @@ struct nc_ring {
 };
 
 extern struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
+/* The payload a packet slot of SQ0, SQ1 and the RQ holds (nc_init). */
+extern uint32_t nc_pkt_payload;
 
 /* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
 extern bool nc_poll_present;
@@ -238,7 +248,7 @@ static inline struct nc_pkt *nc_sq_claim(unsigned net)
 {
     struct nc_ring *r = &nc_rings[net];
     struct nc_pkt *p = (struct nc_pkt *)(r->base +
-                       (size_t)(r->next & (r->slots - 1)) * TEMPEST_PKT_SIZE);
+                       (size_t)(r->next & (r->slots - 1)) * r->slot_size);
 
     if (__atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) != 0) {
         return NULL;
@@ -250,8 +260,8 @@ static inline struct nc_pkt *nc_sq_claim(unsigned net)
  * nc_sq_post: hands the slot @p (from nc_sq_claim(@net)) to the device
  * with @len payload bytes: writes CTL = VALID | len last, with release
  * ordering, and moves the tail on.  The device sees it at the next
- * doorbell (nc_sq_doorbell).  @len above TEMPEST_PKT_PAYLOAD is the
- * device's to reject (SEND_ERROR event).
+ * doorbell (nc_sq_doorbell).  @len above nc_pkt_payload is the device's
+ * to reject (SEND_ERROR event).
  */
 static inline void nc_sq_post(unsigned net, struct nc_pkt *p, uint32_t len)
 {
@@ -268,7 +278,7 @@ static inline bool nc_sq_drained(unsigned net)
     struct nc_ring *r = &nc_rings[net];
     struct nc_pkt *p = (struct nc_pkt *)(r->base +
                        (size_t)((r->next - 1) & (r->slots - 1)) *
-                       TEMPEST_PKT_SIZE);
+                       r->slot_size);
 
     return __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) == 0;
 }
@@ -291,7 +301,7 @@ static inline struct nc_pkt *nc_rq_peek(void)
 {
     struct nc_ring *r = &nc_rings[TEMPEST_RING_RQ];
     struct nc_pkt *p = (struct nc_pkt *)(r->base +
-                       (size_t)(r->next & (r->slots - 1)) * TEMPEST_PKT_SIZE);
+                       (size_t)(r->next & (r->slots - 1)) * r->slot_size);
 
     if (!(__atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) & TEMPEST_PKT_VALID)) {
         return NULL;
@@ -309,7 +319,7 @@ static inline bool nc_rq_fill_at_least(uint32_t n)
     struct nc_ring *r = &nc_rings[TEMPEST_RING_RQ];
     struct nc_pkt *p = (struct nc_pkt *)(r->base +
                        (size_t)((r->next + n - 1) & (r->slots - 1)) *
-                       TEMPEST_PKT_SIZE);
+                       r->slot_size);
 
     return __atomic_load_n(&p->ctl, __ATOMIC_ACQUIRE) & TEMPEST_PKT_VALID;
 }
