@@ -80,11 +80,19 @@ struct reasm {
 };
 
 /*
- * The backlog: copies of packets taken off the RQ early, in order, each
- * in an entry of the RQ's slot size.
+ * The backlog: copies of packets taken off the RQ early, in order.  An
+ * entry holds a packet of up to a 256-byte slot; a longer one (larger
+ * slots) is in the heap, so that a storm of small packets costs what it
+ * did with 256-byte slots (tens of thousands of entries: 4 KiB each
+ * exhausted a 128 MiB node).
  */
+struct bl_entry {
+    struct nc_pkt pkt;
+    struct nc_pkt *big;     /* the packet, when longer than pkt */
+};
+
 struct backlog {
-    uint8_t *pkts;
+    struct bl_entry *e;
     uint32_t cap;           /* a power of 2, or 0 */
     uint32_t head;
     uint32_t count;
@@ -318,38 +326,37 @@ static size_t pkt_bytes(const struct nc_pkt *p)
     return TEMPEST_PKT_DATA + (len < nc_pkt_payload ? len : nc_pkt_payload);
 }
 
-/* Backlog entry @i (of the ring's @cap entries) in @pkts. */
-static struct nc_pkt *backlog_at(uint8_t *pkts, uint32_t i)
-{
-    return (struct nc_pkt *)(pkts + (size_t)i *
-                             (TEMPEST_PKT_DATA + nc_pkt_payload));
-}
-
 static bool backlog_push(const struct nc_pkt *p)
 {
-    const struct nc_pkt *o;
-    uint8_t *n;
+    struct bl_entry *n, *to;
+    struct nc_pkt *big = NULL;
+    size_t bytes = pkt_bytes(p);
     uint32_t i, cap;
 
+    if (bytes > sizeof(n->pkt)) {
+        big = malloc(bytes);
+        if (big == NULL) {
+            return false;
+        }
+    }
     if (backlog.count == backlog.cap) {
         cap = backlog.cap ? backlog.cap * 2 : 64;
-        n = malloc((size_t)cap * (TEMPEST_PKT_DATA + nc_pkt_payload));
+        n = malloc((size_t)cap * sizeof(*n));
         if (n == NULL) {
+            free(big);
             return false;
         }
         for (i = 0; i < backlog.count; i++) {
-            o = backlog_at(backlog.pkts,
-                           (backlog.head + i) & (backlog.cap - 1));
-            memcpy(backlog_at(n, i), o, pkt_bytes(o));
+            n[i] = backlog.e[(backlog.head + i) & (backlog.cap - 1)];
         }
-        free(backlog.pkts);
-        backlog.pkts = n;
+        free(backlog.e);
+        backlog.e = n;
         backlog.cap = cap;
         backlog.head = 0;
     }
-    memcpy(backlog_at(backlog.pkts,
-                      (backlog.head + backlog.count) & (backlog.cap - 1)),
-           p, pkt_bytes(p));
+    to = &backlog.e[(backlog.head + backlog.count) & (backlog.cap - 1)];
+    to->big = big;
+    memcpy(big ? big : &to->pkt, p, bytes);
     backlog.count++;
     tppi_stats.backlog_pkts++;
     if (backlog.count > tppi_stats.backlog_max) {
@@ -733,19 +740,14 @@ static bool pt_step(void)
     }
     if (backlog.count) {
         /*
-         * A copy: the handler may push more and move the backlog.  One
-         * longer than a 256-byte slot goes to the heap (handlers nest on
-         * the stack); without memory it stays for the next turn.
+         * Taken out of the entry: the handler may push more and move the
+         * backlog.  A long one is already in the heap: it is ours now.
          */
-        p = backlog_at(backlog.pkts, backlog.head);
-        big = NULL;
-        if (pkt_bytes(p) > sizeof(copy)) {
-            big = malloc(pkt_bytes(p));
-            if (big == NULL) {
-                return false;
-            }
+        big = backlog.e[backlog.head].big;
+        if (!big) {
+            p = &backlog.e[backlog.head].pkt;
+            memcpy(&copy, p, pkt_bytes(p));
         }
-        memcpy(big ? big : &copy, p, pkt_bytes(p));
         backlog.head = (backlog.head + 1) & (backlog.cap - 1);
         backlog.count--;
         pkt_last = true;
