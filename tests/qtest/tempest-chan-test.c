@@ -66,15 +66,25 @@ static void expect_fail(QTestState *s, uint32_t st, uint32_t why)
     g_assert_cmpuint(reason(s), ==, why);
 }
 
-/* Waits (the main loop running) until port @p is in @state. */
-static void wait_state(QTestState *s, uint32_t p, unsigned state)
+/*
+ * Waits (the main loop running) until the bits @mask of port @p's STATE
+ * are @want.
+ */
+static void wait_bits(QTestState *s, uint32_t p, uint64_t mask,
+                      uint64_t want)
 {
     for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-         (port_state(s, p) & 0xff) != state &&
+         (port_state(s, p) & mask) != want &&
          g_get_monotonic_time() < end;) {
         g_usleep(500);
     }
-    g_assert_cmphex(port_state(s, p) & 0xff, ==, state);
+    g_assert_cmphex(port_state(s, p) & mask, ==, want);
+}
+
+/* Waits (the main loop running) until port @p is in @state. */
+static void wait_state(QTestState *s, uint32_t p, unsigned state)
+{
+    wait_bits(s, p, 0xff, state);
 }
 
 static void fill(QTestState *s, uint64_t addr, size_t len, uint8_t seed)
@@ -465,11 +475,7 @@ static void test_big(void)
     fill(n[1], src, len, 15);
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
-    for (gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-         !(port_state(n[0], p[0]) & TEMPEST_CHAN_ST_WAITING) &&
-         g_get_monotonic_time() < end;) {
-        g_usleep(500);
-    }
+    wait_bits(n[0], p[0], TEMPEST_CHAN_ST_WAITING, TEMPEST_CHAN_ST_WAITING);
     expect_fail(n[0], chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100),
                 TEMPEST_CMD_E_TOO_BIG);
     g_assert_cmpuint(result(n[0]), ==, len);

@@ -24,6 +24,9 @@
  * the buffer chan_set_buffer() named.  Data too long for the caller's
  * buffer has already been acknowledged by the device's INPUT: it stays
  * in the library's buffer (the port reads BUFFERFULL) for the next input.
+ * An input into a buffer longer than CHAN_MAX_DATA names that buffer to
+ * the device first (direct_buffer()): the data lands there, uncopied,
+ * and longer data waits at the sender until such an input comes.
  *
  * Names: a chan_port on the device is node << 20 | device index << 8 | 1:
  * the device's ids have no generation (docs/chan.rst says what that
@@ -592,7 +595,7 @@ static int dev_input(struct chan_req *r)
                       (uintptr_t)d->spare, DEV_BUF, &res), state);
     if (rc) {
         if (d->direct) {
-            /* (Too long for it too: the data waits on.) */
+            /* Refused (too long for it too: it waits on): ours again. */
             d->direct = NULL;
             dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)),
                  (uintptr_t)d->buf, DEV_BUF, NULL);
