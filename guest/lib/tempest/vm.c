@@ -29,7 +29,8 @@
  * with an arrival number, wakes the protocol thread (rt_cpu_wake on a
  * dedicated CPU; on a one-vCPU node it runs, inline, what the node
  * controller's interrupt would run: tppi_run_protocol_thread) and waits,
- * polling briefly and then sleeping in WFI, until TPPI_resume_va() marks
+ * polling for the spin time (tppi_spin_masked, spin_us) and then sleeping
+ * in WFI, until TPPI_resume_va() marks
  * the slot RESUMED; the instruction is then retried.  The protocol thread
  * takes QUEUED slots in arrival order before any timer or message
  * (fault_step, the core's TPPI_WORK_FAULTS work, first thing in each of
