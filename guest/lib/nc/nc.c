@@ -23,6 +23,7 @@ bool nc_polling;
 volatile uint32_t *nc_poll_hint;
 
 static bool ready;
+uint32_t nc_pops_misplaced;
 
 static const char *const ring_names[TEMPEST_NUM_RINGS] = {
     "SQ0", "SQ1", "RQ", "CQ",
@@ -264,6 +265,20 @@ int nc_init(void)
     }
     ready = true;
     return 0;
+}
+
+void nc_pop_misplaced(unsigned ring, const void *slot)
+{
+    const struct nc_ring *r = &nc_rings[ring];
+
+    if (__atomic_fetch_add(&nc_pops_misplaced, 1, __ATOMIC_RELAXED) == 0) {
+        printf("tempest-nc: node %u: %s slot %lu popped while its head is "
+               "slot %lu (a library bug: a packet or event is skipped and "
+               "read a lap late)\n", rt_node_id(), ring_names[ring],
+               (unsigned long)(((const uint8_t *)slot - r->base) /
+                               r->slot_size),
+               (unsigned long)(r->next & (r->slots - 1)));
+    }
 }
 
 bool nc_ready(void)

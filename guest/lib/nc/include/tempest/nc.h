@@ -338,10 +338,22 @@ static inline void nc_rx_doorbell(void)
     }
 }
 
+/*
+ * A pop of a slot that is not the ring's head (a bug of the caller: the
+ * head would then skip a slot still valid, read a lap later, out of
+ * order): counted, and reported once on the console.
+ */
+extern uint32_t nc_pops_misplaced;
+void nc_pop_misplaced(unsigned ring, const void *slot);
+
 static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
 {
     struct nc_ring *r = &nc_rings[ring];
 
+    if ((uint8_t *)ctl != r->base + (size_t)(r->next & (r->slots - 1)) *
+                                    r->slot_size) {
+        nc_pop_misplaced(ring, ctl);
+    }
     __atomic_store_n(ctl, 0, __ATOMIC_RELEASE);
     r->next++;
     if (++r->freed >= NC_FREE_BATCH) {
