@@ -518,6 +518,11 @@ CASES += [
     # timer during a message storm running before the waiting messages.
     am("am-timers-1node", "am_timers", 1, 1),
     am("am-timers-2", "am_timers", 2, 2),
+    # Tempest 2 (one handler at a time): a handler run inline by a fault
+    # on a one-vCPU node that waits for room to send runs no other
+    # handler inside it (and with a protocol CPU the same).
+    am("am-nested-smp1", "am_nested", 2, 1, args=["3000"]),
+    am("am-nested-smp2", "am_nested", 2, 2, args=["3000"]),
     # Tempest 3.3.3 (the handler must consume the body): unread bytes, a
     # read past the end, a handler outside the code and refused sends are
     # reported and counted, never misparsed.

@@ -213,6 +213,30 @@ bool tppi_on_protocol_thread(void)
     return dedicated || rt_in_irq() || pt_inline;
 }
 
+/*
+ * With a CPU of its own the protocol thread sleeps (IRQ_SQ, or the time,
+ * wakes it; its interrupt handler runs no handlers).  In the interrupt
+ * rt_cpu_sleep() spins.  Run inline (a fault's hook or a wait's spin on a
+ * one-vCPU node: IRQs masked, not in an interrupt) a WFI would take the
+ * node controller's pending interrupt and run the protocol thread inside
+ * the handler that waits: other handlers in the middle of it, the
+ * current message overwritten, the receive ring popped out of order.  It
+ * spins there too.
+ */
+void tppi_pt_pause(unsigned us)
+{
+    uint64_t end;
+
+    if (dedicated || rt_in_irq()) {
+        rt_cpu_sleep(us);
+        return;
+    }
+    end = rt_time_ns() + (uint64_t)us * 1000;
+    while (rt_time_ns() < end) {
+        __asm__ volatile("yield");
+    }
+}
+
 bool tppi_in_message_handler(void)
 {
     return cur.active && tppi_on_protocol_thread();

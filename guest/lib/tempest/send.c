@@ -64,8 +64,8 @@ static struct nc_pkt *claim_wait(unsigned net, bool on_pt)
             continue;
         }
         if (on_pt) {
-            /* Woken by IRQ_SQ on a dedicated CPU; spins in an IRQ. */
-            rt_cpu_sleep(SQ_PT_WAIT_US);
+            /* Woken by IRQ_SQ on a dedicated CPU; spins otherwise. */
+            tppi_pt_pause(SQ_PT_WAIT_US);
         } else {
             flags = rt_irq_save();
             __atomic_fetch_or(&tppi_sq_waiters, 1U << cpu, __ATOMIC_SEQ_CST);

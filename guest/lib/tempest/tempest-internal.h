@@ -95,6 +95,11 @@ void tppi_on_work(unsigned cls, const struct tppi_work *w);
 
 /* True if the caller is running on the protocol thread. */
 bool tppi_on_protocol_thread(void);
+/*
+ * The protocol thread waits about @us for room (a send ring, the transfer
+ * engine) without running another handler inside the one that waits.
+ */
+void tppi_pt_pause(unsigned us);
 
 /* True once the protocol thread has been started (before main). */
 bool tppi_started(void);

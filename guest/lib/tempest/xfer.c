@@ -115,7 +115,7 @@ int tempest_xfer(TPPI_NodeId dest, const void *src, uint64_t len,
     }
     if (tppi_on_protocol_thread()) {
         while (!xfer_commit(&t)) {
-            rt_cpu_sleep(XFER_PT_WAIT_US);
+            tppi_pt_pause(XFER_PT_WAIT_US);
         }
     } else {
         tempest_wait(xfer_commit, &t);
