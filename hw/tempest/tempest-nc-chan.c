@@ -218,20 +218,32 @@ static void chan_refuse(TempestNCState *s, TempestChanPort *p)
 }
 
 /*
- * DATA number p->rx + 1 of @len bytes does not fit p's buffer.  Input
- * already under way: refused (its buffer is the one named).  Before
- * the input: it waits at the sender (WAITING) until BUFFER or INPUT
- * names a buffer it fits, which asks for it with GO (chan_send_go).
+ * DATA number p->rx + 1 of @len bytes does not fit p's buffer: it waits
+ * at the sender (WAITING) until BUFFER or INPUT names a buffer it fits,
+ * which asks for it with GO (chan_send_go); the sender's output goes on
+ * until then.  An input under way ends (its buffer is the one named):
+ * TEMPEST_CHAN_EV_TOO_BIG with the length, as libchan's input that finds
+ * data too long for its buffer ends CHAN_E_TOOBIG with the data kept;
+ * a port input ends TEMPEST_CHAN_EV_TYPE (data, not a port, came).
  */
 static void chan_too_long(TempestNCState *s, TempestChanPort *p,
                           uint64_t len)
 {
-    if (p->state != TEMPEST_CHAN_ST_IDLE) {
-        chan_refuse(s, p);
-        return;
-    }
     p->waiting = 1;
     p->in_len = len;
+    p->granted = 0;
+    if (p->state != TEMPEST_CHAN_ST_INPUTTING) {
+        return;
+    }
+    p->state = TEMPEST_CHAN_ST_IDLE;
+    p->next = 0;
+    p->nextsize = 0;
+    if (p->in_port) {
+        p->in_port = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE, 0);
+    } else {
+        chan_event(s, p, TEMPEST_CHAN_EV_TOO_BIG, TEMPEST_CMD_E_TOO_BIG, len);
+    }
 }
 
 /*

@@ -166,7 +166,8 @@ static void input_next(void)
  * it lands in the input's buffer, the bytes around untouched.  Output
  * first: it waits at the sender (chan_state() BUFFERFULL), an input too
  * short for it gets CHAN_E_TOOBIG and it waits on, one long enough
- * takes it.
+ * takes it.  Input first with a buffer too short: the same (the input
+ * ends CHAN_E_TOOBIG, the output goes on until the data is input).
  */
 static void long_data(void)
 {
@@ -220,6 +221,38 @@ static void long_data(void)
             CU_EQ(n, (int)len);
             if (!cu_match(d, len, 3000 + i)) {
                 am_fail("%u long bytes output first differ", (unsigned)len);
+            }
+            CU_EQ(chan_state(port), CHAN_IDLE);
+        } else {
+            CU_EQ(chan_output_wait(port), 0);
+        }
+        am_barrier();
+        /*
+         * Input first with a buffer too short for it: the input gets
+         * CHAN_E_TOOBIG and the data waits on (BUFFERFULL; the output
+         * is not done) for an input long enough.
+         */
+        if (me() == NODE_A) {
+            cu_wait_remote_state(NODE_B, far, CHAN_INPUTTING);
+            cu_fill(s, len, 4000 + i);
+            CU_EQ(chan_output_start(port, s, len), 0);
+        } else {
+            CU_EQ(chan_input(port, d, 100), CHAN_E_TOOBIG);
+            CU_EQ(chan_state(port), CHAN_BUFFERFULL);
+        }
+        am_barrier();
+        if (me() == NODE_A) {
+            CU_EQ(chan_state(port), CHAN_OUTPUTTING);
+        }
+        am_barrier();
+        if (me() == NODE_B) {
+            CU_EQ(chan_input(port, d, len - 1), CHAN_E_TOOBIG);
+            memset(d, 0, big);
+            n = chan_input(port, d, big);
+            CU_EQ(n, (int)len);
+            if (!cu_match(d, len, 4000 + i)) {
+                am_fail("%u long bytes for a short input differ",
+                        (unsigned)len);
             }
             CU_EQ(chan_state(port), CHAN_IDLE);
         } else {

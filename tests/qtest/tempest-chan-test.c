@@ -271,7 +271,9 @@ static void test_errors(void)
  * lands in the buffer the port was made with), outputdata changing no
  * state (3.1), input naming the NEXT buffer, output completing at once
  * when the companion has input already, the INPUT event for a waiting
- * input, FREED closing the companion.  A channel within one node.
+ * input, data too long for a waiting input waiting at the sender (the
+ * TOO_BIG event), FREED closing the companion.  A channel within one
+ * node.
  */
 static void test_local(void)
 {
@@ -333,6 +335,51 @@ static void test_local(void)
     g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
     g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
     g_assert_cmpuint(ev[1], ==, 0);
+
+    /*
+     * Longer than a's buffer (16 bytes) with an input under way: the
+     * input ends (TOO_BIG with the length; a port input TYPE), the data
+     * waits at b (a WAITING, b OUTPUTTING) until a names a buffer it
+     * fits.
+     */
+    for (int port_input = 0; port_input < 2; port_input++) {
+        g_assert_cmpuint(chan(s, port_input ? TEMPEST_CHAN_OP_INPUT_PORT :
+                              TEMPEST_CHAN_OP_INPUT, a, BUF_A, 16), ==,
+                         TEMPEST_CMD_SUCCESS);
+        fill(s, SRC, 40, 11 + port_input);
+        g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 40), ==,
+                         TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(result(s), ==, 0);
+        g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+        if (port_input) {
+            g_assert_cmphex(ev[0], ==,
+                            a | (uint64_t)TEMPEST_CHAN_EV_TYPE << 32);
+            g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_CHAN_TYPE);
+        } else {
+            g_assert_cmphex(ev[0], ==,
+                            a | (uint64_t)TEMPEST_CHAN_EV_TOO_BIG << 32);
+            g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_TOO_BIG);
+            g_assert_cmpuint(ev[2], ==, 40);
+        }
+        g_assert_cmphex(port_state(s, a) & 0xffff, ==,
+                        TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+        g_assert_cmphex(port_state(s, b) & 0xff, ==,
+                        TEMPEST_CHAN_ST_OUTPUTTING);
+        expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_A, 16),
+                    TEMPEST_CMD_E_TOO_BIG);
+        g_assert_cmpuint(result(s), ==, 40);
+        g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, a, BUF_A, 64), ==,
+                         TEMPEST_CMD_SUCCESS);
+        wait_state(s, a, TEMPEST_CHAN_ST_BUFFERFULL);
+        g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_C, 16), ==,
+                         TEMPEST_CMD_SUCCESS);
+        g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 40);
+        check(s, BUF_A, 40, 11 + port_input);
+        g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+        g_assert_cmpuint(ev[1], ==, 0);
+    }
 
     /* Free b: a waiting input of a ends CLOSED; a is closed for good. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_A, 16), ==,
@@ -412,7 +459,8 @@ static void test_pair(void)
  * Spec: outputs longer than TEMPEST_CHAN_INLINE go by the transfer
  * engine straight into the input buffer (BIG, GO, the transfer, ACK):
  * between two nodes, to a waiting input and pre-sent into the initial
- * buffer; refused (TOO_BIG) when longer than the buffer; and on one node,
+ * buffer; waiting at the sender when longer than the buffer (an input
+ * under way then ends TEMPEST_CHAN_EV_TOO_BIG); and on one node,
  * pre-sent and to a waiting input (READY, docs/chan.rst "A long DATA").
  * No XFER event reaches the guest: the channel's own events only.
  */
@@ -496,14 +544,46 @@ static void test_big(void)
     g_assert_cmphex(ev[0], ==,
                     p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
     g_assert_cmpuint(ev[1], ==, 0);
-    /* An input under way with a shorter buffer: refused. */
+    /*
+     * An input under way with a shorter buffer (100 bytes): it ends
+     * TOO_BIG with the length, the data waits at node 1 (WAITING), the
+     * output goes on; an INPUT naming a buffer it fits asks for it.
+     */
     g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[0]), ==, 0);
+    fill(n[1], src, len, 19);
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[0] | (uint64_t)TEMPEST_CHAN_EV_TOO_BIG << 32);
     g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(ev[2], ==, len);
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    g_assert_cmphex(port_state(n[1], p[1]) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+    expect_fail(n[0], chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(n[0]), ==, len);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, p[0], buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    if (result(n[0]) == 0) {
+        g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        p[0] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+        g_assert_cmpuint(ev[1], ==, len);
+    } else {
+        g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    }
+    check(n[0], buf, len, 19);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
     for (int i = 0; i < 2; i++) {
         g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
                          0);

@@ -24,6 +24,10 @@
  * the buffer chan_set_buffer() named.  Data too long for the caller's
  * buffer has already been acknowledged by the device's INPUT: it stays
  * in the library's buffer (the port reads BUFFERFULL) for the next input.
+ * Data too long for the library's buffer (or the one direct_buffer()
+ * named) waits at the sender, unacknowledged: an input waiting ends
+ * CHAN_E_TOOBIG (TEMPEST_CHAN_EV_TOO_BIG) and the port reads BUFFERFULL
+ * (the device's WAITING) until an input with a buffer it fits.
  * An input into a buffer longer than CHAN_MAX_DATA names that buffer to
  * the device first (direct_buffer()): the data lands there, uncopied,
  * and longer data waits at the sender until such an input comes.
@@ -794,6 +798,26 @@ static void dev_event(const struct nc_event *ev)
         free(d->newbuf);
         d->newbuf = NULL;
         rc = CHAN_E_TYPE;
+        break;
+    case TEMPEST_CHAN_EV_TOO_BIG:
+        /*
+         * Longer than the buffer the input named: the data waits at
+         * the sender (STATE reads WAITING: BUFFERFULL here) for an
+         * input with a buffer it fits; the buffers did not change
+         * places.  A buffer of the caller's named (direct_buffer())
+         * goes back to being ours.
+         */
+        if (!r || (d->mode != W_COPY && d->mode != W_NEXT)) {
+            cp_protocol_error("too long data on port 0x%x: no input waits",
+                              (unsigned)id);
+            return;
+        }
+        if (d->direct) {
+            d->direct = NULL;
+            dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(idx), (uintptr_t)d->buf,
+                 DEV_BUF, NULL);
+        }
+        rc = CHAN_E_TOOBIG;
         break;
     default:
         cp_protocol_error("channel event %u for port 0x%x", kind,

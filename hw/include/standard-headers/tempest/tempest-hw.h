@@ -417,7 +417,10 @@
  *              port's buffer, which is swapped with ARG2/ARG3.  RESULT:
  *              bit 32 set, the data was there (BUFFERFULL): bits 31..0 its
  *              length, CMD_ARG... unchanged, no event; clear: INPUTTING
- *              until TEMPEST_CHAN_EV_INPUT.
+ *              until TEMPEST_CHAN_EV_INPUT (or TEMPEST_CHAN_EV_TOO_BIG:
+ *              the data is longer than the buffer and waits at the
+ *              sender).  Data waiting at the sender longer than the
+ *              port's buffer: TEMPEST_CMD_E_TOO_BIG, RESULT its length.
  *   STATE      ARG1 port: RESULT state (TEMPEST_CHAN_ST_*) | pre-sent (bit
  *              8) | holds a port sent to it (bit 9) | companion id << 32.
  *   OUTPUT_PORT ARG1 the port t to send over, ARG2 the port q sent (the
@@ -623,7 +626,11 @@
  *   confirmation came), or B NO_PORTS (table full) or CLOSED, or
  *   PEER_DOWN (the sender's node is gone; C the new port, wired up);
  *   TYPE: an INPUT found a port, or an INPUT_PORT data: it is held
- *   (BUFFERFULL), B TEMPEST_CMD_E_CHAN_TYPE.
+ *   (BUFFERFULL), or the data waits at the sender (STATE WAITING), B
+ *   TEMPEST_CMD_E_CHAN_TYPE;
+ *   TOO_BIG: an INPUT waiting ended: the data is longer than the port's
+ *   buffer and waits at the sender (STATE WAITING) for an INPUT or
+ *   BUFFER naming one it fits; B TEMPEST_CMD_E_TOO_BIG, C the length.
  */
 #define TEMPEST_EV_CHAN             6
 #define TEMPEST_CHAN_EV_INPUT       1
@@ -631,6 +638,7 @@
 #define TEMPEST_CHAN_EV_CLOSED      3
 #define TEMPEST_CHAN_EV_PORT        4
 #define TEMPEST_CHAN_EV_TYPE        5
+#define TEMPEST_CHAN_EV_TOO_BIG     6
 /* Exit status the runtime uses when a node crashes (exception report) */
 #define TEMPEST_EXIT_CRASH          134
 
