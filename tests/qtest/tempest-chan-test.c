@@ -337,6 +337,52 @@ static void test_local(void)
     g_assert_cmpuint(ev[1], ==, 0);
 
     /*
+     * INPUT_HERE: this input's data goes to the buffer it names, the
+     * port's (BUF_C) stays for what comes before the next input; data
+     * there already is input there (PRESENT); a buffer too short for
+     * the data waiting: TOO_BIG, nothing changes.
+     */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
+                          64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    fill(s, SRC, 30, 21);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 30), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 30);
+    g_assert_cmphex(ev[2], ==, BUF_A + 4096);
+    check(s, BUF_A + 4096, 30, 21);
+    fill(s, SRC, 12, 23);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 12), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    check(s, BUF_C, 12, 23);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
+                          64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 12);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    fill(s, SRC, 20, 25);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 20), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096, 8),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(s), ==, 20);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
+                          20), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmphex(ev[2], ==, BUF_A + 4096);
+    check(s, BUF_A + 4096, 20, 25);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
+
+    /*
      * Longer than a's buffer (16 bytes) with an input under way: the
      * input ends (TOO_BIG with the length; a port input TYPE), the data
      * waits at b (a WAITING, b OUTPUTTING) until a names a buffer it

@@ -436,6 +436,16 @@
  *              port comes) and TEMPEST_CHAN_EV_PORT brings the new port.
  *              A port on which data is held fails TEMPEST_CMD_E_CHAN_TYPE;
  *              a full table TEMPEST_CMD_E_NO_PORTS (the port stays held).
+ *   INPUT_HERE ARG1 port, ARG2/ARG3 this input's buffer: as INPUT, but
+ *              the data goes to ARG2 and the port's buffer is the next
+ *              one (unchanged after the input): as BUFFER ARG2/ARG3 then
+ *              INPUT naming the port's old buffer as the next, in one
+ *              instruction.  When data is in the port's buffer already
+ *              (BUFFERFULL) or landing there (a long DATA under way), or
+ *              waits at the sender longer than ARG3, the port's buffer
+ *              stays as it is: RESULT PRESENT and the data there, the
+ *              INPUT event's C the port's buffer, or TOO_BIG.  After a
+ *              TEMPEST_CHAN_EV_TOO_BIG the port's buffer is ARG2.
  */
 #define TEMPEST_CHAN_OP_ALLOC       1
 #define TEMPEST_CHAN_OP_CONNECT     2
@@ -447,6 +457,7 @@
 #define TEMPEST_CHAN_OP_STATE       8
 #define TEMPEST_CHAN_OP_OUTPUT_PORT 9           /* (1.9) */
 #define TEMPEST_CHAN_OP_INPUT_PORT  10          /* (1.9) */
+#define TEMPEST_CHAN_OP_INPUT_HERE  11          /* (1.11) */
 
 #define TEMPEST_CHAN_PORTS          256         /* the paper's example */
 #define TEMPEST_CHAN_MAX_DATA       (1U << 30)  /* an output, at most */
