@@ -218,20 +218,32 @@ static void chan_refuse(TempestNCState *s, TempestChanPort *p)
 }
 
 /*
- * DATA number p->rx + 1 of @len bytes does not fit p's buffer.  Input
- * already under way: refused (its buffer is the one named).  Before
- * the input: it waits at the sender (WAITING) until BUFFER or INPUT
- * names a buffer it fits, which asks for it with GO (chan_send_go).
+ * DATA number p->rx + 1 of @len bytes does not fit p's buffer: it waits
+ * at the sender (WAITING) until BUFFER or INPUT names a buffer it fits,
+ * which asks for it with GO (chan_send_go); the sender's output goes on
+ * until then.  An input under way ends (its buffer is the one named):
+ * TEMPEST_CHAN_EV_TOO_BIG with the length, as libchan's input that finds
+ * data too long for its buffer ends CHAN_E_TOOBIG with the data kept;
+ * a port input ends TEMPEST_CHAN_EV_TYPE (data, not a port, came).
  */
 static void chan_too_long(TempestNCState *s, TempestChanPort *p,
                           uint64_t len)
 {
-    if (p->state != TEMPEST_CHAN_ST_IDLE) {
-        chan_refuse(s, p);
-        return;
-    }
     p->waiting = 1;
     p->in_len = len;
+    p->granted = 0;
+    if (p->state != TEMPEST_CHAN_ST_INPUTTING) {
+        return;
+    }
+    p->state = TEMPEST_CHAN_ST_IDLE;
+    p->next = 0;
+    p->nextsize = 0;
+    if (p->in_port) {
+        p->in_port = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE, 0);
+    } else {
+        chan_event(s, p, TEMPEST_CHAN_EV_TOO_BIG, TEMPEST_CMD_E_TOO_BIG, len);
+    }
 }
 
 /*
@@ -1097,9 +1109,15 @@ static void chan_offer(TempestNCState *s, TempestChanPort *p)
     chan_send(s, CHAN_MSG_READY, p->comp, chan_id(s, p), p->rx + 1, x, 16);
 }
 
-/* input (2.1): this data goes to the port's buffer; ARG2/3 the next one. */
+/*
+ * input (2.1): this data goes to the port's buffer; ARG2/3 the next one.
+ * @here (INPUT_HERE): ARG2/3 is this input's buffer instead, if nothing
+ * is there or on its way to the port's (IDLE, no long DATA landing, no
+ * data waiting that it is too short for): the port's buffer is the next
+ * one; else the port's buffer stays and the data is there.
+ */
 static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
-                              TempestChanPort *p)
+                              TempestChanPort *p, bool here)
 {
     uint64_t next = b->arg[2], size = b->arg[3];
 
@@ -1114,8 +1132,19 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
     if (p->held_port) {
         return chan_fail(s, b, TEMPEST_CMD_E_CHAN_TYPE);
     }
-    p->next = size ? next : 0;
-    p->nextsize = size;
+    if (!here) {
+        p->next = size ? next : 0;
+        p->nextsize = size;
+    } else {
+        p->next = p->buf;
+        p->nextsize = p->bufsize;
+        if (p->state == TEMPEST_CHAN_ST_IDLE && !p->incoming &&
+            !(p->waiting && p->in_len > size) && !p->closed &&
+            p->comp != TEMPEST_CHAN_NONE) {
+            p->buf = size ? next : 0;
+            p->bufsize = size;
+        }
+    }
     if (p->state == TEMPEST_CHAN_ST_BUFFERFULL) {
         b->result = TEMPEST_CHAN_PRESENT | p->held_len;
         chan_input_done(s, p);
@@ -1233,7 +1262,7 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         st = chan_op_alloc(s, b);
         goto out;
     }
-    if (op < TEMPEST_CHAN_OP_CONNECT || op > TEMPEST_CHAN_OP_INPUT_PORT) {
+    if (op < TEMPEST_CHAN_OP_CONNECT || op > TEMPEST_CHAN_OP_INPUT_HERE) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_CHAN_OP);
     }
     p = chan_port_of(s, b->arg[1]);
@@ -1257,7 +1286,8 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         st = chan_op_output(s, b, p);
         break;
     case TEMPEST_CHAN_OP_INPUT:
-        st = chan_op_input(s, b, p);
+    case TEMPEST_CHAN_OP_INPUT_HERE:
+        st = chan_op_input(s, b, p, op == TEMPEST_CHAN_OP_INPUT_HERE);
         break;
     case TEMPEST_CHAN_OP_OUTPUT_PORT:
         st = chan_op_output_port(s, b, p);

@@ -8,7 +8,8 @@
  * a channel; every length from 0 to CHAN_MAX_DATA at odd alignments;
  * the paper's input naming where the NEXT data goes (2.1, with the
  * loop unrolled over two buffers, and data that came before any buffer
- * was named); on the device, data past CHAN_MAX_DATA (to 1 MiB) straight
+ * was named); an input first too short for the data (CHAN_E_TOOBIG, the
+ * data kept, the output not done until it is input); on the device, data past CHAN_MAX_DATA (to 1 MiB) straight
  * into the input's buffer, input first and output first (then it waits at
  * the sender until an input long enough); a channel with both ends on
  * one node; a handler that a
@@ -160,13 +161,54 @@ static void input_next(void)
 }
 
 /*
+ * Input first with a buffer too short for the data (2 bytes for 4, 100
+ * for CHAN_MAX_DATA): the input gets CHAN_E_TOOBIG, the data is kept
+ * for the next input (BUFFERFULL) and the output is not done until it is
+ * input, as on the software path (on the device, the input's own buffer
+ * is the one the device stores into: the data waits at the sender).
+ */
+static void short_too_long(void)
+{
+    static const unsigned lens[] = { 4, CHAN_MAX_DATA };
+    static const unsigned shorts[] = { 2, 100 };
+    unsigned i;
+
+    for (i = 0; i < 2; i++) {
+        if (me() == NODE_A) {
+            cu_wait_remote_state(NODE_B, far, CHAN_INPUTTING);
+            cu_fill(src, lens[i], 5000 + i);
+            CU_EQ(chan_output_start(port, src, lens[i]), 0);
+        } else {
+            memset(dst, 0xEE, sizeof(dst));
+            CU_EQ(chan_input(port, dst, shorts[i]), CHAN_E_TOOBIG);
+            CU_EQ(chan_state(port), CHAN_BUFFERFULL);
+            CU_CHECK(dst[0] == 0xEE && dst[shorts[i] - 1] == 0xEE);
+        }
+        am_barrier();
+        if (me() == NODE_A) {
+            CU_EQ(chan_state(port), CHAN_OUTPUTTING);
+        }
+        am_barrier();
+        if (me() == NODE_B) {
+            CU_EQ(chan_input(port, dst, lens[i]), (int)lens[i]);
+            CU_CHECK(cu_match(dst, lens[i], 5000 + i));
+            CU_EQ(chan_state(port), CHAN_IDLE);
+        } else {
+            CU_EQ(chan_output_wait(port), 0);
+        }
+        am_barrier();
+    }
+}
+
+/*
  * Long data (chan_max_data() past CHAN_MAX_DATA: the device's channel
  * controller): inline DATA past the library's buffer, the 64 KiB frame
  * limit on both sides, and 1 MiB by the transfer engine.  Input first:
  * it lands in the input's buffer, the bytes around untouched.  Output
  * first: it waits at the sender (chan_state() BUFFERFULL), an input too
  * short for it gets CHAN_E_TOOBIG and it waits on, one long enough
- * takes it.
+ * takes it.  Input first with a buffer too short: the same (the input
+ * ends CHAN_E_TOOBIG, the output goes on until the data is input).
  */
 static void long_data(void)
 {
@@ -220,6 +262,38 @@ static void long_data(void)
             CU_EQ(n, (int)len);
             if (!cu_match(d, len, 3000 + i)) {
                 am_fail("%u long bytes output first differ", (unsigned)len);
+            }
+            CU_EQ(chan_state(port), CHAN_IDLE);
+        } else {
+            CU_EQ(chan_output_wait(port), 0);
+        }
+        am_barrier();
+        /*
+         * Input first with a buffer too short for it: the input gets
+         * CHAN_E_TOOBIG and the data waits on (BUFFERFULL; the output
+         * is not done) for an input long enough.
+         */
+        if (me() == NODE_A) {
+            cu_wait_remote_state(NODE_B, far, CHAN_INPUTTING);
+            cu_fill(s, len, 4000 + i);
+            CU_EQ(chan_output_start(port, s, len), 0);
+        } else {
+            CU_EQ(chan_input(port, d, 100), CHAN_E_TOOBIG);
+            CU_EQ(chan_state(port), CHAN_BUFFERFULL);
+        }
+        am_barrier();
+        if (me() == NODE_A) {
+            CU_EQ(chan_state(port), CHAN_OUTPUTTING);
+        }
+        am_barrier();
+        if (me() == NODE_B) {
+            CU_EQ(chan_input(port, d, len - 1), CHAN_E_TOOBIG);
+            memset(d, 0, big);
+            n = chan_input(port, d, big);
+            CU_EQ(n, (int)len);
+            if (!cu_match(d, len, 4000 + i)) {
+                am_fail("%u long bytes for a short input differ",
+                        (unsigned)len);
             }
             CU_EQ(chan_state(port), CHAN_IDLE);
         } else {
@@ -329,6 +403,7 @@ int main(void)
     }
     lengths();
     input_next();
+    short_too_long();
     long_data();
     local_channel();
     handler_inline();

@@ -144,6 +144,22 @@ static void start_pair(const char *dir, QTestState *n[2])
 }
 
 /*
+ * Data of @len bytes waits at the sender for port @p: BUFFER @buf/@size
+ * asks for it (GO), it is held (BUFFERFULL), INPUT (BUF_C the next
+ * buffer) finds it there.
+ */
+static void buffer_then_input(QTestState *s, uint32_t p, uint64_t buf,
+                              uint64_t size, uint64_t len)
+{
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, p, buf, size), ==,
+                     TEMPEST_CMD_SUCCESS);
+    wait_state(s, p, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, p, BUF_C, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | len);
+}
+
+/*
  * Spec: TEMPEST_CMD_CHAN's failure reasons (tempest-hw.h): an unknown
  * instruction, a port that is not live here, buffers outside RAM, a bad
  * length, a state that forbids the instruction, a full port table.
@@ -226,12 +242,7 @@ static void test_errors(void)
     g_assert_cmphex(port_state(s, b) & 0xffff, ==,
                     TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
     /* A buffer it fits: GO, the transfer engine brings it; input. */
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, b, BUF_B, 16), ==,
-                     TEMPEST_CMD_SUCCESS);
-    wait_state(s, b, TEMPEST_CHAN_ST_BUFFERFULL);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_C, 16), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 4);
+    buffer_then_input(s, b, BUF_B, 16, 4);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(s), ==, 1);
@@ -267,11 +278,34 @@ static void test_errors(void)
 }
 
 /*
+ * One node: @from outputs @len bytes of @seed to @to, whose input waits:
+ * done at once; @to's INPUT event says @where, where the data is.
+ */
+static void output_to_input(QTestState *s, unsigned *cq, uint32_t from,
+                            uint32_t to, size_t len, uint8_t seed,
+                            uint64_t where)
+{
+    uint64_t ev[3];
+
+    fill(s, SRC, len, seed);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, from, SRC, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);
+    g_assert_cmpuint(next_event(s, cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, to | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, len);
+    g_assert_cmphex(ev[2], ==, where);
+    check(s, where, len, seed);
+}
+
+/*
  * Spec: the paper's initial buffer (2.1: data arriving before any input
  * lands in the buffer the port was made with), outputdata changing no
  * state (3.1), input naming the NEXT buffer, output completing at once
  * when the companion has input already, the INPUT event for a waiting
- * input, FREED closing the companion.  A channel within one node.
+ * input, data too long for a waiting input waiting at the sender (the
+ * TOO_BIG event), FREED closing the companion.  A channel within one
+ * node.
  */
 static void test_local(void)
 {
@@ -312,15 +346,7 @@ static void test_local(void)
     g_assert_cmpuint(result(s), ==, 0);
     g_assert_cmphex(port_state(s, b) & 0xffff, ==,
                     TEMPEST_CHAN_ST_INPUTTING);
-    fill(s, SRC, 37, 9);
-    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, a, SRC, 37), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(result(s), ==, 1);
-    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
-    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
-    g_assert_cmpuint(ev[1], ==, 37);
-    g_assert_cmphex(ev[2], ==, BUF_C);
-    check(s, BUF_C, 37, 9);
+    output_to_input(s, &cq, a, b, 37, 9, BUF_C);
 
     /* Output first: OUTPUTTING until b inputs; then the OUTPUT event. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 5), ==,
@@ -333,6 +359,84 @@ static void test_local(void)
     g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
     g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
     g_assert_cmpuint(ev[1], ==, 0);
+
+    /*
+     * INPUT_HERE: this input's data goes to the buffer it names, the
+     * port's (BUF_C) stays for what comes before the next input; data
+     * there already is input there (PRESENT); a buffer too short for
+     * the data waiting: TOO_BIG, nothing changes.
+     */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
+                          64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    output_to_input(s, &cq, b, a, 30, 21, BUF_A + 4096);
+    fill(s, SRC, 12, 23);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 12), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    check(s, BUF_C, 12, 23);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
+                          64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 12);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    fill(s, SRC, 20, 25);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 20), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096, 8),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(s), ==, 20);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
+                          20), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmphex(ev[2], ==, BUF_A + 4096);
+    check(s, BUF_A + 4096, 20, 25);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
+
+    /*
+     * Longer than a's buffer (16 bytes) with an input under way: the
+     * input ends (TOO_BIG with the length; a port input TYPE), the data
+     * waits at b (a WAITING, b OUTPUTTING) until a names a buffer it
+     * fits.
+     */
+    for (int port_input = 0; port_input < 2; port_input++) {
+        g_assert_cmpuint(chan(s, port_input ? TEMPEST_CHAN_OP_INPUT_PORT :
+                              TEMPEST_CHAN_OP_INPUT, a, BUF_A, 16), ==,
+                         TEMPEST_CMD_SUCCESS);
+        fill(s, SRC, 40, 11 + port_input);
+        g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 40), ==,
+                         TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(result(s), ==, 0);
+        g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+        if (port_input) {
+            g_assert_cmphex(ev[0], ==,
+                            a | (uint64_t)TEMPEST_CHAN_EV_TYPE << 32);
+            g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_CHAN_TYPE);
+        } else {
+            g_assert_cmphex(ev[0], ==,
+                            a | (uint64_t)TEMPEST_CHAN_EV_TOO_BIG << 32);
+            g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_TOO_BIG);
+            g_assert_cmpuint(ev[2], ==, 40);
+        }
+        g_assert_cmphex(port_state(s, a) & 0xffff, ==,
+                        TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+        g_assert_cmphex(port_state(s, b) & 0xff, ==,
+                        TEMPEST_CHAN_ST_OUTPUTTING);
+        expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_A, 16),
+                    TEMPEST_CMD_E_TOO_BIG);
+        g_assert_cmpuint(result(s), ==, 40);
+        buffer_then_input(s, a, BUF_A, 64, 40);
+        check(s, BUF_A, 40, 11 + port_input);
+        g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+        g_assert_cmpuint(ev[1], ==, 0);
+    }
 
     /* Free b: a waiting input of a ends CLOSED; a is closed for good. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_A, 16), ==,
@@ -409,10 +513,45 @@ static void test_pair(void)
 }
 
 /*
+ * @len bytes wait at node 1's port p[1] for node 0's p[0]: an INPUT with
+ * 100 bytes fails TOO_BIG with the length; a BUFFER it fits (@buf) asks
+ * for it; the INPUT (naming @buf, @next bytes, as the next) takes it, at
+ * once or by the event; it is the data of @seed; node 1's output ends.
+ */
+static void take_waiting(QTestState *n[2], const uint32_t p[2],
+                         unsigned cq[2], uint64_t buf, size_t len,
+                         uint64_t next, uint8_t seed)
+{
+    uint64_t ev[3];
+
+    expect_fail(n[0], chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(n[0]), ==, len);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, p[0], buf, len), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, next),
+                     ==, TEMPEST_CMD_SUCCESS);
+    if (result(n[0]) == 0) {
+        g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        p[0] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+        g_assert_cmpuint(ev[1], ==, len);
+    } else {
+        g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
+    }
+    check(n[0], buf, len, seed);
+    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 0);
+}
+
+/*
  * Spec: outputs longer than TEMPEST_CHAN_INLINE go by the transfer
  * engine straight into the input buffer (BIG, GO, the transfer, ACK):
  * between two nodes, to a waiting input and pre-sent into the initial
- * buffer; refused (TOO_BIG) when longer than the buffer; and on one node,
+ * buffer; waiting at the sender when longer than the buffer (an input
+ * under way then ends TEMPEST_CHAN_EV_TOO_BIG); and on one node,
  * pre-sent and to a waiting input (READY, docs/chan.rst "A long DATA").
  * No XFER event reaches the guest: the channel's own events only.
  */
@@ -476,34 +615,28 @@ static void test_big(void)
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
     wait_bits(n[0], p[0], TEMPEST_CHAN_ST_WAITING, TEMPEST_CHAN_ST_WAITING);
-    expect_fail(n[0], chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100),
-                TEMPEST_CMD_E_TOO_BIG);
-    g_assert_cmpuint(result(n[0]), ==, len);
-    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_BUFFER, p[0], buf, len), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
-                     TEMPEST_CMD_SUCCESS);
-    if (result(n[0]) == 0) {
-        g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
-        g_assert_cmphex(ev[0], ==,
-                        p[0] | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
-        g_assert_cmpuint(ev[1], ==, len);
-    } else {
-        g_assert_cmphex(result(n[0]), ==, TEMPEST_CHAN_PRESENT | len);
-    }
-    check(n[0], buf, len, 15);
-    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
-    g_assert_cmphex(ev[0], ==,
-                    p[1] | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
-    g_assert_cmpuint(ev[1], ==, 0);
-    /* An input under way with a shorter buffer: refused. */
+    take_waiting(n, p, cq, buf, len, 100, 15);
+    /*
+     * An input under way with a shorter buffer (100 bytes): it ends
+     * TOO_BIG with the length, the data waits at node 1 (WAITING), the
+     * output goes on; an INPUT naming a buffer it fits asks for it.
+     */
     g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_INPUT, p[0], buf, 100), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(n[0]), ==, 0);
+    fill(n[1], src, len, 19);
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_OUTPUT, p[1], src, len), ==,
                      TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(next_event(n[1], &cq[1], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmpuint(next_event(n[0], &cq[0], ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==,
+                    p[0] | (uint64_t)TEMPEST_CHAN_EV_TOO_BIG << 32);
     g_assert_cmpuint(ev[1], ==, TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(ev[2], ==, len);
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xffff, ==,
+                    TEMPEST_CHAN_ST_IDLE | TEMPEST_CHAN_ST_WAITING);
+    g_assert_cmphex(port_state(n[1], p[1]) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+    take_waiting(n, p, cq, buf, len, len, 19);
     for (int i = 0; i < 2; i++) {
         g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
                          0);

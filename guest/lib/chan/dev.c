@@ -19,14 +19,20 @@
  *
  * What the library adds to the device's port (struct dport): two buffers
  * of CHAN_MAX_DATA bytes, one named to the device as the port's address
- * (the data arrives there), the other the next input's; the copying
- * input copies from there into the caller's buffer, chan_input_next into
- * the buffer chan_set_buffer() named.  Data too long for the caller's
- * buffer has already been acknowledged by the device's INPUT: it stays
- * in the library's buffer (the port reads BUFFERFULL) for the next input.
- * An input into a buffer longer than CHAN_MAX_DATA names that buffer to
- * the device first (direct_buffer()): the data lands there, uncopied,
- * and longer data waits at the sender until such an input comes.
+ * (pre-sent data arrives there), the other the next input's.  chan_input
+ * on an IDLE port names the caller's buffer as this input's (INPUT_HERE,
+ * input_here()): the data lands there, uncopied, of any length up to its
+ * size, and the port's buffer stays the library's; data already there
+ * (BUFFERFULL) is copied from the library's buffer.  chan_input_next
+ * copies into the buffer chan_set_buffer() named, or, one longer than
+ * CHAN_MAX_DATA, names it to the device first (direct_buffer()).  Data
+ * pre-sent into the library's buffer and too long for the caller's has
+ * been acknowledged by the device's INPUT: it stays in the library's
+ * buffer (the port reads BUFFERFULL) for the next input.  Data too long
+ * for the buffer the device stores into waits at the sender,
+ * unacknowledged: an input waiting ends CHAN_E_TOOBIG
+ * (TEMPEST_CHAN_EV_TOO_BIG) and the port reads BUFFERFULL (the device's
+ * WAITING) until an input with a buffer it fits, as in software.
  *
  * Names: a chan_port on the device is node << 20 | device index << 8 | 1:
  * the device's ids have no generation (docs/chan.rst says what that
@@ -67,7 +73,10 @@ struct dport {
     bool held_port;             /* STATE's: it holds a port sent to it */
     bool waiting;               /* STATE's: data too long for buf waits */
     uint8_t *direct;            /* the input's own buffer, named to the */
-    size_t direct_size;         /* device (BUFFER): data past DEV_BUF */
+    size_t direct_size;         /* device (BUFFER, INPUT_HERE) */
+    bool here;                  /* INPUT_HERE: the port's buffer stays */
+    bool stray;                 /* the device's buffer is a caller's, */
+                                /* too short for the data waiting */
     uint32_t key;               /* chan_alloc_to: the key, the node */
     unsigned node;
     struct chan_req *waiter;
@@ -528,6 +537,54 @@ static int deliver(struct dport *d, struct chan_req *r, uint32_t len)
     return (int)len;
 }
 
+/*
+ * The data of an input (@len bytes) is in the port's buffer, which stays
+ * the port's (INPUT_HERE found it there or landing there): copied to
+ * @r's buffer, or kept in d->spare (too long), as deliver() keeps it.
+ */
+static int deliver_port_buf(struct dport *d, struct chan_req *r,
+                            uint32_t len)
+{
+    if (len <= r->len) {
+        if (len) {
+            memcpy(r->dst, d->buf, len);
+        }
+        return (int)len;
+    }
+    memcpy(d->spare, d->buf, len);
+    d->held = true;
+    d->held_len = len;
+    return CHAN_E_TOOBIG;
+}
+
+/*
+ * chan_input on an IDLE port: INPUT_HERE names the caller's buffer as
+ * this input's (the data lands there, nothing copied, of any length up
+ * to its size) and the port's buffer stays the library's for what comes
+ * before the next input.  Data already there (it came just now) is in
+ * the port's buffer: copied; data waiting at the sender longer than the
+ * caller's buffer: CHAN_E_TOOBIG, it waits on.
+ */
+static int input_here(struct dport *d, struct chan_req *r)
+{
+    uint64_t res;
+    int rc;
+
+    rc = dev_err(dcmd(TEMPEST_CHAN_OP_INPUT_HERE, dev_id(dindex(d)),
+                      (uintptr_t)r->dst, r->len, &res), CHAN_IDLE);
+    if (rc) {
+        return rc;
+    }
+    if (res & TEMPEST_CHAN_PRESENT) {
+        cp_stats.buffered++;
+        return deliver_port_buf(d, r, (uint32_t)res);
+    }
+    d->here = true;
+    d->direct = r->len ? r->dst : NULL;     /* the device's address */
+    d->direct_size = r->len;
+    return wait_on(d, r, W_COPY);
+}
+
 /* The device has input into d->buf: the buffers change places. */
 static void swap_bufs(struct dport *d)
 {
@@ -560,7 +617,8 @@ static int direct_buffer(struct dport *d, struct chan_req *r, int state)
         d->direct = to;
         d->direct_size = size;
     }
-    return rc;
+    /* PORT_STATE: data is landing in ours (it fits): input it there. */
+    return rc == CHAN_E_STATE ? 0 : rc;
 }
 
 static int dev_input(struct chan_req *r)
@@ -578,6 +636,16 @@ static int dev_input(struct chan_req *r)
         rc = deliver(d, r, d->held_len);
         return rc;
     }
+    if (d->stray && state == CHAN_IDLE) {
+        /* After an INPUT_HERE too short (dev_event): ours again. */
+        d->stray = false;
+        dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)), (uintptr_t)d->buf,
+             DEV_BUF, NULL);
+        d = dfind(r->a, &state, NULL);
+        if (!d) {
+            return CHAN_E_BADPORT;
+        }
+    }
     if (state == CHAN_MIGRATING) {
         return CHAN_E_MIGRATING;
     }
@@ -586,6 +654,9 @@ static int dev_input(struct chan_req *r)
     }
     if (r->op == OP_INPUT_NEXT && !d->ubuf) {
         return CHAN_E_NOBUF;
+    }
+    if (r->op == OP_INPUT && state == CHAN_IDLE) {
+        return input_here(d, r);
     }
     rc = direct_buffer(d, r, state);
     if (rc) {
@@ -746,6 +817,23 @@ static void dev_event(const struct nc_event *ev)
     r = d->waiter;
     switch (kind) {
     case TEMPEST_CHAN_EV_INPUT:
+        if (d->here) {
+            /* INPUT_HERE: in the caller's buffer, or in the port's. */
+            bool mine = ev->c == (uintptr_t)d->direct;
+
+            d->here = false;
+            d->direct = NULL;
+            if (!r || d->mode != W_COPY ||
+                ev->b > (mine ? d->direct_size : DEV_BUF) ||
+                (!mine && ev->c != (uintptr_t)d->buf)) {
+                cp_protocol_error("input of %llu bytes on port 0x%x: no "
+                                  "input waits", (unsigned long long)ev->b,
+                                  (unsigned)id);
+                return;
+            }
+            rc = mine ? (int)ev->b : deliver_port_buf(d, r, (uint32_t)ev->b);
+            break;
+        }
         swap_bufs(d);
         if (!r || (d->mode != W_COPY && d->mode != W_NEXT) ||
             ev->b > (d->direct ? d->direct_size : DEV_BUF) ||
@@ -774,6 +862,13 @@ static void dev_event(const struct nc_event *ev)
             return;             /* the OUTPUT event ends an output */
         }
         rc = CHAN_E_CLOSED;
+        if (d->direct || d->here) {
+            /* The caller's buffer is the port's no more. */
+            d->direct = NULL;
+            d->here = false;
+            dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(idx), (uintptr_t)d->buf,
+                 DEV_BUF, NULL);
+        }
         if (d->mode == W_PORT) {
             free(d->newbuf);
             d->newbuf = NULL;
@@ -794,6 +889,37 @@ static void dev_event(const struct nc_event *ev)
         free(d->newbuf);
         d->newbuf = NULL;
         rc = CHAN_E_TYPE;
+        break;
+    case TEMPEST_CHAN_EV_TOO_BIG:
+        /*
+         * Longer than the buffer the input named: the data waits at
+         * the sender (STATE reads WAITING: BUFFERFULL here) for an
+         * input with a buffer it fits; the buffers did not change
+         * places.  A buffer of the caller's named (direct_buffer())
+         * goes back to being ours.
+         */
+        if (!r || (d->mode != W_COPY && d->mode != W_NEXT)) {
+            cp_protocol_error("too long data on port 0x%x: no input waits",
+                              (unsigned)id);
+            return;
+        }
+        if (d->here) {
+            /*
+             * The device's buffer is the caller's still: nothing can
+             * land there (the data waiting is longer, and no other
+             * comes before it is input); the next input names ours
+             * again (BUFFER), not now, where data up to DEV_BUF would
+             * come at once and the port read IDLE meanwhile.
+             */
+            d->here = false;
+            d->direct = NULL;
+            d->stray = true;
+        } else if (d->direct) {
+            d->direct = NULL;
+            dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(idx), (uintptr_t)d->buf,
+                 DEV_BUF, NULL);
+        }
+        rc = CHAN_E_TOOBIG;
         break;
     default:
         cp_protocol_error("channel event %u for port 0x%x", kind,

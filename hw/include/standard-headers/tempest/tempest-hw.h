@@ -417,7 +417,10 @@
  *              port's buffer, which is swapped with ARG2/ARG3.  RESULT:
  *              bit 32 set, the data was there (BUFFERFULL): bits 31..0 its
  *              length, CMD_ARG... unchanged, no event; clear: INPUTTING
- *              until TEMPEST_CHAN_EV_INPUT.
+ *              until TEMPEST_CHAN_EV_INPUT (or TEMPEST_CHAN_EV_TOO_BIG:
+ *              the data is longer than the buffer and waits at the
+ *              sender).  Data waiting at the sender longer than the
+ *              port's buffer: TEMPEST_CMD_E_TOO_BIG, RESULT its length.
  *   STATE      ARG1 port: RESULT state (TEMPEST_CHAN_ST_*) | pre-sent (bit
  *              8) | holds a port sent to it (bit 9) | companion id << 32.
  *   OUTPUT_PORT ARG1 the port t to send over, ARG2 the port q sent (the
@@ -433,6 +436,16 @@
  *              port comes) and TEMPEST_CHAN_EV_PORT brings the new port.
  *              A port on which data is held fails TEMPEST_CMD_E_CHAN_TYPE;
  *              a full table TEMPEST_CMD_E_NO_PORTS (the port stays held).
+ *   INPUT_HERE ARG1 port, ARG2/ARG3 this input's buffer: as INPUT, but
+ *              the data goes to ARG2 and the port's buffer is the next
+ *              one (unchanged after the input): as BUFFER ARG2/ARG3 then
+ *              INPUT naming the port's old buffer as the next, in one
+ *              instruction.  When data is in the port's buffer already
+ *              (BUFFERFULL) or landing there (a long DATA under way), or
+ *              waits at the sender longer than ARG3, the port's buffer
+ *              stays as it is: RESULT PRESENT and the data there, the
+ *              INPUT event's C the port's buffer, or TOO_BIG.  After a
+ *              TEMPEST_CHAN_EV_TOO_BIG the port's buffer is ARG2.
  */
 #define TEMPEST_CHAN_OP_ALLOC       1
 #define TEMPEST_CHAN_OP_CONNECT     2
@@ -444,6 +457,7 @@
 #define TEMPEST_CHAN_OP_STATE       8
 #define TEMPEST_CHAN_OP_OUTPUT_PORT 9           /* (1.9) */
 #define TEMPEST_CHAN_OP_INPUT_PORT  10          /* (1.9) */
+#define TEMPEST_CHAN_OP_INPUT_HERE  11          /* (1.11) */
 
 #define TEMPEST_CHAN_PORTS          256         /* the paper's example */
 #define TEMPEST_CHAN_MAX_DATA       (1U << 30)  /* an output, at most */
@@ -623,7 +637,11 @@
  *   confirmation came), or B NO_PORTS (table full) or CLOSED, or
  *   PEER_DOWN (the sender's node is gone; C the new port, wired up);
  *   TYPE: an INPUT found a port, or an INPUT_PORT data: it is held
- *   (BUFFERFULL), B TEMPEST_CMD_E_CHAN_TYPE.
+ *   (BUFFERFULL), or the data waits at the sender (STATE WAITING), B
+ *   TEMPEST_CMD_E_CHAN_TYPE;
+ *   TOO_BIG: an INPUT waiting ended: the data is longer than the port's
+ *   buffer and waits at the sender (STATE WAITING) for an INPUT or
+ *   BUFFER naming one it fits; B TEMPEST_CMD_E_TOO_BIG, C the length.
  */
 #define TEMPEST_EV_CHAN             6
 #define TEMPEST_CHAN_EV_INPUT       1
@@ -631,6 +649,7 @@
 #define TEMPEST_CHAN_EV_CLOSED      3
 #define TEMPEST_CHAN_EV_PORT        4
 #define TEMPEST_CHAN_EV_TYPE        5
+#define TEMPEST_CHAN_EV_TOO_BIG     6
 /* Exit status the runtime uses when a node crashes (exception report) */
 #define TEMPEST_EXIT_CRASH          134
 
