@@ -776,7 +776,17 @@ CASES += (
     # Strata 4.3: the fifteen CombineOps, scalar and vector (to 200
     # elements, in place, split-phase), wrap-around, the Max identity,
     # segmented scans on random patterns against the manual's semantics.
-    + strata_sizes("strata-combine", "strata_combine")
+    # On shared memory the collectives combine in the shared area
+    # (COLL_SHARED counts them; docs/strata.rst, "Combining on shared
+    # counters"), on sockets and TCP on the tree.
+    + [strata(f"strata-combine-{n}", "strata_combine", n,
+              nodes_expect={"*": [r"^strata_combine ok"],
+                            n - 1: [rf"^node {n - 1}: [1-9]\d* collectives "
+                                    r"combined in the shared area"
+                                    if SHM and n > 1 else
+                                    rf"^node {n - 1}: 0 collectives "
+                                    r"combined in the shared area"]})
+       for n in (1, 2, 5, 16)]
     # Strata 4.3.1: the manual's two 16-node segmented-scan examples.
     + [strata("strata-segscan-16", "strata_segscan", 16,
               nodes_expect={"*": [r"^strata_segscan ok"],
