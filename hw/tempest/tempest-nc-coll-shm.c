@@ -36,14 +36,19 @@
 #include "coll-math.h"
 #include "trace.h"
 
-/* A waiter sleeps at most this long before it looks again. */
-#define COLL_WAIT_NS    (50 * 1000 * 1000)
+/*
+ * A waiter sleeps at most this long before it looks again: while its
+ * collective is pending, and while it waits for the next one to start.
+ */
+#define COLL_WAIT_NS        (50 * 1000 * 1000)
+#define COLL_IDLE_WAIT_S    1
 
 typedef struct TempestCollWaiter {
     QemuThread thread;
     QemuCond cond;          /* signalled when a collective is pending */
     TempestNCState *s;      /* NULL once stopped: the thread frees us */
     bool sleeping;          /* in the futex, outside the BQL */
+    bool idle;              /* in the condition: not combining here */
     uint32_t *word;         /* ... on this DONE word */
 } TempestCollWaiter;
 
@@ -248,7 +253,7 @@ void tempest_nc_coll_shm_arrive(TempestNCState *s)
         s->coll_shm_pending = false;
         s->coll_shm_done(s, TEMPEST_COLL_E_MISMATCH, NULL, 0);
         return;
-    } else if (s->coll_waiter) {
+    } else if (s->coll_waiter && s->coll_waiter->idle) {
         qemu_cond_signal(&s->coll_waiter->cond);
     }
     tempest_nc_coll_shm_check(s);
@@ -259,26 +264,32 @@ void tempest_nc_coll_shm_arrive(TempestNCState *s)
 /* ------------------------------------------------------------------ */
 
 /*
- * Sleeps on the DONE word of the pending collective's round (counted in
- * its SLEEPERS, so the last to arrive knows to wake it) and completes
- * the collective under the BQL.  Holds the BQL except in the futex.
+ * Sleeps on the DONE word of the round of the pending collective, or of
+ * the next one (counted in its SLEEPERS, so the last to arrive knows to
+ * wake it): already there when the node arrives, it needs no wake-up but
+ * the one that completes the collective, which it does under the BQL.
+ * Holds the BQL except in the futex.
  */
 static void *coll_waiter_run(void *opaque)
 {
     TempestCollWaiter *w = opaque;
-    struct timespec ts = { 0, COLL_WAIT_NS };
+    struct timespec pending_ts = { 0, COLL_WAIT_NS };
+    struct timespec idle_ts = { COLL_IDLE_WAIT_S, 0 };
 
     bql_lock();
     while (w->s) {
         TempestNCState *s = w->s;
-        uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
+        uint8_t *a = s->coll_shm ? shm_area(s) : NULL;
         uint32_t *sleepers, want, v;
         size_t ctl;
 
         if (!a) {
+            w->idle = true;
             qemu_cond_wait_bql(&w->cond);
+            w->idle = false;
             continue;
         }
+        tempest_nc_coll_shm_check(s);
         ctl = coll_area_round(s->num_nodes, shm_round(s));
         want = s->coll_seq_done + 1;
         w->word = shm_word(a, ctl + COLL_AREA_R_DONE);
@@ -286,9 +297,12 @@ static void *coll_waiter_run(void *opaque)
         __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
         v = __atomic_load_n(w->word, __ATOMIC_SEQ_CST);
         if (v != want) {
+            const struct timespec *ts = s->coll_shm_pending ? &pending_ts :
+                                                              &idle_ts;
+
             w->sleeping = true;
             bql_unlock();
-            shm_futex(w->word, FUTEX_WAIT, v, &ts);
+            shm_futex(w->word, FUTEX_WAIT, v, ts);
             bql_lock();
             w->sleeping = false;
         }
