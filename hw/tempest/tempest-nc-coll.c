@@ -424,20 +424,20 @@ static uint32_t coll_cmd_start(TempestNCState *s, TempestCmdBank *b)
         vals[0] = b->arg[2];
     }
 
+    trace_tempest_nc_coll_start(s->node_id, s->coll_seq_done, kind, fn,
+                                variant, lanes);
+    s->coll_status = TEMPEST_COLL_ST_PENDING;
+    s->coll_error = TEMPEST_COLL_E_NONE;
+    s->coll_vector = out_bytes != 0;
+    s->coll_dest = dest;
+    s->coll_kind = kind;
+    s->coll_fn = fn;
+    s->coll_variant = variant;
+    s->coll_lanes = n;
+    b->result = s->coll_seq_done;
     if (s->coll_shm) {
-        trace_tempest_nc_coll_start(s->node_id, s->coll_seq_done, kind, fn,
-                                    variant, lanes);
-        s->coll_status = TEMPEST_COLL_ST_PENDING;
-        s->coll_error = TEMPEST_COLL_E_NONE;
-        s->coll_vector = out_bytes != 0;
-        s->coll_dest = dest;
-        s->coll_kind = kind;
-        s->coll_fn = fn;
-        s->coll_variant = variant;
-        s->coll_lanes = n;
         s->coll_shm_seg = seg;
         memcpy(s->coll_shm_vals, vals, n * 8);
-        b->result = s->coll_seq_done;
         tempest_nc_coll_shm_arrive(s);
         return TEMPEST_CMD_SUCCESS;
     }
@@ -447,16 +447,6 @@ static uint32_t coll_cmd_start(TempestNCState *s, TempestCmdBank *b)
         coll_round_free(&s->coll_round[s->coll_seq_done % TEMPEST_COLL_ROUNDS]);
         r = coll_round(s, s->coll_seq_done);
     }
-    trace_tempest_nc_coll_start(s->node_id, r->seq, kind, fn, variant, lanes);
-    s->coll_status = TEMPEST_COLL_ST_PENDING;
-    s->coll_error = TEMPEST_COLL_E_NONE;
-    s->coll_vector = out_bytes != 0;
-    s->coll_dest = dest;
-    s->coll_kind = kind;
-    s->coll_fn = fn;
-    s->coll_variant = variant;
-    s->coll_lanes = n;
-    b->result = r->seq;
     h = (CollHeader) { .kind = kind, .fn = fn, .variant = variant,
                        .lanes = n };
     r->started = true;
