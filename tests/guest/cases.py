@@ -1199,6 +1199,19 @@ if FABRIC == "tcp":
         # Strata 4 and 6: the control network's tree and two-network
         # active messages over both kinds of link (nodes 0-2 and 3-4).
         strata("strata-control-5-mixed", "strata_control", 5, launch=MIXED),
+        # Strata 4.3 on two hosts: nodes 3-4 cannot share node 0's
+        # combining area, so every collective stays on the tree
+        # (docs/strata.rst, "Combining on shared counters"); on one host
+        # over TCP addresses they all combine in the area.
+        strata("strata-combine-5-mixed", "strata_combine", 5, launch=MIXED,
+               nodes_expect={"*": [r"^strata_combine ok"],
+                             1: [r"^node 1: 0 collectives combined in "
+                                 r"the shared area"]}),
+        strata("strata-combine-5-onehost", "strata_combine", 5,
+               launch=["--fabric", "auto"],
+               nodes_expect={"*": [r"^strata_combine ok"],
+                             4: [r"^node 4: [1-9]\d* collectives combined "
+                                 r"in the shared area"]}),
         strata("strata-am-5-mixed", "strata_am", 5, launch=MIXED,
                absent=[r"StrataFail", r"\*\*\* CRASH", r"FAIL"]),
     ]
