@@ -1110,6 +1110,41 @@ static void chan_offer(TempestNCState *s, TempestChanPort *p)
 }
 
 /*
+ * INPUT_HERE finds the data in the port's buffer (BUFFERFULL): the
+ * buffer stays the port's, and the ACK lets the next DATA land in it at
+ * once, so the data is copied to this input's buffer here, before the
+ * ACK (a copy by the guest after it raced with the next DATA: guest-
+ * socket/chan-stream-2 read message 1162's number in message 1161).
+ * Too long for this buffer: TOO_BIG with the length; it stays held.
+ */
+static uint32_t chan_input_held_here(TempestNCState *s, TempestCmdBank *b,
+                                     TempestChanPort *p, uint64_t to,
+                                     uint64_t size)
+{
+    uint64_t len = p->held_len, done, n;
+    g_autofree uint8_t *bounce = NULL;
+
+    if (len > size) {
+        chan_fail(s, b, TEMPEST_CMD_E_TOO_BIG);
+        b->result = len;
+        return TEMPEST_CMD_FAIL;
+    }
+    bounce = g_malloc(MIN(len, TEMPEST_CHAN_INLINE) + 1);
+    for (done = 0; done < len; done += n) {
+        n = MIN(len - done, TEMPEST_CHAN_INLINE);
+        if (!tempest_nc_dma_read(s, p->buf + done, bounce, n) ||
+            !tempest_nc_dma_write(s, to + done, bounce, n)) {
+            return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+        }
+    }
+    p->next = p->buf;
+    p->nextsize = p->bufsize;
+    b->result = TEMPEST_CHAN_PRESENT | len;
+    chan_input_done(s, p);
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/*
  * input (2.1): this data goes to the port's buffer; ARG2/3 the next one.
  * @here (INPUT_HERE): ARG2/3 is this input's buffer instead, if nothing
  * is there or on its way to the port's (IDLE, no long DATA landing, no
@@ -1131,6 +1166,9 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
     }
     if (p->held_port) {
         return chan_fail(s, b, TEMPEST_CMD_E_CHAN_TYPE);
+    }
+    if (here && p->state == TEMPEST_CHAN_ST_BUFFERFULL) {
+        return chan_input_held_here(s, b, p, next, size);
     }
     if (!here) {
         p->next = size ? next : 0;

@@ -218,18 +218,22 @@ static void go_h(TPPI_NodeId src, int size)
 }
 
 /*
- * A port sent over a channel whose far end is freed (before the port
- * data arrives there, or before it is sent): chan_output_port returns
- * CHAN_E_CLOSED and the port stays here, usable, with the data its
- * companion had pre-sent to it.
+ * A port sent over a channel whose far end is freed: chan_output_port
+ * returns CHAN_E_CLOSED and the port stays here, usable, with the data
+ * its companion had pre-sent to it.  The far end is freed before it
+ * says go (its FREED comes first on the link): freed after, the port
+ * data could reach it before its FREE whenever the host stops its vCPU
+ * in between, and the FREE is then refused (it holds a port), as it
+ * should be (seen on tcp under load).  The free while the port data is
+ * on its way is abandoned_move's (a handler).
  */
 static void closed_channel(void)
 {
     chan_port z, w;
 
     if (me() == 1) {
-        TPPI_send(0, go_h);
         CU_EQ(chan_free(t), 0);
+        TPPI_send(0, go_h);
     } else {
         CU_EQ(chan_alloc(&z, &w), 0);
         CU_EQ(chan_output_start(w, "kept", 5), 0);

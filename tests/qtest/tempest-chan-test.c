@@ -363,8 +363,10 @@ static void test_local(void)
     /*
      * INPUT_HERE: this input's data goes to the buffer it names, the
      * port's (BUF_C) stays for what comes before the next input; data
-     * there already is input there (PRESENT); a buffer too short for
-     * the data waiting: TOO_BIG, nothing changes.
+     * there already (PRESENT) is copied to the buffer named before the
+     * ACK lets the next DATA land in BUF_C (too short for it: TOO_BIG,
+     * it stays held); a buffer too short for the data waiting: TOO_BIG,
+     * nothing changes.
      */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
                           64), ==, TEMPEST_CMD_SUCCESS);
@@ -375,8 +377,25 @@ static void test_local(void)
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(s), ==, 0);
     check(s, BUF_C, 12, 23);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096, 8),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(s), ==, 12);
+    g_assert_cmphex(port_state(s, a) & 0xff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, a, BUF_A + 4096,
                           64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 12);
+    check(s, BUF_A + 4096, 12, 23);
+    g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    /* The next DATA lands in BUF_C, not over the data just input. */
+    fill(s, SRC, 12, 24);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, b, SRC, 12), ==,
+                     TEMPEST_CMD_SUCCESS);
+    check(s, BUF_C, 12, 24);
+    check(s, BUF_A + 4096, 12, 23);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, a, BUF_C, 16), ==,
+                     TEMPEST_CMD_SUCCESS);
     g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 12);
     g_assert_cmpuint(next_event(s, &cq, ev), ==, TEMPEST_EV_CHAN);
     g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);

@@ -23,8 +23,9 @@
  * on an IDLE port names the caller's buffer as this input's (INPUT_HERE,
  * input_here()): the data lands there, uncopied, of any length up to its
  * size, and the port's buffer stays the library's; data already there
- * (BUFFERFULL) is copied from the library's buffer.  chan_input_next
- * copies into the buffer chan_set_buffer() named, or, one longer than
+ * (BUFFERFULL) is copied to it by the device within the instruction.
+ * chan_input_next copies into the buffer chan_set_buffer() named, or, one
+ * longer than
  * CHAN_MAX_DATA, names it to the device first (direct_buffer()).  Data
  * pre-sent into the library's buffer and too long for the caller's has
  * been acknowledged by the device's INPUT: it stays in the library's
@@ -539,8 +540,8 @@ static int deliver(struct dport *d, struct chan_req *r, uint32_t len)
 
 /*
  * The data of an input (@len bytes) is in the port's buffer, which stays
- * the port's (INPUT_HERE found it there or landing there): copied to
- * @r's buffer, or kept in d->spare (too long), as deliver() keeps it.
+ * the port's (INPUT_HERE found long data already landing there): copied
+ * to @r's buffer, or kept in d->spare (too long), as deliver() keeps it.
  */
 static int deliver_port_buf(struct dport *d, struct chan_req *r,
                             uint32_t len)
@@ -561,9 +562,10 @@ static int deliver_port_buf(struct dport *d, struct chan_req *r,
  * chan_input on an IDLE port: INPUT_HERE names the caller's buffer as
  * this input's (the data lands there, nothing copied, of any length up
  * to its size) and the port's buffer stays the library's for what comes
- * before the next input.  Data already there (it came just now) is in
- * the port's buffer: copied; data waiting at the sender longer than the
- * caller's buffer: CHAN_E_TOOBIG, it waits on.
+ * before the next input.  Data already there (it came just now) is
+ * copied by the device into the caller's buffer before it acknowledges
+ * it; data there or waiting at the sender longer than the caller's
+ * buffer: CHAN_E_TOOBIG, it waits on.
  */
 static int input_here(struct dport *d, struct chan_req *r)
 {
@@ -576,8 +578,12 @@ static int input_here(struct dport *d, struct chan_req *r)
         return rc;
     }
     if (res & TEMPEST_CHAN_PRESENT) {
+        /*
+         * It came just now: the device copied it from the port's buffer
+         * (which stays the port's, the next DATA may be landing there).
+         */
         cp_stats.buffered++;
-        return deliver_port_buf(d, r, (uint32_t)res);
+        return (int)(uint32_t)res;
     }
     d->here = true;
     d->direct = r->len ? r->dst : NULL;     /* the device's address */
