@@ -344,13 +344,18 @@ def case_node_alone_refused(runs):
 
 def case_moved(runs):
     """A checkpoint restored elsewhere (docs/checkpoint.rst, "Other
-    hosts"): a radix sort on 4 nodes run from a program that is then
+    hosts"): a radix sort on 8 nodes run from a program that is then
     deleted, checkpointed with --stop, the checkpoint's directory moved,
     and restored from there in a network namespace of its own (as root;
     else in this one): the nodes start from the checkpoint's copy of the
     program and finish with the uninterrupted run's checksums."""
-    args = ["400000", "1"]
-    sums = radix_reference(runs, "moved-ref", 4, args)
+    # 8 nodes of 500,000 keys (at most 524,287 a node), so that the
+    # checkpoint taken 0.5 s after the nodes answer QMP finds the sort
+    # mid-run on a loaded host (4 nodes of 400,000 ran 2.1 s once the
+    # collectives combined on shared counters, and a loaded CI host's
+    # checkpoint came after the end).
+    args = ["500000", "1"]
+    sums = radix_reference(runs, "moved-ref", 8, args)
     bin_dir = os.path.join(runs, "moved-bin")
     os.makedirs(bin_dir, exist_ok=True)
     prog = os.path.join(bin_dir, "radix.elf")
@@ -360,9 +365,9 @@ def case_moved(runs):
     far = os.path.join(runs, "moved-far")
     for d in (ckpt, far):
         shutil.rmtree(d, ignore_errors=True)
-    p = launch(run_dir, 4, prog, args, ["--mem", "64M"])
+    p = launch(run_dir, 8, prog, args, ["--mem", "64M"])
     try:
-        wait_qmp(run_dir, 4)
+        wait_qmp(run_dir, 8)
         time.sleep(0.5)
         rc, out = tempest("checkpoint", run_dir, "-o", ckpt, "--stop")
         expect(rc == 0, "checkpoint failed", out)
