@@ -330,7 +330,7 @@ def case_moved(runs):
     program and finish with the uninterrupted run's checksums."""
     # 8 nodes of 500,000 keys (at most 524,287 a node), so that the
     # checkpoint taken 0.5 s after the nodes answer QMP finds the sort
-    # mid-run on a loaded host (4 nodes of 400,000 ran 2.1 s once the
+    # mid-run on a loaded host (4 nodes of 400,000 ran 2.1 s with the
     # collectives combined on shared counters, and a loaded CI host's
     # checkpoint came after the end).
     args = ["500000", "1"]
