@@ -1129,7 +1129,7 @@ static uint32_t chan_input_held_here(TempestNCState *s, TempestCmdBank *b,
         b->result = len;
         return TEMPEST_CMD_FAIL;
     }
-    bounce = g_malloc(MIN(len, TEMPEST_CHAN_INLINE) + 1);
+    bounce = g_malloc(MIN(len, TEMPEST_CHAN_INLINE));
     for (done = 0; done < len; done += n) {
         n = MIN(len - done, TEMPEST_CHAN_INLINE);
         if (!tempest_nc_dma_read(s, p->buf + done, bounce, n) ||
@@ -1147,9 +1147,10 @@ static uint32_t chan_input_held_here(TempestNCState *s, TempestCmdBank *b,
 /*
  * input (2.1): this data goes to the port's buffer; ARG2/3 the next one.
  * @here (INPUT_HERE): ARG2/3 is this input's buffer instead, if nothing
- * is there or on its way to the port's (IDLE, no long DATA landing, no
- * data waiting that it is too short for): the port's buffer is the next
- * one; else the port's buffer stays and the data is there.
+ * is on its way to the port's (no long DATA landing, no data waiting that
+ * it is too short for): the port's buffer is the next one; else the
+ * port's buffer stays and the data is there.  Data held already
+ * (BUFFERFULL): chan_input_held_here().
  */
 static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                               TempestChanPort *p, bool here)
@@ -1176,9 +1177,9 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
     } else {
         p->next = p->buf;
         p->nextsize = p->bufsize;
-        if (p->state == TEMPEST_CHAN_ST_IDLE && !p->incoming &&
-            !(p->waiting && p->in_len > size) && !p->closed &&
-            p->comp != TEMPEST_CHAN_NONE) {
+        /* IDLE here: BUFFERFULL went to chan_input_held_here(). */
+        if (!p->incoming && !(p->waiting && p->in_len > size) &&
+            !p->closed && p->comp != TEMPEST_CHAN_NONE) {
             p->buf = size ? next : 0;
             p->bufsize = size;
         }

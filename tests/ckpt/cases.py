@@ -330,9 +330,8 @@ def case_moved(runs):
     program and finish with the uninterrupted run's checksums."""
     # 8 nodes of 500,000 keys (at most 524,287 a node), so that the
     # checkpoint taken 0.5 s after the nodes answer QMP finds the sort
-    # mid-run on a loaded host (4 nodes of 400,000 ran 2.1 s with the
-    # collectives combined on shared counters, and a loaded CI host's
-    # checkpoint came after the end).
+    # mid-run on a loaded host (4 nodes of 400,000 could finish in 2.1 s,
+    # and a loaded CI host's checkpoint then came after the end).
     args = ["500000", "1"]
     sums = radix_reference(runs, "moved-ref", 8, args)
     bin_dir = os.path.join(runs, "moved-bin")

@@ -25,8 +25,8 @@
  * size, and the port's buffer stays the library's; data already there
  * (BUFFERFULL) is copied to it by the device within the instruction.
  * chan_input_next copies into the buffer chan_set_buffer() named, or, one
- * longer than
- * CHAN_MAX_DATA, names it to the device first (direct_buffer()).  Data
+ * longer than CHAN_MAX_DATA, names it to the device first
+ * (direct_buffer()).  Data
  * pre-sent into the library's buffer and too long for the caller's has
  * been acknowledged by the device's INPUT: it stays in the library's
  * buffer (the port reads BUFFERFULL) for the next input.  Data too long

@@ -440,10 +440,12 @@
  *              the data goes to ARG2 and the port's buffer is the next
  *              one (unchanged after the input): as BUFFER ARG2/ARG3 then
  *              INPUT naming the port's old buffer as the next, in one
- *              instruction.  When data is in the port's buffer already
- *              (BUFFERFULL) or landing there (a long DATA under way), or
- *              waits at the sender longer than ARG3, the port's buffer
- *              stays as it is: RESULT PRESENT and the data there, the
+ *              instruction.  Data in the port's buffer already
+ *              (BUFFERFULL) is copied to ARG2 before the ACK: RESULT
+ *              PRESENT and the length (longer than ARG3: TOO_BIG, RESULT
+ *              the length, it stays held).  Data landing in the port's
+ *              buffer (a long DATA under way), or waiting at the sender
+ *              longer than ARG3: the port's buffer stays as it is, the
  *              INPUT event's C the port's buffer, or TOO_BIG.  After a
  *              TEMPEST_CHAN_EV_TOO_BIG the port's buffer is ARG2.
  */
