@@ -131,9 +131,9 @@ static void get_bits(CkptReader *r, unsigned long *map, unsigned n)
  * Our collective pending in the shared combining area, as a round of the
  * tree with our own contribution in and nothing sent: the area is not
  * saved, and a restored cluster combines on the tree (its first
- * collective decides again), where this round goes up once the links are
- * made (tempest-nc-coll.c).  Nodes that had not arrived will start the
- * same collective on the tree.
+ * collective decides again), where this round goes up when the node
+ * runs again (tempest-nc-coll.c).  Nodes that had not arrived will start
+ * the same collective on the tree.
  */
 static void ckpt_put_shm_round(TempestNCState *s, GByteArray *b)
 {

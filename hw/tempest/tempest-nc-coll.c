@@ -21,7 +21,7 @@
 #include "qemu/bitmap.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
-#include "block/aio.h"
+#include "system/runstate.h"
 #include "tempest-nc-internal.h"
 #include "fabric-proto.h"
 #include "coll-math.h"
@@ -698,6 +698,7 @@ void tempest_nc_aor_write(TempestNCState *s, uint32_t bit)
 static void coll_drop(TempestNCState *s, unsigned peer, const char *why)
 {
     s->dropped++;
+    trace_tempest_nc_coll_drop(s->node_id, peer, why);
     qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: control frame from node %u "
                   "dropped: %s\n", TYPE_TEMPEST_NC, s->node_id, peer, why);
 }
@@ -895,6 +896,7 @@ static void coll_reset(TempestNCState *s)
     s->coll_shm = false;
     s->coll_shm_pending = false;
     s->coll_shm_count = 0;
+    s->coll_restored = false;
     s->coll_result = 0;
     s->bcast_pending = false;
     s->bcast_sent = 0;
@@ -941,21 +943,31 @@ static void coll_shm_done(TempestNCState *s, uint32_t error,
 }
 
 /*
- * After a checkpoint's load: a round whose own contribution is in and
- * whose subtree has reported goes up now (a collective that was pending
- * in the shared area was saved as such a round: the restored cluster
- * combines on the tree until the next collective says otherwise).
+ * A checkpoint's restored cluster runs: a round whose own contribution
+ * is in and whose subtree has reported goes up now (a collective that
+ * was pending in the shared combining area was saved as such a round:
+ * the restored cluster combines on the tree until the next collective
+ * says otherwise).  Not at the load: the launcher lets the nodes run
+ * only once every node has loaded its state, and a round sent before
+ * could reach a node still loading, whose load then lost it (its parent
+ * waited for it for ever).
  */
-static void coll_restored_bh(void *opaque)
+static void coll_vm_state(void *opaque, bool running, RunState state)
 {
     TempestNCState *s = opaque;
 
+    if (!running || !s->coll_restored) {
+        return;
+    }
+    s->coll_restored = false;
     for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
         TempestCollRound *r = &s->coll_round[i];
 
         if (r->used && r->started && !r->sent &&
             s->coll_status == TEMPEST_COLL_ST_PENDING &&
             r->seq == s->coll_seq_done) {
+            trace_tempest_nc_coll_restored(s->node_id, r->seq, r->count,
+                                           r->children_in);
             coll_try_complete(s, r);
         }
     }
@@ -969,12 +981,14 @@ static bool coll_realize(TempestNCState *s, Error **errp)
     s->bcast_child = g_new0(uint64_t, s->num_nodes);
     s->bcast_holding = g_new0(bool, s->num_nodes);
     s->coll_shm_done = coll_shm_done;
+    s->coll_vmse = qemu_add_vm_change_state_handler(coll_vm_state, s);
     tempest_nc_register(s, &coll_hooks);
     return true;
 }
 
 static void coll_unrealize(TempestNCState *s)
 {
+    g_clear_pointer(&s->coll_vmse, qemu_del_vm_change_state_handler);
     tempest_nc_coll_shm_stop(s);
     coll_reset(s);
     g_clear_pointer(&s->aor_bits, g_free);
@@ -1012,8 +1026,8 @@ static int coll_post_load(TempestNCState *s)
     /* The shared area is not saved: the tree first, as at boot. */
     s->coll_shm = false;
     s->coll_shm_pending = false;
+    s->coll_restored = s->ckpt_loaded;
     if (s->ckpt_loaded) {
-        aio_bh_schedule_oneshot(qemu_get_aio_context(), coll_restored_bh, s);
         /* A checkpoint's: tempest-nc-ckpt.c loaded the whole state. */
         return s->aor_set > 1 || s->aor_global > 1 ? -EINVAL : 0;
     }

@@ -253,6 +253,8 @@ struct TempestNCState {
     uint8_t coll_kind, coll_fn, coll_variant;   /* our pending collective */
     uint16_t coll_lanes;
     TempestCollRound coll_round[TEMPEST_COLL_ROUNDS];
+    bool coll_restored;     /* loaded rounds go up when the VM runs */
+    VMChangeStateEntry *coll_vmse;
     /* Combining in the fabric's shared area (tempest-nc-coll-shm.c) */
     bool coll_shm;          /* collectives from coll_shm_base on go there */
     uint32_t coll_shm_base;
