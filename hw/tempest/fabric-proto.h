@@ -110,6 +110,12 @@ enum {
     FABRIC_AOR_UP,          /* a node's async-OR bit, to the root */
     FABRIC_AOR_DOWN,        /* the new global async OR, from the root */
     FABRIC_BCAST_CREDIT,    /* broadcast words a subtree has taken, up */
+    /*
+     * UP and DOWN, and: the subtree has the shared combining area (up);
+     * every node has it, the next collectives combine there (down).
+     */
+    FABRIC_COLL_UP_SHM,
+    FABRIC_COLL_DOWN_SHM,
     FABRIC_COLL_NUM_DIRS,
 };
 

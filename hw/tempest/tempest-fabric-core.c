@@ -212,6 +212,11 @@ void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
            NULL;
 }
 
+void *tempest_fabric_coll_area(TempestFabric *f, size_t *len)
+{
+    return f && f->fc->coll_area ? f->fc->coll_area(f, len) : NULL;
+}
+
 void tempest_fabric_poll(TempestFabric *f, bool polling)
 {
     if (f && f->fc->poll) {

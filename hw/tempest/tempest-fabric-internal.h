@@ -146,6 +146,11 @@ struct FabricSocket {
     QEMUTimer *poll_timer;      /* a guest that stopped polling silently */
     QEMUBH *drain_bh;           /* reads the rings again (after a pause) */
     bool shm_reported;          /* a failed link was logged */
+    /* The control network's shared combining area (coll-area.h): */
+    void *coll_map;             /* mapped, or NULL */
+    size_t coll_len;
+    int coll_fd;                /* node 0: the memfd it passes, else -1 */
+    bool coll_fd_open;          /* coll_fd is ours to close */
     /* Mixed clusters (tempest-fabric-host.c): shm over tcp: addresses */
     char *host_id;              /* property "host-id" ("" or NULL: ours) */
     char *shm_dir;              /* property "shm-dir" ("" or NULL: default) */
@@ -207,6 +212,8 @@ void fabric_shm_poll(FabricSocket *f, bool polling);
 void fabric_shm_poll_hint(FabricSocket *f, uint64_t addr);
 void fabric_shm_batch(FabricSocket *f, bool on);
 void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size);
+/* The control network's shared combining area, or NULL (coll-area.h). */
+void *fabric_shm_coll_area(FabricSocket *f, size_t *len);
 /* QEMU exits: put what is queued into the rings, waiting until deadline. */
 void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms);
 void fabric_shm_free(FabricConn *c);

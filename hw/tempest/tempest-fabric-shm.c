@@ -32,6 +32,7 @@
 #include "qemu/units.h"
 #include "tempest-fabric-internal.h"
 #include "fabric-ring.h"
+#include "coll-area.h"
 #include "trace.h"
 
 #define FABRIC_SHM_SEALS    (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -282,6 +283,97 @@ static bool shm_send_step(FabricConn *c, uint32_t step, const int *fds,
            sendmsg(c->fd, &msg, MSG_NOSIGNAL) == sizeof(frame);
 }
 
+/*
+ * Node 0: make the control network's combining area (coll-area.h), which
+ * goes to every node with its link's ACK.  Without it (no memfd) the
+ * control network keeps its tree.
+ */
+static void shm_coll_create(FabricSocket *f)
+{
+    size_t len = coll_area_bytes(f->nodes);
+    uint8_t *map;
+    int fd;
+
+    fd = qemu_memfd_create("tempest-coll", len, false, 0, FABRIC_SHM_SEALS,
+                           NULL);
+    if (fd < 0) {
+        warn_report("tempest fabric: node 0: no shared combining area "
+                    "(memfd): the control network keeps its tree");
+        return;
+    }
+    map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        close(fd);
+        warn_report("tempest fabric: node 0: cannot map the shared "
+                    "combining area: the control network keeps its tree");
+        return;
+    }
+    fabric_st32(map + COLL_AREA_H_MAGIC, COLL_AREA_MAGIC);
+    fabric_st32(map + COLL_AREA_H_VERSION, COLL_AREA_VERSION);
+    fabric_st64(map + COLL_AREA_H_CLUSTER, f->cluster);
+    fabric_st32(map + COLL_AREA_H_NODES, f->nodes);
+    f->coll_map = map;
+    f->coll_len = len;
+    f->coll_fd = fd;
+    f->coll_fd_open = true;
+    trace_tempest_fabric_shm(f->node, 0, "combining area made");
+}
+
+/*
+ * A node other than 0: node 0's combining area came with its ACK (fd).
+ * Taken once, and only a sealed file of exactly the size this cluster's
+ * area has whose header names this cluster: the area is then never
+ * shorter than what is read of it.
+ */
+static void shm_coll_take(FabricConn *c, int fd)
+{
+    FabricSocket *f = c->fab;
+    size_t len = coll_area_bytes(f->nodes);
+    int seals;
+    struct stat st;
+    uint8_t *map;
+
+    if (fd < 0) {
+        return;
+    }
+    seals = fcntl(fd, F_GET_SEALS);
+    if (c->peer != 0 || f->node == 0 || f->coll_map) {
+        shm_report(f, c->peer, "a combining area not from node 0, or twice");
+        goto out;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size != len || seals < 0 ||
+        (seals & FABRIC_SHM_SEALS) != FABRIC_SHM_SEALS) {
+        shm_report(f, c->peer, "the combining area is not a sealed memfd "
+                   "of its size");
+        goto out;
+    }
+    map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        shm_report(f, c->peer, "cannot map the combining area");
+        goto out;
+    }
+    if (fabric_ld32(map + COLL_AREA_H_MAGIC) != COLL_AREA_MAGIC ||
+        fabric_ld32(map + COLL_AREA_H_VERSION) != COLL_AREA_VERSION ||
+        fabric_ld64(map + COLL_AREA_H_CLUSTER) != f->cluster ||
+        fabric_ld32(map + COLL_AREA_H_NODES) != f->nodes) {
+        munmap(map, len);
+        shm_report(f, c->peer, "the combining area is not this cluster's");
+        goto out;
+    }
+    f->coll_map = map;
+    f->coll_len = len;
+    trace_tempest_fabric_shm(f->node, c->peer, "combining area mapped");
+out:
+    close(fd);
+}
+
+void *fabric_shm_coll_area(FabricSocket *f, size_t *len)
+{
+    *len = f->coll_len;
+    return f->coll_map;
+}
+
 void fabric_shm_offer(FabricConn *c)
 {
     FabricSocket *f = c->fab;
@@ -502,7 +594,8 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
     bool dialler = c->called >= 0;
     const char *why;
     uint32_t step;
-    int fd;
+    int fd, fds[2], nfds;
+    bool ram;
 
     if (sh && sh->draining) {
         /* Steps and doorbells come on the socket, never in the ring. */
@@ -538,7 +631,14 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
             return true;
         }
         fd = shm_put_ram(f, c->shm->map, 1);
-        if (!shm_send_step(c, FABRIC_SHM_ACK, &fd, fd >= 0)) {
+        nfds = 0;
+        if (fd >= 0) {
+            fds[nfds++] = fd;
+        }
+        if (f->coll_fd_open) {
+            fds[nfds++] = f->coll_fd;   /* node 0: the combining area */
+        }
+        if (!shm_send_step(c, FABRIC_SHM_ACK, fds, nfds)) {
             /* Not a word could go: the link stays on its socket. */
             fabric_shm_free(c);
             shm_report(f, c->peer, "cannot answer its OFFER");
@@ -551,7 +651,11 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
         if (!dialler || !sh || sh->tx_on) {
             break;
         }
-        shm_map_ram(c, shm_passed_take(c, 0), 1);
+        /* Its RAM if its side of the header says so, then node 0's area. */
+        ram = fabric_ld64((uint8_t *)sh->map + FABRIC_LINK_H_RAM + 16 + 8);
+        fd = ram ? shm_passed_take(c, 0) : -1;
+        shm_coll_take(c, shm_passed_take(c, ram ? 1 : 0));
+        shm_map_ram(c, fd, 1);
         shm_rx_on(c);
         f->up->send_u32(c, FABRIC_SHM, 0, FABRIC_SHM_SWITCH);
         sh->tx_on = true;
@@ -811,6 +915,10 @@ bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
     }
     f->shm = true;
     f->up = up;
+    f->coll_fd = -1;
+    if (f->node == 0 && f->nodes > 1) {
+        shm_coll_create(f);
+    }
     f->poll_timer = timer_new_ns(QEMU_CLOCK_REALTIME, shm_poll_timeout, f);
     f->drain_bh = qemu_bh_new(shm_drain_bh, f);
     return true;
@@ -818,6 +926,14 @@ bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
 
 void fabric_shm_stop(FabricSocket *f)
 {
+    if (f->coll_map) {
+        munmap(f->coll_map, f->coll_len);
+        f->coll_map = NULL;
+    }
+    if (f->coll_fd_open) {
+        close(f->coll_fd);
+        f->coll_fd_open = false;
+    }
     if (f->poll_timer) {
         timer_free(f->poll_timer);
         f->poll_timer = NULL;

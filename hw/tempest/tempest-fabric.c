@@ -1793,6 +1793,13 @@ static void *sock_peer_ram(TempestFabric *obj, unsigned peer,
     return fabric_shm_peer_ram(f->peers[peer].conn, base, size);
 }
 
+static void *sock_coll_area(TempestFabric *obj, size_t *len)
+{
+    FabricSocket *f = SOCK(obj);
+
+    return f->shm ? fabric_shm_coll_area(f, len) : NULL;
+}
+
 static void sock_poll(TempestFabric *obj, bool polling)
 {
     FabricSocket *f = SOCK(obj);
@@ -1870,6 +1877,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->bye = sock_bye;
     fc->poll = sock_poll;
     fc->peer_ram = sock_peer_ram;
+    fc->coll_area = sock_coll_area;
     fc->poll_hint = sock_poll_hint;
     fc->batch = sock_batch;
     fabric_ckpt_class_init(oc);

@@ -127,6 +127,44 @@ static void get_bits(CkptReader *r, unsigned long *map, unsigned n)
     }
 }
 
+/*
+ * Our collective pending in the shared combining area, as a round of the
+ * tree with our own contribution in and nothing sent: the area is not
+ * saved, and a restored cluster combines on the tree (its first
+ * collective decides again), where this round goes up when the node
+ * runs again (tempest-nc-coll.c).  Nodes that had not arrived will start
+ * the same collective on the tree.
+ */
+static void ckpt_put_shm_round(TempestNCState *s, GByteArray *b)
+{
+    unsigned lanes = s->coll_lanes;
+
+    put8(b, 1);                 /* used */
+    put8(b, 1);                 /* started */
+    put8(b, 0);                 /* sent */
+    put8(b, 1);                 /* have_header */
+    put32(b, s->coll_seq_done);
+    put8(b, s->coll_kind);
+    put8(b, s->coll_fn);
+    put8(b, s->coll_variant);
+    put32(b, lanes);
+    put32(b, 0);                /* error */
+    put32(b, 1);                /* count */
+    put32(b, 0);                /* children_in */
+    put32(b, FABRIC_COLL_ENTRY(lanes));
+    put32(b, s->node_id);
+    put32(b, s->coll_shm_seg);
+    for (unsigned l = 0; l < lanes; l++) {
+        put64(b, s->coll_shm_vals[l]);
+    }
+    for (unsigned i = 0; i < s->num_nodes; i++) {
+        put8(b, i == s->node_id);       /* nodes_in */
+    }
+    for (unsigned i = 0; i < s->num_nodes; i++) {
+        put8(b, 0);                     /* children */
+    }
+}
+
 void tempest_nc_ckpt_save_coll(TempestNCState *s, GByteArray *b)
 {
     put8(b, s->coll_vector);
@@ -138,6 +176,11 @@ void tempest_nc_ckpt_save_coll(TempestNCState *s, GByteArray *b)
     for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
         TempestCollRound *r = &s->coll_round[i];
 
+        if (s->coll_shm_pending &&
+            s->coll_seq_done % TEMPEST_COLL_ROUNDS == i) {
+            ckpt_put_shm_round(s, b);
+            continue;
+        }
         put8(b, r->used);
         if (!r->used) {
             continue;

@@ -62,6 +62,8 @@ bool tempest_nc_ckpt_block(TempestNCState *s, Error **errp)
 static bool ckpt_at_rest(TempestNCState *s, uint64_t *tx, uint64_t *rx,
                          Error **errp)
 {
+    /* A collective combined in the shared area meanwhile: take it. */
+    tempest_nc_coll_shm_check(s);
     if (!tempest_fabric_ckpt_quiet(s->fabric, tx, rx, errp)) {
         return false;
     }

@@ -20,6 +20,8 @@
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
 #include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "system/runstate.h"
 #include "tempest-nc-internal.h"
 #include "fabric-proto.h"
 #include "coll-math.h"
@@ -245,6 +247,7 @@ static void coll_down(TempestNCState *s, const CollHeader *h,
     uint32_t error = h->error;
     unsigned first = coll_first_child(s, s->node_id);
     unsigned n = coll_nchildren(s, s->node_id);
+    bool shm = h->dir == FABRIC_COLL_DOWN_SHM;
 
     if (!error && !coll_results(s, h, entries, out, &nout)) {
         error = TEMPEST_COLL_E_MISMATCH;
@@ -278,6 +281,11 @@ static void coll_down(TempestNCState *s, const CollHeader *h,
     }
     coll_round_free(&s->coll_round[h->seq % TEMPEST_COLL_ROUNDS]);
     coll_finish(s, error);
+    if (shm && !s->coll_shm && tempest_nc_coll_shm_able(s)) {
+        /* Every node has the shared area: the next ones combine there. */
+        s->coll_shm = true;
+        s->coll_shm_base = s->coll_seq_done;
+    }
 }
 
 /* The root has everyone's contribution: compute, and send results down. */
@@ -290,6 +298,8 @@ static void coll_root(TempestNCState *s, TempestCollRound *r)
         .fn = r->fn, .variant = r->variant, .lanes = lanes,
         .error = r->error,
     };
+    bool shm = !r->error && r->children_shm == coll_nchildren(s, 0) &&
+               tempest_nc_coll_shm_able(s);
     g_autofree uint64_t *in = g_new0(uint64_t, nodes * lanes);
     g_autofree uint64_t *out = g_new0(uint64_t, nodes * lanes);
     g_autofree uint8_t *seg = g_new0(uint8_t, nodes);
@@ -334,6 +344,9 @@ static void coll_root(TempestNCState *s, TempestCollRound *r)
         }
     }
     fabric_st32(b->data + 12, h.count);
+    if (shm && !h.error) {
+        h.dir = FABRIC_COLL_DOWN_SHM;
+    }
     coll_down(s, &h, b->data + FABRIC_COLL_HDR);
     g_byte_array_free(b, true);
 }
@@ -354,7 +367,11 @@ static void coll_try_complete(TempestNCState *s, TempestCollRound *r)
     }
     r->sent = true;
     h = (CollHeader) {
-        .seq = r->seq, .dir = FABRIC_COLL_UP, .kind = r->kind, .fn = r->fn,
+        .seq = r->seq,
+        .dir = r->children_shm == coll_nchildren(s, s->node_id) &&
+               tempest_nc_coll_shm_able(s) ? FABRIC_COLL_UP_SHM :
+                                             FABRIC_COLL_UP,
+        .kind = r->kind, .fn = r->fn,
         .variant = r->variant, .lanes = r->lanes, .error = r->error,
     };
     b = coll_frame(&h);
@@ -407,13 +424,8 @@ static uint32_t coll_cmd_start(TempestNCState *s, TempestCmdBank *b)
         vals[0] = b->arg[2];
     }
 
-    r = coll_round(s, s->coll_seq_done);
-    if (!r || r->started) {
-        /* Frames from a tree we no longer trust: start over clean. */
-        coll_round_free(&s->coll_round[s->coll_seq_done % TEMPEST_COLL_ROUNDS]);
-        r = coll_round(s, s->coll_seq_done);
-    }
-    trace_tempest_nc_coll_start(s->node_id, r->seq, kind, fn, variant, lanes);
+    trace_tempest_nc_coll_start(s->node_id, s->coll_seq_done, kind, fn,
+                                variant, lanes);
     s->coll_status = TEMPEST_COLL_ST_PENDING;
     s->coll_error = TEMPEST_COLL_E_NONE;
     s->coll_vector = out_bytes != 0;
@@ -422,7 +434,19 @@ static uint32_t coll_cmd_start(TempestNCState *s, TempestCmdBank *b)
     s->coll_fn = fn;
     s->coll_variant = variant;
     s->coll_lanes = n;
-    b->result = r->seq;
+    b->result = s->coll_seq_done;
+    if (s->coll_shm) {
+        s->coll_shm_seg = seg;
+        memcpy(s->coll_shm_vals, vals, n * 8);
+        tempest_nc_coll_shm_arrive(s);
+        return TEMPEST_CMD_SUCCESS;
+    }
+    r = coll_round(s, s->coll_seq_done);
+    if (!r || r->started) {
+        /* Frames from a tree we no longer trust: start over clean. */
+        coll_round_free(&s->coll_round[s->coll_seq_done % TEMPEST_COLL_ROUNDS]);
+        r = coll_round(s, s->coll_seq_done);
+    }
     h = (CollHeader) { .kind = kind, .fn = fn, .variant = variant,
                        .lanes = n };
     r->started = true;
@@ -674,6 +698,7 @@ void tempest_nc_aor_write(TempestNCState *s, uint32_t bit)
 static void coll_drop(TempestNCState *s, unsigned peer, const char *why)
 {
     s->dropped++;
+    trace_tempest_nc_coll_drop(s->node_id, peer, why);
     qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: control frame from node %u "
                   "dropped: %s\n", TYPE_TEMPEST_NC, s->node_id, peer, why);
 }
@@ -718,6 +743,7 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
 
     trace_tempest_nc_coll_rx(s->node_id, peer, h.dir, h.seq, h.count);
     switch (h.dir) {
+    case FABRIC_COLL_UP_SHM:
     case FABRIC_COLL_UP:
         if (!coll_is_child(s, peer)) {
             coll_drop(s, peer, "UP from a node that is not a child");
@@ -735,6 +761,7 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
         }
         set_bit(peer, r->children);
         r->children_in++;
+        r->children_shm += h.dir == FABRIC_COLL_UP_SHM;
         if (coll_take_header(r, &h) && !coll_up_entries_ok(s, r, peer, &h,
                                                            entries)) {
             /*
@@ -749,6 +776,7 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
         }
         coll_try_complete(s, r);
         return;
+    case FABRIC_COLL_DOWN_SHM:
     case FABRIC_COLL_DOWN:
         if (s->node_id == 0 || peer != coll_parent(s, s->node_id) ||
             s->coll_status != TEMPEST_COLL_ST_PENDING ||
@@ -819,6 +847,7 @@ static void bcast_flow_reset(TempestNCState *s);
 static void coll_peer_down(TempestNCState *s, unsigned peer)
 {
     coll_rounds_free(s);
+    s->coll_shm_pending = false;
     if (s->coll_status == TEMPEST_COLL_ST_PENDING) {
         coll_finish(s, TEMPEST_COLL_E_PEER_DOWN);
     }
@@ -864,6 +893,10 @@ static void coll_reset(TempestNCState *s)
     s->coll_status = TEMPEST_COLL_ST_IDLE;
     s->coll_error = 0;
     s->coll_seq_done = 0;
+    s->coll_shm = false;
+    s->coll_shm_pending = false;
+    s->coll_shm_count = 0;
+    s->coll_restored = false;
     s->coll_result = 0;
     s->bcast_pending = false;
     s->bcast_sent = 0;
@@ -895,6 +928,51 @@ static const TempestNCHooks coll_hooks = {
     .peer_down = coll_peer_down,
 };
 
+/* The pending collective completed in the shared area. */
+static void coll_shm_done(TempestNCState *s, uint32_t error,
+                          const uint64_t *out, unsigned nout)
+{
+    if (!error && s->coll_vector) {
+        if (!tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
+            error = TEMPEST_COLL_E_DMA;
+        }
+    } else if (!error) {
+        s->coll_result = nout ? out[0] : 0;
+    }
+    coll_finish(s, error);
+}
+
+/*
+ * A checkpoint's restored cluster runs: a round whose own contribution
+ * is in and whose subtree has reported goes up now (a collective that
+ * was pending in the shared combining area was saved as such a round:
+ * the restored cluster combines on the tree until the next collective
+ * says otherwise).  Not at the load: the launcher lets the nodes run
+ * only once every node has loaded its state, and a round sent before
+ * could reach a node still loading, whose load then lost it (its parent
+ * waited for it for ever).
+ */
+static void coll_vm_state(void *opaque, bool running, RunState state)
+{
+    TempestNCState *s = opaque;
+
+    if (!running || !s->coll_restored) {
+        return;
+    }
+    s->coll_restored = false;
+    for (int i = 0; i < TEMPEST_COLL_ROUNDS; i++) {
+        TempestCollRound *r = &s->coll_round[i];
+
+        if (r->used && r->started && !r->sent &&
+            s->coll_status == TEMPEST_COLL_ST_PENDING &&
+            r->seq == s->coll_seq_done) {
+            trace_tempest_nc_coll_restored(s->node_id, r->seq, r->count,
+                                           r->children_in);
+            coll_try_complete(s, r);
+        }
+    }
+}
+
 static bool coll_realize(TempestNCState *s, Error **errp)
 {
     QSIMPLEQ_INIT(&s->bcastq);
@@ -902,12 +980,16 @@ static bool coll_realize(TempestNCState *s, Error **errp)
     s->aor_bits = g_new0(bool, s->num_nodes);
     s->bcast_child = g_new0(uint64_t, s->num_nodes);
     s->bcast_holding = g_new0(bool, s->num_nodes);
+    s->coll_shm_done = coll_shm_done;
+    s->coll_vmse = qemu_add_vm_change_state_handler(coll_vm_state, s);
     tempest_nc_register(s, &coll_hooks);
     return true;
 }
 
 static void coll_unrealize(TempestNCState *s)
 {
+    g_clear_pointer(&s->coll_vmse, qemu_del_vm_change_state_handler);
+    tempest_nc_coll_shm_stop(s);
     coll_reset(s);
     g_clear_pointer(&s->aor_bits, g_free);
     g_clear_pointer(&s->bcast_child, g_free);
@@ -941,6 +1023,10 @@ const VMStateDescription vmstate_tempest_nc_coll = {
  */
 static int coll_post_load(TempestNCState *s)
 {
+    /* The shared area is not saved: the tree first, as at boot. */
+    s->coll_shm = false;
+    s->coll_shm_pending = false;
+    s->coll_restored = s->ckpt_loaded;
     if (s->ckpt_loaded) {
         /* A checkpoint's: tempest-nc-ckpt.c loaded the whole state. */
         return s->aor_set > 1 || s->aor_global > 1 ? -EINVAL : 0;

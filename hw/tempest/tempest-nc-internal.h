@@ -169,6 +169,23 @@ void tempest_nc_poll(TempestNCState *s, bool polling);
 /* The POLL_HINT register's 8-byte write (docs/fabric.rst "The poll hint"). */
 void tempest_nc_poll_hint(TempestNCState *s, uint64_t addr);
 
+/*
+ * tempest-nc-coll-shm.c: the control network's combining on the shared
+ * area of a cluster on shared memory (docs/strata.rst, "Combining on
+ * shared counters"), for tempest-nc-coll.c.
+ */
+/* Can this node combine there (the area mapped, its waiter running)? */
+bool tempest_nc_coll_shm_able(TempestNCState *s);
+/*
+ * Arrive with our contribution to the pending collective (s->coll_*,
+ * s->coll_shm_vals and _seg set): the last to arrive combines, publishes
+ * and wakes the others; s->coll_shm_done runs when it is over here.
+ */
+void tempest_nc_coll_shm_arrive(TempestNCState *s);
+/* Has the pending one completed?  Then s->coll_shm_done runs now. */
+void tempest_nc_coll_shm_check(TempestNCState *s);
+void tempest_nc_coll_shm_stop(TempestNCState *s);
+
 /* tempest-nc-coll.c: the control network */
 extern const TempestNCEngine tempest_nc_coll_engine;
 extern const VMStateDescription vmstate_tempest_nc_coll;

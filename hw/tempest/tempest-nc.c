@@ -101,6 +101,7 @@ REG32(XFER_RECV_LO, TEMPEST_NC_XFER_RECV_LO)
 REG32(XFER_RECV_HI, TEMPEST_NC_XFER_RECV_HI)
 REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
 REG32(FOP_SHARED, TEMPEST_NC_FOP_SHARED)
+REG32(COLL_SHARED, TEMPEST_NC_COLL_SHARED)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -285,7 +286,12 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
                            offset == A_CMD_RESULT_LO ? 0 : 32, 32);
         return true;
     case A_COLL_STATUS:
+        /* Spinning on it sees a collective combined in the shared area. */
+        tempest_nc_coll_shm_check(s);
         *value = s->coll_status;
+        return true;
+    case A_COLL_SHARED:
+        *value = s->coll_shm_count;
         return true;
     case A_COLL_SEQ:
         *value = s->coll_seq_done;
@@ -476,6 +482,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
             return;
         }
         tempest_nc_poll(s, value);
+        tempest_nc_coll_shm_check(s);
         return;
     case A_CMD_OP:
         tempest_nc_bank(s)->op = value;
@@ -532,6 +539,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_BCAST_VALUE_HI:
     case A_AOR_GLOBAL:
     case A_BCAST_LOST:
+    case A_COLL_SHARED:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:

@@ -26,6 +26,8 @@ HERE = os.path.join(ROOT, "tests", "ckpt")
 GUEST = os.path.join(ROOT, "build", "guest", "guest")
 RADIX = os.path.join(GUEST, "examples", "radix-sort", "radix.elf")
 JACOBI = os.path.join(GUEST, "examples", "dsm", "jacobi.elf")
+LATE = os.path.join(ROOT, "build", "guest", "tests", "guest",
+                    "strata_late.elf")
 
 
 class Failure(Exception):
@@ -205,6 +207,25 @@ def case_jacobi_8(runs):
            f"{ref_sum.group(1)}", logs(again))
 
 
+def case_late_8(runs):
+    """Strata collectives with one node late in turn (strata_late: the
+    others wait in a collective most of the time), on 8 nodes,
+    checkpointed mid-run and restored: on shared memory collectives are
+    pending in the shared combining area at the cut; the restored cluster
+    combines them on the tree, then in the area again (COLL_SHARED), and
+    every reduction and scan is right (docs/checkpoint.rst, "What is
+    saved"; docs/strata.rst, "Combining on shared counters")."""
+    again, out, m = checkpoint_mid_run(runs, "late", 8, LATE, ["40"],
+                                       ["--mem", "64M"], 1.0,
+                                       r"strata_late ok")
+    text = logs(again)
+    expect(len(re.findall(r"^strata_late ok", text, re.M)) == 8,
+           "the restored run did not end ok on every node", text)
+    expect(re.search(r"node 7: 40 rounds; [1-9]\d* collectives combined "
+                     r"in the shared area", text),
+           "the restored run did not combine in the shared area", text)
+
+
 def storm_program(runs):
     os.makedirs(os.path.join(runs, "bin"), exist_ok=True)
     exe = os.path.join(runs, "bin", "xfer_storm.elf")
@@ -375,5 +396,5 @@ def case_moved(runs):
             "restored in this network namespace (not root)")
 
 
-CASES = [case_radix_16, case_jacobi_8, case_xfer_storm, case_mixed_refused,
-         case_node_alone_refused, case_moved]
+CASES = [case_radix_16, case_jacobi_8, case_late_8, case_xfer_storm,
+         case_mixed_refused, case_node_alone_refused, case_moved]

@@ -781,7 +781,17 @@ CASES += (
     # Strata 4.3: the fifteen CombineOps, scalar and vector (to 200
     # elements, in place, split-phase), wrap-around, the Max identity,
     # segmented scans on random patterns against the manual's semantics.
-    + strata_sizes("strata-combine", "strata_combine")
+    # On shared memory the collectives combine in the shared area
+    # (COLL_SHARED counts them; docs/strata.rst, "Combining on shared
+    # counters"), on sockets and TCP on the tree.
+    + [strata(f"strata-combine-{n}", "strata_combine", n,
+              nodes_expect={"*": [r"^strata_combine ok"],
+                            n - 1: [rf"^node {n - 1}: [1-9]\d* collectives "
+                                    r"combined in the shared area"
+                                    if SHM and n > 1 else
+                                    rf"^node {n - 1}: 0 collectives "
+                                    r"combined in the shared area"]})
+       for n in (1, 2, 5, 16)]
     # Strata 4.3.1: the manual's two 16-node segmented-scan examples.
     + [strata("strata-segscan-16", "strata_segscan", 16,
               nodes_expect={"*": [r"^strata_segscan ok"],
@@ -1194,6 +1204,19 @@ if FABRIC == "tcp":
         # Strata 4 and 6: the control network's tree and two-network
         # active messages over both kinds of link (nodes 0-2 and 3-4).
         strata("strata-control-5-mixed", "strata_control", 5, launch=MIXED),
+        # Strata 4.3 on two hosts: nodes 3-4 cannot share node 0's
+        # combining area, so every collective stays on the tree
+        # (docs/strata.rst, "Combining on shared counters"); on one host
+        # over TCP addresses they all combine in the area.
+        strata("strata-combine-5-mixed", "strata_combine", 5, launch=MIXED,
+               nodes_expect={"*": [r"^strata_combine ok"],
+                             1: [r"^node 1: 0 collectives combined in "
+                                 r"the shared area"]}),
+        strata("strata-combine-5-onehost", "strata_combine", 5,
+               launch=["--fabric", "auto"],
+               nodes_expect={"*": [r"^strata_combine ok"],
+                             4: [r"^node 4: [1-9]\d* collectives combined "
+                                 r"in the shared area"]}),
         strata("strata-am-5-mixed", "strata_am", 5, launch=MIXED,
                absent=[r"StrataFail", r"\*\*\* CRASH", r"FAIL"]),
     ]

@@ -6,7 +6,9 @@
  * while the node runs, while its cluster is not formed and while a
  * message waits in system space (each with its reason); a node in
  * checkpoint mode saved and loaded with its ckpt-id, leaving the mode
- * when it runs again; a loaded checkpoint of another node refused.
+ * when it runs again; a loaded checkpoint of another node refused; a
+ * collective saved from the shared combining area goes up only once its
+ * restored node runs, and completes.
  */
 
 #include "qemu/osdep.h"
@@ -203,6 +205,137 @@ static void test_other_node_refused(void)
     tq_remove_state(path);
 }
 
+static QTestState *start_pair_node(const char *dir, unsigned id,
+                                   const char *extra)
+{
+    return qtest_initf("-M tempest,node-id=%u,num-nodes=2,fabric=shm:%s,"
+                       "cluster-id=0x77,tagmem=0 -m 64M%s", id, dir, extra);
+}
+
+/* ckpt-status's two counts: frames sent to and taken from peers. */
+static void get_counts(QTestState *s, uint64_t *tx, uint64_t *rx)
+{
+    g_autofree char *st = get_str(s, "ckpt-status");
+
+    g_assert_cmpint(sscanf(st, "%" SCNu64 " %" SCNu64, tx, rx), ==, 2);
+}
+
+static void migrate_to(QTestState *s, const char *uri, bool in)
+{
+    g_autofree char *status = NULL;
+
+    if (in) {
+        qtest_qmp_assert_success(s, "{'execute': 'migrate-incoming', "
+                                 "'arguments': {'uri': %s}}", uri);
+    } else {
+        qtest_qmp_assert_success(s, "{'execute': 'migrate', "
+                                 "'arguments': {'uri': %s}}", uri);
+    }
+    status = migration_end(s);
+    g_assert_cmpstr(status, ==, "completed");
+}
+
+/*
+ * docs/checkpoint.rst, "Restoring" (a restored node sends its peers
+ * nothing before its cont), for the control network's round saved from
+ * the shared combining area (docs/strata.rst, "Combining on shared
+ * counters", Checkpoints): two nodes on shared memory combine barriers
+ * until they combine in the area; node 1 alone arrives at a sum, and
+ * both are saved.  Restored with node 1 loaded first, node 1 sends node
+ * 0 nothing while node 0 loads (sent then, node 0's load lost its round
+ * and the sum waited for ever: ckpt late_8's hang); once both run and
+ * node 0 arrives, the sum completes on the tree, right on both.
+ */
+static void test_shared_round_restored(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-ckpt-XXXXXX", NULL);
+    g_autofree char *dir2 = g_dir_make_tmp("tempest-ckpt-XXXXXX", NULL);
+    char *path[2];
+    char *uri[2];
+    QTestState *s[2], *d[2];
+    uint64_t tx, rx;
+    gint64 end;
+    int n;
+
+    for (int i = 0; i < 2; i++) {
+        path[i] = tq_state_file("tempest-ckpt");
+        uri[i] = g_strdup_printf("file:%s", path[i]);
+        s[i] = start_pair_node(dir, i, "");
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_wait_reg(s[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+    }
+    /* Barriers on the tree until one switches the pair to the area. */
+    for (n = 0; n < 20 && !qtest_readl(s[1], NC(TEMPEST_NC_COLL_SHARED));
+         n++) {
+        for (int i = 0; i < 2; i++) {
+            g_assert_cmpuint(tq_command(s[i], TEMPEST_CMD_COLL_START,
+                                        TEMPEST_COLL_COMBINE,
+                                        TEMPEST_COLL_OR, 0, 0, 0, 0), ==,
+                             TEMPEST_CMD_SUCCESS);
+        }
+        for (int i = 0; i < 2; i++) {
+            g_assert_cmpuint(tq_coll_wait(s[i]), ==, TEMPEST_COLL_ST_DONE);
+        }
+    }
+    g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_COLL_SHARED)), ==, 1);
+    g_assert_cmpuint(tq_command(s[1], TEMPEST_CMD_COLL_START,
+                                TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD, 5, 0,
+                                0, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_COLL_STATUS)), ==,
+                     TEMPEST_COLL_ST_PENDING);
+    for (int i = 0; i < 2; i++) {
+        qtest_qmp_assert_success(s[i], "{'execute': 'stop'}");
+    }
+    for (int i = 0; i < 2; i++) {
+        qtest_qmp_assert_success(s[i], "{'execute': 'qom-set', "
+                                 "'arguments': {'path': %s, 'property': "
+                                 "'ckpt-id', 'value': 99}}", NCPATH);
+        g_assert_null(set_mode(s[i], true));
+    }
+    for (int i = 0; i < 2; i++) {
+        migrate_to(s[i], uri[i], false);
+    }
+    for (int i = 0; i < 2; i++) {
+        qtest_quit(s[i]);
+        d[i] = start_pair_node(dir2, i, " -incoming defer");
+    }
+
+    migrate_to(d[1], uri[1], true);
+    /* Give a node that sent at its load the time to reach node 0. */
+    end = g_get_monotonic_time() + G_USEC_PER_SEC;
+    do {
+        g_usleep(10000);
+        get_counts(d[0], &tx, &rx);
+    } while (!rx && g_get_monotonic_time() < end);
+    g_assert_cmpuint(rx, ==, 0);
+    get_counts(d[1], &tx, &rx);
+    g_assert_cmpuint(tx, ==, 0);
+
+    migrate_to(d[0], uri[0], true);
+    for (int i = 1; i >= 0; i--) {
+        g_assert_cmpuint(get_id(d[i]), ==, 99);
+        qtest_qmp_assert_success(d[i], "{'execute': 'cont'}");
+    }
+    g_assert_cmpuint(tq_command(d[0], TEMPEST_CMD_COLL_START,
+                                TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD, 7, 0,
+                                0, 0), ==, TEMPEST_CMD_SUCCESS);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_coll_wait(d[i]), ==, TEMPEST_COLL_ST_DONE);
+        g_assert_cmpuint(qtest_readq(d[i], NC(TEMPEST_NC_COLL_RESULT)), ==,
+                         12);
+        g_assert_cmpuint(qtest_readl(d[i], NC(TEMPEST_NC_COLL_SEQ)), ==,
+                         n + 1);
+        qtest_quit(d[i]);
+        tq_remove_state(path[i]);
+        g_free(uri[i]);
+    }
+    rmdir(dir);
+    rmdir(dir2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -210,5 +343,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/ckpt/save-load", test_save_load);
     qtest_add_func("/tempest/ckpt/other-node-refused",
                    test_other_node_refused);
+    qtest_add_func("/tempest/ckpt/shared-round-restored",
+                   test_shared_round_restored);
     return g_test_run();
 }

@@ -30,6 +30,7 @@ PREFIX = "hw_tempest_"
 NC_LAYERS = {
     "tempest-nc-core": 0,       # IRQ, errors, RAM checks, DMA, CQ, timers
     "tempest-nc-xfer-buf": 1,   # where typed messages land, for xfer
+    "tempest-nc-coll-shm": 1,   # combining in the shared area, for coll
     "tempest-nc-msg": 2,        # the engines, side by side
     "tempest-nc-coll": 2,
     "tempest-nc-xfer": 2,

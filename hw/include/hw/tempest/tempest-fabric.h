@@ -119,6 +119,7 @@ struct TempestFabricClass {
                       uint64_t *size);
     void (*poll_hint)(TempestFabric *f, uint64_t addr);
     void (*batch)(TempestFabric *f, bool on);
+    void *(*coll_area)(TempestFabric *f, size_t *len);
     /* Optional: whole-cluster checkpoint (docs/checkpoint.rst). */
     bool (*ckpt_quiet)(TempestFabric *f, uint64_t *tx, uint64_t *rx,
                        Error **errp);
@@ -248,6 +249,13 @@ void tempest_fabric_share_ram(TempestFabric *f, int fd, void *host,
  */
 void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
                               uint64_t *base, uint64_t *size);
+/*
+ * The control network's shared combining area (hw/tempest/coll-area.h)
+ * and its size: made by node 0 of a cluster on shared memory and passed
+ * to each node with its link to node 0; NULL without one.  Every node of
+ * the cluster writes it: whatever is read from it must be checked.
+ */
+void *tempest_fabric_coll_area(TempestFabric *f, size_t *len);
 
 /*
  * Whole-cluster checkpoint (docs/checkpoint.rst).  tx and rx: the frames

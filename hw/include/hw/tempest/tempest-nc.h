@@ -173,6 +173,7 @@ typedef struct TempestCollRound {
     uint16_t error;
     uint32_t count;         /* entries gathered */
     uint32_t children_in;   /* children that reported */
+    uint32_t children_shm;  /* ... whose subtree has the shared area */
     GByteArray *entries;    /* count entries of 'lanes' lanes each */
     unsigned long *nodes_in;    /* nodes whose entry is in 'entries' */
     unsigned long *children;    /* children that reported */
@@ -252,6 +253,19 @@ struct TempestNCState {
     uint8_t coll_kind, coll_fn, coll_variant;   /* our pending collective */
     uint16_t coll_lanes;
     TempestCollRound coll_round[TEMPEST_COLL_ROUNDS];
+    bool coll_restored;     /* loaded rounds go up when the VM runs */
+    VMChangeStateEntry *coll_vmse;
+    /* Combining in the fabric's shared area (tempest-nc-coll-shm.c) */
+    bool coll_shm;          /* collectives from coll_shm_base on go there */
+    uint32_t coll_shm_base;
+    bool coll_shm_pending;  /* our pending collective is one of them */
+    uint32_t coll_shm_seg;  /* ... and our contribution to it */
+    uint64_t coll_shm_vals[TEMPEST_COLL_MAX_LANES];
+    uint32_t coll_shm_count;    /* COLL_SHARED: collectives combined there */
+    struct TempestCollWaiter *coll_waiter;
+    /* Set by tempest-nc-coll.c: the pending one completed there. */
+    void (*coll_shm_done)(TempestNCState *s, uint32_t error,
+                          const uint64_t *out, unsigned nout);
     QSIMPLEQ_HEAD(, TempestBcast) bcastq;
     uint32_t bcast_len;
     bool bcast_pending;

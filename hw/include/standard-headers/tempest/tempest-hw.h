@@ -155,6 +155,8 @@
 #define TEMPEST_NC_AOR_SET          0x0E0   /* RW: this node's async OR bit */
 #define TEMPEST_NC_AOR_GLOBAL       0x0E4   /* RO: OR of every node's bit */
 #define TEMPEST_NC_BCAST_LOST       0x0E8   /* words dropped: FIFO full */
+/* (1.12) collectives combined in the shared area (shared memory) */
+#define TEMPEST_NC_COLL_SHARED      0x0EC
 
 /* Tagged memory (version 1.3) */
 #define TEMPEST_NC_TAGMEM_SIZE_LO   0x0F0   /* bytes of tagged memory */
@@ -234,7 +236,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    11
+#define TEMPEST_NC_VERSION_MINOR    12
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The control network's shared combining area (docs/strata.rst,
+ * "Combining on shared counters"): one sealed memfd that node 0 of a
+ * shared-memory cluster makes and passes to every node with its link's
+ * ACK (tempest-fabric-shm.c), and that the node controllers combine in
+ * (tempest-nc-coll-shm.c).
+ *
+ * After the header come COLL_AREA_ROUNDS rounds; collective k (counted
+ * from the first one combined here) uses round k % COLL_AREA_ROUNDS.  A
+ * round is a control line (arrivals, the completed collective, its
+ * error, sleepers), then one slot per node (its contribution, tagged
+ * with the collective's number + 1), then one result line per node.
+ * Every node of the cluster can write all of it: whatever is read from
+ * it is checked before use, and nothing depends on it being right but
+ * the collective's outcome (a wrong one is a MISMATCH error).
+ */
+#ifndef HW_TEMPEST_COLL_AREA_H
+#define HW_TEMPEST_COLL_AREA_H
+
+#include "standard-headers/tempest/tempest-hw.h"
+
+#define COLL_AREA_MAGIC     0x41534354U     /* "TCSA" */
+#define COLL_AREA_VERSION   1
+#define COLL_AREA_ROUNDS    4
+#define COLL_AREA_HDR       64
+
+/* The header: who made it, for whom. */
+enum {
+    COLL_AREA_H_MAGIC = 0,          /* u32 */
+    COLL_AREA_H_VERSION = 4,        /* u32 */
+    COLL_AREA_H_CLUSTER = 8,        /* u64 */
+    COLL_AREA_H_NODES = 16,         /* u32 */
+};
+
+/* A round's control line. */
+enum {
+    COLL_AREA_R_ARRIVED = 0,        /* u32: arrivals, every use of it */
+    COLL_AREA_R_DONE = 4,           /* u32: collective + 1 completed (futex) */
+    COLL_AREA_R_ERROR = 8,          /* u32: its error */
+    COLL_AREA_R_SLEEPERS = 12,      /* u32: nodes waiting on DONE's futex */
+    COLL_AREA_R_CTL = 64,
+};
+
+/* A node's slot: its contribution. */
+enum {
+    COLL_AREA_S_TAG = 0,            /* u32: collective + 1, written last */
+    COLL_AREA_S_HDR = 4,            /* u32: kind | fn << 8 | variant << 16 */
+    COLL_AREA_S_LANES = 8,          /* u32 */
+    COLL_AREA_S_SEG = 12,           /* u32 */
+    COLL_AREA_S_VALS = 64,          /* u64 [lanes] */
+    COLL_AREA_SLOT = 64 + 8 * TEMPEST_COLL_MAX_LANES,
+};
+
+#define COLL_AREA_OUT       (8 * TEMPEST_COLL_MAX_LANES)
+
+static inline size_t coll_area_round_bytes(unsigned nodes)
+{
+    return COLL_AREA_R_CTL + (size_t)nodes * (COLL_AREA_SLOT + COLL_AREA_OUT);
+}
+
+/* The area's size for a cluster of nodes, whole pages of 64 KiB. */
+static inline size_t coll_area_bytes(unsigned nodes)
+{
+    size_t n = COLL_AREA_HDR + COLL_AREA_ROUNDS * coll_area_round_bytes(nodes);
+
+    return (n + 0xffff) & ~(size_t)0xffff;
+}
+
+static inline size_t coll_area_round(unsigned nodes, unsigned round)
+{
+    return COLL_AREA_HDR + round * coll_area_round_bytes(nodes);
+}
+
+static inline size_t coll_area_slot(unsigned nodes, unsigned round,
+                                    unsigned node)
+{
+    return coll_area_round(nodes, round) + COLL_AREA_R_CTL +
+           (size_t)node * COLL_AREA_SLOT;
+}
+
+static inline size_t coll_area_out(unsigned nodes, unsigned round,
+                                   unsigned node)
+{
+    return coll_area_round(nodes, round) + COLL_AREA_R_CTL +
+           (size_t)nodes * COLL_AREA_SLOT + (size_t)node * COLL_AREA_OUT;
+}
+
+#endif /* HW_TEMPEST_COLL_AREA_H */

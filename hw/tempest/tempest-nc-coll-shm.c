@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tempest node controller: the control network's combining on shared
+ * counters, for the nodes of a cluster on shared memory (docs/strata.rst,
+ * "Combining on shared counters").
+ *
+ * Node 0's fabric makes one combining area (coll-area.h) and passes it
+ * to every node with its link.  Once every node has it (the tree says
+ * so: tempest-nc-coll.c), a collective is an arrival: the node writes its
+ * contribution into its slot of the round, then adds one to the round's
+ * arrival counter.  The node that brings the counter to the cluster's
+ * size is the last: it combines every slot (coll-math.h), writes the
+ * results, publishes the round's DONE word and wakes, with one futex
+ * call, the nodes sleeping on it; all of this from its vCPU's COLL_START,
+ * with no frame and no main loop.  Each node has a waiter thread that
+ * sleeps on DONE (with a time limit) while its collective is pending and
+ * completes it under the BQL; a POLL write or a COLL_STATUS read looks
+ * too.
+ *
+ * Every node of the cluster can write the area: what is read from it is
+ * checked (tags, headers, lanes, segments, the counter, the error) and
+ * a bad value ends the collective with MISMATCH, never an access outside
+ * the area.  A node that dies mid-collective is reported by the fabric as
+ * before (the pending collective fails with PEER_DOWN); nothing here
+ * waits for it.
+ */
+
+#include "qemu/osdep.h"
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include "qemu/main-loop.h"
+#include "qemu/thread.h"
+#include "tempest-nc-internal.h"
+#include "fabric-proto.h"
+#include "coll-area.h"
+#include "coll-math.h"
+#include "trace.h"
+
+/*
+ * A waiter sleeps at most this long before it looks again: while its
+ * collective is pending, and while it waits for the next one to start.
+ */
+#define COLL_WAIT_NS        (50 * 1000 * 1000)
+#define COLL_IDLE_WAIT_S    1
+
+typedef struct TempestCollWaiter {
+    QemuThread thread;
+    QemuCond cond;          /* signalled when a collective is pending */
+    TempestNCState *s;      /* NULL once stopped: the thread frees us */
+    bool sleeping;          /* in the futex, outside the BQL */
+    bool idle;              /* in the condition: not combining here */
+    uint32_t *word;         /* ... on this DONE word */
+} TempestCollWaiter;
+
+static uint8_t *shm_area(TempestNCState *s)
+{
+    size_t len;
+    uint8_t *a = tempest_fabric_coll_area(s->fabric, &len);
+
+    return a && len >= coll_area_bytes(s->num_nodes) ? a : NULL;
+}
+
+static uint32_t *shm_word(uint8_t *a, size_t off)
+{
+    return (uint32_t *)(a + off);
+}
+
+static uint32_t shm_ld32(uint8_t *a, size_t off)
+{
+    return __atomic_load_n(shm_word(a, off), __ATOMIC_RELAXED);
+}
+
+static void shm_st32(uint8_t *a, size_t off, uint32_t v)
+{
+    __atomic_store_n(shm_word(a, off), v, __ATOMIC_RELAXED);
+}
+
+static uint64_t shm_ld64(uint8_t *a, size_t off)
+{
+    return __atomic_load_n((uint64_t *)(a + off), __ATOMIC_RELAXED);
+}
+
+static void shm_st64(uint8_t *a, size_t off, uint64_t v)
+{
+    __atomic_store_n((uint64_t *)(a + off), v, __ATOMIC_RELAXED);
+}
+
+static long shm_futex(uint32_t *word, int op, uint32_t val,
+                      const struct timespec *ts)
+{
+    return syscall(SYS_futex, word, op, val, ts, NULL, 0);
+}
+
+/* Our pending collective's round, relative to the first one shared. */
+static unsigned shm_round(TempestNCState *s)
+{
+    return (s->coll_seq_done - s->coll_shm_base) % COLL_AREA_ROUNDS;
+}
+
+static uint32_t shm_use(TempestNCState *s)
+{
+    return (s->coll_seq_done - s->coll_shm_base) / COLL_AREA_ROUNDS;
+}
+
+static uint32_t shm_header(unsigned kind, unsigned fn, unsigned variant)
+{
+    return kind | fn << 8 | variant << 16;
+}
+
+/* ------------------------------------------------------------------ */
+/* Combining                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The last to arrive: combine every slot of the round and publish.  The
+ * counter's acquire saw every slot written before its arrival; a slot
+ * that is not this collective's or not the same operation is a mismatch.
+ */
+static void shm_combine(TempestNCState *s, uint8_t *a, unsigned round)
+{
+    unsigned nodes = s->num_nodes, lanes = s->coll_lanes;
+    uint32_t tag = s->coll_seq_done + 1, error = TEMPEST_COLL_E_NONE;
+    uint32_t hdr = shm_header(s->coll_kind, s->coll_fn, s->coll_variant);
+    size_t ctl = coll_area_round(nodes, round);
+    g_autofree uint64_t *in = g_new0(uint64_t, nodes * lanes);
+    g_autofree uint64_t *out = g_new0(uint64_t, nodes * lanes);
+    g_autofree uint8_t *seg = g_new0(uint8_t, nodes);
+    uint32_t *done = shm_word(a, ctl + COLL_AREA_R_DONE);
+
+    for (unsigned i = 0; i < nodes && !error; i++) {
+        size_t sl = coll_area_slot(nodes, round, i);
+        uint32_t sseg;
+
+        if (__atomic_load_n(shm_word(a, sl + COLL_AREA_S_TAG),
+                            __ATOMIC_ACQUIRE) != tag ||
+            shm_ld32(a, sl + COLL_AREA_S_HDR) != hdr ||
+            shm_ld32(a, sl + COLL_AREA_S_LANES) != lanes) {
+            error = TEMPEST_COLL_E_MISMATCH;
+            break;
+        }
+        sseg = shm_ld32(a, sl + COLL_AREA_S_SEG);
+        if (sseg > TEMPEST_SEG_ARRAY) {
+            error = TEMPEST_COLL_E_MISMATCH;
+            break;
+        }
+        seg[i] = sseg;
+        for (unsigned l = 0; l < lanes; l++) {
+            in[i * lanes + l] = shm_ld64(a, sl + COLL_AREA_S_VALS + 8 * l);
+        }
+    }
+    if (!error && s->coll_kind == TEMPEST_COLL_ALLGATHER) {
+        for (unsigned i = 0; i < nodes; i++) {
+            shm_st64(a, coll_area_out(nodes, round, i), in[i]);
+        }
+    } else if (!error) {
+        coll_combine(s->coll_fn, s->coll_variant, nodes, lanes, seg, in,
+                     out);
+        for (unsigned i = 0; i < nodes; i++) {
+            for (unsigned l = 0; l < lanes; l++) {
+                shm_st64(a, coll_area_out(nodes, round, i) + 8 * l,
+                         out[i * lanes + l]);
+            }
+            if (s->coll_variant == TEMPEST_COLL_REDUCE) {
+                break;      /* one result for all, in node 0's line */
+            }
+        }
+    }
+    shm_st32(a, ctl + COLL_AREA_R_ERROR, error);
+    /* Results, then DONE; then whether anyone sleeps on it (Dekker). */
+    __atomic_store_n(done, tag, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(shm_word(a, ctl + COLL_AREA_R_SLEEPERS),
+                        __ATOMIC_SEQ_CST)) {
+        shm_futex(done, FUTEX_WAKE, INT_MAX, NULL);
+    }
+    trace_tempest_nc_coll_shm(s->node_id, s->coll_seq_done, round, error);
+}
+
+void tempest_nc_coll_shm_check(TempestNCState *s)
+{
+    uint64_t out[TEMPEST_MAX_NODES];   /* >= TEMPEST_COLL_MAX_LANES */
+    unsigned nodes = s->num_nodes, round, nout = 0;
+    uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
+    uint32_t error;
+    size_t ctl;
+
+    QEMU_BUILD_BUG_ON(TEMPEST_MAX_NODES < TEMPEST_COLL_MAX_LANES);
+    if (!a) {
+        return;
+    }
+    round = shm_round(s);
+    ctl = coll_area_round(nodes, round);
+    if (__atomic_load_n(shm_word(a, ctl + COLL_AREA_R_DONE),
+                        __ATOMIC_ACQUIRE) != s->coll_seq_done + 1) {
+        return;
+    }
+    error = shm_ld32(a, ctl + COLL_AREA_R_ERROR);
+    if (error != TEMPEST_COLL_E_NONE && error != TEMPEST_COLL_E_MISMATCH) {
+        error = TEMPEST_COLL_E_MISMATCH;    /* none the combiner sets */
+    }
+    if (!error && s->coll_kind == TEMPEST_COLL_ALLGATHER) {
+        for (unsigned i = 0; i < nodes; i++) {
+            out[i] = shm_ld64(a, coll_area_out(nodes, round, i));
+        }
+        nout = nodes;
+    } else if (!error) {
+        unsigned from = s->coll_variant == TEMPEST_COLL_REDUCE ? 0 :
+                        s->node_id;
+
+        for (unsigned l = 0; l < s->coll_lanes; l++) {
+            out[l] = shm_ld64(a, coll_area_out(nodes, round, from) + 8 * l);
+        }
+        nout = s->coll_lanes;
+    }
+    s->coll_shm_pending = false;
+    s->coll_shm_done(s, error, out, nout);
+}
+
+void tempest_nc_coll_shm_arrive(TempestNCState *s)
+{
+    unsigned nodes = s->num_nodes, round = shm_round(s);
+    uint8_t *a = shm_area(s);
+    size_t sl, ctl;
+    uint32_t pos;
+
+    s->coll_shm_pending = true;
+    s->coll_shm_count++;
+    if (!a) {
+        /* The fabric is going: as when a peer is lost. */
+        s->coll_shm_pending = false;
+        s->coll_shm_done(s, TEMPEST_COLL_E_PEER_DOWN, NULL, 0);
+        return;
+    }
+    sl = coll_area_slot(nodes, round, s->node_id);
+    ctl = coll_area_round(nodes, round);
+    shm_st32(a, sl + COLL_AREA_S_HDR,
+             shm_header(s->coll_kind, s->coll_fn, s->coll_variant));
+    shm_st32(a, sl + COLL_AREA_S_LANES, s->coll_lanes);
+    shm_st32(a, sl + COLL_AREA_S_SEG, s->coll_shm_seg);
+    for (unsigned l = 0; l < s->coll_lanes; l++) {
+        shm_st64(a, sl + COLL_AREA_S_VALS + 8 * l, s->coll_shm_vals[l]);
+    }
+    __atomic_store_n(shm_word(a, sl + COLL_AREA_S_TAG), s->coll_seq_done + 1,
+                     __ATOMIC_RELEASE);
+    /* Where we came in this use of the round: 1 .. nodes. */
+    pos = __atomic_add_fetch(shm_word(a, ctl + COLL_AREA_R_ARRIVED), 1,
+                             __ATOMIC_ACQ_REL) - nodes * shm_use(s);
+    trace_tempest_nc_coll_shm_arrive(s->node_id, s->coll_seq_done, round,
+                                     pos);
+    if (pos == nodes) {
+        shm_combine(s, a, round);
+    } else if (pos == 0 || pos > nodes) {
+        /* Someone moved the counter: nobody can tell who is last. */
+        s->coll_shm_pending = false;
+        s->coll_shm_done(s, TEMPEST_COLL_E_MISMATCH, NULL, 0);
+        return;
+    } else if (s->coll_waiter && s->coll_waiter->idle) {
+        qemu_cond_signal(&s->coll_waiter->cond);
+    }
+    tempest_nc_coll_shm_check(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* The waiter                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Sleeps on the DONE word of the round of the pending collective, or of
+ * the next one (counted in its SLEEPERS, so the last to arrive knows to
+ * wake it): already there when the node arrives, it needs no wake-up but
+ * the one that completes the collective, which it does under the BQL.
+ * Holds the BQL except in the futex.
+ */
+static void *coll_waiter_run(void *opaque)
+{
+    TempestCollWaiter *w = opaque;
+    struct timespec pending_ts = { 0, COLL_WAIT_NS };
+    struct timespec idle_ts = { COLL_IDLE_WAIT_S, 0 };
+
+    bql_lock();
+    while (w->s) {
+        TempestNCState *s = w->s;
+        uint8_t *a = s->coll_shm ? shm_area(s) : NULL;
+        uint32_t *sleepers, want, v;
+        size_t ctl;
+
+        if (!a) {
+            w->idle = true;
+            qemu_cond_wait_bql(&w->cond);
+            w->idle = false;
+            continue;
+        }
+        tempest_nc_coll_shm_check(s);
+        ctl = coll_area_round(s->num_nodes, shm_round(s));
+        want = s->coll_seq_done + 1;
+        w->word = shm_word(a, ctl + COLL_AREA_R_DONE);
+        sleepers = shm_word(a, ctl + COLL_AREA_R_SLEEPERS);
+        __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+        v = __atomic_load_n(w->word, __ATOMIC_SEQ_CST);
+        if (v != want) {
+            const struct timespec *ts = s->coll_shm_pending ? &pending_ts :
+                                                              &idle_ts;
+
+            w->sleeping = true;
+            bql_unlock();
+            shm_futex(w->word, FUTEX_WAIT, v, ts);
+            bql_lock();
+            w->sleeping = false;
+        }
+        if (!w->s) {
+            break;          /* stopped: the area may be gone */
+        }
+        __atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
+        tempest_nc_coll_shm_check(w->s);
+    }
+    qemu_cond_destroy(&w->cond);
+    g_free(w);
+    bql_unlock();
+    return NULL;
+}
+
+bool tempest_nc_coll_shm_able(TempestNCState *s)
+{
+    TempestCollWaiter *w;
+
+    if (s->num_nodes < 2 || !shm_area(s)) {
+        return false;
+    }
+    if (!s->coll_waiter) {
+        w = g_new0(TempestCollWaiter, 1);
+        w->s = s;
+        qemu_cond_init(&w->cond);
+        qemu_thread_create(&w->thread, "tempest-coll", coll_waiter_run, w,
+                           QEMU_THREAD_DETACHED);
+        s->coll_waiter = w;
+    }
+    return true;
+}
+
+/*
+ * The device goes (under the BQL): the thread lets go of it at its next
+ * look, and frees itself.  One in the futex is woken at once.
+ */
+void tempest_nc_coll_shm_stop(TempestNCState *s)
+{
+    TempestCollWaiter *w = s->coll_waiter;
+
+    if (!w) {
+        return;
+    }
+    s->coll_waiter = NULL;
+    w->s = NULL;
+    if (w->sleeping) {
+        shm_futex(w->word, FUTEX_WAKE, INT_MAX, NULL);
+    }
+    qemu_cond_signal(&w->cond);
+}
