@@ -1200,6 +1200,21 @@ static void test_ready(void)
 #define OSIZE       0x20000
 #define OLEN        (TEMPEST_CHAN_INLINE + 100)
 
+/* The fake peer's ports (node 1) of the offer tests. */
+#define OP1         TEMPEST_CHAN_ID(1, 5)
+#define OP2         TEMPEST_CHAN_ID(1, 6)
+
+/* The end of a test against a fake peer: @dropped frames were dropped. */
+static void peer_end(QTestState *s, int fd, const char *dir,
+                     unsigned dropped)
+{
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==,
+                     dropped);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
 /* The channel messages' kinds (tempest-nc-chan.c). */
 enum {
     M_DATA = 1, M_ACK, M_NACK, M_FREED, M_BIG, M_GO, M_PORTDATA, M_WIRE,
@@ -1276,13 +1291,15 @@ static void peer_big(int fd, uint32_t to, uint32_t from, uint32_t number,
 }
 
 /*
- * Against a fake peer: port *in (buffer OX) connected to @p1 there has
+ * Against a fake peer: port *in (buffer OX) connected to OP1 there has
  * taken DATA 1 (OLEN bytes by its INPUT's offer): IDLE, with OX offered
- * for DATA 2 with the ACK.  *t: a second port, connected to @p2.
+ * for DATA 2 with the ACK.  *t: a second port, connected to OP2.
  */
-static void offered_port(QTestState *s, int fd, unsigned *cq, uint32_t p1,
-                         uint32_t p2, uint32_t *in, uint32_t *t)
+static void offered_port(QTestState *s, int fd, unsigned *cq, uint32_t *in,
+                         uint32_t *t)
 {
+    const uint32_t p1 = OP1, p2 = OP2;
+
     uint64_t got = 0;
 
     peer_ports(s, fd, OX, OSIZE, p1, p2, in, t);
@@ -1313,69 +1330,65 @@ static void test_offer_idle(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
     QTestState *s = start_node(dir, 0);
     int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
-    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
     uint32_t in, t;
     unsigned cq = 0;
 
-    offered_port(s, fd, &cq, p1, p2, &in, &t);
+    offered_port(s, fd, &cq, &in, &t);
 
     /* DATA 2 by the offer, the port idle: held in OX. */
-    peer_xfer_data(fd, in, p1, 2, OX, 2);
+    peer_xfer_data(fd, in, OP1, 2, OX, 2);
     wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OY, OSIZE), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | OLEN);
     check(s, OX, OLEN, 2);
-    peer_expect_chan(fd, M_ACK, p1, in, 2, NULL, 0);
-    expect_ready(fd, p1, in, 3, OY);
+    peer_expect_chan(fd, M_ACK, OP1, in, 2, NULL, 0);
+    expect_ready(fd, OP1, in, 3, OY);
 
     /* BUFFER: WITHDRAW (once), RETRY until WITHDRAWN. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE), ==,
                      TEMPEST_CMD_RETRY);
-    peer_expect_chan(fd, M_WITHDRAW, p1, in, 3, NULL, 0);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 3, NULL, 0);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE), ==,
                      TEMPEST_CMD_RETRY);
-    peer_chan(fd, M_WITHDRAWN, in, p1, 3, NULL, 0);
+    peer_chan(fd, M_WITHDRAWN, in, OP1, 3, NULL, 0);
     g_assert_cmpuint(chan_retried(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE),
                      ==, TEMPEST_CMD_SUCCESS);
     /* OY is the program's again: DATA 3 asks (BIG), its GO names OZ. */
     fill(s, OY, OLEN, 0xee);
-    peer_big(fd, in, p1, 3, OZ);
-    peer_xfer_data(fd, in, p1, 3, OZ, 3);
+    peer_big(fd, in, OP1, 3, OZ);
+    peer_xfer_data(fd, in, OP1, 3, OZ, 3);
     wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
     check(s, OZ, OLEN, 3);
     check(s, OY, OLEN, 0xee);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OX, OSIZE), ==,
                      TEMPEST_CMD_SUCCESS);
-    peer_expect_chan(fd, M_ACK, p1, in, 3, NULL, 0);
-    expect_ready(fd, p1, in, 4, OX);
+    peer_expect_chan(fd, M_ACK, OP1, in, 3, NULL, 0);
+    expect_ready(fd, OP1, in, 4, OX);
 
     /* The data had gone before the WITHDRAW: it lands, BUFFER refused. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE), ==,
                      TEMPEST_CMD_RETRY);
-    peer_expect_chan(fd, M_WITHDRAW, p1, in, 4, NULL, 0);
-    peer_xfer_data(fd, in, p1, 4, OX, 4);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 4, NULL, 0);
+    peer_xfer_data(fd, in, OP1, 4, OX, 4);
     wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
     expect_fail(s, chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE),
                 TEMPEST_CMD_E_PORT_STATE);
     check(s, OX, OLEN, 4);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OY, OSIZE), ==,
                      TEMPEST_CMD_SUCCESS);
-    peer_expect_chan(fd, M_ACK, p1, in, 4, NULL, 0);
-    expect_ready(fd, p1, in, 5, OY);
+    peer_expect_chan(fd, M_ACK, OP1, in, 4, NULL, 0);
+    expect_ready(fd, OP1, in, 5, OY);
 
     /* FREE: the same; FREED once WITHDRAWN came. */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_FREE, in, 0, 0), ==,
                      TEMPEST_CMD_RETRY);
-    peer_expect_chan(fd, M_WITHDRAW, p1, in, 5, NULL, 0);
-    peer_chan(fd, M_WITHDRAWN, in, p1, 5, NULL, 0);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 5, NULL, 0);
+    peer_chan(fd, M_WITHDRAWN, in, OP1, 5, NULL, 0);
     g_assert_cmpuint(chan_retried(s, TEMPEST_CHAN_OP_FREE, in, 0, 0), ==,
                      TEMPEST_CMD_SUCCESS);
-    peer_expect_chan(fd, M_FREED, p1, in, 0, NULL, 0);
-    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
-    close(fd);
-    qtest_quit(s);
-    rmdir(dir);
+    peer_expect_chan(fd, M_FREED, OP1, in, 0, NULL, 0);
+    peer_end(s, fd, dir, 0);
 }
 
 /*
@@ -1389,26 +1402,22 @@ static void test_offer_here(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
     QTestState *s = start_node(dir, 0);
     int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
-    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
     uint32_t in, t;
     unsigned cq = 0;
     uint64_t got = 0;
 
-    offered_port(s, fd, &cq, p1, p2, &in, &t);
+    offered_port(s, fd, &cq, &in, &t);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OSIZE), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(s), ==, 0);
-    peer_xfer_data(fd, in, p1, 2, OX, 2);
+    peer_xfer_data(fd, in, OP1, 2, OX, 2);
     expect_event(s, &cq, in, TEMPEST_CHAN_EV_INPUT, OLEN, &got);
     g_assert_cmphex(got, ==, OC);
     check(s, OC, OLEN, 2);
     /* The ACK; READY 3 offers OX, the port's buffer still (no READY 2). */
-    peer_expect_chan(fd, M_ACK, p1, in, 2, NULL, 0);
-    expect_ready(fd, p1, in, 3, OX);
-    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
-    close(fd);
-    qtest_quit(s);
-    rmdir(dir);
+    peer_expect_chan(fd, M_ACK, OP1, in, 2, NULL, 0);
+    expect_ready(fd, OP1, in, 3, OX);
+    peer_end(s, fd, dir, 0);
 }
 
 /*
@@ -1426,48 +1435,44 @@ static void test_here_landing(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
     QTestState *s = start_node(dir, 0);
     int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
-    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
     uint32_t in, t, ok = 0x5a5a5a5a;
     unsigned cq = 0;
     uint64_t got = 0;
 
-    peer_ports(s, fd, OX, OSIZE, p1, p2, &in, &t);
+    peer_ports(s, fd, OX, OSIZE, OP1, OP2, &in, &t);
     setup_cq(s);
-    peer_big(fd, in, p1, 1, OX);
+    peer_big(fd, in, OP1, 1, OX);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OSIZE), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(result(s), ==, 0);
-    peer_xfer_data(fd, in, p1, 1, OX, 1);
+    peer_xfer_data(fd, in, OP1, 1, OX, 1);
     expect_event(s, &cq, in, TEMPEST_CHAN_EV_INPUT, OLEN, &got);
-    peer_expect_chan(fd, M_ACK, p1, in, 1, NULL, 0);
+    peer_expect_chan(fd, M_ACK, OP1, in, 1, NULL, 0);
     /* The next DATA lands in the port's buffer at once. */
-    peer_chan(fd, M_DATA, in, p1, 2, &ok, 4);
+    peer_chan(fd, M_DATA, in, OP1, 2, &ok, 4);
     wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
     g_assert_cmphex(qtest_readl(s, OX), ==, ok);
     /* The input's data is whole where the event says: ARG2. */
     check(s, got, OLEN, 1);
     g_assert_cmphex(got, ==, OC);
-    expect_ready(fd, p1, in, 2, OX);        /* sent after the ACK */
+    expect_ready(fd, OP1, in, 2, OX);        /* sent after the ACK */
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OX, OSIZE), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 4);
-    peer_expect_chan(fd, M_ACK, p1, in, 2, NULL, 0);
+    peer_expect_chan(fd, M_ACK, OP1, in, 2, NULL, 0);
 
     /* Too short for the data landing: TOO_BIG now; it is held. */
-    peer_big(fd, in, p1, 3, OX);
+    peer_big(fd, in, OP1, 3, OX);
     expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OLEN - 1),
                 TEMPEST_CMD_E_TOO_BIG);
     g_assert_cmpuint(result(s), ==, OLEN);
-    peer_xfer_data(fd, in, p1, 3, OX, 3);
+    peer_xfer_data(fd, in, OP1, 3, OX, 3);
     wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OSIZE), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | OLEN);
     check(s, OC, OLEN, 3);
-    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
-    close(fd);
-    qtest_quit(s);
-    rmdir(dir);
+    peer_end(s, fd, dir, 0);
 }
 
 /*
@@ -1486,34 +1491,33 @@ static void test_offer_peer(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
     QTestState *s = start_node(dir, 0);
     int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
-    uint32_t p1 = TEMPEST_CHAN_ID(1, 5), p2 = TEMPEST_CHAN_ID(1, 6);
     uint32_t in, out, t, w[4];
     uint8_t offer[16], f[256];
     uint32_t flen;
     unsigned cq = 0;
 
-    offered_port(s, fd, &cq, p1, p2, &in, &out);
+    offered_port(s, fd, &cq, &in, &out);
 
     /* Bad frames about offers. */
     fabric_st64(offer, RAM(0x600000));
     fabric_st64(offer + 8, TEMPEST_CHAN_INLINE);
-    peer_chan(fd, M_READY, out, p2, 1, offer, 16);   /* too short */
+    peer_chan(fd, M_READY, out, OP2, 1, offer, 16);   /* too short */
     fabric_st64(offer + 8, OSIZE);
-    peer_chan(fd, M_READY, out, p2, 7, offer, 16);   /* stale: ignored */
-    peer_chan(fd, M_WITHDRAW, out, p2, 5, NULL, 0);  /* not yet due */
-    peer_chan(fd, M_WITHDRAWN, out, p2, 1, NULL, 0); /* no offer */
+    peer_chan(fd, M_READY, out, OP2, 7, offer, 16);   /* stale: ignored */
+    peer_chan(fd, M_WITHDRAW, out, OP2, 5, NULL, 0);  /* not yet due */
+    peer_chan(fd, M_WITHDRAWN, out, OP2, 1, NULL, 0); /* no offer */
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, 3), ==, 3);
 
     /* The node's writer: an offer, withdrawn; the output asks (BIG). */
-    peer_chan(fd, M_READY, out, p2, 1, offer, 16);
-    peer_chan(fd, M_WITHDRAW, out, p2, 1, NULL, 0);
-    peer_expect_chan(fd, M_WITHDRAWN, p2, out, 1, NULL, 0);
+    peer_chan(fd, M_READY, out, OP2, 1, offer, 16);
+    peer_chan(fd, M_WITHDRAW, out, OP2, 1, NULL, 0);
+    peer_expect_chan(fd, M_WITHDRAWN, OP2, out, 1, NULL, 0);
     fill(s, SRC, OLEN, 9);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, out, SRC, OLEN), ==,
                      TEMPEST_CMD_SUCCESS);
     w[0] = OLEN;
     w[1] = 0;
-    peer_expect_chan(fd, M_BIG, p2, out, 1, w, 2);
+    peer_expect_chan(fd, M_BIG, OP2, out, 1, w, 2);
 
     /* OUTPUT_PORT of the offering port: WITHDRAW, RETRY until WITHDRAWN. */
     t = alloc_port(s, 0, 0);
@@ -1521,21 +1525,21 @@ static void test_offer_peer(void)
                           TEMPEST_CHAN_ID(1, 7), 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, in, 0), ==,
                      TEMPEST_CMD_RETRY);
-    peer_expect_chan(fd, M_WITHDRAW, p1, in, 2, NULL, 0);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 2, NULL, 0);
     g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, in, 0), ==,
                      TEMPEST_CMD_RETRY);
     g_assert_cmphex(port_state(s, in) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
-    peer_chan(fd, M_WITHDRAWN, in, p1, 2, NULL, 0);
+    peer_chan(fd, M_WITHDRAWN, in, OP1, 2, NULL, 0);
     g_assert_cmpuint(chan_retried(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, in, 0),
                      ==, TEMPEST_CMD_SUCCESS);
     w[0] = in;
-    w[1] = p1;
+    w[1] = OP1;
     w[2] = 0;
     w[3] = 1;
     peer_expect_chan(fd, M_PORTDATA, TEMPEST_CHAN_ID(1, 7), t, 1, w, 4);
 
     /* A transfer into the offer withdrawn is not taken as data. */
-    peer_xfer_data(fd, in, p1, 2, OX, 2);
+    peer_xfer_data(fd, in, OP1, 2, OX, 2);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, 4), ==, 4);
     g_assert_cmphex(port_state(s, in) & 0xff, ==, TEMPEST_CHAN_ST_MIGRATING);
     /* Nothing else was sent on the channels (the XFER_ACK only). */
@@ -1549,9 +1553,7 @@ static void test_offer_peer(void)
         g_assert_cmpuint(peer_read_frame(fd, f, sizeof(f), &flen), !=,
                          FABRIC_CHAN);
     }
-    close(fd);
-    qtest_quit(s);
-    rmdir(dir);
+    peer_end(s, fd, dir, 4);
 }
 
 /*
