@@ -15,11 +15,14 @@
  * answers with the buffer's address (GO) and the sender's controller
  * starts a transfer from the output's memory straight into it; the
  * receiver takes it as the DATA once the transfer engine has stored it
- * all.  A port that inputs (INPUTTING, its buffer pinned until data comes)
- * offers that buffer to its companion at once (READY); an output that
- * finds the offer for its DATA starts the transfer straight into it,
- * without BIG and GO.  Completions that do not happen at the COMMIT reach the guest as
- * TEMPEST_EV_CHAN events.
+ * all.  A port offers its buffer to its companion for the next DATA
+ * (READY) when it inputs and, after a long DATA, with the ACK; an output
+ * that finds the offer for its DATA starts the transfer straight into it,
+ * without BIG and GO.  An offered buffer stays the port's until the data
+ * comes or the offer is withdrawn (WITHDRAW, WITHDRAWN): BUFFER, FREE and
+ * a move answer RETRY meanwhile, and INPUT_HERE keeps the port's buffer
+ * and copies the data on before the ACK.  Completions that do not happen
+ * at the COMMIT reach the guest as TEMPEST_EV_CHAN events.
  *
  * Peers are not trusted: a frame is taken only if it names a live port
  * of this node whose companion is the frame's sender, the sender's node
@@ -54,7 +57,9 @@ enum {
     CHAN_MSG_DELETE,        /* to: the moved port */
     CHAN_MSG_CONFIRM,       /* the final confirmation */
     CHAN_MSG_READY,         /* number: DATA rx+1; u64 buffer, u64 size */
-    CHAN_MSG_MAX = CHAN_MSG_READY,
+    CHAN_MSG_WITHDRAW,      /* number: the READY's: give the offer back */
+    CHAN_MSG_WITHDRAWN,     /* number: the READY's: it will not be used */
+    CHAN_MSG_MAX = CHAN_MSG_WITHDRAWN,
 };
 
 /* The length of each kind's data after the header (DATA: any). */
@@ -62,6 +67,10 @@ static const uint8_t chan_msg_extra[CHAN_MSG_MAX + 1] = {
     [CHAN_MSG_BIG] = 8, [CHAN_MSG_GO] = 8, [CHAN_MSG_PORTDATA] = 16,
     [CHAN_MSG_WIRE] = 4, [CHAN_MSG_FWD] = 8, [CHAN_MSG_READY] = 16,
 };
+
+/* p->go: the transfer of our long pre-send started, after GO or READY. */
+#define CHAN_GO_ASKED   1
+#define CHAN_GO_OFFER   2
 
 /*
  * The cookie of a channel's transfer: the receiver's port index, the
@@ -144,7 +153,37 @@ static void chan_presend_end(TempestNCState *s, TempestChanPort *p,
     }
 }
 
-/* Input done: the data at p->buf; swap in the next buffer, ACK. */
+/*
+ * Offer p's buffer to its companion for DATA rx+1 (READY), so that a long
+ * output goes straight into it: when p inputs, and with the ACK of a long
+ * DATA, the port IDLE then.  The buffer stays the port's until that DATA
+ * comes (by the offer or otherwise) or the companion answers WITHDRAWN
+ * (chan_withdraw): no FREE, BUFFER or move until then.  Only a buffer
+ * long data would fit, with nothing on its way or waiting already, and
+ * only if the port's first DATA or the last one it took was long (short
+ * messages pay no READY).
+ */
+static void chan_offer(TempestNCState *s, TempestChanPort *p)
+{
+    uint8_t x[16];
+
+    if (p->granted || p->incoming || p->waiting || p->closed ||
+        p->comp == TEMPEST_CHAN_NONE || p->bufsize <= TEMPEST_CHAN_INLINE ||
+        (p->rx && !p->last_long)) {
+        return;
+    }
+    p->granted = 1;
+    p->withdrawing = 0;
+    fabric_st64(x, p->buf);
+    fabric_st64(x + 8, p->bufsize);
+    chan_send(s, CHAN_MSG_READY, p->comp, chan_id(s, p), p->rx + 1, x, 16);
+}
+
+/*
+ * Input done: the data at p->buf; swap in the next buffer, ACK, and after
+ * a long DATA the next buffer offered at once (the companion's next
+ * output would come before our INPUT's READY).
+ */
 static void chan_input_done(TempestNCState *s, TempestChanPort *p)
 {
     p->buf = p->next;
@@ -153,11 +192,62 @@ static void chan_input_done(TempestNCState *s, TempestChanPort *p)
     p->nextsize = 0;
     p->held_len = 0;
     p->granted = 0;
+    p->withdrawing = 0;
+    p->here = 0;
     p->rx++;
     p->state = TEMPEST_CHAN_ST_IDLE;
     if (p->comp != TEMPEST_CHAN_NONE) {
         chan_send(s, CHAN_MSG_ACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
+        chan_offer(s, p);
     }
+}
+
+/* Copy @len bytes of guest memory from @from to @to; false if it fails. */
+static bool chan_copy(TempestNCState *s, uint64_t from, uint64_t to,
+                      uint64_t len)
+{
+    g_autofree uint8_t *bounce = g_malloc(MIN(MAX(len, 1),
+                                              TEMPEST_CHAN_INLINE));
+    uint64_t done, n;
+
+    for (done = 0; done < len; done += n) {
+        n = MIN(len - done, TEMPEST_CHAN_INLINE);
+        if (!tempest_nc_dma_read(s, from + done, bounce, n) ||
+            !tempest_nc_dma_write(s, to + done, bounce, n)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * The data of an INPUT_HERE that kept the port's buffer (p->here: long
+ * data was, or by an offer could be, landing in it) is at p->buf: copied
+ * to the input's buffer before the ACK lets the next DATA land in the
+ * port's (a copy by the guest after the ACK raced with that DATA).
+ * Longer than the input's buffer: held (BUFFERFULL), the input ends
+ * TEMPEST_CHAN_EV_TOO_BIG with the length.
+ */
+static void chan_input_copied(TempestNCState *s, TempestChanPort *p,
+                              uint64_t len)
+{
+    uint64_t to = p->here_addr;
+    bool fits = len <= p->here_size;
+
+    p->here = 0;
+    p->here_addr = 0;
+    p->here_size = 0;
+    if (!fits || !chan_copy(s, p->buf, to, len)) {
+        p->held_len = len;
+        p->state = TEMPEST_CHAN_ST_BUFFERFULL;
+        p->next = 0;
+        p->nextsize = 0;
+        chan_event(s, p, TEMPEST_CHAN_EV_TOO_BIG,
+                   fits ? TEMPEST_CMD_E_BAD_ADDR : TEMPEST_CMD_E_TOO_BIG, len);
+        return;
+    }
+    chan_event(s, p, TEMPEST_CHAN_EV_INPUT, len, to);
+    chan_input_done(s, p);
 }
 
 static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
@@ -177,6 +267,8 @@ static void chan_data_stored(TempestNCState *s, TempestChanPort *p,
         p->state = TEMPEST_CHAN_ST_BUFFERFULL;
         p->in_port = 0;
         chan_event(s, p, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE, 0);
+    } else if (p->state == TEMPEST_CHAN_ST_INPUTTING && p->here) {
+        chan_input_copied(s, p, len);
     } else if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
         chan_event(s, p, TEMPEST_CHAN_EV_INPUT, len, p->buf);
         chan_input_done(s, p);
@@ -206,6 +298,9 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
         chan_drop(s, peer, "DATA out of sequence");
         return false;
     }
+    /* The companion did not use our offer for it: it is over. */
+    p->granted = 0;
+    p->withdrawing = 0;
     return true;
 }
 
@@ -238,6 +333,7 @@ static void chan_too_long(TempestNCState *s, TempestChanPort *p,
     p->state = TEMPEST_CHAN_ST_IDLE;
     p->next = 0;
     p->nextsize = 0;
+    p->here = 0;
     if (p->in_port) {
         p->in_port = 0;
         chan_event(s, p, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE, 0);
@@ -321,7 +417,7 @@ static void chan_rx_go(TempestNCState *s, unsigned peer, TempestChanPort *p,
         chan_drop(s, peer, "GO for no pre-send of data");
         return;
     }
-    p->go = 1;
+    p->go = CHAN_GO_ASKED;
     if (!tempest_nc_xfer_chan(s, TEMPEST_CHAN_ID_NODE(p->comp), p->out_addr,
                               p->out_len, where,
                               CHAN_COOKIE(p->comp, chan_id(s, p), number))) {
@@ -337,8 +433,18 @@ static void chan_rx_ready(TempestNCState *s, unsigned peer,
                           TempestChanPort *p, uint32_t number,
                           uint64_t where, uint64_t size)
 {
-    if (number != p->tx + 1) {
-        /* That DATA went already (BIG or inline): the offer is stale. */
+    if (size <= TEMPEST_CHAN_INLINE || size > UINT32_MAX ||
+        where + size < where) {
+        chan_drop(s, peer, "READY of a bad buffer");
+        return;
+    }
+    if (number != p->tx + 1 || p->state == TEMPEST_CHAN_ST_MIGRATING) {
+        /*
+         * That DATA went already (BIG or inline): the offer is stale.  A
+         * port moving forgets offers (stage 1): its companion forgets
+         * them when the new port wires up, and if the move is abandoned
+         * the companion's offer is withdrawn before its buffer goes.
+         */
         trace_tempest_nc_chan_drop(s->node_id, peer, "late READY");
         return;
     }
@@ -347,6 +453,42 @@ static void chan_rx_ready(TempestNCState *s, unsigned peer,
     p->ready_num = number;
     p->ready_addr = where;
     p->ready_size = size;
+}
+
+/*
+ * WITHDRAW: the companion wants back the buffer it offered for our DATA
+ * @number.  Not sent yet: forgotten, WITHDRAWN.  Sent (by the offer, BIG
+ * or inline): it lands, and that ends the offer there.
+ */
+static void chan_rx_withdraw(TempestNCState *s, unsigned peer,
+                             TempestChanPort *p, uint32_t number)
+{
+    if (number == p->tx + 1) {
+        p->ready = 0;
+        trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number,
+                                    "offer given back");
+        chan_send(s, CHAN_MSG_WITHDRAWN, p->comp, chan_id(s, p), number,
+                  NULL, 0);
+    } else if (number && number <= p->tx) {
+        trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number,
+                                    "WITHDRAW: that DATA went already");
+    } else {
+        chan_drop(s, peer, "WITHDRAW of an offer not made");
+    }
+}
+
+/* WITHDRAWN: the companion will not use our offer for DATA @number. */
+static void chan_rx_withdrawn(TempestNCState *s, unsigned peer,
+                              TempestChanPort *p, uint32_t number)
+{
+    if (!p->granted || number != p->rx + 1) {
+        chan_drop(s, peer, "WITHDRAWN for no offer");
+        return;
+    }
+    trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number,
+                                "offer withdrawn");
+    p->granted = 0;
+    p->withdrawing = 0;
 }
 
 /* The transfer engine stored a channel's transfer here. */
@@ -361,8 +503,9 @@ static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
         TEMPEST_CHAN_ID_INDEX(p->comp) != ((cookie >> 16) & 0xFFFF) ||
         cookie >> 32 != p->rx + 1 || addr != p->buf ||
         (p->incoming ? len != p->in_len :
-         /* Into the buffer a READY offered: the input still waits. */
-         p->state != TEMPEST_CHAN_ST_INPUTTING || p->in_port ||
+         /* Into the buffer a READY offered: IDLE or inputting still. */
+         (p->state != TEMPEST_CHAN_ST_IDLE &&
+          p->state != TEMPEST_CHAN_ST_INPUTTING) ||
          len <= TEMPEST_CHAN_INLINE || len > p->bufsize)) {
         chan_drop(s, src, "transfer for no long DATA");
         return;
@@ -370,6 +513,7 @@ static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
     p->incoming = 0;
     p->in_len = 0;
     p->granted = 0;
+    p->withdrawing = 0;
     chan_data_stored(s, p, len);
 }
 
@@ -383,6 +527,11 @@ static void chan_xfer_sent(TempestNCState *s, uint64_t cookie,
     if (status && p && p->presend && !p->presend_done && p->go &&
         !p->out_port && cookie >> 32 == p->tx &&
         (cookie & 0xFFFF) == TEMPEST_CHAN_ID_INDEX(p->comp)) {
+        if (p->go == CHAN_GO_OFFER) {
+            /* Nothing more comes into the buffer offered: it is free. */
+            chan_send(s, CHAN_MSG_WITHDRAWN, p->comp, chan_id(s, p), p->tx,
+                      NULL, 0);
+        }
         chan_presend_end(s, p, status);
     }
 }
@@ -394,6 +543,8 @@ static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
     p->incoming = 0;
     p->waiting = 0;
     p->granted = 0;
+    p->withdrawing = 0;
+    p->here = 0;
     p->ready = 0;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
         p->state = TEMPEST_CHAN_ST_IDLE;
@@ -458,7 +609,7 @@ static bool chan_send_output(TempestNCState *s, TempestChanPort *p)
                                                 p->tx))) {
         /* The companion's buffer waits (READY): straight into it. */
         p->ready = 0;
-        p->go = 1;
+        p->go = CHAN_GO_OFFER;
     } else if (p->out_len > TEMPEST_CHAN_INLINE) {
         p->ready = 0;
         fabric_st64(x, p->out_len);
@@ -527,6 +678,8 @@ static void chan_stage1(TempestNCState *s, TempestChanPort *t,
     q->held_len = 0;
     q->held_port = 0;
     q->waiting = 0;
+    /* An offer from its companion is not for where q goes. */
+    q->ready = 0;
     q->state = TEMPEST_CHAN_ST_MIGRATING;
     /* 1.2: the route for the confirmation. */
     q->via = t - s->chan_port;
@@ -614,6 +767,7 @@ static void chan_rx_portdata(TempestNCState *s, unsigned peer,
     if (!p->in_port) {
         p->next = 0;
         p->nextsize = 0;
+        p->here = 0;
         chan_event(s, p, TEMPEST_CHAN_EV_TYPE, TEMPEST_CMD_E_CHAN_TYPE, 0);
         return;
     }
@@ -647,6 +801,16 @@ static void chan_rx_wire(TempestNCState *s, unsigned peer, uint32_t target,
     }
     /* 3.1: the channel now runs between p and new. */
     p->comp = new;
+    if (old != new && p->granted) {
+        /*
+         * Our offer to old is void: a port with a pre-send out does not
+         * move, so old sent nothing into it, and new never saw it (an
+         * abandoned move, old == new, keeps it: p's buffer is given up
+         * only once the port answers WITHDRAWN).
+         */
+        p->granted = 0;
+        p->withdrawing = 0;
+    }
     if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
         /* 5: both ends move: pass it on to where p is going. */
         t = &s->chan_port[p->via];
@@ -818,10 +982,12 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         return;
     }
     if (p && p->comp != from &&
-        (kind == CHAN_MSG_ACK || kind == CHAN_MSG_NACK)) {
+        (kind == CHAN_MSG_ACK || kind == CHAN_MSG_NACK ||
+         kind == CHAN_MSG_WITHDRAWN)) {
         /*
          * A late acknowledgement from a companion that has moved since
-         * (the output was found input at stage 3): stale, ignored.
+         * (the output was found input at stage 3; an offer withdrawn
+         * from it was void when the new port wired up): stale, ignored.
          */
         trace_tempest_nc_chan_drop(s->node_id, peer, "late ACK");
         return;
@@ -862,6 +1028,12 @@ static void chan_receive(TempestNCState *s, unsigned peer,
     case CHAN_MSG_READY:
         chan_rx_ready(s, peer, p, number, fabric_ld64(body + FABRIC_CHAN_HDR),
                       fabric_ld64(body + FABRIC_CHAN_HDR + 8));
+        break;
+    case CHAN_MSG_WITHDRAW:
+        chan_rx_withdraw(s, peer, p, number);
+        break;
+    case CHAN_MSG_WITHDRAWN:
+        chan_rx_withdrawn(s, peer, p, number);
         break;
     }
 }
@@ -920,6 +1092,27 @@ static uint32_t chan_fail(TempestNCState *s, TempestCmdBank *b,
                   PRIu64 " on port 0x%" PRIx64 " refused, reason %u\n",
                   TYPE_TEMPEST_NC, s->node_id, b->arg[0], b->arg[1], reason);
     return tempest_nc_cmd_fail(b, reason);
+}
+
+/*
+ * Before p's buffer is given up (BUFFER, FREE, a move), the offer of it
+ * to the companion (granted) is withdrawn: WITHDRAW, once.  The
+ * companion's controller answers WITHDRAWN if it has not sent that DATA;
+ * if it has, the data lands and ends the offer; a freed, moved or lost
+ * companion ends it too (chan_rx_freed, chan_rx_wire).  True once no
+ * offer is out (a companion on this node answers at once); until then
+ * the instruction answers RETRY.
+ */
+static bool chan_withdraw(TempestNCState *s, TempestChanPort *p)
+{
+    if (p->granted && !p->withdrawing) {
+        p->withdrawing = 1;
+        trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), p->rx + 1,
+                                    "WITHDRAW");
+        chan_send(s, CHAN_MSG_WITHDRAW, p->comp, chan_id(s, p), p->rx + 1,
+                  NULL, 0);
+    }
+    return !p->granted;
 }
 
 static uint32_t chan_op_alloc(TempestNCState *s, TempestCmdBank *b)
@@ -988,6 +1181,9 @@ static uint32_t chan_op_free(TempestNCState *s, TempestCmdBank *b,
          */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
+    if (!chan_withdraw(s, p)) {
+        return TEMPEST_CMD_RETRY;
+    }
     if (p->comp != TEMPEST_CHAN_NONE) {
         chan_send(s, CHAN_MSG_FREED, p->comp, chan_id(s, p), 0, NULL, 0);
     }
@@ -1006,6 +1202,10 @@ static uint32_t chan_op_buffer(TempestNCState *s, TempestCmdBank *b,
     }
     if (!chan_buffer_ok(s, addr, size)) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    if ((addr != p->buf || size != p->bufsize) && !chan_withdraw(s, p)) {
+        /* The buffer offered may be being written: not yet. */
+        return TEMPEST_CMD_RETRY;
     }
     p->buf = size ? addr : 0;
     p->bufsize = size;
@@ -1089,27 +1289,6 @@ static uint32_t chan_op_output(TempestNCState *s, TempestCmdBank *b,
 }
 
 /*
- * @p inputs: its buffer is pinned until the data comes (no FREE, BUFFER
- * or move while INPUTTING), so it is offered to the companion for DATA
- * rx+1, if long data would fit, none is on its way already, and the
- * port's first DATA or the last one it took was long (short messages
- * pay no READY).
- */
-static void chan_offer(TempestNCState *s, TempestChanPort *p)
-{
-    uint8_t x[16];
-
-    if (p->incoming || p->bufsize <= TEMPEST_CHAN_INLINE ||
-        (p->rx && !p->last_long)) {
-        return;
-    }
-    p->granted = 1;
-    fabric_st64(x, p->buf);
-    fabric_st64(x + 8, p->bufsize);
-    chan_send(s, CHAN_MSG_READY, p->comp, chan_id(s, p), p->rx + 1, x, 16);
-}
-
-/*
  * INPUT_HERE finds the data in the port's buffer (BUFFERFULL): the
  * buffer stays the port's, and the ACK lets the next DATA land in it at
  * once, so the data is copied to this input's buffer here, before the
@@ -1121,21 +1300,15 @@ static uint32_t chan_input_held_here(TempestNCState *s, TempestCmdBank *b,
                                      TempestChanPort *p, uint64_t to,
                                      uint64_t size)
 {
-    uint64_t len = p->held_len, done, n;
-    g_autofree uint8_t *bounce = NULL;
+    uint64_t len = p->held_len;
 
     if (len > size) {
         chan_fail(s, b, TEMPEST_CMD_E_TOO_BIG);
         b->result = len;
         return TEMPEST_CMD_FAIL;
     }
-    bounce = g_malloc(MIN(len, TEMPEST_CHAN_INLINE));
-    for (done = 0; done < len; done += n) {
-        n = MIN(len - done, TEMPEST_CHAN_INLINE);
-        if (!tempest_nc_dma_read(s, p->buf + done, bounce, n) ||
-            !tempest_nc_dma_write(s, to + done, bounce, n)) {
-            return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
-        }
+    if (!chan_copy(s, p->buf, to, len)) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
     }
     p->next = p->buf;
     p->nextsize = p->bufsize;
@@ -1147,15 +1320,19 @@ static uint32_t chan_input_held_here(TempestNCState *s, TempestCmdBank *b,
 /*
  * input (2.1): this data goes to the port's buffer; ARG2/3 the next one.
  * @here (INPUT_HERE): ARG2/3 is this input's buffer instead, if nothing
- * is on its way to the port's (no long DATA landing, no data waiting that
- * it is too short for): the port's buffer is the next one; else the
- * port's buffer stays and the data is there.  Data held already
- * (BUFFERFULL): chan_input_held_here().
+ * is on its way to the port's: the port's buffer is the next one.  Long
+ * data landing in the port's buffer, or offered it (granted): the port's
+ * buffer stays, and the data is copied to ARG2 when it has come, before
+ * the ACK (chan_input_copied); long data landing that ARG3 is too short
+ * for: TOO_BIG at once.  Data waiting that ARG3 is too short for: the
+ * port's buffer stays, TOO_BIG.  Data held already (BUFFERFULL):
+ * chan_input_held_here().
  */
 static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                               TempestChanPort *p, bool here)
 {
     uint64_t next = b->arg[2], size = b->arg[3];
+    bool keep = here && (p->incoming || p->granted);
 
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
          p->state != TEMPEST_CHAN_ST_BUFFERFULL) ||
@@ -1171,6 +1348,12 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
     if (here && p->state == TEMPEST_CHAN_ST_BUFFERFULL) {
         return chan_input_held_here(s, b, p, next, size);
     }
+    if (keep && p->incoming && p->in_len > size) {
+        /* It will be held when it has landed. */
+        chan_fail(s, b, TEMPEST_CMD_E_TOO_BIG);
+        b->result = p->in_len;
+        return TEMPEST_CMD_FAIL;
+    }
     if (!here) {
         p->next = size ? next : 0;
         p->nextsize = size;
@@ -1178,7 +1361,7 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
         p->next = p->buf;
         p->nextsize = p->bufsize;
         /* IDLE here: BUFFERFULL went to chan_input_held_here(). */
-        if (!p->incoming && !(p->waiting && p->in_len > size) &&
+        if (!keep && !(p->waiting && p->in_len > size) &&
             !p->closed && p->comp != TEMPEST_CHAN_NONE) {
             p->buf = size ? next : 0;
             p->bufsize = size;
@@ -1204,6 +1387,11 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
                          TEMPEST_CMD_E_PORT_STATE);
     }
     p->state = TEMPEST_CHAN_ST_INPUTTING;
+    if (keep) {
+        p->here = 1;
+        p->here_addr = size ? next : 0;
+        p->here_size = size;
+    }
     if (p->waiting) {
         chan_send_go(s, p);
     } else {
@@ -1237,8 +1425,8 @@ static uint32_t chan_op_output_port(TempestNCState *s, TempestCmdBank *b,
         /* Moving with a pre-send out would lose it (docs/chan.rst). */
         return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
     }
-    if (q->incoming) {
-        /* Its long DATA lands soon: then it can go. */
+    if (q->incoming || !chan_withdraw(s, q)) {
+        /* Its long DATA lands soon, or its offer goes: then it can go. */
         return TEMPEST_CMD_RETRY;
     }
     if (TEMPEST_CHAN_ID_NODE(t->comp) != s->node_id &&
@@ -1432,7 +1620,13 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
             p->held_len > p->bufsize ||
             (p->waiting ? p->in_len > TEMPEST_CHAN_MAX_DATA :
              p->in_len > p->bufsize) ||
-            (p->granted && p->state != TEMPEST_CHAN_ST_INPUTTING) ||
+            (p->granted && ((p->state != TEMPEST_CHAN_ST_IDLE &&
+                             p->state != TEMPEST_CHAN_ST_INPUTTING) ||
+                            p->incoming || p->waiting)) ||
+            (p->withdrawing && !p->granted) ||
+            (p->here && (p->state != TEMPEST_CHAN_ST_INPUTTING ||
+                         p->in_port ||
+                         !chan_buffer_ok(s, p->here_addr, p->here_size))) ||
             (p->waiting && (p->state != TEMPEST_CHAN_ST_IDLE ||
                             p->incoming)) ||
             p->out_len > TEMPEST_CHAN_MAX_DATA) {
@@ -1444,7 +1638,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_tempest_chan_port = {
     .name = TYPE_TEMPEST_NC "/chan-port",
-    .version_id = 4,
+    .version_id = 5,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(state, TempestChanPort),
@@ -1483,6 +1677,10 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT64_V(ready_size, TempestChanPort, 3),
         VMSTATE_UINT32_V(last_long, TempestChanPort, 3),
         VMSTATE_UINT32_V(waiting, TempestChanPort, 4),
+        VMSTATE_UINT32_V(withdrawing, TempestChanPort, 5),
+        VMSTATE_UINT32_V(here, TempestChanPort, 5),
+        VMSTATE_UINT64_V(here_addr, TempestChanPort, 5),
+        VMSTATE_UINT64_V(here_size, TempestChanPort, 5),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -1490,7 +1688,7 @@ static const VMStateDescription vmstate_tempest_chan_port = {
 /* The channel controller: its port table and counters. */
 const VMStateDescription vmstate_tempest_nc_chan = {
     .name = TYPE_TEMPEST_NC "/chan",
-    .version_id = 5,
+    .version_id = 6,
     .minimum_version_id = 1,
     .needed = chan_vmstate_needed,
     .post_load = chan_vmstate_post_load,

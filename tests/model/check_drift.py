@@ -127,10 +127,11 @@ def dev_sets(text):
         calls[f] = {g for g in re.findall(r"\b(\w+)\s*\(", b)
                     if g in bodies and g != f}
     # Senders: a frame leaves; chan_send's loopback is not a call.
-    # chan_offer's READY is the device's own hint, chan_send_go's GO its
-    # transfer engine's request (no state changes: BIG/GO below).
+    # chan_offer's READY is the device's own hint and chan_withdraw's
+    # WITHDRAW takes it back, chan_send_go's GO its transfer engine's
+    # request (no state changes: BIG/GO below).
     for f, msg in (("chan_send", None), ("chan_offer", None),
-                   ("chan_send_go", None),
+                   ("chan_withdraw", None), ("chan_send_go", None),
                    ("chan_send_output", "OUTPUT"),
                    ("chan_send_wire", "WIRE"),
                    ("chan_send_delete", "DELETE")):

@@ -87,13 +87,19 @@ static void wait_state(QTestState *s, uint32_t p, unsigned state)
     wait_bits(s, p, 0xff, state);
 }
 
+/* The test data: @len bytes from @seed. */
+static void pattern(uint8_t *b, size_t len, uint8_t seed)
+{
+    for (size_t i = 0; i < len; i++) {
+        b[i] = seed + i * 7 + (i >> 8);
+    }
+}
+
 static void fill(QTestState *s, uint64_t addr, size_t len, uint8_t seed)
 {
     g_autofree uint8_t *b = g_malloc(len);
 
-    for (size_t i = 0; i < len; i++) {
-        b[i] = seed + i * 7 + (i >> 8);
-    }
+    pattern(b, len, seed);
     qtest_memwrite(s, addr, b, len);
 }
 
@@ -1186,6 +1192,426 @@ static void test_ready(void)
     rmdir(dir);
 }
 
+/* Buffers of the offer tests, each longer than TEMPEST_CHAN_INLINE. */
+#define OX          RAM(0x800000)
+#define OY          RAM(0x840000)
+#define OZ          RAM(0x880000)
+#define OC          RAM(0x8c0000)
+#define OSIZE       0x20000
+#define OLEN        (TEMPEST_CHAN_INLINE + 100)
+
+/* The fake peer's ports (node 1) of the offer tests. */
+#define OP1         TEMPEST_CHAN_ID(1, 5)
+#define OP2         TEMPEST_CHAN_ID(1, 6)
+
+/* The end of a test against a fake peer: @dropped frames were dropped. */
+static void peer_end(QTestState *s, int fd, const char *dir,
+                     unsigned dropped)
+{
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)), ==,
+                     dropped);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/* The channel messages' kinds (tempest-nc-chan.c). */
+enum {
+    M_DATA = 1, M_ACK, M_NACK, M_FREED, M_BIG, M_GO, M_PORTDATA, M_WIRE,
+    M_FWD, M_DELETE, M_CONFIRM, M_READY, M_WITHDRAW, M_WITHDRAWN,
+};
+
+/* Instruction @op until it answers other than RETRY: its status. */
+static uint32_t chan_retried(QTestState *s, uint64_t op, uint64_t port,
+                             uint64_t a2, uint64_t a3)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    uint32_t st;
+
+    while ((st = chan(s, op, port, a2, a3)) == TEMPEST_CMD_RETRY &&
+           g_get_monotonic_time() < end) {
+        g_usleep(500);
+    }
+    return st;
+}
+
+/* The node's READY: port @from offers @addr (OSIZE) for DATA @number. */
+static void expect_ready(int fd, uint32_t to, uint32_t from,
+                         uint32_t number, uint64_t addr)
+{
+    uint32_t w[4] = { (uint32_t)addr, (uint32_t)(addr >> 32), OSIZE, 0 };
+
+    peer_expect_chan(fd, M_READY, to, from, number, w, 4);
+}
+
+/*
+ * The fake peer's port @from sends DATA @number (OLEN bytes of the
+ * pattern @seed) to the node's port @to by the transfer engine into
+ * @where, as its controller does after GO or READY: XFER_HDR flagged the
+ * channel controller's, with the channel's cookie, then XFER_DATA.
+ */
+static void peer_xfer_data(int fd, uint32_t to, uint32_t from,
+                           uint32_t number, uint64_t where, uint8_t seed)
+{
+    static uint8_t f[FABRIC_XFER_HDR + 8 + 32 * KiB];
+    g_autofree uint8_t *d = g_malloc(OLEN);
+    size_t n;
+
+    pattern(d, OLEN, seed);
+    memset(f, 0, FABRIC_XFER_HDR + 32);
+    f[0] = 1;                                       /* XFER_HDR */
+    fabric_st32(f + 4, number);                     /* message id */
+    fabric_st64(f + FABRIC_XFER_HDR, OLEN);
+    fabric_st64(f + FABRIC_XFER_HDR + 8, where);
+    fabric_st32(f + FABRIC_XFER_HDR + 16, 1U << 31); /* the channel's */
+    fabric_st64(f + FABRIC_XFER_HDR + 24,
+                TEMPEST_CHAN_ID_INDEX(to) |
+                (uint64_t)TEMPEST_CHAN_ID_INDEX(from) << 16 |
+                (uint64_t)number << 32);
+    peer_send(fd, FABRIC_XFER, 0, f, FABRIC_XFER_HDR + 32);
+    for (size_t off = 0; off < OLEN; off += n) {
+        n = MIN(OLEN - off, 32 * KiB);
+        f[0] = 2;                                   /* XFER_DATA */
+        fabric_st64(f + FABRIC_XFER_HDR, off);
+        memcpy(f + FABRIC_XFER_HDR + 8, d + off, n);
+        peer_send(fd, FABRIC_XFER, 0, f, FABRIC_XFER_HDR + 8 + n);
+    }
+}
+
+/* The peer's BIG for DATA @number (OLEN bytes); the node's GO names @at. */
+static void peer_big(int fd, uint32_t to, uint32_t from, uint32_t number,
+                     uint64_t at)
+{
+    uint8_t len[8];
+    uint32_t w[2] = { (uint32_t)at, (uint32_t)(at >> 32) };
+
+    fabric_st64(len, OLEN);
+    peer_chan(fd, M_BIG, to, from, number, len, 8);
+    peer_expect_chan(fd, M_GO, from, to, number, w, 2);
+}
+
+/*
+ * Against a fake peer: port *in (buffer OX) connected to OP1 there has
+ * taken DATA 1 (OLEN bytes by its INPUT's offer): IDLE, with OX offered
+ * for DATA 2 with the ACK.  *t: a second port, connected to OP2.
+ */
+static void offered_port(QTestState *s, int fd, unsigned *cq, uint32_t *in,
+                         uint32_t *t)
+{
+    const uint32_t p1 = OP1, p2 = OP2;
+
+    uint64_t got = 0;
+
+    peer_ports(s, fd, OX, OSIZE, p1, p2, in, t);
+    setup_cq(s);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, *in, OX, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_ready(fd, p1, *in, 1, OX);
+    peer_xfer_data(fd, *in, p1, 1, OX, 1);
+    expect_event(s, cq, *in, TEMPEST_CHAN_EV_INPUT, OLEN, &got);
+    g_assert_cmphex(got, ==, OX);
+    check(s, OX, OLEN, 1);
+    peer_expect_chan(fd, M_ACK, p1, *in, 1, NULL, 0);
+    expect_ready(fd, p1, *in, 2, OX);
+    g_assert_cmphex(port_state(s, *in), ==,
+                    TEMPEST_CHAN_ST_IDLE | (uint64_t)p1 << 32);
+}
+
+/*
+ * Spec: docs/chan.rst, "A long DATA": the ACK of a long DATA comes with
+ * READY for the next one, the port IDLE; data by that offer lands while
+ * the port is IDLE (held, BUFFERFULL); BUFFER and FREE of a port whose
+ * buffer is offered send WITHDRAW and answer RETRY until WITHDRAWN (then
+ * the buffer given back is never asked for again: the next DATA's GO
+ * names the new one) or the data lands (then BUFFER finds it held).
+ */
+static void test_offer_idle(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t in, t;
+    unsigned cq = 0;
+
+    offered_port(s, fd, &cq, &in, &t);
+
+    /* DATA 2 by the offer, the port idle: held in OX. */
+    peer_xfer_data(fd, in, OP1, 2, OX, 2);
+    wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OY, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | OLEN);
+    check(s, OX, OLEN, 2);
+    peer_expect_chan(fd, M_ACK, OP1, in, 2, NULL, 0);
+    expect_ready(fd, OP1, in, 3, OY);
+
+    /* BUFFER: WITHDRAW (once), RETRY until WITHDRAWN. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE), ==,
+                     TEMPEST_CMD_RETRY);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 3, NULL, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE), ==,
+                     TEMPEST_CMD_RETRY);
+    peer_chan(fd, M_WITHDRAWN, in, OP1, 3, NULL, 0);
+    g_assert_cmpuint(chan_retried(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE),
+                     ==, TEMPEST_CMD_SUCCESS);
+    /* OY is the program's again: DATA 3 asks (BIG), its GO names OZ. */
+    fill(s, OY, OLEN, 0xee);
+    peer_big(fd, in, OP1, 3, OZ);
+    peer_xfer_data(fd, in, OP1, 3, OZ, 3);
+    wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
+    check(s, OZ, OLEN, 3);
+    check(s, OY, OLEN, 0xee);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OX, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    peer_expect_chan(fd, M_ACK, OP1, in, 3, NULL, 0);
+    expect_ready(fd, OP1, in, 4, OX);
+
+    /* The data had gone before the WITHDRAW: it lands, BUFFER refused. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE), ==,
+                     TEMPEST_CMD_RETRY);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 4, NULL, 0);
+    peer_xfer_data(fd, in, OP1, 4, OX, 4);
+    wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_BUFFER, in, OZ, OSIZE),
+                TEMPEST_CMD_E_PORT_STATE);
+    check(s, OX, OLEN, 4);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OY, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    peer_expect_chan(fd, M_ACK, OP1, in, 4, NULL, 0);
+    expect_ready(fd, OP1, in, 5, OY);
+
+    /* FREE: the same; FREED once WITHDRAWN came. */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_FREE, in, 0, 0), ==,
+                     TEMPEST_CMD_RETRY);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 5, NULL, 0);
+    peer_chan(fd, M_WITHDRAWN, in, OP1, 5, NULL, 0);
+    g_assert_cmpuint(chan_retried(s, TEMPEST_CHAN_OP_FREE, in, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    peer_expect_chan(fd, M_FREED, OP1, in, 0, NULL, 0);
+    peer_end(s, fd, dir, 0);
+}
+
+/*
+ * Spec: docs/chan.rst, INPUT_HERE: with the port's buffer offered, it
+ * keeps the port's buffer (no new READY) and the data, landing there by
+ * the offer, is copied to ARG2 before the ACK: the INPUT event names
+ * ARG2, and the port's buffer is offered again for the next DATA.
+ */
+static void test_offer_here(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t in, t;
+    unsigned cq = 0;
+    uint64_t got = 0;
+
+    offered_port(s, fd, &cq, &in, &t);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    peer_xfer_data(fd, in, OP1, 2, OX, 2);
+    expect_event(s, &cq, in, TEMPEST_CHAN_EV_INPUT, OLEN, &got);
+    g_assert_cmphex(got, ==, OC);
+    check(s, OC, OLEN, 2);
+    /* The ACK; READY 3 offers OX, the port's buffer still (no READY 2). */
+    peer_expect_chan(fd, M_ACK, OP1, in, 2, NULL, 0);
+    expect_ready(fd, OP1, in, 3, OX);
+    peer_end(s, fd, dir, 0);
+}
+
+/*
+ * Spec: docs/chan.rst, INPUT_HERE: long data landing in the port's
+ * buffer (BIG answered by GO) keeps the port's buffer and the data is
+ * copied to ARG2 before the ACK, so the next DATA, which may land in the
+ * port's buffer as soon as the ACK has gone, cannot overwrite it (the
+ * device used to name the port's buffer in the INPUT event and leave the
+ * copy to the guest after the ACK: the next DATA overwrote it).  ARG3
+ * too short for the data landing: TOO_BIG at once with its length, and
+ * the data is held when it has landed.
+ */
+static void test_here_landing(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t in, t, ok = 0x5a5a5a5a;
+    unsigned cq = 0;
+    uint64_t got = 0;
+
+    peer_ports(s, fd, OX, OSIZE, OP1, OP2, &in, &t);
+    setup_cq(s);
+    peer_big(fd, in, OP1, 1, OX);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 0);
+    peer_xfer_data(fd, in, OP1, 1, OX, 1);
+    expect_event(s, &cq, in, TEMPEST_CHAN_EV_INPUT, OLEN, &got);
+    peer_expect_chan(fd, M_ACK, OP1, in, 1, NULL, 0);
+    /* The next DATA lands in the port's buffer at once. */
+    peer_chan(fd, M_DATA, in, OP1, 2, &ok, 4);
+    wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmphex(qtest_readl(s, OX), ==, ok);
+    /* The input's data is whole where the event says: ARG2. */
+    check(s, got, OLEN, 1);
+    g_assert_cmphex(got, ==, OC);
+    expect_ready(fd, OP1, in, 2, OX);        /* sent after the ACK */
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, in, OX, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | 4);
+    peer_expect_chan(fd, M_ACK, OP1, in, 2, NULL, 0);
+
+    /* Too short for the data landing: TOO_BIG now; it is held. */
+    peer_big(fd, in, OP1, 3, OX);
+    expect_fail(s, chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OLEN - 1),
+                TEMPEST_CMD_E_TOO_BIG);
+    g_assert_cmpuint(result(s), ==, OLEN);
+    peer_xfer_data(fd, in, OP1, 3, OX, 3);
+    wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT_HERE, in, OC, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | OLEN);
+    check(s, OC, OLEN, 3);
+    peer_end(s, fd, dir, 0);
+}
+
+/*
+ * Spec: docs/chan.rst, "A long DATA": OUTPUT_PORT of a port whose buffer
+ * is offered withdraws the offer first (RETRY until WITHDRAWN), then
+ * stage 1 goes on (PORTDATA).  As the writer, the node answers WITHDRAW
+ * of an offer for the DATA it has not sent with WITHDRAWN and its next
+ * long output asks (BIG) instead of using it.  Malformed or stale offer
+ * frames: a READY of a buffer no long data fits, a WITHDRAW of an offer
+ * for DATA not yet due, a WITHDRAWN for no offer, and a transfer into an
+ * offer withdrawn are dropped and counted; a READY for a DATA that went
+ * already is ignored.
+ */
+static void test_offer_peer(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint32_t in, out, t, w[4];
+    uint8_t offer[16], f[256];
+    uint32_t flen;
+    unsigned cq = 0;
+
+    offered_port(s, fd, &cq, &in, &out);
+
+    /* Bad frames about offers. */
+    fabric_st64(offer, RAM(0x600000));
+    fabric_st64(offer + 8, TEMPEST_CHAN_INLINE);
+    peer_chan(fd, M_READY, out, OP2, 1, offer, 16);   /* too short */
+    fabric_st64(offer + 8, OSIZE);
+    peer_chan(fd, M_READY, out, OP2, 7, offer, 16);   /* stale: ignored */
+    peer_chan(fd, M_WITHDRAW, out, OP2, 5, NULL, 0);  /* not yet due */
+    peer_chan(fd, M_WITHDRAWN, out, OP2, 1, NULL, 0); /* no offer */
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, 3), ==, 3);
+
+    /* The node's writer: an offer, withdrawn; the output asks (BIG). */
+    peer_chan(fd, M_READY, out, OP2, 1, offer, 16);
+    peer_chan(fd, M_WITHDRAW, out, OP2, 1, NULL, 0);
+    peer_expect_chan(fd, M_WITHDRAWN, OP2, out, 1, NULL, 0);
+    fill(s, SRC, OLEN, 9);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT, out, SRC, OLEN), ==,
+                     TEMPEST_CMD_SUCCESS);
+    w[0] = OLEN;
+    w[1] = 0;
+    peer_expect_chan(fd, M_BIG, OP2, out, 1, w, 2);
+
+    /* OUTPUT_PORT of the offering port: WITHDRAW, RETRY until WITHDRAWN. */
+    t = alloc_port(s, 0, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, t,
+                          TEMPEST_CHAN_ID(1, 7), 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, in, 0), ==,
+                     TEMPEST_CMD_RETRY);
+    peer_expect_chan(fd, M_WITHDRAW, OP1, in, 2, NULL, 0);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, in, 0), ==,
+                     TEMPEST_CMD_RETRY);
+    g_assert_cmphex(port_state(s, in) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    peer_chan(fd, M_WITHDRAWN, in, OP1, 2, NULL, 0);
+    g_assert_cmpuint(chan_retried(s, TEMPEST_CHAN_OP_OUTPUT_PORT, t, in, 0),
+                     ==, TEMPEST_CMD_SUCCESS);
+    w[0] = in;
+    w[1] = OP1;
+    w[2] = 0;
+    w[3] = 1;
+    peer_expect_chan(fd, M_PORTDATA, TEMPEST_CHAN_ID(1, 7), t, 1, w, 4);
+
+    /* A transfer into the offer withdrawn is not taken as data. */
+    peer_xfer_data(fd, in, OP1, 2, OX, 2);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_CHAN_DROPPED, ~0, 4), ==, 4);
+    g_assert_cmphex(port_state(s, in) & 0xff, ==, TEMPEST_CHAN_ST_MIGRATING);
+    /* Nothing else was sent on the channels (the XFER_ACK only). */
+    peer_set_timeout(fd, 1);
+    for (;;) {
+        ssize_t r = recv(fd, f, FABRIC_HDR_SIZE, MSG_PEEK);
+
+        if (r < (ssize_t)FABRIC_HDR_SIZE) {
+            break;
+        }
+        g_assert_cmpuint(peer_read_frame(fd, f, sizeof(f), &flen), !=,
+                         FABRIC_CHAN);
+    }
+    peer_end(s, fd, dir, 4);
+}
+
+/*
+ * Spec: docs/chan.rst, "A long DATA", on two real nodes: the reader's
+ * ACK offers its next buffer and the writer's next long output lands in
+ * it while the reader is IDLE; a BUFFER on the reader withdraws the
+ * offer (RETRY until the writer's controller answers) and no byte of
+ * the next output lands in the buffer given back.
+ */
+static void test_offer_pair(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *n[2];
+    uint32_t a, b;
+    unsigned cq = 0;
+
+    start_pair(dir, n);
+    a = alloc_port(n[0], 0, 0);
+    b = alloc_port(n[1], OX, OSIZE);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_CONNECT, b, a, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    for (int k = 0; k < 2; k++) {
+        /* DATA 1 (BIG, GO), then DATA 2 by the offer of OY. */
+        fill(n[0], SRC, OLEN, 1 + k);
+        g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, SRC, OLEN), ==,
+                         TEMPEST_CMD_SUCCESS);
+        wait_state(n[1], b, TEMPEST_CHAN_ST_BUFFERFULL);
+        g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, b, k ? OX : OY,
+                              OSIZE), ==, TEMPEST_CMD_SUCCESS);
+        g_assert_cmphex(result(n[1]), ==, TEMPEST_CHAN_PRESENT | OLEN);
+        check(n[1], k ? OY : OX, OLEN, 1 + k);
+        expect_event(n[0], &cq, a, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
+    }
+    /* OX is offered for DATA 3: BUFFER withdraws it, then OZ. */
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_BUFFER, b, OZ, OSIZE), ==,
+                     TEMPEST_CMD_RETRY);
+    g_assert_cmpuint(chan_retried(n[1], TEMPEST_CHAN_OP_BUFFER, b, OZ,
+                                  OSIZE), ==, TEMPEST_CMD_SUCCESS);
+    fill(n[1], OX, OLEN, 0xee);
+    fill(n[0], SRC, OLEN, 3);
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, a, SRC, OLEN), ==,
+                     TEMPEST_CMD_SUCCESS);
+    wait_state(n[1], b, TEMPEST_CHAN_ST_BUFFERFULL);
+    check(n[1], OZ, OLEN, 3);
+    check(n[1], OX, OLEN, 0xee);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, b, OY, OSIZE), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_event(n[0], &cq, a, TEMPEST_CHAN_EV_OUTPUT, 0, NULL);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
+                         0);
+        qtest_quit(n[i]);
+    }
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1198,5 +1624,10 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/free-held", test_free_held);
     qtest_add_func("/tempest/chan/move-peer", test_move_peer);
     qtest_add_func("/tempest/chan/ready", test_ready);
+    qtest_add_func("/tempest/chan/offer-idle", test_offer_idle);
+    qtest_add_func("/tempest/chan/offer-here", test_offer_here);
+    qtest_add_func("/tempest/chan/here-landing", test_here_landing);
+    qtest_add_func("/tempest/chan/offer-peer", test_offer_peer);
+    qtest_add_func("/tempest/chan/offer-pair", test_offer_pair);
     return g_test_run();
 }

@@ -23,7 +23,8 @@
  * on an IDLE port names the caller's buffer as this input's (INPUT_HERE,
  * input_here()): the data lands there, uncopied, of any length up to its
  * size, and the port's buffer stays the library's; data already there
- * (BUFFERFULL) is copied to it by the device within the instruction.
+ * (BUFFERFULL) is copied to it by the device within the instruction, and
+ * data landing there by the device before its ACK.
  * chan_input_next copies into the buffer chan_set_buffer() named, or, one
  * longer than CHAN_MAX_DATA, names it to the device first
  * (direct_buffer()).  Data
@@ -539,33 +540,14 @@ static int deliver(struct dport *d, struct chan_req *r, uint32_t len)
 }
 
 /*
- * The data of an input (@len bytes) is in the port's buffer, which stays
- * the port's (INPUT_HERE found long data already landing there): copied
- * to @r's buffer, or kept in d->spare (too long), as deliver() keeps it.
- */
-static int deliver_port_buf(struct dport *d, struct chan_req *r,
-                            uint32_t len)
-{
-    if (len <= r->len) {
-        if (len) {
-            memcpy(r->dst, d->buf, len);
-        }
-        return (int)len;
-    }
-    memcpy(d->spare, d->buf, len);
-    d->held = true;
-    d->held_len = len;
-    return CHAN_E_TOOBIG;
-}
-
-/*
  * chan_input on an IDLE port: INPUT_HERE names the caller's buffer as
  * this input's (the data lands there, nothing copied, of any length up
  * to its size) and the port's buffer stays the library's for what comes
- * before the next input.  Data already there (it came just now) is
- * copied by the device into the caller's buffer before it acknowledges
- * it; data there or waiting at the sender longer than the caller's
- * buffer: CHAN_E_TOOBIG, it waits on.
+ * before the next input.  Data already there (it came just now), or
+ * landing there (a long DATA under way), is copied by the device into the
+ * caller's buffer before it acknowledges it; data there, landing or
+ * waiting at the sender longer than the caller's buffer: CHAN_E_TOOBIG,
+ * it waits on.
  */
 static int input_here(struct dport *d, struct chan_req *r)
 {
@@ -824,20 +806,21 @@ static void dev_event(const struct nc_event *ev)
     switch (kind) {
     case TEMPEST_CHAN_EV_INPUT:
         if (d->here) {
-            /* INPUT_HERE: in the caller's buffer, or in the port's. */
+            /*
+             * INPUT_HERE: in the caller's buffer (where the device put
+             * it, or copied it before the ACK when it kept the port's).
+             */
             bool mine = ev->c == (uintptr_t)d->direct;
 
             d->here = false;
             d->direct = NULL;
-            if (!r || d->mode != W_COPY ||
-                ev->b > (mine ? d->direct_size : DEV_BUF) ||
-                (!mine && ev->c != (uintptr_t)d->buf)) {
+            if (!r || d->mode != W_COPY || !mine || ev->b > d->direct_size) {
                 cp_protocol_error("input of %llu bytes on port 0x%x: no "
                                   "input waits", (unsigned long long)ev->b,
                                   (unsigned)id);
                 return;
             }
-            rc = mine ? (int)ev->b : deliver_port_buf(d, r, (uint32_t)ev->b);
+            rc = (int)ev->b;
             break;
         }
         swap_bufs(d);

@@ -106,7 +106,8 @@ typedef struct TempestChanPort {
     uint32_t held_rx;
     uint32_t result;            /* CONFIRMING: the new port */
     /* READY (docs/chan.rst, "A long DATA"): */
-    uint32_t granted;           /* INPUTTING: buf offered for DATA rx+1 */
+    uint32_t granted;           /* buf offered for DATA rx+1 (IDLE or
+                                 * INPUTTING) */
     uint32_t waiting;           /* DATA rx+1 (in_len bytes) too long for
                                  * buf waits at the sender (IDLE) */
     uint32_t last_long;         /* the last DATA taken was long */
@@ -115,6 +116,11 @@ typedef struct TempestChanPort {
     uint32_t ready_num;         /* ... for our DATA of this number */
     uint64_t ready_addr;        /* ... there, of this size */
     uint64_t ready_size;
+    /* The offer withdrawn; INPUT_HERE that keeps the port's buffer: */
+    uint32_t withdrawing;       /* WITHDRAW of the offer sent, unanswered */
+    uint32_t here;              /* INPUTTING: the data goes on to ... */
+    uint64_t here_addr;         /* ... this buffer (copied before ACK) */
+    uint64_t here_size;
 } TempestChanPort;
 
 /* One vCPU's command bank (FLASH's initiation protocol). */

@@ -389,19 +389,25 @@
  * TEMPEST_CMD_E_BAD_PORT for a port that is not a live port of this
  * node, TEMPEST_CMD_E_PORT_STATE when the port's state forbids it,
  * TEMPEST_CMD_E_BAD_ADDR for a buffer not wholly in the node's RAM.
+ * A port's buffer may be offered to its companion for the next data
+ * (after a long input; docs/chan.rst, "A long DATA"): BUFFER, FREE and
+ * OUTPUT_PORT that would give it up answer TEMPEST_CMD_RETRY until the
+ * companion's controller has given the offer back or the data has come.
  *   ALLOC      ARG1 the initial buffer's address, ARG2 its size (0: none).
  *              RESULT: a new IDLE port with no companion.  RETRY never;
  *              TEMPEST_CMD_E_NO_PORTS when the table is full.
  *   CONNECT    ARG1 port, ARG2 its companion's id (on any node; a port of
  *              this node that has no companion either is connected back).
  *              The port must be IDLE with no companion.
- *   FREE       ARG1 port (IDLE or BUFFERFULL, nothing pre-sent): EMPTY;
+ *   FREE       ARG1 port (IDLE or BUFFERFULL, nothing pre-sent; RETRY
+ *              while its buffer is offered): EMPTY;
  *              the companion is told (TEMPEST_CHAN_EV_CLOSED there).  A
  *              port holding a port sent to it fails PORT_STATE unless
  *              ARG2 has TEMPEST_CHAN_FREE_HELD: then the sender's move
  *              is abandoned by the FREED (the port stays at the sender).
  *   BUFFER     ARG1 port, ARG2 address, ARG3 size (0: none): the port's
- *              address field, where the next data is stored.
+ *              address field, where the next data is stored (RETRY while
+ *              the old one is offered).
  *   OUTPUTDATA ARG1 port, ARG2 address, ARG3 length (0 ..
  *              TEMPEST_CHAN_MAX_DATA): the pre-send of section 2.2: the
  *              data is sent now (up to TEMPEST_CHAN_INLINE bytes in the
@@ -429,7 +435,8 @@
  *              paper's port output, 3.2 stage 1): q (IDLE or BUFFERFULL,
  *              nothing pre-sent; data held is dropped, its sender sends
  *              it again) becomes MIGRATING, t OUTPUTTING; RETRY while a
- *              long DATA is being stored in q's buffer.  TEMPEST_CHAN_EV_
+ *              long DATA is being stored in q's buffer or q's buffer is
+ *              offered.  TEMPEST_CHAN_EV_
  *              OUTPUT on t when q has reached its new place (stage 4;
  *              q is EMPTY then), or B CLOSED if t's companion was freed
  *              (q is IDLE here again).
@@ -446,10 +453,15 @@
  *              (BUFFERFULL) is copied to ARG2 before the ACK: RESULT
  *              PRESENT and the length (longer than ARG3: TOO_BIG, RESULT
  *              the length, it stays held).  Data landing in the port's
- *              buffer (a long DATA under way), or waiting at the sender
- *              longer than ARG3: the port's buffer stays as it is, the
- *              INPUT event's C the port's buffer, or TOO_BIG.  After a
- *              TEMPEST_CHAN_EV_TOO_BIG the port's buffer is ARG2.
+ *              buffer (a long DATA under way) or that may land there (the
+ *              buffer offered): the port's buffer stays, and the data is
+ *              copied to ARG2 before the ACK (the INPUT event's C is
+ *              ARG2); landing and longer than ARG3: TOO_BIG at once,
+ *              RESULT the length (held once landed); come by the offer
+ *              and longer than ARG3: held, TEMPEST_CHAN_EV_TOO_BIG.  Data
+ *              waiting at the sender longer than ARG3: the port's buffer
+ *              stays, TOO_BIG.  After a TEMPEST_CHAN_EV_TOO_BIG for data
+ *              waiting the port's buffer is ARG2.
  */
 #define TEMPEST_CHAN_OP_ALLOC       1
 #define TEMPEST_CHAN_OP_CONNECT     2
