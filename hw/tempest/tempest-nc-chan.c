@@ -982,14 +982,24 @@ static void chan_receive(TempestNCState *s, unsigned peer,
         return;
     }
     if (p && p->comp != from &&
-        (kind == CHAN_MSG_ACK || kind == CHAN_MSG_NACK ||
-         kind == CHAN_MSG_WITHDRAWN)) {
+        (kind == CHAN_MSG_ACK || kind == CHAN_MSG_NACK)) {
         /*
          * A late acknowledgement from a companion that has moved since
-         * (the output was found input at stage 3; an offer withdrawn
-         * from it was void when the new port wired up): stale, ignored.
+         * (the output was found input at stage 3): stale, ignored.
          */
         trace_tempest_nc_chan_drop(s->node_id, peer, "late ACK");
+        return;
+    }
+    if ((!p || p->comp != from) &&
+        (kind == CHAN_MSG_WITHDRAW || kind == CHAN_MSG_WITHDRAWN)) {
+        /*
+         * An offer's late word: WITHDRAW to a writer that moved away or
+         * was freed since, WITHDRAWN to a reader whose offer a WIRE from
+         * the writer's new port voided and which then moved (the two come
+         * from different nodes, so the WIRE can come first).  Harmless
+         * either way: the offer is over at both ends; not counted.
+         */
+        trace_tempest_nc_chan_drop(s->node_id, peer, "late offer frame");
         return;
     }
     if (!p || p->comp != from) {
