@@ -154,6 +154,17 @@ static void chan_presend_end(TempestNCState *s, TempestChanPort *p,
 }
 
 /*
+ * The offer of p's buffer (chan_offer) is over: the DATA came, by any
+ * path, or the companion gave it back, moved or went.  A withdrawal under
+ * way ends with it.
+ */
+static void chan_offer_over(TempestChanPort *p)
+{
+    p->granted = 0;
+    p->withdrawing = 0;
+}
+
+/*
  * Offer p's buffer to its companion for DATA rx+1 (READY), so that a long
  * output goes straight into it: when p inputs, and with the ACK of a long
  * DATA, the port IDLE then.  The buffer stays the port's until that DATA
@@ -191,8 +202,7 @@ static void chan_input_done(TempestNCState *s, TempestChanPort *p)
     p->next = 0;
     p->nextsize = 0;
     p->held_len = 0;
-    p->granted = 0;
-    p->withdrawing = 0;
+    chan_offer_over(p);
     p->here = 0;
     p->rx++;
     p->state = TEMPEST_CHAN_ST_IDLE;
@@ -299,8 +309,7 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
         return false;
     }
     /* The companion did not use our offer for it: it is over. */
-    p->granted = 0;
-    p->withdrawing = 0;
+    chan_offer_over(p);
     return true;
 }
 
@@ -308,7 +317,7 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
 static void chan_refuse(TempestNCState *s, TempestChanPort *p)
 {
     p->rx++;
-    p->granted = 0;
+    chan_offer_over(p);
     chan_send(s, CHAN_MSG_NACK, p->comp, chan_id(s, p), p->rx, NULL, 0);
 }
 
@@ -326,7 +335,7 @@ static void chan_too_long(TempestNCState *s, TempestChanPort *p,
 {
     p->waiting = 1;
     p->in_len = len;
-    p->granted = 0;
+    chan_offer_over(p);
     if (p->state != TEMPEST_CHAN_ST_INPUTTING) {
         return;
     }
@@ -487,8 +496,7 @@ static void chan_rx_withdrawn(TempestNCState *s, unsigned peer,
     }
     trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number,
                                 "offer withdrawn");
-    p->granted = 0;
-    p->withdrawing = 0;
+    chan_offer_over(p);
 }
 
 /* The transfer engine stored a channel's transfer here. */
@@ -512,8 +520,7 @@ static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
     }
     p->incoming = 0;
     p->in_len = 0;
-    p->granted = 0;
-    p->withdrawing = 0;
+    chan_offer_over(p);
     chan_data_stored(s, p, len);
 }
 
@@ -542,8 +549,7 @@ static void chan_rx_freed(TempestNCState *s, TempestChanPort *p)
     p->closed = 1;
     p->incoming = 0;
     p->waiting = 0;
-    p->granted = 0;
-    p->withdrawing = 0;
+    chan_offer_over(p);
     p->here = 0;
     p->ready = 0;
     if (p->state == TEMPEST_CHAN_ST_INPUTTING) {
@@ -808,8 +814,7 @@ static void chan_rx_wire(TempestNCState *s, unsigned peer, uint32_t target,
          * abandoned move, old == new, keeps it: p's buffer is given up
          * only once the port answers WITHDRAWN).
          */
-        p->granted = 0;
-        p->withdrawing = 0;
+        chan_offer_over(p);
     }
     if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
         /* 5: both ends move: pass it on to where p is going. */
