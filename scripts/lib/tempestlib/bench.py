@@ -595,7 +595,7 @@ def bench_tags(repeat):
     def sweeps(mode):
         log = _cluster(jacobi, TAGS_JACOBI_NODES, [mode], "tags-jacobi",
                        smp=1)
-        m = re.search(r"jacobi \w+ ok: .* in (\d+) us", log)
+        m = re.search(r"jacobi [\w-]+ ok: .* in (\d+) us", log)
         if not m:
             raise StepError(f"bench: jacobi {mode} printed no time")
         return int(m.group(1)) / 1e6
