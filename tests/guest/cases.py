@@ -692,18 +692,32 @@ CASES += [
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 4 "
                            r"nodes"],
                        "*": [r"^node {node}: rows \d+\.\.\d+.* "
-                             r"[1-9]\d* prefetches$"]}),
+                             r"[1-9]\d* prefetches, 0 pushes"]}),
     # Without prefetches: every miss taken where the sweep meets it.
     tags("dsm-jacobi-4-plain", "examples/dsm/jacobi.elf", nodes=4, smp=1,
          args=["dsm-plain"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 4 "
                            r"nodes"],
                        "*": [r"^node {node}: rows \d+\.\.\d+.* "
-                             r"0 prefetches$"]}),
+                             r"0 prefetches, 0 pushes"]}),
     tags("dsm-jacobi-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
          args=["dsm"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 8 "
                            r"nodes"]}),
+    # The update protocol (docs/dsm.rst, "The update protocol"): edge rows
+    # pushed by their writer to the neighbour reading them, no barrier; the
+    # result still equals the sequential one bit for bit (a push lost, late
+    # or installed in the wrong place changes it), and every node pushed
+    # rows and installed its neighbours'.  Heat moves a row a sweep, so on
+    # 2 nodes (edge rows 63 and 64) 40 sweeps would leave them 0: 100.
+    *[tags(f"dsm-update-jacobi-{k}", "examples/dsm/jacobi.elf", nodes=k,
+           smp=2 if k == 2 else 1, args=["dsm-update", "126", str(sw)],
+           absent=CLEAN,
+           nodes_expect={0: [rf"^jacobi dsm-update ok: 126x126, {sw} sweeps "
+                             rf"on {k} nodes"],
+                         "*": [r"^node {node}: rows \d+\.\.\d+, .* "
+                               r"[1-9]\d* pushes, [1-9]\d* updates$"]})
+      for k, sw in ((2, 100), (4, 40), (8, 40))],
     tags("jacobi-msg-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
          args=["msg"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi msg ok: 126x126, 40 sweeps on 8 "
