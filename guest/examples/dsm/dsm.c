@@ -722,8 +722,10 @@ int dsm_update_begin(const struct dsm_update_blk *b, int count)
 
         if (b[i].writer == TPPI_self_address) {
             /* The Writable copy, through the invalidation protocol. */
-            dsm_prefetch((char *)p, 1);
-            *p = *p;
+            if (TPPI_get_blk_acc((char *)p) != TPPI_Blk_Writable) {
+                dsm_prefetch((char *)p, 1);
+                *p = *p;
+            }
             dsm_push((char *)p);
         }
     }
