@@ -718,6 +718,20 @@ CASES += [
                          "*": [r"^node {node}: rows \d+\.\.\d+, .* "
                                r"[1-9]\d* pushes, [1-9]\d* updates$"]})
       for k, sw in ((2, 100), (4, 40), (8, 40))],
+    # The update protocol's memory semantics (tests/guest/dsm_update.c):
+    # a reader sees the last push, not the writer's later store, until it
+    # waits for the next push; after dsm_update_end, the store never
+    # pushed (sequential consistency again).
+    *[tags(f"dsm-update-protocol-smp{smp}", "dsm_update", nodes=3, smp=smp,
+           absent=CLEAN) for smp in (1, 2)],
+    # A store to a block of the update protocol by a node not its writer
+    # is the program's error: that node stops with status 1, saying why.
+    Run("dsm-update-bad-store", "dsm_update", nodes=3, args=["bad-store"],
+        status=1, summary=r"node 1 failed with status 1",
+        nodes_expect={1: [r"^dsm: node 1: a store at 0x[0-9a-f]+, in a "
+                          r"block of the update protocol that node 0 "
+                          r"writes$"]},
+        absent=[r"\*\*\* CRASH", r"node 1 stored to node 0's block"]),
     tags("jacobi-msg-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
          args=["msg"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi msg ok: 126x126, 40 sweeps on 8 "

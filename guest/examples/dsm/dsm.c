@@ -614,6 +614,11 @@ int dsm_init(int block, dsm_home_fn home, void *arg)
                                         TPPI_ReadAccess, busy);
     TPPI_register_blk_acc_fault_handler(DSM_MODE, TPPI_Blk_Busy,
                                         TPPI_WriteAccess, busy);
+    /*
+     * No node asks us for a block before we know its size: a request
+     * handled with the default one reads past the message's end.
+     */
+    dsm_barrier();
     return 0;
 }
 

@@ -48,8 +48,10 @@ typedef TPPI_NodeId (*dsm_home_fn)(uint64_t page, void *arg);
  * is invalidated in blocks of that size; larger blocks mean fewer misses
  * and more false sharing) and the home function (@home NULL: page %
  * TPPI_num_nodes), all of which must be the same on every node.  Call it
- * on every node before touching shared memory.  Returns 0, or -1 (and
- * prints why) for a bad @block, more than DSM_MAX_NODES nodes or no
+ * on every node before touching shared memory; it returns once every
+ * node has called it (a dsm_barrier), so that no request reaches a node
+ * that does not know the block size yet.  Returns 0, or -1 (and prints
+ * why, at once) for a bad @block, more than DSM_MAX_NODES nodes or no
  * tagged memory.
  */
 #define DSM_MODE            1
