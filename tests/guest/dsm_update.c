@@ -40,7 +40,9 @@ static void check(bool ok, const char *what, uint64_t got, uint64_t want)
 
 int main(int argc, char **argv)
 {
-    volatile uint64_t *b = (uint64_t *)(TPPI_SEGMENT_BASE + TPPI_PAGE_SIZE);
+    /* Shared: every access a real one (another node changes it). */
+    volatile uint64_t *b = (uint64_t *)(TPPI_SEGMENT_BASE +
+                                        TPPI_PAGE_SIZE);
     struct dsm_update_blk u = { (void *)b, 0, (1 << 1) | (1 << 2) };
     TPPI_NodeId me = TPPI_self_address, n;
     bool bad = argc > 1 && !strcmp(argv[1], "bad-store");

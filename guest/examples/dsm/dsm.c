@@ -188,7 +188,7 @@ static struct upd *upd_find(void *va)
 
 static bool upd_reads(const struct upd *u)
 {
-    return (u->readers >> TPPI_self_address) & 1;
+    return (u->readers & (1ULL << TPPI_self_address)) != 0;
 }
 
 /* ---- tags --------------------------------------------------------------- */
@@ -723,7 +723,7 @@ int dsm_update_begin(const struct dsm_update_blk *b, int count)
     /* Every node knows the blocks before a push can reach it. */
     dsm_barrier();
     for (i = 0; i < count; i++) {
-        volatile char *p = blk_of(b[i].va);
+        volatile char *p = blk_of(b[i].va);     /* a real store */
 
         if (b[i].writer == TPPI_self_address) {
             /* The Writable copy, through the invalidation protocol. */
