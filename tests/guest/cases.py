@@ -718,6 +718,12 @@ CASES += [
                          "*": [r"^node {node}: rows \d+\.\.\d+, .* "
                                r"[1-9]\d* pushes, [1-9]\d* updates$"]})
       for k, sw in ((2, 100), (4, 40), (8, 40))],
+    # Bands of one and two rows (14 rows on 12 nodes): a one-row band's
+    # row is both its edge rows, pushed once to both neighbours.
+    tags("dsm-update-jacobi-12-narrow", "examples/dsm/jacobi.elf", nodes=12,
+         smp=1, args=["dsm-update", "14", "30"], absent=CLEAN,
+         nodes_expect={0: [r"^jacobi dsm-update ok: 14x14, 30 sweeps on 12 "
+                           r"nodes"]}),
     # The update protocol's memory semantics (tests/guest/dsm_update.c):
     # a reader sees the last push, not the writer's later store, until it
     # waits for the next push; after dsm_update_end, the store never
