@@ -692,18 +692,52 @@ CASES += [
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 4 "
                            r"nodes"],
                        "*": [r"^node {node}: rows \d+\.\.\d+.* "
-                             r"[1-9]\d* prefetches$"]}),
+                             r"[1-9]\d* prefetches, 0 pushes"]}),
     # Without prefetches: every miss taken where the sweep meets it.
     tags("dsm-jacobi-4-plain", "examples/dsm/jacobi.elf", nodes=4, smp=1,
          args=["dsm-plain"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 4 "
                            r"nodes"],
                        "*": [r"^node {node}: rows \d+\.\.\d+.* "
-                             r"0 prefetches$"]}),
+                             r"0 prefetches, 0 pushes"]}),
     tags("dsm-jacobi-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
          args=["dsm"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi dsm ok: 126x126, 40 sweeps on 8 "
                            r"nodes"]}),
+    # The update protocol (docs/dsm.rst, "The update protocol"): edge rows
+    # pushed by their writer to the neighbour reading them, no barrier; the
+    # result still equals the sequential one bit for bit (a push lost, late
+    # or installed in the wrong place changes it), and every node pushed
+    # rows and installed its neighbours'.  Heat moves a row a sweep, so on
+    # 2 nodes (edge rows 63 and 64) 40 sweeps would leave them 0: 100.
+    *[tags(f"dsm-update-jacobi-{k}", "examples/dsm/jacobi.elf", nodes=k,
+           smp=2 if k == 2 else 1, args=["dsm-update", "126", str(sw)],
+           absent=CLEAN,
+           nodes_expect={0: [rf"^jacobi dsm-update ok: 126x126, {sw} sweeps "
+                             rf"on {k} nodes"],
+                         "*": [r"^node {node}: rows \d+\.\.\d+, .* "
+                               r"[1-9]\d* pushes, [1-9]\d* updates$"]})
+      for k, sw in ((2, 100), (4, 40), (8, 40))],
+    # Bands of one and two rows (14 rows on 12 nodes): a one-row band's
+    # row is both its edge rows, pushed once to both neighbours.
+    tags("dsm-update-jacobi-12-narrow", "examples/dsm/jacobi.elf", nodes=12,
+         smp=1, args=["dsm-update", "14", "30"], absent=CLEAN,
+         nodes_expect={0: [r"^jacobi dsm-update ok: 14x14, 30 sweeps on 12 "
+                           r"nodes"]}),
+    # The update protocol's memory semantics (tests/guest/dsm_update.c):
+    # a reader sees the last push, not the writer's later store, until it
+    # waits for the next push; after dsm_update_end, the store never
+    # pushed (sequential consistency again).
+    *[tags(f"dsm-update-protocol-smp{smp}", "dsm_update", nodes=3, smp=smp,
+           absent=CLEAN) for smp in (1, 2)],
+    # A store to a block of the update protocol by a node not its writer
+    # is the program's error: that node stops with status 1, saying why.
+    Run("dsm-update-bad-store", "dsm_update", nodes=3, args=["bad-store"],
+        status=1, summary=r"node 1 failed with status 1",
+        nodes_expect={1: [r"^dsm: node 1: a store at 0x[0-9a-f]+, in a "
+                          r"block of the update protocol that node 0 "
+                          r"writes$"]},
+        absent=[r"\*\*\* CRASH", r"node 1 stored to node 0's block"]),
     tags("jacobi-msg-8", "examples/dsm/jacobi.elf", nodes=8, smp=1,
          args=["msg"], absent=CLEAN,
          nodes_expect={0: [r"^jacobi msg ok: 126x126, 40 sweeps on 8 "

@@ -369,6 +369,7 @@ GUEST_CASES = [
     "am-storm-all-4-smp2", "am-items-smp2", "am-timers-2",
     "tags-table1-smp2", "tags-resume-smp1", "tags-resume-smp3",
     "tags-ba-smp2", "tags-crash-no-handler", "dsm-jacobi-4",
+    "dsm-update-jacobi-4", "dsm-update-protocol-smp2",
     "strata-basics-5", "strata-combine-5", "strata-bcast-5",
     "strata-radix-5", "strata-xfer-5", "strata-am-5",
     "xfer-chan-ring-2", "xfer-fop-4", "xfer-memcpy-4", "flash-fig4-4",

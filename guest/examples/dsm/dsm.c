@@ -51,6 +51,26 @@
  * the same block, which is what keeps the protocol free of races.  A
  * requester whose copy is invalidated while its own request is on its
  * way (its tag is Busy) just acknowledges: the reply brings fresh data.
+ *
+ * The update protocol (after Falsafi et al., SC 1994)
+ * ----------------------------------------------------
+ * For a block with one writer and known readers (a stencil's edge row),
+ * invalidating the readers' copies at every store and fetching them back
+ * at every load costs two round trips where one message would do.
+ * dsm_update_begin() takes such blocks out of the invalidation protocol:
+ * the writer keeps the Writable copy, the readers ReadOnly copies, and
+ *
+ *   writer                                      each reader
+ *   stores (no fault)
+ *   dsm_push(blk) --- PUSH(blk, n) + data ---->  TPPI_recv_Ba: install,
+ *                                                tag -> ReadOnly
+ *                                                dsm_update_wait(blk, n)
+ *                                                returns
+ *
+ * PUSH is sent from computation code, so on the request network, in
+ * order between two nodes: push n arrives after push n - 1.  The home's
+ * directory keeps naming the writer as the owner; dsm_update_end() drops
+ * the readers' copies, which makes that true again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +103,25 @@ struct dir_entry {
 struct dir_page {
     struct dir_entry e[MAX_BLKS];
 };
+
+/*
+ * A block under the update protocol, in a table hashed by the block's
+ * offset (open addressing; written by computation code only between
+ * barriers, read by handlers).
+ */
+struct upd {
+    bool used;
+    int off;                /* the block's offset in the segment */
+    TPPI_NodeId writer;
+    uint64_t readers;
+    unsigned sent;          /* the writer: pushes sent */
+    volatile unsigned got;  /* a reader: the last push installed */
+};
+
+#define UPD_SLOTS       (2 * DSM_MAX_UPDATE)
+
+static struct upd upd_tab[UPD_SLOTS];
+static unsigned upd_count;
 
 /*
  * The coherence unit: a (super)block of unit bytes (3.2.3), the same on
@@ -122,6 +161,34 @@ static TPPI_NodeId home_of(void *va)
 
     return home_fn ? home_fn(page, home_arg) % TPPI_num_nodes :
                      (TPPI_NodeId)(page % TPPI_num_nodes);
+}
+
+/* The update table's slot of the block at @off: its entry, or a free one. */
+static struct upd *upd_slot(int off)
+{
+    unsigned i = ((uint32_t)off / (unsigned)unit) % UPD_SLOTS;
+
+    while (upd_tab[i].used && upd_tab[i].off != off) {
+        i = (i + 1) % UPD_SLOTS;
+    }
+    return &upd_tab[i];
+}
+
+/* The update protocol's entry of the block holding @va, or NULL. */
+static struct upd *upd_find(void *va)
+{
+    struct upd *u;
+
+    if (upd_count == 0) {
+        return NULL;
+    }
+    u = upd_slot(off_of(blk_of(va)));
+    return u->used ? u : NULL;
+}
+
+static bool upd_reads(const struct upd *u)
+{
+    return (u->readers & (1ULL << TPPI_self_address)) != 0;
 }
 
 /* ---- tags --------------------------------------------------------------- */
@@ -422,9 +489,35 @@ static void request(char *blk, bool write, TPPI_NodeId home)
     TPPI_send_WW(home, get_h, off_of(blk), write);
 }
 
+/*
+ * A miss on a block under the update protocol that is not its writer's:
+ * a reader's load waits for the first push (which resumes it), anything
+ * else is the program's error.
+ */
+static void update_miss(struct upd *u, void *va, bool write)
+{
+    if (!write && upd_reads(u)) {
+        if (TPPI_get_blk_acc(va) == TPPI_Blk_ReadOnly) {
+            TPPI_resume_va(blk_of(va), unit);   /* it came meanwhile */
+        }
+        return;
+    }
+    printf("dsm: node %u: a %s at %p, in a block of the update protocol "
+           "that node %u writes\n", TPPI_self_address,
+           write ? "store" : "load by a node not reading it", va,
+           u->writer);
+    rt_exit(1);
+}
+
 /* A load or store our copy does not allow: ask the home. */
 static void miss(void *va, bool write, TPPI_NodeId home)
 {
+    struct upd *u = upd_find(va);
+
+    if (u && u->writer != TPPI_self_address) {
+        update_miss(u, va, write);
+        return;
+    }
     if (write) {
         stats.write_misses++;
     } else {
@@ -443,12 +536,17 @@ static void prefetch_h(TPPI_NodeId src, int size)
     char *blk = blk_at(TPPI_recv_W());
     bool write = TPPI_recv_W();
     TPPI_BlkAccTag tag;
+    struct upd *u;
 
     (void)size;
     if (src != TPPI_self_address) {
         return;
     }
     map_page(blk);
+    u = upd_find(blk);
+    if (u && u->writer != TPPI_self_address) {
+        return;             /* pushed, not fetched */
+    }
     tag = TPPI_get_blk_acc(blk);
     if (tag == TPPI_Blk_Writable || tag == TPPI_Blk_Busy ||
         (tag == TPPI_Blk_ReadOnly && !write)) {
@@ -516,6 +614,11 @@ int dsm_init(int block, dsm_home_fn home, void *arg)
                                         TPPI_ReadAccess, busy);
     TPPI_register_blk_acc_fault_handler(DSM_MODE, TPPI_Blk_Busy,
                                         TPPI_WriteAccess, busy);
+    /*
+     * No node asks us for a block before we know its size: a request
+     * handled with the default one reads past the message's end.
+     */
+    dsm_barrier();
     return 0;
 }
 
@@ -563,6 +666,141 @@ void dsm_barrier(void)
     for (n = 1; n < TPPI_num_nodes; n++) {
         TPPI_send_W(n, release_h, (int)epoch);
     }
+}
+
+/* ---- the update protocol ------------------------------------------------ */
+
+/* PUSH(blk, n) + data: push n of a block we read. */
+static void push_h(TPPI_NodeId src, int size)
+{
+    char *blk = blk_at(TPPI_recv_W());
+    unsigned n = (unsigned)TPPI_recv_W();
+    struct upd *u = upd_find(blk);
+    bool was_ro;
+
+    (void)size;
+    if (u == NULL || u->writer != src || !upd_reads(u)) {
+        printf("dsm: node %u: a push of %p from node %u, which is not "
+               "a block it writes and we read\n", TPPI_self_address, blk,
+               src);
+        rt_exit(1);
+    }
+    map_page(blk);
+    was_ro = TPPI_get_blk_acc(blk) == TPPI_Blk_ReadOnly;
+    TPPI_recv_Ba(blk, unit, change_to(blk, TPPI_Blk_ReadOnly));
+    u->got = n;
+    stats.updates++;
+    if (!was_ro) {
+        TPPI_resume_va(blk, unit);  /* loads that waited for push 1 */
+    }
+}
+
+int dsm_update_begin(const struct dsm_update_blk *b, int count)
+{
+    struct upd *u;
+    int i;
+
+    if (count < 0 || upd_count + (unsigned)count > DSM_MAX_UPDATE) {
+        printf("dsm: %d blocks in the update protocol: at most %d\n",
+               count + (int)upd_count, DSM_MAX_UPDATE);
+        return -1;
+    }
+    for (i = 0; i < count; i++) {
+        u = upd_slot(off_of(blk_of(b[i].va)));
+        if (u->used) {
+            printf("dsm: block %p listed twice for the update protocol\n",
+                   blk_of(b[i].va));
+            return -1;
+        }
+        u->off = off_of(blk_of(b[i].va));
+        u->writer = b[i].writer;
+        u->readers = b[i].readers & ~(1ULL << b[i].writer);
+        u->sent = 0;
+        u->got = 0;
+        u->used = true;
+        upd_count++;
+    }
+    /* Every node knows the blocks before a push can reach it. */
+    dsm_barrier();
+    for (i = 0; i < count; i++) {
+        volatile char *p = blk_of(b[i].va);     /* a real store */
+
+        if (b[i].writer == TPPI_self_address) {
+            /* The Writable copy, through the invalidation protocol. */
+            if (TPPI_get_blk_acc((char *)p) != TPPI_Blk_Writable) {
+                dsm_prefetch((char *)p, 1);
+                *p = *p;
+            }
+            dsm_push((char *)p);
+        }
+    }
+    return 0;
+}
+
+unsigned dsm_push(void *va)
+{
+    struct upd *u = upd_find(va);
+    char *blk = blk_of(va);
+    TPPI_NodeId n;
+
+    if (u == NULL || u->writer != TPPI_self_address) {
+        printf("dsm: node %u: dsm_push(%p): not a block this node writes "
+               "in the update protocol\n", TPPI_self_address, va);
+        return 0;
+    }
+    u->sent++;
+    for (n = 0; n < TPPI_num_nodes; n++) {
+        if ((u->readers >> n) & 1) {
+            TPPI_send_WWR(n, push_h, u->off, (int)u->sent, blk, unit);
+            stats.pushes++;
+        }
+    }
+    return u->sent;
+}
+
+struct upd_wait {
+    const struct upd *u;
+    unsigned n;
+};
+
+static int pushed(void *arg)
+{
+    const struct upd_wait *w = arg;
+
+    return w->u->got >= w->n;
+}
+
+void dsm_update_wait(void *va, unsigned n)
+{
+    struct upd_wait w = { upd_find(va), n };
+
+    if (w.u == NULL || !upd_reads(w.u)) {
+        printf("dsm: node %u: dsm_update_wait(%p): not a block this node "
+               "reads in the update protocol\n", TPPI_self_address, va);
+        return;
+    }
+    tempest_wait(pushed, &w);
+}
+
+void dsm_update_end(void)
+{
+    unsigned i;
+
+    /* No push is on its way; after the barrier, no handler reads these. */
+    dsm_barrier();
+    for (i = 0; i < UPD_SLOTS; i++) {
+        struct upd *u = &upd_tab[i];
+
+        if (u->used && upd_reads(u)) {
+            char *blk = blk_at(u->off);
+
+            TPPI_change_blk_acc(blk, unit, change_to(blk, TPPI_Blk_Invalid));
+        }
+        u->used = false;
+    }
+    upd_count = 0;
+    /* Every copy is where the directories say before anyone asks. */
+    dsm_barrier();
 }
 
 void dsm_get_stats(struct dsm_stats *s)

@@ -48,8 +48,10 @@ typedef TPPI_NodeId (*dsm_home_fn)(uint64_t page, void *arg);
  * is invalidated in blocks of that size; larger blocks mean fewer misses
  * and more false sharing) and the home function (@home NULL: page %
  * TPPI_num_nodes), all of which must be the same on every node.  Call it
- * on every node before touching shared memory.  Returns 0, or -1 (and
- * prints why) for a bad @block, more than DSM_MAX_NODES nodes or no
+ * on every node before touching shared memory; it returns once every
+ * node has called it (a dsm_barrier), so that no request reaches a node
+ * that does not know the block size yet.  Returns 0, or -1 (and prints
+ * why, at once) for a bad @block, more than DSM_MAX_NODES nodes or no
  * tagged memory.
  */
 #define DSM_MODE            1
@@ -72,6 +74,66 @@ void dsm_barrier(void);
  */
 void dsm_prefetch(void *va, int write);
 
+/*
+ * The update protocol (after Falsafi et al., "Application-Specific
+ * Protocols for User-Level Shared Memory", SC 1994): for blocks with one
+ * writer and a known set of readers, the writer keeps the only Writable
+ * copy and its stores do not invalidate anything; the readers keep
+ * ReadOnly copies that change only when the writer pushes the block
+ * (dsm_push) and the push arrives.  Between a store and the push that
+ * carries it, the readers still see the value pushed before: memory is
+ * not sequentially consistent for these blocks; a reader orders its
+ * loads with dsm_update_wait.  See docs/dsm.rst, "The update protocol".
+ */
+struct dsm_update_blk {
+    void *va;               /* any address in the block */
+    TPPI_NodeId writer;     /* the only node that stores to it */
+    uint64_t readers;       /* the nodes that load it (bit n: node n) */
+};
+
+/* At most this many blocks in the update protocol at once. */
+#define DSM_MAX_UPDATE      256
+
+/*
+ * dsm_update_begin: puts the @count blocks @b under the update protocol;
+ * every node calls it with the same list, when no access to them is in
+ * flight (between dsm_barrier()s).  The writer of each block takes its
+ * Writable copy (a write miss of the invalidation protocol) and pushes
+ * it once: that is push 1 of the block at its readers.  Returns 0, or -1
+ * (and prints why) for more than DSM_MAX_UPDATE blocks or a block listed
+ * twice.  While a block is in the update protocol, a store by a node
+ * other than its writer, or a load by a node that is neither its writer
+ * nor a reader, stops the node (an error); a reader's load that finds no
+ * copy yet waits for push 1.
+ */
+int dsm_update_begin(const struct dsm_update_blk *b, int count);
+
+/*
+ * dsm_push: from the writer's computation code, sends the block at @va
+ * as it is now to each of its readers, which install it (their tag goes
+ * ReadOnly if it was not).  Returns the push's number (1 is
+ * dsm_update_begin's), or 0 (and prints why) if this node does not write
+ * such a block.
+ */
+unsigned dsm_push(void *va);
+
+/*
+ * dsm_update_wait: on a reader, waits until push @n of the block at @va
+ * (and so every one before it: pushes arrive in order) has been
+ * installed here.  A reader must not load the block while a push it has
+ * not waited for may arrive (it could see part of it); the writer must
+ * not push again until every reader is done with the copy it has.
+ */
+void dsm_update_wait(void *va, unsigned n);
+
+/*
+ * dsm_update_end: gives every block back to the invalidation protocol;
+ * every node calls it, after every push has been waited for.  The
+ * readers' copies are dropped (the writer's stays Writable, as the
+ * home's directory has it), so sequential consistency holds again.
+ */
+void dsm_update_end(void);
+
 /* Protocol counters of this node. */
 struct dsm_stats {
     uint64_t pages;         /* pages mapped here */
@@ -81,6 +143,8 @@ struct dsm_stats {
     uint64_t fetches;       /* Writable copies fetched from here */
     uint64_t requests;      /* requests served as a home */
     uint64_t prefetches;    /* dsm_prefetch() calls that started a miss */
+    uint64_t pushes;        /* blocks sent by dsm_push (one a reader) */
+    uint64_t updates;       /* pushed blocks installed here */
 };
 
 /* dsm_get_stats: copies this node's counters to *@s. */

@@ -14,6 +14,13 @@
  *                                computed first;
  *   jacobi.elf dsm-plain ...     the same without dsm_prefetch: every
  *                                miss taken when the sweep reaches it;
+ *   jacobi.elf dsm-update ...    the same on the update protocol
+ *                                (dsm_update_begin): each edge row's
+ *                                writer pushes it to the neighbour that
+ *                                reads it as soon as it is computed, and
+ *                                a node starts a sweep when its
+ *                                neighbours' rows of the last one are
+ *                                in (no barrier, no miss);
  *   jacobi.elf msg [N] [ITERS]   the same computation with explicit
  *                                messages: private bands with halo rows
  *                                exchanged by TPPI_send_R each sweep.
@@ -153,6 +160,53 @@ static int verify(const char *mode, const double *par, uint64_t ns)
     return 0;
 }
 
+/* ---- where a node's time goes ------------------------------------------- */
+
+/* Time of a node's sweeps by phase, and its counters over them. */
+struct profile {
+    uint64_t t0, wait_ns, edge_ns, interior_ns;
+    struct tempest_stats st0;
+};
+
+static void profile_start(struct profile *p)
+{
+    memset(p, 0, sizeof(*p));
+    tempest_get_stats(&p->st0);
+    p->t0 = rt_time_ns();
+}
+
+/* Adds the time since *@t to *@acc; *@t becomes now. */
+static void lap(uint64_t *t, uint64_t *acc)
+{
+    uint64_t now = rt_time_ns();
+
+    *acc += now - *t;
+    *t = now;
+}
+
+/*
+ * One line per node, per sweep: microseconds waiting (the barrier, or
+ * the neighbours' rows), computing the edge rows (which waits for their
+ * misses) and the interior rows, and the messages sent and handled,
+ * block access faults, waits that slept and protocol-thread sleeps.
+ */
+static void profile_print(const struct profile *p, uint64_t ns)
+{
+    struct tempest_stats st;
+    double k = iters ? 1.0 / iters : 0;
+
+    tempest_get_stats(&st);
+    printf("node %u: a sweep: %.0f us: %.0f waiting, %.0f edge rows, "
+           "%.0f interior; %.1f messages sent, %.1f handled, %.1f faults, "
+           "%.1f waits, %.1f sleeps\n", TPPI_self_address, ns * k / 1e3,
+           p->wait_ns * k / 1e3, p->edge_ns * k / 1e3,
+           p->interior_ns * k / 1e3,
+           (st.msgs_sent - p->st0.msgs_sent) * k,
+           (st.msgs_handled - p->st0.msgs_handled) * k,
+           (st.faults - p->st0.faults) * k, (st.waits - p->st0.waits) * k,
+           (st.sleeps - p->st0.sleeps) * k);
+}
+
 /* ---- shared memory ------------------------------------------------------ */
 
 /* The largest power of 2 (up to DSM_MAX_BLOCK) dividing a row's bytes. */
@@ -166,11 +220,89 @@ static int block_size(void)
     return b;
 }
 
-static int run_dsm(bool prefetch)
+/*
+ * The update protocol's blocks of both grids: each edge row, written by
+ * its band's node, read by the neighbour whose band it borders.  Returns
+ * how many, in @b (room for 4 a node).
+ */
+static int update_rows(struct dsm_update_blk *b)
+{
+    unsigned g, r;
+    TPPI_NodeId k;
+    int count = 0;
+
+    for (g = 0; g < 2; g++) {
+        for (r = 1; r <= n; r++) {
+            uint64_t readers = 0;
+
+            for (k = 0; k < TPPI_num_nodes; k++) {
+                if (k != row_node(r) &&
+                    (band_lo(k) == r + 1 || band_hi(k) == r)) {
+                    readers |= 1ULL << k;
+                }
+            }
+            if (readers) {
+                b[count].va = grid[g] + (size_t)r * stride;
+                b[count].writer = row_node(r);
+                b[count].readers = readers;
+                count++;
+            }
+        }
+    }
+    return count;
+}
+
+/*
+ * The sweeps on the update protocol: wait for the neighbours' edge rows
+ * of the last sweep (push @pushes[it & 1]), compute our edge rows and push
+ * them at once, then the interior while they travel.
+ */
+static void sweeps_update(unsigned lo, unsigned hi, struct profile *p)
+{
+    unsigned pushes[2] = { 1, 1 };      /* dsm_update_begin's */
+    TPPI_NodeId me = TPPI_self_address;
+    uint64_t t = rt_time_ns();
+    unsigned it;
+
+    for (it = 0; it <= iters; it++) {
+        double *from = grid[it & 1], *to = grid[(it + 1) & 1];
+
+        if (me > 0) {
+            dsm_update_wait(from + (size_t)(lo - 1) * stride, pushes[it & 1]);
+        }
+        if (me + 1 < TPPI_num_nodes) {
+            dsm_update_wait(from + (size_t)hi * stride, pushes[it & 1]);
+        }
+        lap(&t, &p->wait_ns);
+        if (it == iters) {
+            break;                      /* the last sweep's rows are in */
+        }
+        sweep(from, to, lo, lo + 1);
+        if (hi - 1 > lo) {
+            sweep(from, to, hi - 1, hi);
+        }
+        if (me > 0) {
+            dsm_push(to + (size_t)lo * stride);
+        }
+        if (me + 1 < TPPI_num_nodes && (hi - 1 > lo || me == 0)) {
+            dsm_push(to + (size_t)(hi - 1) * stride);
+        }
+        pushes[(it + 1) & 1]++;
+        lap(&t, &p->edge_ns);
+        sweep(from, to, lo + 1, hi - 1);
+        lap(&t, &p->interior_ns);
+    }
+}
+
+enum dsm_mode { DSM_PLAIN, DSM_PREFETCH, DSM_UPDATE };
+
+static int run_dsm(enum dsm_mode mode)
 {
     unsigned lo = band_lo(TPPI_self_address), hi = band_hi(TPPI_self_address);
+    struct dsm_update_blk *upd = NULL;
     struct dsm_stats st;
-    uint64_t t0, ns;
+    struct profile prof;
+    uint64_t t, ns, setup_ns = 0;
     unsigned it;
 
     /* A row is the coherence block: neighbours share whole rows. */
@@ -184,11 +316,25 @@ static int run_dsm(bool prefetch)
         plate(grid[1]);
     }
     dsm_barrier();
-    t0 = rt_time_ns();
-    for (it = 0; it < iters; it++) {
+    if (mode == DSM_UPDATE) {
+        /*
+         * Set-up, as dsm_init and the message version's allocations: not
+         * in the time of the sweeps, printed apart.
+         */
+        t = rt_time_ns();
+        upd = calloc(4 * TPPI_num_nodes, sizeof(*upd));
+        if (upd == NULL || dsm_update_begin(upd, update_rows(upd)) != 0) {
+            return 1;
+        }
+        setup_ns = rt_time_ns() - t;
+        dsm_barrier();
+    }
+    profile_start(&prof);
+    t = prof.t0;
+    for (it = 0; mode != DSM_UPDATE && it < iters; it++) {
         double *from = grid[it & 1], *to = grid[(it + 1) & 1];
 
-        if (prefetch && hi - lo > 2) {
+        if (mode == DSM_PREFETCH && hi - lo > 2) {
             /*
              * The misses this sweep will take, started now: the
              * neighbours' edge rows we read, our own edge rows whose
@@ -200,26 +346,43 @@ static int run_dsm(bool prefetch)
             dsm_prefetch(to + (size_t)lo * stride, 1);
             dsm_prefetch(to + (size_t)(hi - 1) * stride, 1);
             sweep(from, to, lo + 1, hi - 1);
+            lap(&t, &prof.interior_ns);
             sweep(from, to, lo, lo + 1);
             sweep(from, to, hi - 1, hi);
+            lap(&t, &prof.edge_ns);
         } else {
             sweep(from, to, lo, hi);
+            lap(&t, &prof.edge_ns);
         }
         dsm_barrier();
+        lap(&t, &prof.wait_ns);
     }
-    ns = rt_time_ns() - t0;
+    if (mode == DSM_UPDATE) {
+        sweeps_update(lo, hi, &prof);
+    }
+    ns = rt_time_ns() - prof.t0;
+    profile_print(&prof, ns);
+    if (mode == DSM_UPDATE) {
+        printf("node %u: dsm_update_begin took %llu us\n", TPPI_self_address,
+               (unsigned long long)(setup_ns / 1000));
+        dsm_update_end();
+        free(upd);
+    }
     dsm_get_stats(&st);
     printf("node %u: rows %u..%u, %llu pages, %llu read and %llu write "
            "misses, %llu invalidations, %llu fetches, %llu requests "
-           "served, %llu prefetches\n", TPPI_self_address, lo, hi - 1,
+           "served, %llu prefetches, %llu pushes, %llu updates\n",
+           TPPI_self_address, lo, hi - 1,
            (unsigned long long)st.pages, (unsigned long long)st.read_misses,
            (unsigned long long)st.write_misses,
            (unsigned long long)st.invalidations,
            (unsigned long long)st.fetches, (unsigned long long)st.requests,
-           (unsigned long long)st.prefetches);
+           (unsigned long long)st.prefetches, (unsigned long long)st.pushes,
+           (unsigned long long)st.updates);
     if (TPPI_self_address == 0) {
         /* Reading the whole grid fetches every row from its owner. */
-        int ret = verify("dsm", grid[iters & 1], ns);
+        int ret = verify(mode == DSM_UPDATE ? "dsm-update" : "dsm",
+                         grid[iters & 1], ns);
 
         dsm_barrier();
         return ret;
@@ -283,7 +446,8 @@ static int run_msg(void)
 {
     TPPI_NodeId me = TPPI_self_address;
     unsigned lo = band_lo(me), hi = band_hi(me), it, next, r;
-    uint64_t t0, ns;
+    struct profile prof;
+    uint64_t t, ns;
     double *g;
 
     band_rows = hi - lo + 2;
@@ -301,13 +465,15 @@ static int run_msg(void)
         plate(result);
     }
     dsm_barrier();
-    t0 = rt_time_ns();
+    profile_start(&prof);
+    t = prof.t0;
     for (it = 0; it < iters; it++) {
         g = band + (size_t)(it & 1) * band_rows * stride;
         /* Shifted so that row lo - 1 of the plate is row 0 of g. */
         sweep(g - (size_t)(lo - 1) * stride,
               band + (size_t)((it + 1) & 1) * band_rows * stride -
               (size_t)(lo - 1) * stride, lo, hi);
+        lap(&t, &prof.interior_ns);
         /* Our edge rows of the new grid go to our neighbours. */
         g = band + (size_t)((it + 1) & 1) * band_rows * stride;
         if (me > 0) {
@@ -319,10 +485,13 @@ static int run_msg(void)
                           g + (size_t)(hi - lo) * stride,
                           stride * sizeof(double));
         }
+        lap(&t, &prof.edge_ns);
         next = it + 1;
         tempest_wait(halos_in, &next);
+        lap(&t, &prof.wait_ns);
     }
-    ns = rt_time_ns() - t0;
+    ns = rt_time_ns() - prof.t0;
+    profile_print(&prof, ns);
     g = band + (size_t)(iters & 1) * band_rows * stride;
     for (r = lo; r < hi; r++) {
         TPPI_send_WR(0, row_h, (int)r, g + (size_t)(r - lo + 1) * stride,
@@ -358,14 +527,17 @@ int main(int argc, char **argv)
         return 2;
     }
     if (!strcmp(mode, "dsm")) {
-        return run_dsm(true);
+        return run_dsm(DSM_PREFETCH);
     }
     if (!strcmp(mode, "dsm-plain")) {
-        return run_dsm(false);
+        return run_dsm(DSM_PLAIN);
+    }
+    if (!strcmp(mode, "dsm-update")) {
+        return run_dsm(DSM_UPDATE);
     }
     if (!strcmp(mode, "msg")) {
         return run_msg();
     }
-    printf("usage: jacobi.elf dsm|dsm-plain|msg [N] [ITERS]\n");
+    printf("usage: jacobi.elf dsm|dsm-plain|dsm-update|msg [N] [ITERS]\n");
     return 2;
 }
