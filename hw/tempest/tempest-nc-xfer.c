@@ -1117,6 +1117,7 @@ static bool xfer_vmstate_needed(void *opaque)
         }
     }
     return s->xfer_sent_bytes || s->xfer_recv_bytes || s->xfer_next_mid ||
+           s->xfer_pull_bytes ||
            s->xfer_next_fop || !QTAILQ_EMPTY(&s->xfer_out) ||
            !QTAILQ_EMPTY(&s->xfer_bufs) || g_hash_table_size(s->xfer_in);
 }
@@ -1329,11 +1330,12 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
 
 /*
  * Transfer engine and fetch-and-op: the counters, each bank's request
- * and (version 2) the transfers, messages and posted buffers.
+ * and (version 2) the transfers, messages and posted buffers; (3) the
+ * bytes copied as the receiver's half of a split.
  */
 const VMStateDescription vmstate_tempest_nc_xfer = {
     .name = TYPE_TEMPEST_NC "/xfer",
-    .version_id = 2,
+    .version_id = 3,
     .minimum_version_id = 1,
     .needed = xfer_vmstate_needed,
     .pre_save = xfer_vmstate_pre_save,
@@ -1353,6 +1355,7 @@ const VMStateDescription vmstate_tempest_nc_xfer = {
                          vmstate_tempest_xfer_in, TempestXferIn, mig_next),
         VMSTATE_QTAILQ_V(xfer_bufs, TempestNCState, 2,
                          vmstate_tempest_xfer_buf, TempestXferBuf, next),
+        VMSTATE_UINT64_V(xfer_pull_bytes, TempestNCState, 3),
         VMSTATE_END_OF_LIST()
     }
 };
