@@ -1606,9 +1606,9 @@ static void test_split_peer(void)
     fabric_st64(split + 8, RAM(0x100000));
     peer_xfer(fd, 9, 2, split, 16);                 /* XFER_SPLIT */
     /* After DATA 1's XFER_ACK (kind 4). */
-    while ((len = peer_read_until(fd, FABRIC_XFER, buf, sizeof(buf))) ==
-           FABRIC_XFER_HDR + 4 && buf[FABRIC_HDR_SIZE] == 4) {
-    }
+    do {
+        len = peer_read_until(fd, FABRIC_XFER, buf, sizeof(buf));
+    } while (len == FABRIC_XFER_HDR + 4 && buf[FABRIC_HDR_SIZE] == 4);
     g_assert_cmpuint(len, ==, FABRIC_XFER_HDR);
     g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 10); /* XFER_UNSPLIT */
     g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 2);
