@@ -16,7 +16,10 @@
  * space the receiver posted in advance (FLASH's bufalloc, 3.4.1) or,
  * while it has none, in the node's bounded system space (footnote 3),
  * and only when that is full wait, holding their sender, for a buffer
- * (tempest-nc-xfer-buf.c).
+ * (tempest-nc-xfer-buf.c).  On shared memory the sender copies straight
+ * into the receiver's RAM (XFER_PUT); a channel's transfer of up to
+ * XFER_CHAN_NOW is copied in halves, the receiver copying the second
+ * from the sender's RAM (XFER_SPLIT, docs/chan.rst "The copy in halves").
  *
  * Fetch-and-op is done by the home node's controller with host atomics on
  * the guest's RAM, so it is atomic against the guest's own atomics; the
@@ -351,10 +354,9 @@ typedef enum {
 } StepResult;
 
 /*
- * The peer's RAM is mapped here and o's destination is known (checked
- * against that RAM as the peer checks it): copy one step RAM to RAM and
- * say so with a PUT.  False if o cannot go this way.  The caller checked
- * the peer's queue.
+ * Where o's destination is in the peer's RAM, mapped here (checked
+ * against that RAM as the peer checks it), or NULL: not mapped, or the
+ * destination not known yet.
  */
 static uint8_t *xfer_out_ram(TempestNCState *s, TempestXferOut *o)
 {
@@ -369,6 +371,11 @@ static uint8_t *xfer_out_ram(TempestNCState *s, TempestXferOut *o)
     return ram + (o->dst - base);
 }
 
+/*
+ * The peer's RAM is mapped here and o's destination is known: copy one
+ * step RAM to RAM and say so with a PUT.  False if o cannot go this way.
+ * The caller checked the peer's queue.
+ */
 static bool xfer_out_put(TempestNCState *s, TempestXferOut *o,
                          StepResult *res)
 {
