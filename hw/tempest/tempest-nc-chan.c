@@ -499,9 +499,13 @@ static void chan_rx_withdrawn(TempestNCState *s, unsigned peer,
     chan_offer_over(p);
 }
 
-/* The transfer engine stored a channel's transfer here. */
-static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
-                           uint64_t len, uint64_t cookie)
+/*
+ * The port that waits for a channel's transfer from @src into @addr (a
+ * long DATA after GO, or into the buffer a READY offered), or NULL.
+ */
+static TempestChanPort *chan_xfer_port(TempestNCState *s, uint32_t src,
+                                       uint64_t addr, uint64_t len,
+                                       uint64_t cookie)
 {
     unsigned idx = cookie & 0xFFFF;
     TempestChanPort *p = chan_port_of(s, TEMPEST_CHAN_ID(s->node_id, idx));
@@ -515,6 +519,25 @@ static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
          (p->state != TEMPEST_CHAN_ST_IDLE &&
           p->state != TEMPEST_CHAN_ST_INPUTTING) ||
          len <= TEMPEST_CHAN_INLINE || len > p->bufsize)) {
+        return NULL;
+    }
+    return p;
+}
+
+/* May the engine copy half of that transfer here itself (a split)? */
+static bool chan_xfer_awaited(TempestNCState *s, uint32_t src, uint64_t addr,
+                              uint64_t len, uint64_t cookie)
+{
+    return chan_xfer_port(s, src, addr, len, cookie) != NULL;
+}
+
+/* The transfer engine stored a channel's transfer here. */
+static void chan_xfer_recv(TempestNCState *s, uint32_t src, uint64_t addr,
+                           uint64_t len, uint64_t cookie)
+{
+    TempestChanPort *p = chan_xfer_port(s, src, addr, len, cookie);
+
+    if (!p) {
         chan_drop(s, src, "transfer for no long DATA");
         return;
     }
@@ -1588,6 +1611,7 @@ static bool chan_realize(TempestNCState *s, Error **errp)
     tempest_nc_register(s, &chan_hooks);
     s->xfer_chan_sent = chan_xfer_sent;
     s->xfer_chan_recv = chan_xfer_recv;
+    s->xfer_chan_awaited = chan_xfer_awaited;
     return true;
 }
 
@@ -1595,6 +1619,7 @@ static void chan_unrealize(TempestNCState *s)
 {
     s->xfer_chan_sent = NULL;
     s->xfer_chan_recv = NULL;
+    s->xfer_chan_awaited = NULL;
 }
 
 static bool chan_vmstate_needed(void *opaque)

@@ -16,7 +16,10 @@
  * space the receiver posted in advance (FLASH's bufalloc, 3.4.1) or,
  * while it has none, in the node's bounded system space (footnote 3),
  * and only when that is full wait, holding their sender, for a buffer
- * (tempest-nc-xfer-buf.c).
+ * (tempest-nc-xfer-buf.c).  On shared memory the sender copies straight
+ * into the receiver's RAM (XFER_PUT); a channel's transfer of up to
+ * XFER_CHAN_NOW is copied in halves, the receiver copying the second
+ * from the sender's RAM (XFER_SPLIT, docs/chan.rst "The copy in halves").
  *
  * Fetch-and-op is done by the home node's controller with host atomics on
  * the guest's RAM, so it is atomic against the guest's own atomics; the
@@ -38,6 +41,7 @@
 #define XFER_PUT_DATA       (256 * KiB)     /* a direct copy's step */
 #define XFER_CHAN_NOW       (4 * MiB)       /* a channel's, sent at start */
 #define XFER_TX_HIGH        (256 * KiB)     /* queued per peer, at most */
+#define XFER_SPLIT_MIN      (128 * KiB)     /* a channel's, copied in halves */
 
 enum {
     XFER_HDR = 1,       /* u64 len, u64 where, u32 flags, 0, u64 cookie */
@@ -48,6 +52,8 @@ enum {
     XFER_FOP_REQ,       /* u32 op, u32 0, u64 addr, u64 operand, u64 cmp */
     XFER_FOP_REP,       /* u32 status, u32 0, u64 old value */
     XFER_PUT,           /* u64 offset, u64 n: stored in your RAM directly */
+    XFER_SPLIT,         /* u64 offset, u64 src: copy from there on yourself */
+    XFER_UNSPLIT,       /* no split: the sender stores it all */
 };
 
 #define HDR_BODY    (8 + 8 + 4 + 4 + 8)
@@ -278,7 +284,7 @@ static void xfer_in_put(TempestNCState *s, TempestXferIn *in, uint64_t n)
     }
     in->got += n;
     s->xfer_recv_bytes += n;
-    if (in->got == in->len) {
+    if (in->got == xfer_in_end(in)) {
         xfer_in_done(s, in);
     }
 }
@@ -299,9 +305,42 @@ static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
     }
     in->got += n;
     s->xfer_recv_bytes += n;
-    if (in->got == in->len) {
+    if (in->got == xfer_in_end(in)) {
         xfer_in_done(s, in);
     }
+}
+
+/*
+ * The sender stores [0, at) of a channel's transfer and asks us to copy
+ * [at, len) ourselves, from its RAM (mapped here) at src + at: each
+ * node's thread copies half, at the same time (docs/chan.rst, "The copy
+ * in halves").  Only into a buffer a port of ours waits for, from inside
+ * the sender's RAM; else the sender is told to store it all.  The copy
+ * is done here and now, so nothing of it is left for a save.
+ */
+static void xfer_in_split(TempestNCState *s, unsigned peer,
+                          TempestXferIn *in, uint64_t at, uint64_t src)
+{
+    uint64_t base, size;
+    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, peer, &base, &size);
+
+    if (!ram || src < base || src - base > size ||
+        in->len > size - (src - base) || !s->xfer_chan_awaited ||
+        !s->xfer_chan_awaited(s, peer, in->addr, in->len, in->cookie)) {
+        trace_tempest_nc_xfer_split(s->node_id, peer, in->mid, 0, at);
+        xfer_frame(s, peer, XFER_UNSPLIT, in->mid, NULL, 0, NULL, 0);
+        return;
+    }
+    if (!tempest_nc_dma_write(s, in->addr + at, ram + (src - base) + at,
+                              in->len - at)) {
+        xfer_in_refuse(s, in);  /* checked at the header: cannot be */
+        return;
+    }
+    trace_tempest_nc_xfer_split(s->node_id, peer, in->mid, in->len - at,
+                                at);
+    in->split = at;
+    s->xfer_recv_bytes += in->len - at;
+    s->xfer_pull_bytes += in->len - at;
 }
 
 /* ------------------------------------------------------------------ */
@@ -315,25 +354,39 @@ typedef enum {
 } StepResult;
 
 /*
- * The peer's RAM is mapped here and o's destination is known (checked
- * against that RAM as the peer checks it): copy one step RAM to RAM and
- * say so with a PUT.  False if o cannot go this way.  The caller checked
- * the peer's queue.
+ * Where o's destination is in the peer's RAM, mapped here (checked
+ * against that RAM as the peer checks it), or NULL: not mapped, or the
+ * destination not known yet.
+ */
+static uint8_t *xfer_out_ram(TempestNCState *s, TempestXferOut *o)
+{
+    uint64_t base, size;
+    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, o->dest, &base,
+                                           &size);
+
+    if (!ram || !o->direct || o->dst < base || o->dst - base > size ||
+        o->len > size - (o->dst - base)) {
+        return NULL;
+    }
+    return ram + (o->dst - base);
+}
+
+/*
+ * The peer's RAM is mapped here and o's destination is known: copy one
+ * step RAM to RAM and say so with a PUT.  False if o cannot go this way.
+ * The caller checked the peer's queue.
  */
 static bool xfer_out_put(TempestNCState *s, TempestXferOut *o,
                          StepResult *res)
 {
-    uint64_t base, size, n = MIN(o->len - o->sent, XFER_PUT_DATA);
-    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, o->dest, &base,
-                                           &size);
+    uint64_t end = xfer_out_end(o), n = MIN(end - o->sent, XFER_PUT_DATA);
+    uint8_t *dst = xfer_out_ram(s, o);
     uint8_t put[16];
 
-    if (!ram || !o->direct || o->dst < base || o->dst - base > size ||
-        o->len > size - (o->dst - base)) {
+    if (!dst) {
         return false;
     }
-    if (!tempest_nc_dma_read(s, o->src + o->sent,
-                             ram + (o->dst - base) + o->sent, n)) {
+    if (!tempest_nc_dma_read(s, o->src + o->sent, dst + o->sent, n)) {
         return false;   /* checked at the command: cannot be */
     }
     fabric_st64(put, o->sent);
@@ -341,18 +394,19 @@ static bool xfer_out_put(TempestNCState *s, TempestXferOut *o,
     o->sent += n;
     s->xfer_sent_bytes += n;
     s->xfer_put_bytes += n;
-    if (o->sent == o->len) {
+    if (o->sent == end) {
         o->state = OUT_WAIT_ACK;
     }
     xfer_frame(s, o->dest, XFER_PUT, o->mid, put, sizeof(put), NULL, 0);
-    *res = o->sent == o->len ? STEP_LAST : STEP_MORE;
+    *res = o->sent == end ? STEP_LAST : STEP_MORE;
     return true;
 }
 
 /* Send one frame of o. */
 static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
 {
-    uint64_t n = MIN(o->len - o->sent, XFER_FRAME_DATA), at = o->sent;
+    uint64_t n = MIN(xfer_out_end(o) - o->sent, XFER_FRAME_DATA);
+    uint64_t at = o->sent;
     uint32_t dest = o->dest, mid = o->mid;
     g_autofree uint8_t *copy = NULL;
     hwaddr plen = n;
@@ -386,7 +440,7 @@ static StepResult xfer_out_step(TempestNCState *s, TempestXferOut *o)
     }
     o->sent += n;
     s->xfer_sent_bytes += n;
-    last = o->sent == o->len;
+    last = o->sent == xfer_out_end(o);
     if (last) {
         o->state = OUT_WAIT_ACK;
     }
@@ -500,6 +554,28 @@ bool tempest_nc_xfer_chan(TempestNCState *s, uint32_t dest, uint64_t src,
     return true;
 }
 
+/*
+ * A channel's transfer into a peer whose RAM is mapped here, all of it
+ * sent now: ask the peer to copy the second half itself (XFER_SPLIT)
+ * while we copy the first, each on its own node's thread.  The halves
+ * meet at a cache line.
+ */
+static void xfer_out_split(TempestNCState *s, TempestXferOut *o)
+{
+    uint8_t body[16];
+
+    if (o->len < XFER_SPLIT_MIN || o->len > XFER_CHAN_NOW || o->sent ||
+        !xfer_out_ram(s, o)) {
+        return;
+    }
+    o->split = (o->len / 2) & ~(uint64_t)(TEMPEST_XFER_COMPONENT - 1);
+    trace_tempest_nc_xfer_split_ask(s->node_id, o->mid, o->dest, o->split,
+                                    o->len);
+    fabric_st64(body, o->split);
+    fabric_st64(body + 8, o->src);
+    xfer_frame(s, o->dest, XFER_SPLIT, o->mid, body, sizeof(body), NULL, 0);
+}
+
 static uint32_t xfer_start(TempestNCState *s, uint32_t dest, uint64_t src,
                            uint64_t len, uint64_t where, uint32_t flags,
                            uint64_t cookie)
@@ -547,6 +623,7 @@ static uint32_t xfer_start(TempestNCState *s, uint32_t dest, uint64_t src,
          */
         StepResult r;
 
+        xfer_out_split(s, o);
         do {
             r = xfer_out_step(s, o);
         } while (r == STEP_MORE && o->sent < XFER_CHAN_NOW);
@@ -730,7 +807,7 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
         return;
     case XFER_DATA:
         if (n < 8 || !in || in->waiting ||
-            fabric_ld64(p) != in->got || n - 8 > in->len - in->got) {
+            fabric_ld64(p) != in->got || n - 8 > xfer_in_end(in) - in->got) {
             xfer_drop(s, peer, "data for no transfer, or out of place");
             return;
         }
@@ -740,11 +817,29 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
         /* The data is in our RAM already: only the count moves on. */
         if (n != 16 || !in || in->waiting || in->sys ||
             fabric_ld64(p) != in->got ||
-            fabric_ld64(p + 8) > in->len - in->got) {
+            fabric_ld64(p + 8) > xfer_in_end(in) - in->got) {
             xfer_drop(s, peer, "PUT for no transfer, or out of place");
             return;
         }
         xfer_in_put(s, in, fabric_ld64(p + 8));
+        return;
+    case XFER_SPLIT:
+        /* Before any data, so the halves cannot overlap. */
+        if (n != 16 || !in || !in->chan || in->refused || in->split ||
+            in->got || !fabric_ld64(p) || fabric_ld64(p) >= in->len) {
+            xfer_drop(s, peer, "SPLIT for no transfer, or out of place");
+            return;
+        }
+        xfer_in_split(s, peer, in, fabric_ld64(p), fabric_ld64(p + 8));
+        return;
+    case XFER_UNSPLIT:
+        if (!o || !o->split || n != 0) {
+            xfer_drop(s, peer, "UNSPLIT for no split transfer");
+            return;
+        }
+        o->split = 0;
+        o->state = OUT_SENDING;
+        qemu_bh_schedule(s->xfer_bh);
         return;
     case XFER_ABORT:
         if (in) {
@@ -770,7 +865,7 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
         }
         if (fabric_ld32(p)) {
             xfer_frame(s, peer, XFER_ABORT, mid, NULL, 0, NULL, 0);
-        } else if (o->sent != o->len) {
+        } else if (o->sent != xfer_out_end(o)) {
             xfer_drop(s, peer, "ACK before all data was sent");
             return;
         }
@@ -924,6 +1019,7 @@ static void xfer_reset(TempestNCState *s)
     s->xfer_recv_bytes = 0;
     s->xfer_fop_shared = 0;
     s->xfer_put_bytes = 0;
+    s->xfer_pull_bytes = 0;
 }
 
 static void xfer_unrealize(TempestNCState *s)
@@ -1028,6 +1124,7 @@ static bool xfer_vmstate_needed(void *opaque)
         }
     }
     return s->xfer_sent_bytes || s->xfer_recv_bytes || s->xfer_next_mid ||
+           s->xfer_pull_bytes ||
            s->xfer_next_fop || !QTAILQ_EMPTY(&s->xfer_out) ||
            !QTAILQ_EMPTY(&s->xfer_bufs) || g_hash_table_size(s->xfer_in);
 }
@@ -1166,6 +1263,7 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
         }
     }
     QTAILQ_FOREACH(o, &s->xfer_out, next) {
+        o->split = 0;       /* not in the stream: only the channel's */
         if (!xfer_out_loaded_ok(s, o)) {
             ret = -EINVAL;
         }
@@ -1197,6 +1295,7 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
         /* Never in the stream: system space refuses a save. */
         in->sys = NULL;
         in->sys_cost = 0;
+        in->split = 0;      /* done when taken: never under way */
         in->buf_done = false;
         in->buf = in->typed && !in->waiting ? xfer_buf_of(s, in) : NULL;
         if (ret || !xfer_in_loaded_ok(s, in) ||
@@ -1238,11 +1337,12 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
 
 /*
  * Transfer engine and fetch-and-op: the counters, each bank's request
- * and (version 2) the transfers, messages and posted buffers.
+ * and (version 2) the transfers, messages and posted buffers; (3) the
+ * bytes copied as the receiver's half of a split.
  */
 const VMStateDescription vmstate_tempest_nc_xfer = {
     .name = TYPE_TEMPEST_NC "/xfer",
-    .version_id = 2,
+    .version_id = 3,
     .minimum_version_id = 1,
     .needed = xfer_vmstate_needed,
     .pre_save = xfer_vmstate_pre_save,
@@ -1262,6 +1362,7 @@ const VMStateDescription vmstate_tempest_nc_xfer = {
                          vmstate_tempest_xfer_in, TempestXferIn, mig_next),
         VMSTATE_QTAILQ_V(xfer_bufs, TempestNCState, 2,
                          vmstate_tempest_xfer_buf, TempestXferBuf, next),
+        VMSTATE_UINT64_V(xfer_pull_bytes, TempestNCState, 3),
         VMSTATE_END_OF_LIST()
     }
 };

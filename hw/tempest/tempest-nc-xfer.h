@@ -27,6 +27,8 @@ struct TempestXferOut {
     uint32_t state;         /* OUT_* */
     uint64_t dst;           /* where the data goes in the peer's RAM */
     bool direct;            /* dst is known: copy RAM to RAM (not saved) */
+    uint64_t split;         /* the receiver copies from here on (0: all
+                               ours; the channel's alone, never saved) */
 };
 
 struct TempestXferIn {
@@ -34,6 +36,7 @@ struct TempestXferIn {
     QTAILQ_ENTRY(TempestXferIn) park_next; /* on xfer_parked once stored */
     uint32_t src, mid;
     uint64_t len, got;
+    uint64_t split;         /* we copied from here on (0: the sender all) */
     uint64_t addr;          /* where the data goes; valid unless waiting */
     uint32_t type;
     bool typed, waiting, refused;
@@ -61,6 +64,17 @@ static inline uint32_t *xfer_in_counter(TempestNCState *s, TempestXferIn *in)
 {
     return in->chan ? &s->xfer_in_chan_count[in->src] :
                       &s->xfer_in_count[in->src];
+}
+
+/* Where the bytes the sender stores itself end: its share of a split. */
+static inline uint64_t xfer_out_end(const TempestXferOut *o)
+{
+    return o->split ? o->split : o->len;
+}
+
+static inline uint64_t xfer_in_end(const TempestXferIn *in)
+{
+    return in->split ? in->split : in->len;
 }
 
 static inline uint64_t in_key(uint32_t src, uint32_t mid)

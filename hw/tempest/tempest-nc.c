@@ -116,6 +116,8 @@ REG32(CHAN_RESENT, TEMPEST_NC_CHAN_RESENT)
 REG32(CHAN_MIGDROPS, TEMPEST_NC_CHAN_MIGDROPS)
 REG32(POLL_HINT, TEMPEST_NC_POLL_HINT)
 REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
+REG32(XFER_PULL_LO, TEMPEST_NC_XFER_PULL_LO)
+REG32(XFER_PULL_HI, TEMPEST_NC_XFER_PULL_HI)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
@@ -368,6 +370,11 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = extract64(s->xfer_put_bytes,
                            offset == A_XFER_PUT_LO ? 0 : 32, 32);
         return true;
+    case A_XFER_PULL_LO:
+    case A_XFER_PULL_HI:
+        *value = extract64(s->xfer_pull_bytes,
+                           offset == A_XFER_PULL_LO ? 0 : 32, 32);
+        return true;
     case A_XFER_SYS_USED:
         *value = s->xfer_sys_used;
         return true;
@@ -561,6 +568,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_CHAN_FWDS:
     case A_CHAN_RESENT:
     case A_CHAN_MIGDROPS:
+    case A_XFER_PULL_LO:
+    case A_XFER_PULL_HI:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_READ_ONLY, offset, 4);
         return;
     case A_TAG_UPGRADE:

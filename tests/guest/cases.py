@@ -468,6 +468,13 @@ CASES += [
     # 64 MiB to a waiting input (the transfer engine past 64 KiB), an
     # input blocked 300 ms sleeping until the CQ interrupt.
     am("chan-hw-2", "chan_hw", 2, 1, mem="256M", timeout=180),
+    # docs/chan.rst, the copy in halves: a channel's transfer of 128 KiB
+    # to 4 MiB copied half by each node's controller on shared memory;
+    # lengths on both sides of every boundary between guard bytes, then
+    # 40 round trips, every byte its message's, and XFER_PULL exactly
+    # the second halves (0 on the socket fabrics).
+    am("chan-hw-split-2", "chan_hw", 2, 1, args=["split", "40"],
+       ok="chan_hw split", mem="256M", timeout=180),
     # docs/chan.rst, ports over ports in the device (3.2's five stages as
     # device transitions): the reader end of a channel moved 28 times
     # round a ring of 7 nodes while node 0 outputs to it (data pre-sent

@@ -17,6 +17,21 @@
  *    outputs; node 1 counts its wake-ups (a spinning wait would count
  *    millions) and prints them with the time it slept.
  * Prints "chan_hw ok".
+ *
+ * "chan_hw split ROUNDS": the copy in halves (docs/chan.rst, "The copy
+ * in halves"): a channel's transfer of 128 KiB to 4 MiB into a peer on
+ * shared memory is copied half by the sender's controller, half by the
+ * receiver's.  Node 0 outputs messages of lengths on both sides of every
+ * boundary (64 KiB + 1 to 16 MiB + 3) from an odd address into a buffer
+ * at an odd address whose surroundings are filled with a guard byte:
+ * every byte of each message must be its own (the pattern has the
+ * message's number in it and changes every byte) and no byte around it
+ * may change.  Then ROUNDS round trips of 128 KiB to 1.1 MiB each way,
+ * each message checked to be the next one.  Each node then checks
+ * XFER_PULL, the bytes its controller copied: on shared memory (its own
+ * transfers went into the peer's mapped RAM, XFER_PUT) exactly the
+ * second halves of the messages it took in, else none.  Prints
+ * "chan_hw split ok: pulled N".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +158,176 @@ static uint8_t pattern(size_t i, unsigned seed)
     return (uint8_t)(seed + i * 7 + (i >> 9));
 }
 
-int main(void)
+#define GUARD   0xEE
+#define EDGE    256         /* guard bytes checked on each side */
+#define SPLIT_MIN   (128u << 10)
+#define SPLIT_MAX   (4u << 20)
+
+/* What the receiver's controller copies of a message of @len. */
+static uint64_t pulled_of(uint32_t len)
+{
+    if (len < SPLIT_MIN || len > SPLIT_MAX) {
+        return 0;
+    }
+    return len - ((len / 2) & ~(uint64_t)(TEMPEST_XFER_COMPONENT - 1));
+}
+
+/* The first wrong byte of message @seq of @len at @b, or @len. */
+static size_t first_wrong(const uint8_t *b, uint32_t len, unsigned seq)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (b[i] != pattern(i, seq)) {
+            return i;
+        }
+    }
+    return len;
+}
+
+/* Output message @seq of @len from @src; wait until it is input. */
+static void split_output(uint32_t port, uint8_t *src, uint32_t len,
+                         unsigned seq)
+{
+    struct nc_event ev;
+    uint64_t res = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        src[i] = pattern(i, seq);
+    }
+    CHECK(chan(TEMPEST_CHAN_OP_OUTPUT, port, pa(src), len, &res) ==
+          TEMPEST_CMD_SUCCESS, "output %u of %u", seq, len);
+    if (res != 1) {
+        CHECK(wait_chan(&ev) && ev.a == (port |
+              (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32) && ev.b == 0,
+              "OUTPUT event of %u: 0x%llx %llu", seq,
+              (unsigned long long)ev.a, (unsigned long long)ev.b);
+    }
+}
+
+#define SPLIT_BUF   (24u << 20)     /* each of the two buffers */
+
+static uint8_t *split_mem[2], *split_buf[2];
+static unsigned split_inputs;
+
+/*
+ * Input message @seq of @len: it lands in the port's buffer (the two
+ * buffers in turn), and the other becomes the buffer of the next input.
+ */
+static void split_input(uint32_t port, uint32_t len, unsigned seq)
+{
+    uint8_t *at = split_buf[split_inputs % 2];
+    uint8_t *next = split_buf[(split_inputs + 1) % 2];
+    struct nc_event ev = { 0 };
+    uint64_t res = 0;
+    size_t bad;
+
+    split_inputs++;
+    CHECK(chan(TEMPEST_CHAN_OP_INPUT, port, pa(next), SPLIT_BUF, &res) ==
+          TEMPEST_CMD_SUCCESS, "input %u", seq);
+    if (res & TEMPEST_CHAN_PRESENT) {
+        ev.b = res & 0xFFFFFFFFu;
+        ev.c = pa(at);
+    } else {
+        CHECK(wait_chan(&ev) && ev.a == (port |
+              (uint64_t)TEMPEST_CHAN_EV_INPUT << 32), "INPUT event of %u",
+              seq);
+    }
+    CHECK(ev.b == len && ev.c == pa(at), "message %u: %llu bytes at 0x%llx,"
+          " not %u at 0x%llx", seq, (unsigned long long)ev.b,
+          (unsigned long long)ev.c, len, (unsigned long long)pa(at));
+    bad = first_wrong(at, len, seq);
+    CHECK(bad == len, "message %u of %u bytes: byte %zu wrong (0x%02x, not "
+          "0x%02x)", seq, len, bad, bad < len ? at[bad] : 0,
+          bad < len ? pattern(bad, seq) : 0);
+}
+
+/* The guard bytes around the buffer of the next input. */
+static void split_guard(uint32_t len)
+{
+    memset(split_mem[split_inputs % 2], GUARD, len + 2 * EDGE + 8);
+}
+
+static bool split_guard_kept(uint32_t len)
+{
+    const uint8_t *at = split_buf[(split_inputs + 1) % 2];
+    unsigned i;
+
+    for (i = 0; i < EDGE && at[-1 - (long)i] == GUARD &&
+         at[len + i] == GUARD; i++) {
+    }
+    return i == EDGE;
+}
+
+/* buf and src: MAXLEN bytes each. */
+static int split_main(uint32_t port, uint8_t *buf, uint8_t *src,
+                      unsigned rounds)
+{
+    static const uint32_t lens[] = {
+        65537, SPLIT_MIN - 1, SPLIT_MIN, SPLIT_MIN + 1, SPLIT_MIN + 63,
+        196609, (1u << 20) + 7, SPLIT_MAX - 1, SPLIT_MAX, SPLIT_MAX + 1,
+        (16u << 20) + 3,
+    };
+    const unsigned nlens = sizeof(lens) / sizeof(lens[0]);
+    unsigned me = rt_node_id(), other = !me;
+    uint64_t expect = 0, pulled;
+
+    split_mem[0] = buf;
+    split_mem[1] = buf + MAXLEN / 2;
+    split_buf[0] = split_mem[0] + EDGE + 5;    /* odd addresses */
+    split_buf[1] = split_mem[1] + EDGE + 3;
+    CHECK(chan(TEMPEST_CHAN_OP_BUFFER, port, pa(split_buf[0]), SPLIT_BUF,
+               NULL) == TEMPEST_CMD_SUCCESS, "buffer");
+    send_ready(other);
+    wait_ready();
+
+    /* Node 0 to node 1, every length, guards around the buffer. */
+    for (unsigned k = 0; k < nlens; k++) {
+        if (me == 0) {
+            wait_ready();   /* node 1's buffer is guarded */
+            split_output(port, src + 3, lens[k], k);
+        } else {
+            split_guard(lens[k]);
+            send_ready(other);
+            split_input(port, lens[k], k);
+            CHECK(split_guard_kept(lens[k]), "message %u of %u bytes: "
+                  "bytes around it written", k, lens[k]);
+            expect += pulled_of(lens[k]);
+        }
+    }
+
+    /* Round trips, each message the next one of its direction. */
+    for (unsigned r = 0; r < rounds; r++) {
+        uint32_t len = SPLIT_MIN + (r * 40503u) % (1u << 20);
+        unsigned seq = nlens + r;
+
+        if (me == 0) {
+            split_output(port, src + 3, len, seq);
+            split_input(port, len, seq);
+        } else {
+            split_input(port, len, seq);
+            split_output(port, src + 3, len, seq);
+        }
+        expect += pulled_of(len);
+    }
+    pulled = (uint64_t)nc_reg(TEMPEST_NC_XFER_PULL_HI) << 32 |
+             nc_reg(TEMPEST_NC_XFER_PULL_LO);
+    if (!nc_reg(TEMPEST_NC_XFER_PUT_LO) && !nc_reg(TEMPEST_NC_XFER_PUT_HI)) {
+        expect = 0;         /* not on shared memory: no split */
+    }
+    CHECK(pulled == expect, "pulled %llu bytes, not %llu",
+          (unsigned long long)pulled, (unsigned long long)expect);
+    CHECK(nc_reg(TEMPEST_NC_CHAN_DROPPED) == 0, "%u frames dropped",
+          nc_reg(TEMPEST_NC_CHAN_DROPPED));
+    CHECK(nc_reg(TEMPEST_NC_DROPPED) == 0, "%u fabric frames dropped",
+          nc_reg(TEMPEST_NC_DROPPED));
+    if (failures) {
+        printf("chan_hw: %u failures\n", failures);
+        return 1;
+    }
+    printf("chan_hw split ok: pulled %llu\n", (unsigned long long)pulled);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     static const uint32_t lens[] = {
         1, 2, 3, 100, 4096, 4099, 65535, 65536, 65537, 1u << 20,
@@ -168,6 +352,9 @@ int main(void)
                NULL) == TEMPEST_CMD_SUCCESS, "connect");
     send_ready(other);
     wait_ready();
+    if (argc > 1 && strcmp(argv[1], "split") == 0) {
+        return split_main(port, buf, src, argc > 2 ? atoi(argv[2]) : 20);
+    }
 
     /* The first input, into the initial buffer; outputdata keeps IDLE. */
     if (me == 0) {

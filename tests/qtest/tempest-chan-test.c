@@ -1244,38 +1244,63 @@ static void expect_ready(int fd, uint32_t to, uint32_t from,
     peer_expect_chan(fd, M_READY, to, from, number, w, 4);
 }
 
-/*
- * The fake peer's port @from sends DATA @number (OLEN bytes of the
- * pattern @seed) to the node's port @to by the transfer engine into
- * @where, as its controller does after GO or READY: XFER_HDR flagged the
- * channel controller's, with the channel's cookie, then XFER_DATA.
- */
-static void peer_xfer_data(int fd, uint32_t to, uint32_t from,
-                           uint32_t number, uint64_t where, uint8_t seed)
+/* The fake peer's transfer engine frame @kind of message @mid. */
+static void peer_xfer(int fd, uint8_t kind, uint32_t mid, const void *body,
+                      size_t len)
 {
     static uint8_t f[FABRIC_XFER_HDR + 8 + 32 * KiB];
+
+    g_assert_cmpuint(len, <=, sizeof(f) - FABRIC_XFER_HDR);
+    memset(f, 0, FABRIC_XFER_HDR);
+    f[0] = kind;
+    fabric_st32(f + 4, mid);
+    memcpy(f + FABRIC_XFER_HDR, body, len);
+    peer_send(fd, FABRIC_XFER, 0, f, FABRIC_XFER_HDR + len);
+}
+
+/*
+ * The fake peer's port @from starts DATA @number (OLEN bytes) to the
+ * node's port @to by the transfer engine into @where, as its controller
+ * does after GO or READY: XFER_HDR flagged the channel controller's,
+ * with the channel's cookie.
+ */
+static void peer_xfer_hdr(int fd, uint32_t to, uint32_t from,
+                          uint32_t number, uint64_t where)
+{
+    uint8_t h[32] = { 0 };
+
+    fabric_st64(h, OLEN);
+    fabric_st64(h + 8, where);
+    fabric_st32(h + 16, 1U << 31);                  /* the channel's */
+    fabric_st64(h + 24, TEMPEST_CHAN_ID_INDEX(to) |
+                (uint64_t)TEMPEST_CHAN_ID_INDEX(from) << 16 |
+                (uint64_t)number << 32);
+    peer_xfer(fd, 1, number, h, sizeof(h));         /* XFER_HDR */
+}
+
+/* Bytes [@from, @to) of message @number (the pattern @seed) as XFER_DATA. */
+static void peer_xfer_body(int fd, uint32_t number, uint8_t seed,
+                           size_t from, size_t to)
+{
     g_autofree uint8_t *d = g_malloc(OLEN);
+    g_autofree uint8_t *f = g_malloc(8 + 32 * KiB);
     size_t n;
 
     pattern(d, OLEN, seed);
-    memset(f, 0, FABRIC_XFER_HDR + 32);
-    f[0] = 1;                                       /* XFER_HDR */
-    fabric_st32(f + 4, number);                     /* message id */
-    fabric_st64(f + FABRIC_XFER_HDR, OLEN);
-    fabric_st64(f + FABRIC_XFER_HDR + 8, where);
-    fabric_st32(f + FABRIC_XFER_HDR + 16, 1U << 31); /* the channel's */
-    fabric_st64(f + FABRIC_XFER_HDR + 24,
-                TEMPEST_CHAN_ID_INDEX(to) |
-                (uint64_t)TEMPEST_CHAN_ID_INDEX(from) << 16 |
-                (uint64_t)number << 32);
-    peer_send(fd, FABRIC_XFER, 0, f, FABRIC_XFER_HDR + 32);
-    for (size_t off = 0; off < OLEN; off += n) {
-        n = MIN(OLEN - off, 32 * KiB);
-        f[0] = 2;                                   /* XFER_DATA */
-        fabric_st64(f + FABRIC_XFER_HDR, off);
-        memcpy(f + FABRIC_XFER_HDR + 8, d + off, n);
-        peer_send(fd, FABRIC_XFER, 0, f, FABRIC_XFER_HDR + 8 + n);
+    for (size_t off = from; off < to; off += n) {
+        n = MIN(to - off, 32 * KiB);
+        fabric_st64(f, off);
+        memcpy(f + 8, d + off, n);
+        peer_xfer(fd, 2, number, f, 8 + n);         /* XFER_DATA */
     }
+}
+
+/* The whole of DATA @number (OLEN bytes of the pattern @seed). */
+static void peer_xfer_data(int fd, uint32_t to, uint32_t from,
+                           uint32_t number, uint64_t where, uint8_t seed)
+{
+    peer_xfer_hdr(fd, to, from, number, where);
+    peer_xfer_body(fd, number, seed, 0, OLEN);
 }
 
 /* The peer's BIG for DATA @number (OLEN bytes); the node's GO names @at. */
@@ -1557,6 +1582,51 @@ static void test_offer_peer(void)
 }
 
 /*
+ * Spec: docs/chan.rst, "The copy in halves", against a fake peer whose
+ * RAM is not mapped here (a socket link): its XFER_SPLIT is answered
+ * XFER_UNSPLIT and the data it then sends itself is taken whole; a
+ * SPLIT after data, one of the wrong size, one for no transfer and an
+ * UNSPLIT for no transfer of the node's are dropped and counted.
+ */
+static void test_split_peer(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0);
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint8_t split[16], buf[256];
+    uint32_t in, t, len, dropped;
+    unsigned cq = 0;
+
+    offered_port(s, fd, &cq, &in, &t);
+    dropped = qtest_readl(s, NC(TEMPEST_NC_DROPPED));
+
+    /* DATA 2 by the offer, the peer asking the node to copy half. */
+    peer_xfer_hdr(fd, in, OP1, 2, OX);
+    fabric_st64(split, OLEN / 2);
+    fabric_st64(split + 8, RAM(0x100000));
+    peer_xfer(fd, 9, 2, split, 16);                 /* XFER_SPLIT */
+    /* After DATA 1's XFER_ACK (kind 4). */
+    do {
+        len = peer_read_until(fd, FABRIC_XFER, buf, sizeof(buf));
+    } while (len == FABRIC_XFER_HDR + 4 && buf[FABRIC_HDR_SIZE] == 4);
+    g_assert_cmpuint(len, ==, FABRIC_XFER_HDR);
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 10); /* XFER_UNSPLIT */
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 2);
+    peer_xfer_body(fd, 2, 2, 0, 32 * KiB);
+    peer_xfer(fd, 9, 2, split, 16);                 /* after data */
+    peer_xfer(fd, 9, 2, split, 8);                  /* short */
+    peer_xfer(fd, 9, 77, split, 16);                /* no transfer */
+    peer_xfer(fd, 10, 5, NULL, 0);                  /* UNSPLIT: none */
+    peer_xfer_body(fd, 2, 2, 32 * KiB, OLEN);
+    wait_state(s, in, TEMPEST_CHAN_ST_BUFFERFULL);
+    check(s, OX, OLEN, 2);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==,
+                     dropped + 4);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_PULL_LO)), ==, 0);
+    peer_end(s, fd, dir, 0);
+}
+
+/*
  * Spec: docs/chan.rst, "A long DATA", on two real nodes: the reader's
  * ACK offers its next buffer and the writer's next long output lands in
  * it while the reader is IDLE; a BUFFER on the reader withdraws the
@@ -1629,5 +1699,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/here-landing", test_here_landing);
     qtest_add_func("/tempest/chan/offer-peer", test_offer_peer);
     qtest_add_func("/tempest/chan/offer-pair", test_offer_pair);
+    qtest_add_func("/tempest/chan/split-peer", test_split_peer);
     return g_test_run();
 }

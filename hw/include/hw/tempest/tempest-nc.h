@@ -334,10 +334,14 @@ struct TempestNCState {
                            uint32_t status);
     void (*xfer_chan_recv)(TempestNCState *s, uint32_t src, uint64_t addr,
                            uint64_t len, uint64_t cookie);
+    /* ... and whether a port here waits for that transfer (a split). */
+    bool (*xfer_chan_awaited)(TempestNCState *s, uint32_t src,
+                              uint64_t addr, uint64_t len, uint64_t cookie);
     uint32_t xfer_nbufs;
     uint32_t xfer_waiting;
     uint32_t xfer_fop_shared;   /* fetch-and-ops done on a home's mapped RAM */
     uint64_t xfer_put_bytes;    /* sent straight into a peer's mapped RAM */
+    uint64_t xfer_pull_bytes;   /* copied here from a peer's mapped RAM */
     uint32_t xfer_next_mid;
     uint32_t xfer_next_fop;
     uint64_t xfer_sent_bytes;

@@ -229,6 +229,13 @@
  * (TEMPEST_NC_ERR_BAD_VALUE) and the hint off.
  */
 #define TEMPEST_NC_POLL_HINT        0x1D0
+/*
+ * (1.13) bytes of the channel controller's transfers that this node's
+ * controller copied from a sender's RAM, mapped here through a
+ * shared-memory link: the receiver's half of a copy in halves.
+ */
+#define TEMPEST_NC_XFER_PULL_LO     0x1D8
+#define TEMPEST_NC_XFER_PULL_HI     0x1DC
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -236,7 +243,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    12
+#define TEMPEST_NC_VERSION_MINOR    13
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
