@@ -40,6 +40,8 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/timer.h"
+#include "system/runstate.h"
 #include "tempest-nc-internal.h"
 #include "fabric-proto.h"
 #include "trace.h"
@@ -97,9 +99,35 @@ static uint32_t chan_id(TempestNCState *s, TempestChanPort *p)
     return TEMPEST_CHAN_ID(s->node_id, p - s->chan_port);
 }
 
+/*
+ * The flight recorder (docs/chan.rst, "When a node fails"): the last
+ * TEMPEST_CHAN_REC happenings, kept whether or not tracing is on (a
+ * trace changes the timing a rare race needs) and printed when the node
+ * fails.
+ */
+static void chan_rec(TempestNCState *s, const char *what, uint32_t a,
+                     uint32_t b, uint32_t c, uint32_t d, uint64_t e)
+{
+    TempestChanRec *r = &s->chan_rec[s->chan_rec_next++ % TEMPEST_CHAN_REC];
+
+    *r = (TempestChanRec) {
+        .ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME), .what = what,
+        .a = a, .b = b, .c = c, .d = d, .e = e,
+    };
+}
+
+/* A step of a buffer offer (READY, WITHDRAW, WITHDRAWN) of port @p. */
+static void chan_offer_note(TempestNCState *s, TempestChanPort *p,
+                            uint32_t number, const char *what)
+{
+    trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number, what);
+    chan_rec(s, what, chan_id(s, p), number, 0, 0, 0);
+}
+
 static void chan_event(TempestNCState *s, TempestChanPort *p, uint32_t kind,
                        uint64_t b, uint64_t c)
 {
+    chan_rec(s, "event", chan_id(s, p), kind, 0, 0, b);
     tempest_nc_post_event(s, TEMPEST_EV_CHAN, s->node_id,
                           chan_id(s, p) | (uint64_t)kind << 32, b, c);
 }
@@ -122,6 +150,7 @@ static void chan_send(TempestNCState *s, uint8_t kind, uint32_t to,
     fabric_st32(head + 8, from);
     fabric_st32(head + 12, number);
     trace_tempest_nc_chan_tx(s->node_id, kind, to, from, number, len);
+    chan_rec(s, "tx", kind, to, from, number, len);
     if (node == s->node_id) {
         g_autofree uint8_t *frame = g_malloc(sizeof(head) + len);
 
@@ -264,6 +293,7 @@ static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
 {
     s->chan_dropped++;
     trace_tempest_nc_chan_drop(s->node_id, peer, why);
+    chan_rec(s, why, peer, 0, 0, 0, 0);
 }
 
 /* The DATA of @p is stored at p->buf: input, or held (BUFFERFULL). */
@@ -296,6 +326,8 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
         /* Stage 1: ignored; the companion sends it again (stage 3). */
         s->chan_migdrops++;
         trace_tempest_nc_chan_drop(s->node_id, peer, "for a migrating port");
+        chan_rec(s, "for a migrating port", peer, chan_id(s, p), number, 0,
+                 0);
         return false;
     }
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
@@ -455,6 +487,7 @@ static void chan_rx_ready(TempestNCState *s, unsigned peer,
          * the companion's offer is withdrawn before its buffer goes.
          */
         trace_tempest_nc_chan_drop(s->node_id, peer, "late READY");
+        chan_rec(s, "late READY", peer, 0, 0, 0, 0);
         return;
     }
     p->ready = 1;
@@ -474,13 +507,11 @@ static void chan_rx_withdraw(TempestNCState *s, unsigned peer,
 {
     if (number == p->tx + 1) {
         p->ready = 0;
-        trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number,
-                                    "offer given back");
+        chan_offer_note(s, p, number, "offer given back");
         chan_send(s, CHAN_MSG_WITHDRAWN, p->comp, chan_id(s, p), number,
                   NULL, 0);
     } else if (number && number <= p->tx) {
-        trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number,
-                                    "WITHDRAW: that DATA went already");
+        chan_offer_note(s, p, number, "WITHDRAW: that DATA went already");
     } else {
         chan_drop(s, peer, "WITHDRAW of an offer not made");
     }
@@ -494,8 +525,7 @@ static void chan_rx_withdrawn(TempestNCState *s, unsigned peer,
         chan_drop(s, peer, "WITHDRAWN for no offer");
         return;
     }
-    trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), number,
-                                "offer withdrawn");
+    chan_offer_note(s, p, number, "offer withdrawn");
     chan_offer_over(p);
 }
 
@@ -961,6 +991,8 @@ static void chan_receive(TempestNCState *s, unsigned peer,
     number = fabric_ld32(body + 12);
     trace_tempest_nc_chan_rx(s->node_id, peer, kind, to, from, number,
                              len - FABRIC_CHAN_HDR);
+    chan_rec(s, "rx", kind, to, from, number,
+             (uint64_t)peer << 32 | (uint32_t)(len - FABRIC_CHAN_HDR));
     if (!kind || kind > CHAN_MSG_MAX || body[1] || body[2] || body[3]) {
         chan_drop(s, peer, "unknown kind");
         return;
@@ -1016,6 +1048,7 @@ static void chan_receive(TempestNCState *s, unsigned peer,
          * (the output was found input at stage 3): stale, ignored.
          */
         trace_tempest_nc_chan_drop(s->node_id, peer, "late ACK");
+        chan_rec(s, "late ACK", peer, to, from, number, 0);
         return;
     }
     if ((!p || p->comp != from) &&
@@ -1028,6 +1061,7 @@ static void chan_receive(TempestNCState *s, unsigned peer,
          * either way: the offer is over at both ends; not counted.
          */
         trace_tempest_nc_chan_drop(s->node_id, peer, "late offer frame");
+        chan_rec(s, "late offer frame", peer, to, from, number, 0);
         return;
     }
     if (!p || p->comp != from) {
@@ -1126,6 +1160,7 @@ static uint32_t chan_fail(TempestNCState *s, TempestCmdBank *b,
                           uint32_t reason)
 {
     trace_tempest_nc_chan_cmd(s->node_id, b->arg[0], b->arg[1], reason);
+    chan_rec(s, "refused", b->arg[0], reason, 0, 0, b->arg[1]);
     qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: channel instruction %"
                   PRIu64 " on port 0x%" PRIx64 " refused, reason %u\n",
                   TYPE_TEMPEST_NC, s->node_id, b->arg[0], b->arg[1], reason);
@@ -1145,8 +1180,7 @@ static bool chan_withdraw(TempestNCState *s, TempestChanPort *p)
 {
     if (p->granted && !p->withdrawing) {
         p->withdrawing = 1;
-        trace_tempest_nc_chan_offer(s->node_id, chan_id(s, p), p->rx + 1,
-                                    "WITHDRAW");
+        chan_offer_note(s, p, p->rx + 1, "WITHDRAW");
         chan_send(s, CHAN_MSG_WITHDRAW, p->comp, chan_id(s, p), p->rx + 1,
                   NULL, 0);
     }
@@ -1573,6 +1607,9 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
 out:
     if (st == TEMPEST_CMD_SUCCESS) {
         trace_tempest_nc_chan_cmd(s->node_id, op, b->arg[1], 0);
+        if (op != TEMPEST_CHAN_OP_STATE) {      /* polled: would flood it */
+            chan_rec(s, "cmd", op, 0, 0, 0, b->arg[1]);
+        }
     }
     return st;
 }
@@ -1605,10 +1642,89 @@ static void chan_reset(TempestNCState *s)
     s->chan_migdrops = 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* When a node fails: the flight recorder and the port table, printed  */
+/* ------------------------------------------------------------------ */
+
+static void chan_rec_print(const TempestChanRec *r, int64_t end)
+{
+    double us = (r->ns - end) / 1e3;
+
+    if (!strcmp(r->what, "tx")) {
+        fprintf(stderr, "  %10.1f tx kind %u to 0x%x from 0x%x number %u "
+                "len %" PRIu64 "\n", us, r->a, r->b, r->c, r->d, r->e);
+    } else if (!strcmp(r->what, "rx")) {
+        fprintf(stderr, "  %10.1f rx from node %u kind %u to 0x%x from 0x%x "
+                "number %u len %u\n", us, (uint32_t)(r->e >> 32), r->a, r->b,
+                r->c, r->d, (uint32_t)r->e);
+    } else if (!strcmp(r->what, "cmd") || !strcmp(r->what, "refused")) {
+        fprintf(stderr, "  %10.1f %s instruction %u port 0x%" PRIx64
+                " reason %u\n", us, r->what, r->a, r->e, r->b);
+    } else if (!strcmp(r->what, "event")) {
+        fprintf(stderr, "  %10.1f event %u port 0x%x value 0x%" PRIx64 "\n",
+                us, r->b, r->a, r->e);
+    } else {
+        /* A drop (a: the peer) or an offer's step (a: the port). */
+        fprintf(stderr, "  %10.1f %s: 0x%x 0x%x 0x%x %u\n", us, r->what,
+                r->a, r->b, r->c, r->d);
+    }
+}
+
+static void chan_port_print(TempestNCState *s, TempestChanPort *p)
+{
+    fprintf(stderr, "  port 0x%x state %u comp 0x%x tx %u rx %u presend %u "
+            "done %u status %u len %u go %u incoming %u in_len %u "
+            "waiting %u held %u granted %u withdrawing %u ready %u "
+            "(0x%x number %u) here %u out_port %u cargo %u via %u "
+            "in_port %u held_port %u closed %u\n", chan_id(s, p), p->state,
+            p->comp, p->tx, p->rx, p->presend, p->presend_done,
+            p->out_status, p->out_len, p->go, p->incoming, p->in_len,
+            p->waiting, p->held_len, p->granted, p->withdrawing, p->ready,
+            p->ready_comp, p->ready_num, p->here, p->out_port, p->cargo,
+            p->via, p->in_port, p->held_port, p->closed);
+}
+
+/*
+ * QEMU shuts down: if the node failed (its guest exited with a status
+ * other than 0, or a signal ended it: the launcher stopping a cluster
+ * one of whose nodes failed or timed out) after using channels, print
+ * the recorder and every port in use to the node's log.
+ */
+static void chan_at_shutdown(Notifier *n, void *data)
+{
+    TempestNCState *s = container_of(n, TempestNCState, chan_shutdown);
+    ShutdownCause cause = *(ShutdownCause *)data;
+    uint32_t first, count = MIN(s->chan_rec_next, TEMPEST_CHAN_REC);
+    int64_t end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (!s->chan_rec_next ||
+        (cause == SHUTDOWN_CAUSE_GUEST_SHUTDOWN ? s->exit_status == 0 :
+         cause != SHUTDOWN_CAUSE_HOST_SIGNAL)) {
+        return;
+    }
+    fprintf(stderr, "tempest-nc: node %u: the channel controller's last %u "
+            "of %u happenings (oldest first, us before the end, which was "
+            "at %.6f s of the host's monotonic clock):\n", s->node_id, count,
+            s->chan_rec_next, end / 1e9);
+    first = s->chan_rec_next - count;
+    for (uint32_t i = 0; i < count; i++) {
+        chan_rec_print(&s->chan_rec[(first + i) % TEMPEST_CHAN_REC], end);
+    }
+    fprintf(stderr, "tempest-nc: node %u: %u ports in use, %u frames "
+            "dropped:\n", s->node_id, s->chan_used, s->chan_dropped);
+    for (unsigned i = 0; i < TEMPEST_CHAN_PORTS; i++) {
+        if (s->chan_port[i].state != TEMPEST_CHAN_ST_EMPTY) {
+            chan_port_print(s, &s->chan_port[i]);
+        }
+    }
+}
+
 static bool chan_realize(TempestNCState *s, Error **errp)
 {
     chan_reset(s);
     tempest_nc_register(s, &chan_hooks);
+    s->chan_shutdown.notify = chan_at_shutdown;
+    qemu_register_shutdown_notifier(&s->chan_shutdown);
     s->xfer_chan_sent = chan_xfer_sent;
     s->xfer_chan_recv = chan_xfer_recv;
     s->xfer_chan_awaited = chan_xfer_awaited;
@@ -1617,6 +1733,7 @@ static bool chan_realize(TempestNCState *s, Error **errp)
 
 static void chan_unrealize(TempestNCState *s)
 {
+    notifier_remove(&s->chan_shutdown);
     s->xfer_chan_sent = NULL;
     s->xfer_chan_recv = NULL;
     s->xfer_chan_awaited = NULL;

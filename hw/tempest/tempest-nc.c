@@ -464,6 +464,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
          */
         value = FIELD_EX32(value, EXIT, STATUS);
         trace_tempest_nc_exit(s->node_id, value);
+        s->exit_status = value;
         if (tempest_fabric_bye(s->fabric, value)) {
             qemu_system_shutdown_request_with_code(
                 SHUTDOWN_CAUSE_GUEST_SHUTDOWN, value);

@@ -441,7 +441,9 @@ CASES = [
 # and timers, on clusters joined by the fabric.  Every clean run must print
 # no libtempest report ("*** tempest") and no crash.
 # ---------------------------------------------------------------------------
-CLEAN = [r"\*\*\* tempest", r"\*\*\* CRASH"]
+# The last: a channel controller's report, printed only by a failed node.
+CLEAN = [r"\*\*\* tempest", r"\*\*\* CRASH",
+         r"the channel controller's last \d+"]
 
 
 def am(name, program, nodes, smp, args=(), ok=None, timeout=60, **kw):
@@ -475,6 +477,22 @@ CASES += [
     # the second halves (0 on the socket fabrics).
     am("chan-hw-split-2", "chan_hw", 2, 1, args=["split", "40"],
        ok="chan_hw split", mem="256M", timeout=180),
+    # docs/chan.rst, "When a node fails": a node that fails after using
+    # channels prints its channel controller's last happenings and its
+    # ports in use (node 0's pre-send, held at node 1).
+    Run("chan-hw-failed-2", "chan_hw", nodes=2, args=["fail"], status=3,
+        mem="256M", summary=r"node \d failed with status 3",
+        nodes_expect={
+            "*": [r"^tempest-nc: node {node}: the channel controller's "
+                  r"last \d+ of \d+ happenings"],
+            0: [r"^ +-[\d.]+ tx kind 1 to 0x10000 from 0x0 number 1 len 5$",
+                # comp and closed: the peer may have ended first
+                r"^  port 0x0 state 1 comp 0x(10000|ffffffff) tx 1 rx 0 "
+                r"presend 1 "],
+            1: [r"^ +-[\d.]+ rx from node 0 kind 1 to 0x10000 from 0x0 "
+                r"number 1 len 5$",
+                r"^  port 0x10000 state 4 comp 0x(0|ffffffff) .* held 5 "]},
+        absent=[r"CRASH"]),
     # docs/chan.rst, ports over ports in the device (3.2's five stages as
     # device transitions): the reader end of a channel moved 28 times
     # round a ring of 7 nodes while node 0 outputs to it (data pre-sent

@@ -18,6 +18,9 @@
  *    millions) and prints them with the time it slept.
  * Prints "chan_hw ok".
  *
+ * "chan_hw fail": a pre-send held at node 1, then both nodes exit with
+ * status 3, for the channel controller's report of a failed node.
+ *
  * "chan_hw split ROUNDS": the copy in halves (docs/chan.rst, "The copy
  * in halves"): a channel's transfer of 128 KiB to 4 MiB into a peer on
  * shared memory is copied half by the sender's controller, half by the
@@ -327,6 +330,33 @@ static int split_main(uint32_t port, uint8_t *buf, uint8_t *src,
     return 0;
 }
 
+/*
+ * "chan_hw fail": node 0 pre-sends 5 bytes, node 1 sees them held
+ * (BUFFERFULL), then both exit with status 3: each node's log must show
+ * its channel controller's recorder and port table (docs/chan.rst,
+ * "When a node fails").
+ */
+static int fail_main(uint32_t port, uint8_t *src)
+{
+    uint64_t res = 0;
+
+    if (rt_node_id() == 0) {
+        memcpy(src, "fail", 5);
+        CHECK(chan(TEMPEST_CHAN_OP_OUTPUTDATA, port, pa(src), 5, NULL) ==
+              TEMPEST_CMD_SUCCESS, "outputdata");
+    } else {
+        do {
+            CHECK(chan(TEMPEST_CHAN_OP_STATE, port, 0, 0, &res) ==
+                  TEMPEST_CMD_SUCCESS, "state");
+        } while ((res & 0xFF) == TEMPEST_CHAN_ST_IDLE && !failures);
+        CHECK((res & 0xFF) == TEMPEST_CHAN_ST_BUFFERFULL, "not BUFFERFULL");
+    }
+    send_ready(!rt_node_id());
+    wait_ready();
+    printf("chan_hw fail: exiting with status 3, %u failures\n", failures);
+    return failures ? 1 : 3;
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t lens[] = {
@@ -354,6 +384,9 @@ int main(int argc, char **argv)
     wait_ready();
     if (argc > 1 && strcmp(argv[1], "split") == 0) {
         return split_main(port, buf, src, argc > 2 ? atoi(argv[2]) : 20);
+    }
+    if (argc > 1 && strcmp(argv[1], "fail") == 0) {
+        return fail_main(port, src);
     }
 
     /* The first input, into the initial buffer; outputdata keeps IDLE. */

@@ -123,6 +123,19 @@ typedef struct TempestChanPort {
     uint64_t here_size;
 } TempestChanPort;
 
+/*
+ * One entry of the channel controller's flight recorder (docs/chan.rst,
+ * "When a node fails"): a command, a frame sent or taken, a frame
+ * dropped, an offer's step or an event posted to the guest.
+ */
+#define TEMPEST_CHAN_REC 256
+typedef struct TempestChanRec {
+    int64_t ns;                 /* QEMU_CLOCK_REALTIME */
+    const char *what;           /* a static string */
+    uint32_t a, b, c, d;
+    uint64_t e;
+} TempestChanRec;
+
 /* One vCPU's command bank (FLASH's initiation protocol). */
 typedef struct TempestCmdBank {
     uint64_t arg[TEMPEST_NC_CMD_NUM_ARGS];
@@ -313,6 +326,11 @@ struct TempestNCState {
     uint32_t chan_forwards;     /* FWD sent (stage 5) */
     uint32_t chan_resent;       /* pre-sends sent again (stage 3) */
     uint32_t chan_migdrops;     /* DATA/PORTDATA dropped: port MIGRATING */
+    /* The last channel happenings, printed if the node fails (not saved) */
+    TempestChanRec chan_rec[TEMPEST_CHAN_REC];
+    uint32_t chan_rec_next;     /* entries written (mod TEMPEST_CHAN_REC) */
+    Notifier chan_shutdown;
+    uint32_t exit_status;       /* the guest's EXIT, as written */
 
     /* Transfer engine (tempest-nc-xfer.c) */
     QTAILQ_HEAD(, TempestXferOut) xfer_out;     /* MAGIC's software queue */
