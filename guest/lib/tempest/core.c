@@ -51,6 +51,7 @@
                              TEMPEST_NC_IRQ_SQ)
 #define PT_CPU_DEDICATED    1
 #define WAKE_EVERY          64      /* handlers between wake-ups of waiters */
+#define WAKE_IDLE_NS        10000   /* see wake_after_work */
 #define CLOCK_EVERY         16      /* spin turns between clock reads */
 #define DRAIN_MARGIN        (NC_RQ_SLOTS / 8)   /* see tppi_drain_to_backlog */
 
@@ -108,6 +109,8 @@ static bool started;
 static unsigned spin_us = TEMPEST_SPIN_US_DEFAULT;
 static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
+/* Of those, the ones the last wake-up found still waiting. */
+static uint32_t waiters_futile;
 uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
 static tempest_peer_down_fn peer_down_fn;
 /* Another library on the same rings (tempest/client.h), or NULL. */
@@ -419,12 +422,16 @@ void tppi_drain_to_backlog(void)
 
 /* ---- handling a message ----------------------------------------------- */
 
+/* wake_after_work: when a deferred wake-up is due (0: none). */
+static uint64_t wake_due;
+
 static void wake_waiters(void)
 {
     uint32_t w;
     unsigned cpu;
 
     handlers_since_wake = 0;
+    wake_due = 0;
     if (!__atomic_load_n(&waiters, __ATOMIC_RELAXED)) {
         return;
     }
@@ -433,6 +440,42 @@ static void wake_waiters(void)
         if (w & 1) {
             rt_cpu_wake(cpu);
         }
+    }
+}
+
+/*
+ * The dedicated protocol thread has run handlers and found nothing more:
+ * the CPUs waiting in tempest_wait() must look at their conditions.  A
+ * wake-up costs the waiting vCPU's thread a host core (with more vCPUs
+ * than cores, taken from a polling one) and the GIC's and the device's
+ * accesses under QEMU's global lock; a wait across a stream of messages
+ * (a ping-pong of handlers while main() waits for the last) was woken
+ * after every message for nothing.  So once a wake-up found every
+ * waiter still waiting, the next one waits until the thread has been
+ * idle for WAKE_IDLE_NS (wake_idle_check; the handlers' WAKE_EVERY and
+ * the end of the spin wake them anyway); a waiter whose wait ended
+ * clears its mark, so the first wake-up of each wait comes at once (a
+ * request's reply).
+ */
+static void wake_after_work(void)
+{
+    uint32_t w = __atomic_load_n(&waiters, __ATOMIC_RELAXED);
+
+    if (!w) {
+        return;
+    }
+    if (w & ~__atomic_load_n(&waiters_futile, __ATOMIC_RELAXED)) {
+        wake_waiters();
+        return;
+    }
+    wake_due = rt_time_ns() + WAKE_IDLE_NS;
+}
+
+/* A spin turn of the idle protocol thread: a deferred wake-up now due? */
+static void wake_idle_check(unsigned turn)
+{
+    if (wake_due && turn % CLOCK_EVERY == 0 && rt_time_ns() >= wake_due) {
+        wake_waiters();
     }
 }
 
@@ -876,7 +919,7 @@ static void pt_main(void *arg)
         }
         if (worked) {
             /* Idle after work: computation code may be waiting for it. */
-            wake_waiters();
+            wake_after_work();
             worked = false;
         }
         wake_sq_waiters();
@@ -885,9 +928,13 @@ static void pt_main(void *arg)
             spinning = true;
         }
         if (spin_turn(&sp)) {
+            wake_idle_check(sp.turns);
             continue;
         }
         spinning = false;
+        if (wake_due) {
+            wake_waiters();
+        }
         /* POLL = 0 first: what comes after it raises the interrupt. */
         spin_end();
         nc_rx_doorbell();
@@ -1012,6 +1059,7 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     unsigned cpu = rt_cpu_id();
     uint64_t flags, now;
+    bool woken = false;
     int met;
 
     if (cond == NULL) {
@@ -1020,7 +1068,7 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
     if (tppi_on_protocol_thread()) {
         return cond(arg);
     }
-    for (;;) {
+    for (;; woken = true) {
         /*
          * Spin again after every wake-up: the node is busy then, and the
          * next message (a reply, the next ping) is likely near.
@@ -1035,8 +1083,16 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
         now = deadline ? rt_time_ns() : 0;
         if (met || (deadline && now >= deadline)) {
             __atomic_fetch_and(&waiters, ~(1U << cpu), __ATOMIC_RELAXED);
+            if (woken) {
+                __atomic_fetch_and(&waiters_futile, ~(1U << cpu),
+                                   __ATOMIC_RELAXED);
+            }
             rt_irq_restore(flags);
             return met ? 1 : 0;
+        }
+        if (woken) {
+            /* Woken for nothing: see wake_after_work(). */
+            __atomic_fetch_or(&waiters_futile, 1U << cpu, __ATOMIC_RELAXED);
         }
         /* No time limit: the protocol thread's wake-up ends the WFI. */
         __atomic_fetch_add(&tppi_stats.waits, 1, __ATOMIC_RELAXED);
