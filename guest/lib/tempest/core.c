@@ -20,7 +20,9 @@
  * POLL register on every turn (nc_poll: a fabric with shared memory then
  * hands over what peers left without waking the node's main loop) and
  * POLL = 0 when it ends, before the CPU sleeps or goes back to the
- * program.
+ * program.  tempest_wait()'s spin on a one-vCPU node turns the node
+ * controller's interrupt off meanwhile and runs the rings itself
+ * (wait_spin).
  * Each pt_step() runs at most one handler, choosing by priority: block
  * access and page faults, control events (CQ) and due timers, then the
  * backlog, then the RQ.
