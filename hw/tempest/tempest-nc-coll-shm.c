@@ -175,24 +175,20 @@ static void shm_combine(TempestNCState *s, uint8_t *a, unsigned round)
     trace_tempest_nc_coll_shm(s->node_id, s->coll_seq_done, round, error);
 }
 
-void tempest_nc_coll_shm_check(TempestNCState *s)
+/*
+ * The round the combiner finished (R_DONE read): its results to the
+ * guest.  A function of its own, so that the check, run at every POLL,
+ * does not pay for clearing @out (8 KiB: the build's
+ * -ftrivial-auto-var-init=zero) when nothing is done.
+ */
+static void __attribute__((noinline))
+coll_shm_finish(TempestNCState *s, uint8_t *a, unsigned round, size_t ctl)
 {
     uint64_t out[TEMPEST_MAX_NODES];   /* >= TEMPEST_COLL_MAX_LANES */
-    unsigned nodes = s->num_nodes, round, nout = 0;
-    uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
+    unsigned nodes = s->num_nodes, nout = 0;
     uint32_t error;
-    size_t ctl;
 
     QEMU_BUILD_BUG_ON(TEMPEST_MAX_NODES < TEMPEST_COLL_MAX_LANES);
-    if (!a) {
-        return;
-    }
-    round = shm_round(s);
-    ctl = coll_area_round(nodes, round);
-    if (__atomic_load_n(shm_word(a, ctl + COLL_AREA_R_DONE),
-                        __ATOMIC_ACQUIRE) != s->coll_seq_done + 1) {
-        return;
-    }
     error = shm_ld32(a, ctl + COLL_AREA_R_ERROR);
     if (error != TEMPEST_COLL_E_NONE && error != TEMPEST_COLL_E_MISMATCH) {
         error = TEMPEST_COLL_E_MISMATCH;    /* none the combiner sets */
@@ -213,6 +209,24 @@ void tempest_nc_coll_shm_check(TempestNCState *s)
     }
     s->coll_shm_pending = false;
     s->coll_shm_done(s, error, out, nout);
+}
+
+void tempest_nc_coll_shm_check(TempestNCState *s)
+{
+    uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
+    unsigned round;
+    size_t ctl;
+
+    if (!a) {
+        return;
+    }
+    round = shm_round(s);
+    ctl = coll_area_round(s->num_nodes, round);
+    if (__atomic_load_n(shm_word(a, ctl + COLL_AREA_R_DONE),
+                        __ATOMIC_ACQUIRE) != s->coll_seq_done + 1) {
+        return;
+    }
+    coll_shm_finish(s, a, round, ctl);
 }
 
 void tempest_nc_coll_shm_arrive(TempestNCState *s)

@@ -146,7 +146,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
     s->sq_wait[ring] = -1;
     for (uint32_t n = 0; n < r->slots; n++) {
         uint64_t addr = tempest_nc_ring_slot(r, ring);
-        uint8_t pkt[TEMPEST_PKT_MAX_SIZE];
+        uint8_t *pkt = s->tx_pkt;
         uint32_t ctl, len, dest, code = 0, zero = 0;
 
         if (!tempest_nc_dma_read(s, addr, pkt, TEMPEST_PKT_DATA)) {
@@ -416,6 +416,7 @@ static bool msg_realize(TempestNCState *s, Error **errp)
     QTAILQ_INIT(&s->inq[1]);
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->sq_bh = qemu_bh_new(msg_sq_bh, s);
+    s->tx_pkt = g_malloc(TEMPEST_PKT_MAX_SIZE);
     tempest_nc_register(s, &msg_hooks);
     return true;
 }
@@ -424,6 +425,7 @@ static void msg_unrealize(TempestNCState *s)
 {
     msg_drop_packets(s);
     g_clear_pointer(&s->sq_bh, qemu_bh_delete);
+    g_clear_pointer(&s->tx_pkt, g_free);
 }
 
 /*

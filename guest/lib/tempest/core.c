@@ -20,7 +20,9 @@
  * POLL register on every turn (nc_poll: a fabric with shared memory then
  * hands over what peers left without waking the node's main loop) and
  * POLL = 0 when it ends, before the CPU sleeps or goes back to the
- * program.
+ * program.  tempest_wait()'s spin on a one-vCPU node turns the node
+ * controller's interrupt off meanwhile and runs the rings itself
+ * (wait_spin).
  * Each pt_step() runs at most one handler, choosing by priority: block
  * access and page faults, control events (CQ) and due timers, then the
  * backlog, then the RQ.
@@ -51,6 +53,7 @@
                              TEMPEST_NC_IRQ_SQ)
 #define PT_CPU_DEDICATED    1
 #define WAKE_EVERY          64      /* handlers between wake-ups of waiters */
+#define WAKE_IDLE_NS        10000   /* see wake_after_work */
 #define CLOCK_EVERY         16      /* spin turns between clock reads */
 #define DRAIN_MARGIN        (NC_RQ_SLOTS / 8)   /* see tppi_drain_to_backlog */
 
@@ -108,6 +111,8 @@ static bool started;
 static unsigned spin_us = TEMPEST_SPIN_US_DEFAULT;
 static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
+/* Of those, the ones the last wake-up found still waiting. */
+static uint32_t waiters_futile;
 uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
 static tempest_peer_down_fn peer_down_fn;
 /* Another library on the same rings (tempest/client.h), or NULL. */
@@ -419,12 +424,16 @@ void tppi_drain_to_backlog(void)
 
 /* ---- handling a message ----------------------------------------------- */
 
+/* wake_after_work: when a deferred wake-up is due (0: none). */
+static uint64_t wake_due;
+
 static void wake_waiters(void)
 {
     uint32_t w;
     unsigned cpu;
 
     handlers_since_wake = 0;
+    wake_due = 0;
     if (!__atomic_load_n(&waiters, __ATOMIC_RELAXED)) {
         return;
     }
@@ -433,6 +442,42 @@ static void wake_waiters(void)
         if (w & 1) {
             rt_cpu_wake(cpu);
         }
+    }
+}
+
+/*
+ * The dedicated protocol thread has run handlers and found nothing more:
+ * the CPUs waiting in tempest_wait() must look at their conditions.  A
+ * wake-up costs the waiting vCPU's thread a host core (with more vCPUs
+ * than cores, taken from a polling one) and the GIC's and the device's
+ * accesses under QEMU's global lock; a wait across a stream of messages
+ * (a ping-pong of handlers while main() waits for the last) was woken
+ * after every message for nothing.  So once a wake-up found every
+ * waiter still waiting, the next one waits until the thread has been
+ * idle for WAKE_IDLE_NS (wake_idle_check; the handlers' WAKE_EVERY and
+ * the end of the spin wake them anyway); a waiter whose wait ended
+ * clears its mark, so the first wake-up of each wait comes at once (a
+ * request's reply).
+ */
+static void wake_after_work(void)
+{
+    uint32_t w = __atomic_load_n(&waiters, __ATOMIC_RELAXED);
+
+    if (!w) {
+        return;
+    }
+    if (w & ~__atomic_load_n(&waiters_futile, __ATOMIC_RELAXED)) {
+        wake_waiters();
+        return;
+    }
+    wake_due = rt_time_ns() + WAKE_IDLE_NS;
+}
+
+/* A spin turn of the idle protocol thread: a deferred wake-up now due? */
+static void wake_idle_check(unsigned turn)
+{
+    if (wake_due && turn % CLOCK_EVERY == 0 && rt_time_ns() >= wake_due) {
+        wake_waiters();
     }
 }
 
@@ -876,7 +921,7 @@ static void pt_main(void *arg)
         }
         if (worked) {
             /* Idle after work: computation code may be waiting for it. */
-            wake_waiters();
+            wake_after_work();
             worked = false;
         }
         wake_sq_waiters();
@@ -885,9 +930,13 @@ static void pt_main(void *arg)
             spinning = true;
         }
         if (spin_turn(&sp)) {
+            wake_idle_check(sp.turns);
             continue;
         }
         spinning = false;
+        if (wake_due) {
+            wake_waiters();
+        }
         /* POLL = 0 first: what comes after it raises the interrupt. */
         spin_end();
         nc_rx_doorbell();
@@ -901,6 +950,24 @@ static void pt_main(void *arg)
 }
 
 /*
+ * The end of wait_spin()'s quiet spin: the interrupt on again, what it
+ * said meanwhile acknowledged (the spin ran it), and what came since
+ * the spin's last look run now: a packet the device wrote before the
+ * acknowledgement has no interrupt left to announce it.
+ */
+static void irq_back_on(void)
+{
+    uint64_t flags = rt_irq_save();
+
+    nc_irq_ack(NC_IRQ_BITS);
+    nc_irq_enable(NC_IRQ_BITS);
+    if (pt_pending()) {
+        tppi_run_protocol_thread();
+    }
+    rt_irq_restore(flags);
+}
+
+/*
  * On a one-vCPU node, computation code's wait spins first, with IRQs
  * unmasked: the node controller's interrupt runs handlers in the middle
  * of the spin, so a reply is handled without a WFI round trip.  Returns
@@ -910,8 +977,21 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     struct spin sp;
     bool met = false;
+    bool irq_off;
 
     spin_begin(&sp);
+    /*
+     * The spin looks at the rings itself (pt_pending), so the node
+     * controller's interrupt is off while it lasts: a message taken
+     * through the interrupt costs the exception and four accesses of
+     * the GIC and the device (IAR twice, IRQ_ACK, EOIR), each under
+     * QEMU's global lock; run from the spin it costs none of them.  Not
+     * with a client, whose own bits need the interrupt.
+     */
+    irq_off = sp.ns && nc_poll_present && !client_irq_bits;
+    if (irq_off) {
+        nc_irq_enable(0);
+    }
     while (!(met = cond(arg) != 0) &&
            (deadline == 0 || sp.turns % CLOCK_EVERY ||
             rt_time_ns() < deadline) &&
@@ -946,6 +1026,9 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
         }
     }
     spin_end();
+    if (irq_off) {
+        irq_back_on();
+    }
     return met;
 }
 
@@ -978,6 +1061,7 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     unsigned cpu = rt_cpu_id();
     uint64_t flags, now;
+    bool woken = false;
     int met;
 
     if (cond == NULL) {
@@ -986,7 +1070,7 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
     if (tppi_on_protocol_thread()) {
         return cond(arg);
     }
-    for (;;) {
+    for (;; woken = true) {
         /*
          * Spin again after every wake-up: the node is busy then, and the
          * next message (a reply, the next ping) is likely near.
@@ -1001,8 +1085,16 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
         now = deadline ? rt_time_ns() : 0;
         if (met || (deadline && now >= deadline)) {
             __atomic_fetch_and(&waiters, ~(1U << cpu), __ATOMIC_RELAXED);
+            if (woken) {
+                __atomic_fetch_and(&waiters_futile, ~(1U << cpu),
+                                   __ATOMIC_RELAXED);
+            }
             rt_irq_restore(flags);
             return met ? 1 : 0;
+        }
+        if (woken) {
+            /* Woken for nothing: see wake_after_work(). */
+            __atomic_fetch_or(&waiters_futile, 1U << cpu, __ATOMIC_RELAXED);
         }
         /* No time limit: the protocol thread's wake-up ends the WFI. */
         __atomic_fetch_add(&tppi_stats.waits, 1, __ATOMIC_RELAXED);

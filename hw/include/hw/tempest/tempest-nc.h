@@ -376,6 +376,12 @@ struct TempestNCState {
     QEMUTimer *tick_timer;      /* QEMU_CLOCK_VIRTUAL: the next timer */
     QEMUTimer *retry_timer;     /* QEMU_CLOCK_REALTIME: RQ/CQ was full */
     QEMUBH *sq_bh;              /* credit came back: run the send rings */
+    /*
+     * A send slot being read (TEMPEST_PKT_MAX_SIZE): on the heap, not the
+     * stack, where the build's -ftrivial-auto-var-init=zero cleared its
+     * 8 KiB for every slot looked at.
+     */
+    uint8_t *tx_pkt;
     Error *migration_blocker;   /* tempest-nc-ckpt.c */
 
     /* Whole-cluster checkpoint (tempest-nc-ckpt.c, docs/checkpoint.rst) */
