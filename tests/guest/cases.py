@@ -757,6 +757,14 @@ CASES += [
            absent=CLEAN) for smp in (1, 2)],
     # A store to a block of the update protocol by a node not its writer
     # is the program's error: that node stops with status 1, saying why.
+    # A one-vCPU wait whose condition loads shared memory: its misses are
+    # taken in the wait's spin, where the device's interrupt is off; the
+    # reply must still end the miss (it hung, 2026-11-25 review).  The
+    # spin forced on: 3 nodes on 2 cores would have none.
+    *[tags(f"dsm-wait-shared-smp{smp}", "dsm_update", nodes=3, smp=smp,
+           args=["wait-shared"], absent=CLEAN, launch=["--spin-us", "200"],
+           nodes_expect={"*": [r"^dsm_update wait-shared ok"]})
+      for smp in (1, 2)],
     Run("dsm-update-bad-store", "dsm_update", nodes=3, args=["bad-store"],
         status=1, summary=r"node 1 failed with status 1",
         nodes_expect={1: [r"^dsm: node 1: a store at 0x[0-9a-f]+, in a "

@@ -16,6 +16,12 @@
  *                         node.
  *   dsm_update bad-store  node 1, a reader, stores to the block: it stops
  *                         with status 1 and says why.
+ *   dsm_update wait-shared  (no update protocol) nodes 1 and 2 wait in
+ *                         tempest_wait() for a condition that loads the
+ *                         shared block, which node 0 stores to later: the
+ *                         condition's misses are taken inside the wait's
+ *                         spin (on a one-vCPU node the device's interrupt
+ *                         is off there).  "dsm_update wait-shared ok".
  */
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +44,31 @@ static void check(bool ok, const char *what, uint64_t got, uint64_t want)
     }
 }
 
+/* wait-shared: the flag, in the shared block, is set. */
+static int flag_set(void *arg)
+{
+    return ((volatile uint64_t *)arg)[2] == 7;
+}
+
+static int wait_shared(volatile uint64_t *b)
+{
+    uint64_t t;
+
+    dsm_barrier();
+    if (TPPI_self_address == 0) {
+        t = rt_time_ns();
+        while (rt_time_ns() - t < 5000000) {
+            /* 5 ms: the others are waiting by then */
+        }
+        b[2] = 7;               /* invalidates their copies */
+    } else {
+        tempest_wait(flag_set, (void *)b);
+    }
+    dsm_barrier();
+    printf("dsm_update wait-shared ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* Shared: every access a real one (another node changes it). */
@@ -57,6 +88,9 @@ int main(int argc, char **argv)
         b[0] = 100;             /* the invalidation protocol's */
     }
     dsm_barrier();
+    if (argc > 1 && !strcmp(argv[1], "wait-shared")) {
+        return wait_shared(b);
+    }
     if (dsm_update_begin(&u, 1) != 0) {
         return 1;
     }

@@ -453,9 +453,11 @@ static void wake_waiters(void)
  * accesses under QEMU's global lock; a wait across a stream of messages
  * (a ping-pong of handlers while main() waits for the last) was woken
  * after every message for nothing.  So once a wake-up found every
- * waiter still waiting, the next one waits until the thread has been
- * idle for WAKE_IDLE_NS (wake_idle_check; the handlers' WAKE_EVERY and
- * the end of the spin wake them anyway); a waiter whose wait ended
+ * waiter still waiting, the next one comes WAKE_IDLE_NS after the first
+ * work since (checked while the thread is idle, wake_idle_check; the
+ * handlers' WAKE_EVERY and the end of the spin wake them anyway, and
+ * work that never pauses delays it by no more than that); a waiter
+ * whose wait ended
  * clears its mark, so the first wake-up of each wait comes at once (a
  * request's reply).
  */
@@ -470,7 +472,10 @@ static void wake_after_work(void)
         wake_waiters();
         return;
     }
-    wake_due = rt_time_ns() + WAKE_IDLE_NS;
+    if (!wake_due) {
+        /* From the first work it waits for: late by at most that. */
+        wake_due = rt_time_ns() + WAKE_IDLE_NS;
+    }
 }
 
 /* A spin turn of the idle protocol thread: a deferred wake-up now due? */
@@ -950,6 +955,14 @@ static void pt_main(void *arg)
 }
 
 /*
+ * wait_spin() turned the node controller's interrupt off for its spin
+ * (one CPU: no lock needed).  A wait nested in its condition that sleeps
+ * (a block access fault's, tppi_spin_masked) turns it on again first:
+ * the reply it sleeps for has nothing else to announce it.
+ */
+static bool spin_irq_off;
+
+/*
  * The end of wait_spin()'s quiet spin: the interrupt on again, what it
  * said meanwhile acknowledged (the spin ran it), and what came since
  * the spin's last look run now: a packet the device wrote before the
@@ -959,8 +972,9 @@ static void irq_back_on(void)
 {
     uint64_t flags = rt_irq_save();
 
+    spin_irq_off = false;
     nc_irq_ack(NC_IRQ_BITS);
-    nc_irq_enable(NC_IRQ_BITS);
+    nc_irq_enable(NC_IRQ_BITS | client_irq_bits);
     if (pt_pending()) {
         tppi_run_protocol_thread();
     }
@@ -990,6 +1004,7 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
      */
     irq_off = sp.ns && nc_poll_present && !client_irq_bits;
     if (irq_off) {
+        spin_irq_off = true;
         nc_irq_enable(0);
     }
     while (!(met = cond(arg) != 0) &&
@@ -1037,6 +1052,9 @@ bool tppi_spin_masked(int (*cond)(void *arg), void *arg)
     struct spin sp;
     bool met = false;
 
+    if (spin_irq_off) {
+        irq_back_on();      /* a fault in wait_spin()'s condition */
+    }
     spin_begin(&sp);
     /*
      * With a CPU of its own the protocol thread polls the rings itself:

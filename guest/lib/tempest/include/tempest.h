@@ -635,7 +635,7 @@ int tempest_msg_send(tempest_msg *m);
  * computation code waiting for what handlers do: cond() is re-checked
  * only when the protocol thread has run handlers (it wakes the waiting
  * CPU when it runs out of work; after a wake-up that found cond() false,
- * once it has been idle for 10 us, or after 64 handlers) or an interrupt
+ * 10 us after the first work since, or after 64 handlers) or an interrupt
  * of the waiting CPU's own arrives, so a condition
  * that only time or another computation CPU makes true needs
  * tempest_wait_until().  On a one-vCPU node it first spins for the spin
