@@ -341,6 +341,50 @@ static void test_xfer_headers(void)
 }
 
 /*
+ * XFER_PUT says "the data is in your RAM, stored by me": on a socket link
+ * the peer has no way to have stored it, yet the node counted it as
+ * received, finished the transfer (ACK 0, XFER_RECV) and gave the guest
+ * whatever its buffer held.  Now a PUT from a peer that was not given our
+ * RAM is dropped and counted, and the transfer still takes its DATA.
+ */
+static void test_xfer_put_socket(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0, 2, "");
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    uint8_t put[16], data[8 + 48], got[48];
+    uint8_t buf[FABRIC_HDR_SIZE + 64];
+
+    peer_set_timeout(fd, 20);
+    wait_ready(s);
+    qtest_memset(s, DST_BUF, 0xee, sizeof(got));
+    xfer_header(fd, 7, sizeof(got), DST_BUF, 0);
+    fabric_st64(put, 0);
+    fabric_st64(put + 8, sizeof(got));
+    xfer_send(fd, 8 /* XFER_PUT */, 7, put, sizeof(put));
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_DROPPED, ~0, 1), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_RECV_LO)), ==, 0);
+
+    /* The transfer goes on: its DATA lands, then the ACK. */
+    fabric_st64(data, 0);
+    memset(data + 8, 0x3c, sizeof(got));
+    xfer_send(fd, 2 /* XFER_DATA */, 7, data, sizeof(data));
+    g_assert_cmpuint(peer_read_until(fd, FABRIC_XFER, buf, sizeof(buf)), ==,
+                     FABRIC_XFER_HDR + 4);
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 4 /* XFER_ACK */);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 7);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 8), ==, 0);
+    qtest_memread(s, DST_BUF, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data + 8, sizeof(got));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_RECV_LO)), ==,
+                     sizeof(got));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
  * A node whose fabric has no shared memory (fabric=unix:, sockets only)
  * sent a BELL or an SHM step: each is dropped and counted, and the node
  * goes on.  Before, the frame reached the shared-memory code, which has
@@ -830,6 +874,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer/coll-up-flood", test_coll_up_flood);
     qtest_add_func("/tempest/peer/aor-tree", test_aor_tree);
     qtest_add_func("/tempest/peer/xfer-headers", test_xfer_headers);
+    qtest_add_func("/tempest/peer/xfer-put-socket", test_xfer_put_socket);
     qtest_add_func("/tempest/peer/fop-unread", test_fop_unread);
     qtest_add_func("/tempest/peer/silent-connections",
                    test_silent_connections);
