@@ -9,6 +9,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/units.h"
 #include "tempest-qtest.h"
 #include "tempest-peer.h"
 #include <poll.h>
@@ -379,6 +380,49 @@ static void test_xfer_put_socket(void)
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_RECV_LO)), ==,
                      sizeof(got));
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/*
+ * XFER_SPLIT asks the receiver to copy the second half of a channel's
+ * transfer from the sender's RAM itself, here and now, in one turn of the
+ * main loop.  A sender splits only transfers of 128 KiB to 4 MiB
+ * (xfer_out_split), but any length up to the port's buffer was taken: a
+ * peer on a shared-memory link could make the node copy up to 4 GiB in
+ * one go.  Now a SPLIT of a length no sender splits is dropped and
+ * counted (here on a socket, where a good one is answered UNSPLIT).
+ */
+static void test_xfer_split_length(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    QTestState *s = start_node(dir, 0, 2, "");
+    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    const uint32_t chan = 1U << 31;     /* XFER_F_CHAN */
+    uint8_t split[16], buf[FABRIC_HDR_SIZE + 64];
+
+    peer_set_timeout(fd, 20);
+    wait_ready(s);
+    /* 8 MiB and 4 KiB: never split. */
+    xfer_header(fd, 9, 8 * MiB, RAM(0x800000), chan);
+    xfer_header(fd, 11, 4096, DST_BUF, chan);
+    fabric_st64(split, 2048);
+    fabric_st64(split + 8, RAM(0));
+    xfer_send(fd, 9 /* XFER_SPLIT */, 11, split, sizeof(split));
+    fabric_st64(split, 4 * MiB);
+    xfer_send(fd, 9 /* XFER_SPLIT */, 9, split, sizeof(split));
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_DROPPED, ~0, 2), ==, 2);
+
+    /* 1 MiB may be: no RAM mapped here, so the node answers UNSPLIT. */
+    xfer_header(fd, 10, 1 * MiB, DST_BUF, chan);
+    fabric_st64(split, 512 * KiB);
+    xfer_send(fd, 9 /* XFER_SPLIT */, 10, split, sizeof(split));
+    g_assert_cmpuint(peer_read_until(fd, FABRIC_XFER, buf, sizeof(buf)), ==,
+                     FABRIC_XFER_HDR);
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 10 /* XFER_UNSPLIT */);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 10);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 2);
     close(fd);
     qtest_quit(s);
     rmdir(dir);
@@ -875,6 +919,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer/aor-tree", test_aor_tree);
     qtest_add_func("/tempest/peer/xfer-headers", test_xfer_headers);
     qtest_add_func("/tempest/peer/xfer-put-socket", test_xfer_put_socket);
+    qtest_add_func("/tempest/peer/xfer-split-length",
+                   test_xfer_split_length);
     qtest_add_func("/tempest/peer/fop-unread", test_fop_unread);
     qtest_add_func("/tempest/peer/silent-connections",
                    test_silent_connections);
