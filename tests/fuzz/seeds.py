@@ -526,6 +526,15 @@ def fabric_seeds():
                           f_xfer(XK_ACK, u32(0)),
                           f_chan(CK_ACK, 0, 2, 1), f_run(),
                           f_r(k["TEMPEST_NC_CHAN_DROPPED"])]
+    # A peer that stops reading and asks for its offer back again and
+    # again: each WITHDRAW answered (FLOOD of frame op 8, OP_CHAN)
+    r["chan-withdraw-flood"] = [f_rings(), f_chop("ALLOC", 0x100, 0),
+                                f_chop("CONNECT", 0, 2 << 1 | 1),
+                                bytes([OP_PAUSE, 1]),
+                                bytes([OP_FLOOD]) + u16(2047) + bytes([8]) +
+                                f_chan(CK_WITHDRAW, 0, 2, 1)[1:], f_run(8),
+                                bytes([OP_PAUSE, 0]), f_run(8),
+                                f_r(k["TEMPEST_NC_CHAN_DROPPED"])]
     r["timers"] = [f_rings(), f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 300, 1, 2),
                    f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 5, 3, 4),
                    f_run(1, 100), f_run(1, 1000)]
