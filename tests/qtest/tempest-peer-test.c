@@ -341,6 +341,33 @@ static void test_xfer_headers(void)
     rmdir(dir);
 }
 
+/* Node 0 real, node 1 the fake peer on fd; the cluster is ready. */
+static QTestState *pair_start(const char *dir, int *fd)
+{
+    QTestState *s = start_node(dir, 0, 2, "");
+
+    *fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    peer_set_timeout(*fd, 20);
+    wait_ready(s);
+    return s;
+}
+
+static void pair_stop(QTestState *s, int fd, const char *dir)
+{
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/* The next transfer frame the node sends: kind, for mid, len bytes. */
+static void expect_xfer(int fd, uint8_t kind, uint32_t mid, uint32_t len,
+                        uint8_t *buf, size_t cap)
+{
+    g_assert_cmpuint(peer_read_until(fd, FABRIC_XFER, buf, cap), ==, len);
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, kind);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, mid);
+}
+
 /*
  * XFER_PUT says "the data is in your RAM, stored by me": on a socket link
  * the peer has no way to have stored it, yet the node counted it as
@@ -351,13 +378,11 @@ static void test_xfer_headers(void)
 static void test_xfer_put_socket(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
-    QTestState *s = start_node(dir, 0, 2, "");
-    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    int fd;
+    QTestState *s = pair_start(dir, &fd);
     uint8_t put[16], data[8 + 48], got[48];
     uint8_t buf[FABRIC_HDR_SIZE + 64];
 
-    peer_set_timeout(fd, 20);
-    wait_ready(s);
     qtest_memset(s, DST_BUF, 0xee, sizeof(got));
     xfer_header(fd, 7, sizeof(got), DST_BUF, 0);
     fabric_st64(put, 0);
@@ -370,19 +395,15 @@ static void test_xfer_put_socket(void)
     fabric_st64(data, 0);
     memset(data + 8, 0x3c, sizeof(got));
     xfer_send(fd, 2 /* XFER_DATA */, 7, data, sizeof(data));
-    g_assert_cmpuint(peer_read_until(fd, FABRIC_XFER, buf, sizeof(buf)), ==,
-                     FABRIC_XFER_HDR + 4);
-    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 4 /* XFER_ACK */);
-    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 7);
+    expect_xfer(fd, 4 /* XFER_ACK */, 7, FABRIC_XFER_HDR + 4, buf,
+                sizeof(buf));
     g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 8), ==, 0);
     qtest_memread(s, DST_BUF, got, sizeof(got));
     g_assert_cmpmem(got, sizeof(got), data + 8, sizeof(got));
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_RECV_LO)), ==,
                      sizeof(got));
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
-    close(fd);
-    qtest_quit(s);
-    rmdir(dir);
+    pair_stop(s, fd, dir);
 }
 
 /*
@@ -397,13 +418,11 @@ static void test_xfer_put_socket(void)
 static void test_xfer_split_length(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
-    QTestState *s = start_node(dir, 0, 2, "");
-    int fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    int fd;
+    QTestState *s = pair_start(dir, &fd);
     const uint32_t chan = 1U << 31;     /* XFER_F_CHAN */
     uint8_t split[16], buf[FABRIC_HDR_SIZE + 64];
 
-    peer_set_timeout(fd, 20);
-    wait_ready(s);
     /* 8 MiB and 4 KiB: never split. */
     xfer_header(fd, 9, 8 * MiB, RAM(0x800000), chan);
     xfer_header(fd, 11, 4096, DST_BUF, chan);
@@ -418,14 +437,10 @@ static void test_xfer_split_length(void)
     xfer_header(fd, 10, 1 * MiB, DST_BUF, chan);
     fabric_st64(split, 512 * KiB);
     xfer_send(fd, 9 /* XFER_SPLIT */, 10, split, sizeof(split));
-    g_assert_cmpuint(peer_read_until(fd, FABRIC_XFER, buf, sizeof(buf)), ==,
-                     FABRIC_XFER_HDR);
-    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 10 /* XFER_UNSPLIT */);
-    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 10);
+    expect_xfer(fd, 10 /* XFER_UNSPLIT */, 10, FABRIC_XFER_HDR, buf,
+                sizeof(buf));
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 2);
-    close(fd);
-    qtest_quit(s);
-    rmdir(dir);
+    pair_stop(s, fd, dir);
 }
 
 /*
