@@ -484,24 +484,27 @@ def fabric_seeds():
     # offer of the next buffer (READY 2) withdrawn by BUFFER: WITHDRAW,
     # our WITHDRAWN (a wrong one first), BUFFER again.  Late UNSPLIT and
     # PUT after it.
+    # (160 KiB: a sender splits 128 KiB to 4 MiB, XFER_SPLIT_MIN.)
     cookie = 0 | 2 << 16 | 1 << 32
+    n = 0x28000
     r["chan-long-in"] = [f_rings(), f_chop("ALLOC", 0x100, 0),
                          f_chop("CONNECT", 0, 2 << 1 | 1),
-                         f_chop("BUFFER", 0, 0x20000, 0x18000),
-                         f_chop("INPUT", 0, 0x60000, 0x18000), f_run(),
-                         f_chan(CK_BIG, 0, 2, 1, u64(70000)), f_run(),
-                         f_xmid(XK_HDR, 0x77, u64(70000) +
+                         f_chop("BUFFER", 0, 0x20000, 0x30000),
+                         f_chop("INPUT", 0, 0x60000, 0x30000), f_run(),
+                         f_chan(CK_BIG, 0, 2, 1, u64(n)), f_run(),
+                         f_xmid(XK_HDR, 0x77, u64(n) +
                                 u64(DATA + 0x20000) + u32(XK_F_CHAN) +
                                 u64(cookie), XF_RAW),
-                         f_xmid(XK_SPLIT, 0x77, u32(0x8000) + u64(0x100)),
+                         f_xmid(XK_SPLIT, 0x77, u32(n // 2) + u64(0x100)),
                          f_run(),
                          f_xfill(0x77, 0, 65536, 0xab),
-                         f_xfill(0x77, 65536, 70000 - 65536, 0xcd),
+                         f_xfill(0x77, 65536, 65536, 0xcd),
+                         f_xfill(0x77, 131072, n - 131072, 0xef),
                          f_run(), f_r(k["TEMPEST_NC_CHAN_DROPPED"]),
-                         f_chop("BUFFER", 0, 0x40000, 0x18000), f_run(),
+                         f_chop("BUFFER", 0, 0x40000, 0x30000), f_run(),
                          f_chan(CK_WITHDRAWN, 0, 2, 3),
                          f_chan(CK_WITHDRAWN, 0, 2, 2), f_run(),
-                         f_chop("BUFFER", 0, 0x40000, 0x18000),
+                         f_chop("BUFFER", 0, 0x40000, 0x30000),
                          f_xmid(XK_UNSPLIT, 0x77),
                          f_xmid(XK_PUT, 0x77, u32(0) + u32(16)),
                          f_r(k["TEMPEST_NC_CHAN_DROPPED"])]

@@ -983,13 +983,16 @@ static void op_cmd(QTestState *s, Cursor *c)
                 break;
             case TEMPEST_CHAN_OP_OUTPUTDATA:
             case TEMPEST_CHAN_OP_OUTPUT:
-                /* Past TEMPEST_CHAN_INLINE: the transfer engine. */
-                a[3] %= 2 * TEMPEST_CHAN_INLINE;
+                /*
+                 * Past TEMPEST_CHAN_INLINE: the transfer engine; past
+                 * twice that, one a sender may split (XFER_SPLIT_MIN).
+                 */
+                a[3] %= 4 * TEMPEST_CHAN_INLINE;
                 a[2] = data_addr(a[2], a[3]);
                 break;
             default:
                 /* Past TEMPEST_CHAN_INLINE: an input offers it (READY). */
-                a[3] %= 2 * TEMPEST_CHAN_INLINE;
+                a[3] %= 4 * TEMPEST_CHAN_INLINE;
                 a[2] = data_addr(a[2], a[3]);
                 break;
             }
