@@ -212,6 +212,11 @@ void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
            NULL;
 }
 
+bool tempest_fabric_ram_given(TempestFabric *f, unsigned peer)
+{
+    return f && f->fc->ram_given && f->fc->ram_given(f, peer);
+}
+
 void *tempest_fabric_coll_area(TempestFabric *f, size_t *len)
 {
     return f && f->fc->coll_area ? f->fc->coll_area(f, len) : NULL;

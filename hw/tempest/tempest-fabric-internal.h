@@ -212,6 +212,8 @@ void fabric_shm_poll(FabricSocket *f, bool polling);
 void fabric_shm_poll_hint(FabricSocket *f, uint64_t addr);
 void fabric_shm_batch(FabricSocket *f, bool on);
 void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size);
+/* The link is on and our RAM went with it: the peer may store into it. */
+bool fabric_shm_ram_given(FabricConn *c);
 /* The control network's shared combining area, or NULL (coll-area.h). */
 void *fabric_shm_coll_area(FabricSocket *f, size_t *len);
 /* QEMU exits: put what is queued into the rings, waiting until deadline. */

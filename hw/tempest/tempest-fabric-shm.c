@@ -56,6 +56,7 @@ struct FabricShm {
     bool poke_held;             /* its hint waits for the batch's end */
     void *peer_ram;             /* the peer's guest RAM, or NULL */
     uint64_t peer_ram_base, peer_ram_size;
+    bool ram_given;             /* our guest RAM went to the peer */
 };
 
 
@@ -250,6 +251,13 @@ void *fabric_shm_peer_ram(FabricConn *c, uint64_t *base, uint64_t *size)
     return sh->peer_ram;
 }
 
+bool fabric_shm_ram_given(FabricConn *c)
+{
+    FabricShm *sh = c->shm;
+
+    return sh->tx_on && sh->rx_on && sh->ram_given;
+}
+
 /*
  * Send a FABRIC_SHM step on the socket with up to two descriptors; false
  * if it could not go (the socket's queue must be empty: 12 bytes then go
@@ -408,6 +416,7 @@ void fabric_shm_offer(FabricConn *c)
     fds[0] = fd;
     fds[1] = shm_put_ram(f, map, 0);
     nfds += fds[1] >= 0;
+    c->shm->ram_given = fds[1] >= 0;
     if (!shm_send_step(c, FABRIC_SHM_OFFER, fds, nfds)) {
         shm_report(f, c->peer, "cannot pass the memfd");
         fabric_shm_free(c);
@@ -645,6 +654,7 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
             return true;
         }
         c->shm->tx_on = true;
+        c->shm->ram_given = fd >= 0;
         trace_tempest_fabric_shm(f->node, c->peer, "accepted");
         return true;
     case FABRIC_SHM_ACK:

@@ -1792,6 +1792,15 @@ static void *sock_peer_ram(TempestFabric *obj, unsigned peer,
     return fabric_shm_peer_ram(f->peers[peer].conn, base, size);
 }
 
+static bool sock_ram_given(TempestFabric *obj, unsigned peer)
+{
+    FabricSocket *f = SOCK(obj);
+
+    return peer < f->nodes && f->peers[peer].conn &&
+           f->peers[peer].conn->shm &&
+           fabric_shm_ram_given(f->peers[peer].conn);
+}
+
 static void *sock_coll_area(TempestFabric *obj, size_t *len)
 {
     FabricSocket *f = SOCK(obj);
@@ -1876,6 +1885,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->bye = sock_bye;
     fc->poll = sock_poll;
     fc->peer_ram = sock_peer_ram;
+    fc->ram_given = sock_ram_given;
     fc->coll_area = sock_coll_area;
     fc->poll_hint = sock_poll_hint;
     fc->batch = sock_batch;

@@ -814,7 +814,15 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
         xfer_in_data(s, in, fabric_ld64(p), p + 8, n - 8);
         return;
     case XFER_PUT:
-        /* The data is in our RAM already: only the count moves on. */
+        /*
+         * The data is in our RAM already: only the count moves on.  Only
+         * a peer that has our RAM mapped can have stored it: one on a
+         * socket, or that was not given our RAM, is lying.
+         */
+        if (!tempest_fabric_ram_given(s->fabric, peer)) {
+            xfer_drop(s, peer, "PUT from a peer without our RAM");
+            return;
+        }
         if (n != 16 || !in || in->waiting || in->sys ||
             fabric_ld64(p) != in->got ||
             fabric_ld64(p + 8) > xfer_in_end(in) - in->got) {
@@ -824,9 +832,14 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
         xfer_in_put(s, in, fabric_ld64(p + 8));
         return;
     case XFER_SPLIT:
-        /* Before any data, so the halves cannot overlap. */
+        /*
+         * Before any data, so the halves cannot overlap; only of a
+         * length a sender splits (xfer_out_split), so that the copy we
+         * make here and now, in one turn of the main loop, is bounded.
+         */
         if (n != 16 || !in || !in->chan || in->refused || in->split ||
-            in->got || !fabric_ld64(p) || fabric_ld64(p) >= in->len) {
+            in->got || in->len < XFER_SPLIT_MIN || in->len > XFER_CHAN_NOW ||
+            !fabric_ld64(p) || fabric_ld64(p) >= in->len) {
             xfer_drop(s, peer, "SPLIT for no transfer, or out of place");
             return;
         }

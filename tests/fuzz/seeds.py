@@ -245,9 +245,13 @@ def nc_seeds():
  OP_GONE, OP_CHAN) = range(23)
 # The channel controller's frame kinds (tempest-nc-chan.c).
 (CK_DATA, CK_ACK, CK_NACK, CK_FREED, CK_BIG, CK_GO, CK_PORTDATA, CK_WIRE,
- CK_FWD, CK_DELETE, CK_CONFIRM, CK_READY) = range(1, 13)
-XK_HDR, XK_DATA, XK_GO, XK_ACK, XK_ABORT, XK_FOP_REQ, XK_FOP_REP = \
-    range(1, 8)
+ CK_FWD, CK_DELETE, CK_CONFIRM, CK_READY, CK_WITHDRAW,
+ CK_WITHDRAWN) = range(1, 15)
+# The transfer engine's (tempest-nc-xfer.c).
+(XK_HDR, XK_DATA, XK_GO, XK_ACK, XK_ABORT, XK_FOP_REQ, XK_FOP_REP, XK_PUT,
+ XK_SPLIT, XK_UNSPLIT) = range(1, 11)
+XK_F_CHAN = 1 << 31             # HDR flag: the channel controller's
+XF_MID, XF_RAW, XF_FILL = 2, 8, 64      # op_xfer's flags
 
 
 def f_rings(sq=3, rq=3, cq=3):
@@ -273,6 +277,17 @@ def f_coll(direction, kind=1, fn=0, variant=0, lanes=1, count=1, pool=b"",
 
 def f_xfer(kind, body=b"", flags=0):
     return bytes([OP_XFER, kind, flags]) + body
+
+
+def f_xmid(kind, mid, body=b"", flags=0):
+    """A transfer frame with message id mid (flags XF_MID)."""
+    return f_xfer(kind, u32(mid) + body, flags | XF_MID)
+
+
+def f_xfill(mid, offset, length, byte):
+    """A DATA of length bytes of one value at offset (flags XF_FILL)."""
+    return f_xmid(XK_DATA, mid, u64(offset) + u32(length) + bytes([byte]),
+                  XF_FILL)
 
 
 def f_cmd(op, *args):
@@ -448,6 +463,81 @@ def fabric_seeds():
                        f_chop("BUFFER", 0, 0x30000, 0x18000),
                        f_chan(CK_ACK, 0, 2, 1), f_run(),
                        f_chop("INPUT", 0, 0x60000, 0x18000), f_run()]
+    # PUT: an untyped transfer counted on (over a socket, where the peer
+    # cannot have stored anything: dropped), out of place, and into
+    # system space (a typed message with no buffer posted)
+    r["xfer-put"] = [f_rings(),
+                     f_xmid(XK_HDR, 0x71, u64(4095) + u64(0x1000) +
+                            bytes([0]) + u64(1)),
+                     f_xmid(XK_PUT, 0x71, u32(0) + u32(2048)),
+                     f_xmid(XK_PUT, 0x71, u32(2048) + u32(2048)), f_run(),
+                     f_xmid(XK_PUT, 0x71, u32(4096) + u32(1)),
+                     f_xmid(XK_HDR, 0x72, u64(99) + u64(0) + bytes([1]) +
+                            u64(2)),
+                     f_xmid(XK_PUT, 0x72, u32(0) + u32(100)),
+                     f_xmid(XK_PUT, 0x73, u32(0) + u32(100)), f_run(),
+                     f_r(k["TEMPEST_NC_XFER_RECV_LO"]),
+                     f_r(k["TEMPEST_NC_DROPPED"])]
+    # A channel's long DATA into a port that inputs (BIG, GO, a transfer
+    # with the channel flag, the sender's SPLIT: with no RAM mapped the
+    # node answers UNSPLIT, and the data comes in two frames), then the
+    # offer of the next buffer (READY 2) withdrawn by BUFFER: WITHDRAW,
+    # our WITHDRAWN (a wrong one first), BUFFER again.  Late UNSPLIT and
+    # PUT after it.
+    # (160 KiB: a sender splits 128 KiB to 4 MiB, XFER_SPLIT_MIN.)
+    cookie = 0 | 2 << 16 | 1 << 32
+    n = 0x28000
+    r["chan-long-in"] = [f_rings(), f_chop("ALLOC", 0x100, 0),
+                         f_chop("CONNECT", 0, 2 << 1 | 1),
+                         f_chop("BUFFER", 0, 0x20000, 0x30000),
+                         f_chop("INPUT", 0, 0x60000, 0x30000), f_run(),
+                         f_chan(CK_BIG, 0, 2, 1, u64(n)), f_run(),
+                         f_xmid(XK_HDR, 0x77, u64(n) +
+                                u64(DATA + 0x20000) + u32(XK_F_CHAN) +
+                                u64(cookie), XF_RAW),
+                         f_xmid(XK_SPLIT, 0x77, u32(n // 2) + u64(0x100)),
+                         f_run(),
+                         f_xfill(0x77, 0, 65536, 0xab),
+                         f_xfill(0x77, 65536, 65536, 0xcd),
+                         f_xfill(0x77, 131072, n - 131072, 0xef),
+                         f_run(), f_r(k["TEMPEST_NC_CHAN_DROPPED"]),
+                         f_chop("BUFFER", 0, 0x40000, 0x30000), f_run(),
+                         f_chan(CK_WITHDRAWN, 0, 2, 3),
+                         f_chan(CK_WITHDRAWN, 0, 2, 2), f_run(),
+                         f_chop("BUFFER", 0, 0x40000, 0x30000),
+                         f_xmid(XK_UNSPLIT, 0x77),
+                         f_xmid(XK_PUT, 0x77, u32(0) + u32(16)),
+                         f_r(k["TEMPEST_NC_CHAN_DROPPED"])]
+    # The peer's offer (READY) given back (WITHDRAW: our WITHDRAWN), again,
+    # for DATA not to come and for none; offered again and used by a long
+    # output, whose transfer the node cannot split (no RAM mapped): a
+    # WITHDRAW after it, an UNSPLIT for it, its ACK.
+    r["chan-withdraw"] = [f_rings(), f_chop("ALLOC", 0x100, 0),
+                          f_chop("CONNECT", 0, 2 << 1 | 1),
+                          f_chan(CK_READY, 0, 2, 1, u64(DATA + 0x20000) +
+                                 u64(0x20000)), f_run(),
+                          f_chan(CK_WITHDRAW, 0, 2, 1),
+                          f_chan(CK_WITHDRAW, 0, 2, 1),
+                          f_chan(CK_WITHDRAW, 0, 2, 9),
+                          f_chan(CK_WITHDRAW, 0, 2, 0),
+                          f_chan(CK_WITHDRAWN, 0, 2, 1), f_run(),
+                          f_chan(CK_READY, 0, 2, 1, u64(DATA + 0x20000) +
+                                 u64(0x20000)), f_run(),
+                          f_chop("OUTPUTDATA", 0, 0x1000, 70000), f_run(),
+                          f_chan(CK_WITHDRAW, 0, 2, 1),
+                          f_xfer(XK_UNSPLIT), f_run(),
+                          f_xfer(XK_ACK, u32(0)),
+                          f_chan(CK_ACK, 0, 2, 1), f_run(),
+                          f_r(k["TEMPEST_NC_CHAN_DROPPED"])]
+    # A peer that stops reading and asks for its offer back again and
+    # again: each WITHDRAW answered (FLOOD of frame op 8, OP_CHAN)
+    r["chan-withdraw-flood"] = [f_rings(), f_chop("ALLOC", 0x100, 0),
+                                f_chop("CONNECT", 0, 2 << 1 | 1),
+                                bytes([OP_PAUSE, 1]),
+                                bytes([OP_FLOOD]) + u16(2047) + bytes([8]) +
+                                f_chan(CK_WITHDRAW, 0, 2, 1)[1:], f_run(8),
+                                bytes([OP_PAUSE, 0]), f_run(8),
+                                f_r(k["TEMPEST_NC_CHAN_DROPPED"])]
     r["timers"] = [f_rings(), f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 300, 1, 2),
                    f_cmd(k["TEMPEST_CMD_TIMER_ARM"], 5, 3, 4),
                    f_run(1, 100), f_run(1, 1000)]

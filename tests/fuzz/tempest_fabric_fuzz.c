@@ -67,8 +67,14 @@
 /* The transfer engine's frame kinds (tempest-nc-xfer.c). */
 enum {
     XK_HDR = 1, XK_DATA, XK_GO, XK_ACK, XK_ABORT, XK_FOP_REQ, XK_FOP_REP,
+    XK_PUT, XK_SPLIT, XK_UNSPLIT,
     XK_NUM,
 };
+#define XK_F_CHAN       (1U << 31)      /* HDR: the channel controller's */
+#define XK_FILL_MAX     (64 * KiB)      /* a DATA of one fill byte, at most */
+
+/* The channel controller's frame kinds (tempest-nc-chan.c): 1 to 14. */
+#define CK_NUM          14
 
 enum {
     OP_RAW,         /* bytes...: written to the link as they are */
@@ -76,13 +82,15 @@ enum {
     OP_CREDIT,      /* flags, [net8], [count32] */
     OP_COLL,        /* flags, dir, kind, fn, variant, lanes, error16, */
                     /* count16, [seq32], entry bytes... */
-    OP_XFER,        /* kind, flags, [mid32], body... */
+    OP_XFER,        /* kind, flags, [mid32], body... (flags 64: a */
+                    /* DATA of len32 fill bytes at offset64) */
     OP_MESH,        /* value32 */
     OP_BYE,         /* status32 */
     OP_HELLO,       /* flags, magic32, version32, cluster64, node32, */
                     /* nodes32, credits32 (each used if its flag is set), */
                     /* [mac[32]: an AUTH after it, if flag 64] */
-    OP_FLOOD,       /* count16, op, operands of op (ops 0-7 only) */
+    OP_FLOOD,       /* count16, op, operands of op (frame_ops[op]: */
+                    /* ops 0-7, then 8 for OP_CHAN) */
     OP_DISCONNECT,  /* mode, status32 */
     OP_RECONNECT,   /* flags */
     OP_STRANGER,    /* bytes...: a new connection that sends them */
@@ -148,6 +156,7 @@ typedef struct Peer {
 } Peer;
 
 static Peer peer = { .fd = -1 };
+static bool verbose;            /* TEMPEST_FUZZ_VERBOSE: say what happens */
 static char *sock_dir;
 static char *sock_path[2];      /* DIR/node0.sock, DIR/node1.sock */
 static int role;                /* QEMU's node id; the harness is 1 - role */
@@ -219,6 +228,11 @@ static void pump(QTestState *s, int loops);
 /* Check and note one frame node 0 sent us. */
 static void peer_frame(const FabricHeader *h, const uint8_t *body)
 {
+    if (verbose) {
+        /* A seed's check: the frames it makes the node send. */
+        fprintf(stderr, "tempest-fabric: node sent type %u len %u kind %u\n",
+                h->type, h->len, h->len ? body[0] : 0);
+    }
     switch (h->type) {
     case FABRIC_HELLO:
         peer.got_hello = true;
@@ -432,6 +446,13 @@ static void peer_connect(QTestState *s, bool mesh)
 {
     FabricHello h = our_hello();
 
+    if (peer.budget < FABRIC_HDR_SIZE + FABRIC_HELLO_SIZE) {
+        /*
+         * No HELLO could go: the node would wait for it and we for its
+         * answer, SETUP_MS each time (a slow unit, not the node's fault).
+         */
+        return;
+    }
     peer.fd = unix_connect_path(sock_path[role]);
     if (peer.fd < 0) {
         return;
@@ -625,18 +646,31 @@ static void op_coll(QTestState *s, Cursor *c)
     peer_send(s, FABRIC_COLL, flags & 8 ? flags >> 4 : 0, body, len);
 }
 
+/*
+ * A transfer-engine frame (tempest-nc-xfer.c) of any kind, its fields
+ * made plausible unless flags say raw (8: fields, 4: the whole body).
+ * Flags 64 (with neither 4 nor 16) makes a DATA of up to XK_FILL_MAX
+ * bytes of one value at an exact offset: a channel's long DATA arrives
+ * in two frames, as a sender whose RAM is not mapped sends it.
+ */
 static void op_xfer(QTestState *s, Cursor *c)
 {
-    uint8_t body[FABRIC_XFER_HDR + 40 + TEMPEST_PKT_SIZE] = { 0 };
+    static uint8_t body[FABRIC_XFER_HDR + 8 + XK_FILL_MAX];
     uint8_t kind = take8(c), flags = take8(c);
     uint8_t *p = body + FABRIC_XFER_HDR;
     size_t n = 0;
     uint64_t len;
 
+    memset(body, 0, FABRIC_XFER_HDR + 40 + TEMPEST_PKT_SIZE);
     body[0] = flags & 1 ? kind : kind % XK_NUM;
     fabric_st32(body + 4, flags & 2 ? take32(c) : peer.xfer_mid);
-    if (flags & 4) {
-        n = take_bytes(c, p, 0, sizeof(body) - FABRIC_XFER_HDR);
+    if (body[0] == XK_DATA && (flags & (64 | 16 | 4)) == 64) {
+        fabric_st64(p, take64(c));
+        n = take32(c) % (XK_FILL_MAX + 1);
+        memset(p + 8, take8(c), n);
+        n += 8;
+    } else if (flags & 4) {
+        n = take_bytes(c, p, 0, 40 + TEMPEST_PKT_SIZE);
     } else {
         switch (body[0]) {
         case XK_HDR: {  /* u64 len, u64 where, u32 flags, 0, u64 cookie */
@@ -645,11 +679,15 @@ static void op_xfer(QTestState *s, Cursor *c)
 
             len = take64(c);
             where = take64(c);
-            xflags = flags & 8 ? take32(c) : take8(c) & TEMPEST_XFER_TYPED;
+            xflags = flags & 8 ? take32(c) : take8(c);
             if (!(flags & 8)) {
+                /* Typed (bit 0), or the channel controller's (bit 1). */
+                xflags = (xflags & TEMPEST_XFER_TYPED) |
+                         (xflags & 2 ? XK_F_CHAN : 0);
                 /* A length it takes; an address in RAM, or a type. */
                 len = 1 + len % 0x10000;
-                where = xflags ? where % 4 : data_addr(where, len);
+                where = xflags & TEMPEST_XFER_TYPED ? where % 4 :
+                        data_addr(where, len);
             }
             fabric_st64(p, len);
             fabric_st64(p + 8, where);
@@ -679,7 +717,18 @@ static void op_xfer(QTestState *s, Cursor *c)
             fabric_st64(p + 8, take64(c));
             n = 16;
             break;
-        default:            /* GO, ABORT: nothing */
+        case XK_PUT:    /* u64 offset, u64 n: stored by the sender */
+            fabric_st64(p, flags & 8 ? take64(c) : take32(c));
+            fabric_st64(p + 8, flags & 8 ? take64(c) : take32(c));
+            n = 16;
+            break;
+        case XK_SPLIT:  /* u64 offset, u64 src: copy from there on */
+            fabric_st64(p, flags & 8 ? take64(c) : take32(c));
+            fabric_st64(p + 8, flags & 8 ? take64(c) :
+                        data_addr(take64(c), 1));
+            n = 16;
+            break;
+        default:            /* GO, ABORT, UNSPLIT: nothing */
             break;
         }
     }
@@ -698,7 +747,7 @@ static void op_chan(QTestState *s, Cursor *c)
     uint8_t kind = take8(c), flags = take8(c);
     size_t n;
 
-    body[0] = flags & 1 ? kind : 1 + kind % 12;
+    body[0] = flags & 1 ? kind : 1 + kind % CK_NUM;
     if (flags & 2) {
         fabric_st32(body + 4, take32(c));
         fabric_st32(body + 8, take32(c));
@@ -710,11 +759,12 @@ static void op_chan(QTestState *s, Cursor *c)
     n = take_bytes(c, body + FABRIC_CHAN_HDR, 0, 128);
     if (!(flags & 4)) {
         /* The lengths tempest-nc-chan.c takes: BIG/GO 8, PORTDATA 16, */
-        /* WIRE 4, FWD 8, READY 16, the rest none (DATA: any). */
-        static const uint8_t extra[13] = { 0, 0, 0, 0, 0, 8, 8, 16, 4, 8,
-                                           0, 0, 16 };
+        /* WIRE 4, FWD 8, READY 16, the rest (WITHDRAW, WITHDRAWN too) */
+        /* none (DATA: any). */
+        static const uint8_t extra[CK_NUM + 1] = { 0, 0, 0, 0, 0, 8, 8, 16,
+                                                   4, 8, 0, 0, 16, 0, 0 };
 
-        n = body[0] == 1 ? n : extra[body[0] % 13];
+        n = body[0] == 1 ? n : extra[body[0] % (CK_NUM + 1)];
     }
     peer_send(s, FABRIC_CHAN, 0, body, FABRIC_CHAN_HDR + n);
 }
@@ -775,6 +825,7 @@ typedef void OpFn(QTestState *s, Cursor *c);
 
 static OpFn *const frame_ops[] = {
     op_raw, op_data, op_credit, op_coll, op_xfer, op_mesh, op_bye, op_hello,
+    op_chan,
 };
 
 static void op_flood(QTestState *s, Cursor *c)
@@ -932,13 +983,16 @@ static void op_cmd(QTestState *s, Cursor *c)
                 break;
             case TEMPEST_CHAN_OP_OUTPUTDATA:
             case TEMPEST_CHAN_OP_OUTPUT:
-                /* Past TEMPEST_CHAN_INLINE: the transfer engine. */
-                a[3] %= 2 * TEMPEST_CHAN_INLINE;
+                /*
+                 * Past TEMPEST_CHAN_INLINE: the transfer engine; past
+                 * twice that, one a sender may split (XFER_SPLIT_MIN).
+                 */
+                a[3] %= 4 * TEMPEST_CHAN_INLINE;
                 a[2] = data_addr(a[2], a[3]);
                 break;
             default:
                 /* Past TEMPEST_CHAN_INLINE: an input offers it (READY). */
-                a[3] %= 2 * TEMPEST_CHAN_INLINE;
+                a[3] %= 4 * TEMPEST_CHAN_INLINE;
                 a[2] = data_addr(a[2], a[3]);
                 break;
             }
@@ -1185,6 +1239,11 @@ static void tempest_fabric_fuzz(QTestState *s, const unsigned char *data,
         if (len) {
             Cursor c = { cmd + 1, len - 1 };
 
+            if (verbose) {
+                fprintf(stderr, "tempest-fabric: %" PRId64 " ms: op %u "
+                        "(%zu bytes)\n", g_get_monotonic_time() / 1000,
+                        cmd[0] % OP_NUM, len - 1);
+            }
             ops[cmd[0] % OP_NUM](s, &c);
             pump(s, 2);
         }
@@ -1196,6 +1255,13 @@ static void tempest_fabric_fuzz(QTestState *s, const unsigned char *data,
     }
     peer.paused = false;
     pump(s, 4);
+    if (verbose) {
+        fprintf(stderr, "tempest-fabric: dropped %u, chan dropped %u, "
+                "received %u bytes\n",
+                qtest_readl(s, NC(TEMPEST_NC_DROPPED)),
+                qtest_readl(s, NC(TEMPEST_NC_CHAN_DROPPED)),
+                qtest_readl(s, NC(TEMPEST_NC_XFER_RECV_LO)));
+    }
     peer_close_all();
     pump(s, 1);
 }
@@ -1220,6 +1286,7 @@ static void tempest_fabric_pre_vm_init(void)
         sock_path[i] = g_strdup_printf("%s/node%d.sock", sock_dir, i);
     }
     peer.rx = g_malloc(RX_SIZE);
+    verbose = getenv("TEMPEST_FUZZ_VERBOSE") != NULL;
     atexit(cleanup);
 }
 

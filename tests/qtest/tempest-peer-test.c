@@ -9,6 +9,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/units.h"
 #include "tempest-qtest.h"
 #include "tempest-peer.h"
 #include <poll.h>
@@ -338,6 +339,108 @@ static void test_xfer_headers(void)
     close(fd);
     qtest_quit(s);
     rmdir(dir);
+}
+
+/* Node 0 real, node 1 the fake peer on fd; the cluster is ready. */
+static QTestState *pair_start(const char *dir, int *fd)
+{
+    QTestState *s = start_node(dir, 0, 2, "");
+
+    *fd = peer_join(dir, 0, 1, 2, CLUSTER, NULL, 0);
+    peer_set_timeout(*fd, 20);
+    wait_ready(s);
+    return s;
+}
+
+static void pair_stop(QTestState *s, int fd, const char *dir)
+{
+    close(fd);
+    qtest_quit(s);
+    rmdir(dir);
+}
+
+/* The next transfer frame the node sends: kind, for mid, len bytes. */
+static void expect_xfer(int fd, uint8_t kind, uint32_t mid, uint32_t len,
+                        uint8_t *buf, size_t cap)
+{
+    g_assert_cmpuint(peer_read_until(fd, FABRIC_XFER, buf, cap), ==, len);
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, kind);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, mid);
+}
+
+/*
+ * XFER_PUT says "the data is in your RAM, stored by me": on a socket link
+ * the peer has no way to have stored it, yet the node counted it as
+ * received, finished the transfer (ACK 0, XFER_RECV) and gave the guest
+ * whatever its buffer held.  Now a PUT from a peer that was not given our
+ * RAM is dropped and counted, and the transfer still takes its DATA.
+ */
+static void test_xfer_put_socket(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    int fd;
+    QTestState *s = pair_start(dir, &fd);
+    uint8_t put[16], data[8 + 48], got[48];
+    uint8_t buf[FABRIC_HDR_SIZE + 64];
+
+    qtest_memset(s, DST_BUF, 0xee, sizeof(got));
+    xfer_header(fd, 7, sizeof(got), DST_BUF, 0);
+    fabric_st64(put, 0);
+    fabric_st64(put + 8, sizeof(got));
+    xfer_send(fd, 8 /* XFER_PUT */, 7, put, sizeof(put));
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_DROPPED, ~0, 1), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_RECV_LO)), ==, 0);
+
+    /* The transfer goes on: its DATA lands, then the ACK. */
+    fabric_st64(data, 0);
+    memset(data + 8, 0x3c, sizeof(got));
+    xfer_send(fd, 2 /* XFER_DATA */, 7, data, sizeof(data));
+    expect_xfer(fd, 4 /* XFER_ACK */, 7, FABRIC_XFER_HDR + 4, buf,
+                sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 8), ==, 0);
+    qtest_memread(s, DST_BUF, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), data + 8, sizeof(got));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_XFER_RECV_LO)), ==,
+                     sizeof(got));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
+    pair_stop(s, fd, dir);
+}
+
+/*
+ * XFER_SPLIT asks the receiver to copy the second half of a channel's
+ * transfer from the sender's RAM itself, here and now, in one turn of the
+ * main loop.  A sender splits only transfers of 128 KiB to 4 MiB
+ * (xfer_out_split), but any length up to the port's buffer was taken: a
+ * peer on a shared-memory link could make the node copy up to 4 GiB in
+ * one go.  Now a SPLIT of a length no sender splits is dropped and
+ * counted (here on a socket, where a good one is answered UNSPLIT).
+ */
+static void test_xfer_split_length(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-peer-XXXXXX", NULL);
+    int fd;
+    QTestState *s = pair_start(dir, &fd);
+    const uint32_t chan = 1U << 31;     /* XFER_F_CHAN */
+    uint8_t split[16], buf[FABRIC_HDR_SIZE + 64];
+
+    /* 8 MiB and 4 KiB: never split. */
+    xfer_header(fd, 9, 8 * MiB, RAM(0x800000), chan);
+    xfer_header(fd, 11, 4096, DST_BUF, chan);
+    fabric_st64(split, 2048);
+    fabric_st64(split + 8, RAM(0));
+    xfer_send(fd, 9 /* XFER_SPLIT */, 11, split, sizeof(split));
+    fabric_st64(split, 4 * MiB);
+    xfer_send(fd, 9 /* XFER_SPLIT */, 9, split, sizeof(split));
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_DROPPED, ~0, 2), ==, 2);
+
+    /* 1 MiB may be: no RAM mapped here, so the node answers UNSPLIT. */
+    xfer_header(fd, 10, 1 * MiB, DST_BUF, chan);
+    fabric_st64(split, 512 * KiB);
+    xfer_send(fd, 9 /* XFER_SPLIT */, 10, split, sizeof(split));
+    expect_xfer(fd, 10 /* XFER_UNSPLIT */, 10, FABRIC_XFER_HDR, buf,
+                sizeof(buf));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 2);
+    pair_stop(s, fd, dir);
 }
 
 /*
@@ -830,6 +933,9 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer/coll-up-flood", test_coll_up_flood);
     qtest_add_func("/tempest/peer/aor-tree", test_aor_tree);
     qtest_add_func("/tempest/peer/xfer-headers", test_xfer_headers);
+    qtest_add_func("/tempest/peer/xfer-put-socket", test_xfer_put_socket);
+    qtest_add_func("/tempest/peer/xfer-split-length",
+                   test_xfer_split_length);
     qtest_add_func("/tempest/peer/fop-unread", test_fop_unread);
     qtest_add_func("/tempest/peer/silent-connections",
                    test_silent_connections);

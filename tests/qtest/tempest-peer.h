@@ -474,33 +474,41 @@ static inline FabricRingCtl *peer_shm_ctl(PeerShm *m, unsigned i)
 }
 
 /*
- * Send a FABRIC_SHM frame of step 'step' on fd, passing memfd with it
- * (SCM_RIGHTS) unless memfd is negative.
+ * Send a FABRIC_SHM frame of step 'step' on fd, passing the nfds (0 to
+ * 2) descriptors fds with it (SCM_RIGHTS).
  */
-static inline void peer_shm_step(int fd, uint32_t step, int memfd)
+static inline void peer_shm_step_fds(int fd, uint32_t step, const int *fds,
+                                     int nfds)
 {
     uint8_t frame[FABRIC_HDR_SIZE + 4];
     struct iovec iov = { frame, sizeof(frame) };
     union {
         struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int))];
+        char buf[CMSG_SPACE(2 * sizeof(int))];
     } ctl;
     struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
     struct cmsghdr *cm;
 
+    g_assert_cmpint(nfds, <=, 2);
     fabric_put_header(frame, FABRIC_SHM, 0, 4);
     fabric_st32(frame + FABRIC_HDR_SIZE, step);
-    if (memfd >= 0) {
+    if (nfds) {
         memset(&ctl, 0, sizeof(ctl));
         msg.msg_control = ctl.buf;
-        msg.msg_controllen = sizeof(ctl.buf);
+        msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
         cm = CMSG_FIRSTHDR(&msg);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+        cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
     }
     g_assert_cmpint(sendmsg(fd, &msg, MSG_NOSIGNAL), ==, sizeof(frame));
+}
+
+/* The same with memfd passed, unless it is negative. */
+static inline void peer_shm_step(int fd, uint32_t step, int memfd)
+{
+    peer_shm_step_fds(fd, step, &memfd, memfd >= 0);
 }
 
 /* Write one whole frame into ring r (it must have room). */

@@ -941,6 +941,163 @@ static void test_hint_poke(void)
     rmdir(dir);
 }
 
+/* A frame into ring 0, with the doorbell if the node sleeps. */
+static void ring_frame(ShmPeer *t, uint16_t type, const void *body,
+                       uint32_t len)
+{
+    peer_ring_send(&t->m.tx, type, 0, body, len);
+    if (fabric_ring_need_bell(&t->m.tx)) {
+        peer_send(t->fd, FABRIC_BELL, 0, NULL, 0);
+    }
+}
+
+/* The node's next frame of this type in ring 1 (others skipped). */
+static uint32_t ring_until(ShmPeer *t, uint16_t type, uint8_t *buf,
+                           size_t cap)
+{
+    uint32_t len;
+
+    while (peer_ring_read_frame(&t->m.rx, buf, cap, &len) != type) {
+        /* BELLs, ACKs: not what is waited for */
+    }
+    return len;
+}
+
+/* A transfer-engine frame into ring 0: kind, message id, body. */
+static void ring_xfer(ShmPeer *t, uint8_t kind, uint32_t mid,
+                      const void *body, size_t len)
+{
+    g_autofree uint8_t *f = g_malloc0(FABRIC_XFER_HDR + len);
+
+    f[0] = kind;
+    fabric_st32(f + 4, mid);
+    if (len) {
+        memcpy(f + FABRIC_XFER_HDR, body, len);
+    }
+    ring_frame(t, FABRIC_XFER, f, FABRIC_XFER_HDR + len);
+}
+
+#define SPLIT_RAM       (1 * MiB)               /* the fake node's RAM */
+#define SPLIT_BUF       RAM(0x400000)           /* the port's buffer */
+#define SPLIT_LEN       (160 * KiB)             /* a DATA split in halves */
+
+/*
+ * docs/chan.rst, "The copy in halves", from a hostile sender whose RAM
+ * is mapped here (its OFFER passes a sealed memfd of 1 MiB at RAM(0)):
+ * a long DATA (BIG, the node's GO, the transfer's header) whose SPLIT
+ * names a source running past the sender's RAM is answered UNSPLIT and
+ * nothing is copied; a SPLIT inside it is copied by the node itself
+ * (XFER_PULL), the sender's DATA frames bring the first half, and the
+ * port holds both halves, each from where it should come.
+ */
+static void test_split_bounds(void)
+{
+    ShmPeer t;
+    uint8_t buf[FABRIC_HDR_SIZE + 64], f[FABRIC_CHAN_HDR + 8];
+    uint8_t x[32], *ram, *half, *got;
+    const uint64_t at = SPLIT_LEN / 2, cookie = 0 | 2 << 16 | 1ULL << 32;
+    int rfd;
+
+    memset(&t, 0, sizeof(t));
+    t.m.fd = -1;
+    t.lfd = -1;
+    t.dir = g_dir_make_tmp("tempest-shm-XXXXXX", NULL);
+    t.s = start_node(t.dir, 0);
+    setup_rings(t.s);
+    t.fd = peer_join_flags(t.dir, 0, 1, 2, CLUSTER, NULL, 0,
+                           FABRIC_HELLO_SHM, &(uint32_t){ 0 });
+    peer_set_timeout(t.fd, 20);
+    g_assert_cmpuint(tq_wait_reg(t.s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    peer_read_until(t.fd, FABRIC_MESH, buf, sizeof(buf));
+
+    /* Our RAM: a sealed memfd, every byte its offset's low byte. */
+    rfd = memfd_create("tempest-fake-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    g_assert_cmpint(rfd, >=, 0);
+    g_assert_cmpint(ftruncate(rfd, SPLIT_RAM), ==, 0);
+    g_assert_cmpint(fcntl(rfd, F_ADD_SEALS, PEER_SHM_SEALS), ==, 0);
+    ram = mmap(NULL, SPLIT_RAM, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+    g_assert(ram != MAP_FAILED);
+    for (size_t i = 0; i < SPLIT_RAM; i++) {
+        ram[i] = i * 7 + 3;
+    }
+    peer_shm_make_good(&t.m, CLUSTER, 1, 0);
+    fabric_st64(t.m.map + FABRIC_LINK_H_RAM, RAM(0));
+    fabric_st64(t.m.map + FABRIC_LINK_H_RAM + 8, SPLIT_RAM);
+    peer_shm_step_fds(t.fd, FABRIC_SHM_OFFER, (int[]){ t.m.fd, rfd }, 2);
+    expect_step(&t, FABRIC_SHM_ACK);
+    peer_shm_step(t.fd, FABRIC_SHM_SWITCH, -1);
+    g_assert_cmpuint(peer_wait_shm_links(t.s, FAB, 1), ==, 1);
+
+    /* Port 0 of the node, its companion our port 2; BIG, its GO. */
+    g_assert_cmpuint(tq_command(t.s, TEMPEST_CMD_CHAN, TEMPEST_CHAN_OP_ALLOC,
+                                SPLIT_BUF, 256 * KiB, 0, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_command(t.s, TEMPEST_CMD_CHAN,
+                                TEMPEST_CHAN_OP_CONNECT, 0,
+                                TEMPEST_CHAN_ID(1, 2), 0, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    memset(f, 0, sizeof(f));
+    f[0] = 5;                                       /* BIG */
+    fabric_st32(f + 4, 0);
+    fabric_st32(f + 8, TEMPEST_CHAN_ID(1, 2));
+    fabric_st32(f + 12, 1);
+    fabric_st64(f + FABRIC_CHAN_HDR, SPLIT_LEN);
+    ring_frame(&t, FABRIC_CHAN, f, sizeof(f));
+    ring_until(&t, FABRIC_CHAN, buf, sizeof(buf));
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 6); /* GO */
+    g_assert_cmphex(fabric_ld64(buf + FABRIC_HDR_SIZE + FABRIC_CHAN_HDR),
+                    ==, SPLIT_BUF);
+
+    /* The transfer (the channel's), and a SPLIT past our RAM. */
+    memset(x, 0, sizeof(x));
+    fabric_st64(x, SPLIT_LEN);
+    fabric_st64(x + 8, SPLIT_BUF);
+    fabric_st32(x + 16, 1U << 31);                  /* XFER_F_CHAN */
+    fabric_st64(x + 24, cookie);
+    ring_xfer(&t, 1, 5, x, 32);                     /* XFER_HDR */
+    fabric_st64(x, at);
+    fabric_st64(x + 8, RAM(SPLIT_RAM - at));        /* len runs past */
+    ring_xfer(&t, 9, 5, x, 16);                     /* XFER_SPLIT */
+    ring_until(&t, FABRIC_XFER, buf, sizeof(buf));
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 10); /* XFER_UNSPLIT */
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_XFER_PULL_LO)), ==, 0);
+
+    /* Inside it: the node copies [at, len) from RAM(0x1000) + at. */
+    fabric_st64(x + 8, RAM(0x1000));
+    ring_xfer(&t, 9, 5, x, 16);
+    g_assert_cmpuint(tq_wait_reg(t.s, TEMPEST_NC_XFER_PULL_LO, ~0,
+                                 SPLIT_LEN - at), ==, SPLIT_LEN - at);
+    half = g_malloc(8 + at / 2);
+    for (unsigned i = 0; i < 2; i++) {
+        fabric_st64(half, i * at / 2);
+        memset(half + 8, 0xab, at / 2);
+        ring_xfer(&t, 2, 5, half, 8 + at / 2);     /* XFER_DATA */
+    }
+    ring_until(&t, FABRIC_XFER, buf, sizeof(buf));
+    g_assert_cmpuint(buf[FABRIC_HDR_SIZE], ==, 4); /* XFER_ACK */
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 8), ==, 0);
+    g_assert_cmpuint(tq_command(t.s, TEMPEST_CMD_CHAN, TEMPEST_CHAN_OP_STATE,
+                                0, 0, 0, 0, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(t.s, NC(TEMPEST_NC_CMD_RESULT)) & 0xff, ==,
+                    TEMPEST_CHAN_ST_BUFFERFULL);
+    got = g_malloc(SPLIT_LEN);
+    qtest_memread(t.s, SPLIT_BUF, got, SPLIT_LEN);
+    for (size_t i = 0; i < at; i++) {
+        g_assert_cmpuint(got[i], ==, 0xab);
+    }
+    g_assert_cmpmem(got + at, SPLIT_LEN - at, ram + 0x1000 + at,
+                    SPLIT_LEN - at);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    g_free(got);
+    g_free(half);
+    munmap(ram, SPLIT_RAM);
+    close(rfd);
+    shm_stop(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -961,5 +1118,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/gone-but-writing",
                    test_gone_but_writing);
     qtest_add_func("/tempest/peer-shm/bell-in-ring", test_bell_in_ring);
+    qtest_add_func("/tempest/peer-shm/split-bounds", test_split_bounds);
     return g_test_run();
 }

@@ -117,6 +117,7 @@ struct TempestFabricClass {
     void (*poll)(TempestFabric *f, bool polling);
     void *(*peer_ram)(TempestFabric *f, unsigned peer, uint64_t *base,
                       uint64_t *size);
+    bool (*ram_given)(TempestFabric *f, unsigned peer);
     void (*poll_hint)(TempestFabric *f, uint64_t addr);
     void (*batch)(TempestFabric *f, bool on);
     void *(*coll_area)(TempestFabric *f, size_t *len);
@@ -249,6 +250,11 @@ void tempest_fabric_share_ram(TempestFabric *f, int fd, void *host,
  */
 void *tempest_fabric_peer_ram(TempestFabric *f, unsigned peer,
                               uint64_t *base, uint64_t *size);
+/*
+ * Whether peer has our guest RAM mapped, on a shared-memory link that
+ * is on: only then can it store into it (a transfer's XFER_PUT).
+ */
+bool tempest_fabric_ram_given(TempestFabric *f, unsigned peer);
 /*
  * The control network's shared combining area (hw/tempest/coll-area.h)
  * and its size: made by node 0 of a cluster on shared memory and passed
