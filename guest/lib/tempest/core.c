@@ -1110,6 +1110,17 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
             rt_irq_restore(flags);
             return met ? 1 : 0;
         }
+        if (!(__atomic_load_n(&waiters, __ATOMIC_SEQ_CST) & (1U << cpu))) {
+            /*
+             * A wake-up took our mark while cond() ran: one in its block
+             * access fault (the protocol thread's wake_after_work() after
+             * the fault's handler), whose flag the fault's own sleep then
+             * used up.  Sleeping now, unmarked, nothing would wake us:
+             * mark again and look again.
+             */
+            rt_irq_restore(flags);
+            continue;
+        }
         if (woken) {
             /* Woken for nothing: see wake_after_work(). */
             __atomic_fetch_or(&waiters_futile, 1U << cpu, __ATOMIC_RELAXED);
