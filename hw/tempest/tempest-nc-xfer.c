@@ -310,6 +310,26 @@ static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
     }
 }
 
+/* [addr, addr + len) of @peer's RAM, mapped here, or NULL. */
+static uint8_t *xfer_peer_span(TempestNCState *s, unsigned peer,
+                               uint64_t addr, uint64_t len)
+{
+    uint64_t base, size;
+    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, peer, &base, &size);
+
+    if (!ram || addr < base || addr - base > size ||
+        len > size - (addr - base)) {
+        return NULL;
+    }
+    return ram + (addr - base);
+}
+
+/* A channel's transfer of @len bytes is one a sender copies in halves. */
+static bool xfer_split_len(uint64_t len)
+{
+    return len >= XFER_SPLIT_MIN && len <= XFER_CHAN_NOW;
+}
+
 /*
  * The sender stores [0, at) of a channel's transfer and asks us to copy
  * [at, len) ourselves, from its RAM (mapped here) at src + at: each
@@ -321,18 +341,15 @@ static void xfer_in_data(TempestNCState *s, TempestXferIn *in,
 static void xfer_in_split(TempestNCState *s, unsigned peer,
                           TempestXferIn *in, uint64_t at, uint64_t src)
 {
-    uint64_t base, size;
-    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, peer, &base, &size);
+    uint8_t *from = xfer_peer_span(s, peer, src, in->len);
 
-    if (!ram || src < base || src - base > size ||
-        in->len > size - (src - base) || !s->xfer_chan_awaited ||
+    if (!from || !s->xfer_chan_awaited ||
         !s->xfer_chan_awaited(s, peer, in->addr, in->len, in->cookie)) {
         trace_tempest_nc_xfer_split(s->node_id, peer, in->mid, 0, at);
         xfer_frame(s, peer, XFER_UNSPLIT, in->mid, NULL, 0, NULL, 0);
         return;
     }
-    if (!tempest_nc_dma_write(s, in->addr + at, ram + (src - base) + at,
-                              in->len - at)) {
+    if (!tempest_nc_dma_write(s, in->addr + at, from + at, in->len - at)) {
         xfer_in_refuse(s, in);  /* checked at the header: cannot be */
         return;
     }
@@ -360,15 +377,7 @@ typedef enum {
  */
 static uint8_t *xfer_out_ram(TempestNCState *s, TempestXferOut *o)
 {
-    uint64_t base, size;
-    uint8_t *ram = tempest_fabric_peer_ram(s->fabric, o->dest, &base,
-                                           &size);
-
-    if (!ram || !o->direct || o->dst < base || o->dst - base > size ||
-        o->len > size - (o->dst - base)) {
-        return NULL;
-    }
-    return ram + (o->dst - base);
+    return o->direct ? xfer_peer_span(s, o->dest, o->dst, o->len) : NULL;
 }
 
 /*
@@ -564,8 +573,7 @@ static void xfer_out_split(TempestNCState *s, TempestXferOut *o)
 {
     uint8_t body[16];
 
-    if (o->len < XFER_SPLIT_MIN || o->len > XFER_CHAN_NOW || o->sent ||
-        !xfer_out_ram(s, o)) {
+    if (!xfer_split_len(o->len) || o->sent || !xfer_out_ram(s, o)) {
         return;
     }
     o->split = (o->len / 2) & ~(uint64_t)(TEMPEST_XFER_COMPONENT - 1);
@@ -838,8 +846,8 @@ static void xfer_fabric_frame(void *opaque, unsigned peer,
          * make here and now, in one turn of the main loop, is bounded.
          */
         if (n != 16 || !in || !in->chan || in->refused || in->split ||
-            in->got || in->len < XFER_SPLIT_MIN || in->len > XFER_CHAN_NOW ||
-            !fabric_ld64(p) || fabric_ld64(p) >= in->len) {
+            in->got || !xfer_split_len(in->len) || !fabric_ld64(p) ||
+            fabric_ld64(p) >= in->len) {
             xfer_drop(s, peer, "SPLIT for no transfer, or out of place");
             return;
         }
