@@ -289,11 +289,18 @@ static void chan_input_copied(TempestNCState *s, TempestChanPort *p,
     chan_input_done(s, p);
 }
 
+/* A frame from @peer left untaken (traced and recorded, not counted). */
+static void chan_drop_note(TempestNCState *s, unsigned peer, const char *why,
+                           uint32_t b, uint32_t c, uint32_t d)
+{
+    trace_tempest_nc_chan_drop(s->node_id, peer, why);
+    chan_rec(s, why, peer, b, c, d, 0);
+}
+
 static void chan_drop(TempestNCState *s, unsigned peer, const char *why)
 {
     s->chan_dropped++;
-    trace_tempest_nc_chan_drop(s->node_id, peer, why);
-    chan_rec(s, why, peer, 0, 0, 0, 0);
+    chan_drop_note(s, peer, why, 0, 0, 0);
 }
 
 /* The DATA of @p is stored at p->buf: input, or held (BUFFERFULL). */
@@ -325,9 +332,8 @@ static bool chan_data_ok(TempestNCState *s, unsigned peer,
     if (p->state == TEMPEST_CHAN_ST_MIGRATING) {
         /* Stage 1: ignored; the companion sends it again (stage 3). */
         s->chan_migdrops++;
-        trace_tempest_nc_chan_drop(s->node_id, peer, "for a migrating port");
-        chan_rec(s, "for a migrating port", peer, chan_id(s, p), number, 0,
-                 0);
+        chan_drop_note(s, peer, "for a migrating port", chan_id(s, p), number,
+                       0);
         return false;
     }
     if ((p->state != TEMPEST_CHAN_ST_IDLE &&
@@ -486,8 +492,7 @@ static void chan_rx_ready(TempestNCState *s, unsigned peer,
          * them when the new port wires up, and if the move is abandoned
          * the companion's offer is withdrawn before its buffer goes.
          */
-        trace_tempest_nc_chan_drop(s->node_id, peer, "late READY");
-        chan_rec(s, "late READY", peer, 0, 0, 0, 0);
+        chan_drop_note(s, peer, "late READY", 0, 0, 0);
         return;
     }
     p->ready = 1;
@@ -1047,8 +1052,7 @@ static void chan_receive(TempestNCState *s, unsigned peer,
          * A late acknowledgement from a companion that has moved since
          * (the output was found input at stage 3): stale, ignored.
          */
-        trace_tempest_nc_chan_drop(s->node_id, peer, "late ACK");
-        chan_rec(s, "late ACK", peer, to, from, number, 0);
+        chan_drop_note(s, peer, "late ACK", to, from, number);
         return;
     }
     if ((!p || p->comp != from) &&
@@ -1060,8 +1064,7 @@ static void chan_receive(TempestNCState *s, unsigned peer,
          * from different nodes, so the WIRE can come first).  Harmless
          * either way: the offer is over at both ends; not counted.
          */
-        trace_tempest_nc_chan_drop(s->node_id, peer, "late offer frame");
-        chan_rec(s, "late offer frame", peer, to, from, number, 0);
+        chan_drop_note(s, peer, "late offer frame", to, from, number);
         return;
     }
     if (!p || p->comp != from) {
