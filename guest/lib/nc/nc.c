@@ -136,11 +136,16 @@ _Static_assert(offsetof(struct nc_cmd_block, reason) == TEMPEST_CMDB_REASON,
 _Static_assert(offsetof(struct nc_cmd_block, result) == TEMPEST_CMDB_RESULT,
                "RESULT");
 
+/* A STATUS the device never writes: the block was refused, not run. */
+#define CMDB_UNSET          0xFFFFFFFFU
+
 /*
  * nc_cmd() with one device access a try: the description and the answer
  * in a block on this stack (guest physical address == pointer, on bare
  * metal and in a Linux process alike).  No IRQ masking: nothing of the
  * command waits in the bank between accesses for a handler to disturb.
+ * Returns CMDB_UNSET, nothing run, if the device refused the block (a
+ * stack outside the RAM it reaches): the caller uses the registers.
  */
 static uint32_t cmd_block(uint32_t op, const uint64_t *args, unsigned nargs,
                           unsigned tries, uint64_t *result, uint32_t *reason)
@@ -154,15 +159,15 @@ static uint32_t cmd_block(uint32_t op, const uint64_t *args, unsigned nargs,
     blk.nargs = nargs;
     memcpy(blk.arg, args, nargs * sizeof(args[0]));
     for (;;) {
-        /* What a refused block (ERR_STATUS) leaves: a failure. */
-        blk.status = TEMPEST_CMD_FAIL;
-        blk.reason = TEMPEST_CMD_E_BAD_ADDR;
-        blk.result = 0;
+        blk.status = CMDB_UNSET;
         /* The device reads the block at the access. */
         __asm__ volatile("dmb oshst" : : : "memory");
         nc_reg_write64(TEMPEST_NC_CMD_BLOCK, (uintptr_t)&blk);
         __asm__ volatile("" : : : "memory");
         status = v->status;
+        if (status == CMDB_UNSET) {
+            return status;
+        }
         if (status != TEMPEST_CMD_RETRY || (tries && ++n >= tries)) {
             break;
         }
@@ -191,7 +196,10 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
         return TEMPEST_CMD_FAIL;
     }
     if (nc_cmd_block_present) {
-        return cmd_block(op, args, nargs, tries, result, reason);
+        status = cmd_block(op, args, nargs, tries, result, reason);
+        if (status != CMDB_UNSET) {
+            return status;
+        }
     }
     flags = rt_irq_save();
     for (;;) {

@@ -173,7 +173,9 @@ bool nc_ready(void);
  * has found CMD_BLOCK (1.14) a try is instead one device access, the
  * command described in a block on the caller's stack (no IRQ masking
  * needed): the bank's 7 accesses of a 4-argument command become 1, the
- * same command run the same way (docs/node-controller.rst).  Returns
+ * same command run the same way (docs/node-controller.rst); a block the
+ * device refuses (a stack outside the RAM it reaches: ERR_STATUS says
+ * so) runs through the registers instead.  Returns
  * TEMPEST_CMD_SUCCESS (and the 64-bit result in *@result if @result is not
  * NULL), TEMPEST_CMD_FAIL (the reason in *@reason if not NULL) or
  * TEMPEST_CMD_RETRY when the tries ran out.  Returns TEMPEST_CMD_FAIL
