@@ -118,6 +118,8 @@ REG32(POLL_HINT, TEMPEST_NC_POLL_HINT)
 REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
 REG32(XFER_PULL_LO, TEMPEST_NC_XFER_PULL_LO)
 REG32(XFER_PULL_HI, TEMPEST_NC_XFER_PULL_HI)
+REG32(CMD_BLOCK, TEMPEST_NC_CMD_BLOCK)
+REG32(CMD_BLOCK_HI, TEMPEST_NC_CMD_BLOCK_HI)
 
 #define TEMPEST_NC_FEATURES_V1 \
     (TEMPEST_NC_FEAT_EXIT | TEMPEST_NC_FEAT_CMDLINE | TEMPEST_NC_FEAT_FABRIC | \
@@ -125,7 +127,8 @@ REG32(XFER_PULL_HI, TEMPEST_NC_XFER_PULL_HI)
      TEMPEST_NC_FEAT_COLL | TEMPEST_NC_FEAT_TAGS | TEMPEST_NC_FEAT_XFER | \
      TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE | \
      TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN | \
-     TEMPEST_NC_FEAT_POLL_HINT | TEMPEST_NC_FEAT_BIG_SLOTS)
+     TEMPEST_NC_FEAT_POLL_HINT | TEMPEST_NC_FEAT_BIG_SLOTS | \
+     TEMPEST_NC_FEAT_CMD_BLOCK)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -166,6 +169,50 @@ static uint32_t tempest_nc_commit(TempestNCState *s, TempestCmdBank *b)
                       b->reason);
     }
     return status;
+}
+
+/*
+ * CMD_BLOCK: the command bank's register sequence in one access, the
+ * command's description and its answer in a block of the guest's RAM at
+ * @addr (TEMPEST_CMDB_*).  The bank is the writing vCPU's, left as the
+ * register sequence would leave it.
+ */
+static void tempest_nc_cmd_block(TempestNCState *s, uint64_t addr)
+{
+    TempestCmdBank *b = tempest_nc_bank(s);
+    uint8_t in[TEMPEST_CMDB_STATUS];
+    uint8_t out[TEMPEST_CMDB_SIZE - TEMPEST_CMDB_STATUS];
+    uint32_t nargs, status, reason;
+    uint64_t result = 0;
+
+    if (!QEMU_IS_ALIGNED(addr, 8) ||
+        !tempest_nc_in_ram(s, addr, TEMPEST_CMDB_SIZE) ||
+        !tempest_nc_dma_read(s, addr, in, sizeof(in))) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_VALUE, A_CMD_BLOCK, 8);
+        return;
+    }
+    nargs = ldl_le_p(in + TEMPEST_CMDB_NARGS);
+    if (nargs > TEMPEST_NC_CMD_NUM_ARGS) {
+        /* As the library's nc_cmd(): refused, the bank untouched. */
+        status = TEMPEST_CMD_FAIL;
+        reason = TEMPEST_CMD_E_BAD_OP;
+    } else {
+        for (uint32_t i = 0; i < nargs; i++) {
+            b->arg[i] = ldq_le_p(in + TEMPEST_CMDB_ARG(i));
+        }
+        b->op = ldl_le_p(in + TEMPEST_CMDB_OP);
+        status = tempest_nc_commit(s, b);
+        reason = b->reason;
+        result = b->result;
+    }
+    stl_le_p(out, status);
+    stl_le_p(out + TEMPEST_CMDB_REASON - TEMPEST_CMDB_STATUS, reason);
+    stq_le_p(out + TEMPEST_CMDB_RESULT - TEMPEST_CMDB_STATUS, result);
+    trace_tempest_nc_cmd_block(s->node_id, addr, nargs, status);
+    if (!tempest_nc_dma_write(s, addr + TEMPEST_CMDB_STATUS, out,
+                              sizeof(out))) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_VALUE, A_CMD_BLOCK, 8);
+    }
 }
 
 static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
@@ -375,6 +422,10 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = extract64(s->xfer_pull_bytes,
                            offset == A_XFER_PULL_LO ? 0 : 32, 32);
         return true;
+    case A_CMD_BLOCK:
+    case A_CMD_BLOCK_HI:
+        *value = 0;         /* write-only in effect: nothing is kept */
+        return true;
     case A_XFER_SYS_USED:
         *value = s->xfer_sys_used;
         return true;
@@ -577,6 +628,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_TAG_UPGRADE_HI:
     case A_POLL_HINT:
     case A_POLL_HINT_HI:
+    case A_CMD_BLOCK:
+    case A_CMD_BLOCK_HI:
         /* One 8-byte write or nothing (tempest_nc_write). */
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, offset, 4);
         return;
@@ -635,6 +688,10 @@ static void tempest_nc_write(void *opaque, hwaddr offset, uint64_t value,
     }
     if (offset == A_POLL_HINT && size == 8 && s->poll_hint_on) {
         tempest_nc_poll_hint(s, value);
+        return;
+    }
+    if (offset == A_CMD_BLOCK && size == 8) {
+        tempest_nc_cmd_block(s, value);
         return;
     }
     if (size == 4 && QEMU_IS_ALIGNED(offset, 4)) {

@@ -1679,6 +1679,114 @@ static void test_offer_pair(void)
     rmdir(dir);
 }
 
+/*
+ * One instruction through a command block at @blk (CMD_BLOCK, 1.14) with
+ * @nargs arguments: the STATUS the device wrote there (the block is
+ * preset to a value it never writes), its REASON and RESULT in *@why
+ * and *@res.
+ */
+#define BLK_UNSET   0xa5a5a5a5U
+
+static uint32_t chan_block(QTestState *s, uint64_t blk, uint32_t nargs,
+                           uint64_t op, uint64_t port, uint64_t a2,
+                           uint64_t a3, uint64_t *res, uint32_t *why)
+{
+    const uint64_t args[] = { op, port, a2, a3 };
+
+    qtest_writel(s, blk + TEMPEST_CMDB_OP, TEMPEST_CMD_CHAN);
+    qtest_writel(s, blk + TEMPEST_CMDB_NARGS, nargs);
+    for (int i = 0; i < 4; i++) {
+        qtest_writeq(s, blk + TEMPEST_CMDB_ARG(i), args[i]);
+    }
+    qtest_writel(s, blk + TEMPEST_CMDB_STATUS, BLK_UNSET);
+    qtest_writel(s, blk + TEMPEST_CMDB_REASON, BLK_UNSET);
+    qtest_writeq(s, blk + TEMPEST_CMDB_RESULT, BLK_UNSET);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_BLOCK), blk);
+    *res = qtest_readq(s, blk + TEMPEST_CMDB_RESULT);
+    *why = qtest_readl(s, blk + TEMPEST_CMDB_REASON);
+    return qtest_readl(s, blk + TEMPEST_CMDB_STATUS);
+}
+
+/*
+ * node-controller.rst, CMD_BLOCK (1.14): the command bank's sequence in
+ * one access, the description and answer in RAM.  Instructions of a
+ * channel within the node run as through the registers (the bank left as
+ * they leave it); a failure's reason comes back in the block; too many
+ * arguments fail BAD_OP; a block outside RAM or unaligned, or a 4-byte
+ * write, is refused in ERR_STATUS with nothing run or written.
+ */
+static void test_cmd_block(void)
+{
+    QTestState *s = qtest_init("-M tempest -m 64M");
+    const uint64_t blk = RAM(0x200000);
+    uint64_t res;
+    uint32_t why, a, b;
+
+    g_assert_true(qtest_readl(s, NC(TEMPEST_NC_FEATURES)) &
+                  TEMPEST_NC_FEAT_CMD_BLOCK);
+    g_assert_cmpuint(chan_block(s, blk, 4, TEMPEST_CHAN_OP_ALLOC, BUF_A, 256,
+                                0, &res, &why), ==, TEMPEST_CMD_SUCCESS);
+    a = res;
+    g_assert_cmpuint(why, ==, 0);
+    g_assert_cmphex(result(s), ==, a);          /* the bank's, as after */
+    g_assert_cmpuint(chan_block(s, blk, 4, TEMPEST_CHAN_OP_ALLOC, BUF_B, 256,
+                                0, &res, &why), ==, TEMPEST_CMD_SUCCESS);
+    b = res;
+    g_assert_cmphex(a, !=, b);
+    g_assert_cmpuint(chan_block(s, blk, 4, TEMPEST_CHAN_OP_CONNECT, a, b, 0,
+                                &res, &why), ==, TEMPEST_CMD_SUCCESS);
+    /* outputdata, then input: PRESENT and the length in the block. */
+    fill(s, SRC, 200, 3);
+    g_assert_cmpuint(chan_block(s, blk, 4, TEMPEST_CHAN_OP_OUTPUTDATA, a,
+                                SRC, 200, &res, &why), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan_block(s, blk, 4, TEMPEST_CHAN_OP_INPUT, b, BUF_C,
+                                256, &res, &why), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(res, ==, TEMPEST_CHAN_PRESENT | 200);
+    check(s, BUF_B, 200, 3);
+    g_assert_cmpuint(chan_block(s, blk, 4, TEMPEST_CHAN_OP_OUTPUT, a, 0, 0,
+                                &res, &why), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(res, ==, 1);
+    g_assert_cmphex(port_state(s, a) & 0xffff, ==, TEMPEST_CHAN_ST_IDLE);
+
+    /* A failure: the reason in the block, RESULT 0. */
+    g_assert_cmpuint(chan_block(s, blk, 4, 99, 0, 0, 0, &res, &why), ==,
+                     TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(why, ==, TEMPEST_CMD_E_BAD_CHAN_OP);
+    g_assert_cmpuint(res, ==, 0);
+    /* Arguments not copied keep the bank's: ARG1 is still a's. */
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(1)), a);
+    g_assert_cmpuint(chan_block(s, blk, 1, TEMPEST_CHAN_OP_STATE, b, 0, 0,
+                                &res, &why), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(res >> 32, ==, b);          /* a's companion */
+    g_assert_cmpuint(chan_block(s, blk, TEMPEST_NC_CMD_NUM_ARGS + 1,
+                                TEMPEST_CHAN_OP_STATE, a, 0, 0, &res, &why),
+                     ==, TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(why, ==, TEMPEST_CMD_E_BAD_OP);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_NONE);
+
+    /* Refused blocks: nothing written, ERR_STATUS says why. */
+    qtest_writel(s, blk + TEMPEST_CMDB_STATUS, BLK_UNSET);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_BLOCK), blk + 4);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_VALUE);
+    g_assert_cmphex(qtest_readl(s, blk + TEMPEST_CMDB_STATUS), ==,
+                    BLK_UNSET);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    qtest_writeq(s, NC(TEMPEST_NC_CMD_BLOCK), RAM(64 << 20) - 64);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_VALUE);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    qtest_writel(s, NC(TEMPEST_NC_CMD_BLOCK), blk);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_SIZE);
+    g_assert_cmphex(qtest_readl(s, blk + TEMPEST_CMDB_STATUS), ==,
+                    BLK_UNSET);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_CMD_BLOCK)), ==, 0);
+    qtest_quit(s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1697,5 +1805,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/offer-peer", test_offer_peer);
     qtest_add_func("/tempest/chan/offer-pair", test_offer_pair);
     qtest_add_func("/tempest/chan/split-peer", test_split_peer);
+    qtest_add_func("/tempest/chan/cmd-block", test_cmd_block);
     return g_test_run();
 }

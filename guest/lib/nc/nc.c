@@ -19,6 +19,7 @@ struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 uint32_t nc_pkt_payload = TEMPEST_PKT_PAYLOAD;
 bool nc_poll_present;
 bool nc_tag_upgrade_present;
+bool nc_cmd_block_present;
 bool nc_polling;
 volatile uint32_t *nc_poll_hint;
 
@@ -113,6 +114,74 @@ const char *nc_err_name(uint32_t err)
     }
 }
 
+/* A command block (TEMPEST_NC_CMD_BLOCK, 1.14), in the caller's RAM. */
+struct nc_cmd_block {
+    uint32_t op;
+    uint32_t nargs;
+    uint64_t arg[TEMPEST_NC_CMD_NUM_ARGS];
+    uint32_t status;
+    uint32_t reason;
+    uint64_t result;
+};
+
+_Static_assert(sizeof(struct nc_cmd_block) == TEMPEST_CMDB_SIZE, "block");
+_Static_assert(offsetof(struct nc_cmd_block, nargs) == TEMPEST_CMDB_NARGS,
+               "NARGS");
+_Static_assert(offsetof(struct nc_cmd_block, arg) == TEMPEST_CMDB_ARG(0),
+               "ARG");
+_Static_assert(offsetof(struct nc_cmd_block, status) == TEMPEST_CMDB_STATUS,
+               "STATUS");
+_Static_assert(offsetof(struct nc_cmd_block, reason) == TEMPEST_CMDB_REASON,
+               "REASON");
+_Static_assert(offsetof(struct nc_cmd_block, result) == TEMPEST_CMDB_RESULT,
+               "RESULT");
+
+/* A STATUS the device never writes: the block was refused, not run. */
+#define CMDB_UNSET          0xFFFFFFFFU
+
+/*
+ * nc_cmd() with one device access a try: the description and the answer
+ * in a block on this stack (guest physical address == pointer, on bare
+ * metal and in a Linux process alike).  No IRQ masking: nothing of the
+ * command waits in the bank between accesses for a handler to disturb.
+ * Returns CMDB_UNSET, nothing run, if the device refused the block (a
+ * stack outside the RAM it reaches): the caller uses the registers.
+ */
+static uint32_t cmd_block(uint32_t op, const uint64_t *args, unsigned nargs,
+                          unsigned tries, uint64_t *result, uint32_t *reason)
+{
+    struct nc_cmd_block blk;
+    volatile struct nc_cmd_block *v = &blk;
+    unsigned n = 0;
+    uint32_t status;
+
+    blk.op = op;
+    blk.nargs = nargs;
+    memcpy(blk.arg, args, nargs * sizeof(args[0]));
+    for (;;) {
+        blk.status = CMDB_UNSET;
+        /* The device reads the block at the access. */
+        __asm__ volatile("dmb oshst" : : : "memory");
+        nc_reg_write64(TEMPEST_NC_CMD_BLOCK, (uintptr_t)&blk);
+        __asm__ volatile("" : : : "memory");
+        status = v->status;
+        if (status == CMDB_UNSET) {
+            return status;
+        }
+        if (status != TEMPEST_CMD_RETRY || (tries && ++n >= tries)) {
+            break;
+        }
+        __asm__ volatile("yield");
+    }
+    if (status == TEMPEST_CMD_SUCCESS && result) {
+        *result = v->result;
+    }
+    if (status == TEMPEST_CMD_FAIL && reason) {
+        *reason = v->reason;
+    }
+    return status;
+}
+
 uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
                 unsigned tries, uint64_t *result, uint32_t *reason)
 {
@@ -125,6 +194,12 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
             *reason = TEMPEST_CMD_E_BAD_OP;
         }
         return TEMPEST_CMD_FAIL;
+    }
+    if (nc_cmd_block_present) {
+        status = cmd_block(op, args, nargs, tries, result, reason);
+        if (status != CMDB_UNSET) {
+            return status;
+        }
     }
     flags = rt_irq_save();
     for (;;) {
@@ -259,6 +334,8 @@ int nc_init(void)
                       nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
     nc_tag_upgrade_present = (features & TEMPEST_NC_FEAT_TAG_UPGRADE) &&
                              nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 7U);
+    nc_cmd_block_present = (features & TEMPEST_NC_FEAT_CMD_BLOCK) &&
+                           nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 14U);
     if (nc_poll_present && (features & TEMPEST_NC_FEAT_POLL_HINT) &&
         nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 9U)) {
         setup_poll_hint();

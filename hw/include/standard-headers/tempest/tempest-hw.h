@@ -236,6 +236,27 @@
  */
 #define TEMPEST_NC_XFER_PULL_LO     0x1D8
 #define TEMPEST_NC_XFER_PULL_HI     0x1DC
+/*
+ * (1.14) CMD_BLOCK: one aligned 8-byte write names a command block in the
+ * node's RAM (8-aligned, TEMPEST_CMDB_SIZE bytes) and runs it on the
+ * writing vCPU's bank: the device copies NARGS arguments and OP into the
+ * bank, executes the command as a read of CMD_COMMIT does, and writes
+ * STATUS, REASON and RESULT back into the block, all within that one
+ * access (the register sequence of the command bank takes NARGS + 4).
+ * NARGS above TEMPEST_NC_CMD_NUM_ARGS: STATUS FAIL, REASON BAD_OP,
+ * nothing run.  A block not wholly in RAM or unaligned, or a 4-byte
+ * write, sets ERR_STATUS (TEMPEST_NC_ERR_BAD_VALUE, _BAD_SIZE) and
+ * touches nothing.  Reads give 0.
+ */
+#define TEMPEST_NC_CMD_BLOCK        0x1E0
+#define TEMPEST_NC_CMD_BLOCK_HI     0x1E4
+#define TEMPEST_CMDB_OP             0       /* u32, in: TEMPEST_CMD_* */
+#define TEMPEST_CMDB_NARGS          4       /* u32, in: arguments to copy */
+#define TEMPEST_CMDB_ARG(n)         (8 + 8 * (n))   /* u64, in; n = 0..5 */
+#define TEMPEST_CMDB_STATUS         56      /* u32, out: TEMPEST_CMD_* */
+#define TEMPEST_CMDB_REASON         60      /* u32, out: after FAIL */
+#define TEMPEST_CMDB_RESULT         64      /* u64, out */
+#define TEMPEST_CMDB_SIZE           72
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -243,7 +264,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    13
+#define TEMPEST_NC_VERSION_MINOR    14
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -263,6 +284,7 @@
 #define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
 #define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
 #define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.11) packet slot sizes */
+#define TEMPEST_NC_FEAT_CMD_BLOCK   (1U << 15)  /* (1.14) CMD_BLOCK */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */

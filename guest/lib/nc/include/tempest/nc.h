@@ -112,6 +112,8 @@ extern bool nc_poll_present;
 extern volatile uint32_t *nc_poll_hint;
 /* A polling CPU writes POLL at least every NC_POLL_EVERY turns. */
 #define NC_POLL_EVERY       64
+/* True once nc_init() has found TEMPEST_NC_FEAT_CMD_BLOCK (see nc_cmd). */
+extern bool nc_cmd_block_present;
 /* True once nc_init() has found TEMPEST_NC_FEAT_TAG_UPGRADE. */
 extern bool nc_tag_upgrade_present;
 /* What the node controller was last told through POLL (see nc_poll). */
@@ -167,7 +169,13 @@ bool nc_ready(void);
  * @nargs (at most TEMPEST_NC_CMD_NUM_ARGS) arguments from @args and the
  * operation @op, then reads CMD_COMMIT, again while it answers RETRY, at
  * most @tries times (0: forever).  IRQs are masked meanwhile, so an
- * interrupt handler on the same CPU can use the bank too.  Returns
+ * interrupt handler on the same CPU can use the bank too.  Once nc_init()
+ * has found CMD_BLOCK (1.14) a try is instead one device access, the
+ * command described in a block on the caller's stack (no IRQ masking
+ * needed): the bank's 7 accesses of a 4-argument command become 1, the
+ * same command run the same way (docs/node-controller.rst); a block the
+ * device refuses (a stack outside the RAM it reaches: ERR_STATUS says
+ * so) runs through the registers instead.  Returns
  * TEMPEST_CMD_SUCCESS (and the 64-bit result in *@result if @result is not
  * NULL), TEMPEST_CMD_FAIL (the reason in *@reason if not NULL) or
  * TEMPEST_CMD_RETRY when the tries ran out.  Returns TEMPEST_CMD_FAIL
