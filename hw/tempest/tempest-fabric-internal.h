@@ -191,6 +191,12 @@ struct FabricLinkUp {
     void (*update)(FabricConn *c);
 };
 
+/*
+ * tempest-fabric.c: take every credit the peers gave back through
+ * shared memory (a checkpoint's counts must be whole).
+ */
+void fabric_take_credit_all(FabricSocket *f);
+
 /* tempest-fabric-shm.c */
 /* Both ends proved themselves: the dialler offers a shared-memory link. */
 void fabric_shm_offer(FabricConn *c);
@@ -203,6 +209,11 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
 bool fabric_shm_sending(FabricConn *c);
 void fabric_shm_queue3(FabricConn *c, const struct iovec *iov);
 size_t fabric_shm_pending(FabricConn *c);
+/* Credit given back, and taken back, through the link's memory. */
+bool fabric_shm_credit_back(FabricConn *c, unsigned net, uint32_t n,
+                            bool *wake);
+uint32_t fabric_shm_credit_take(FabricConn *c, unsigned net, uint32_t max,
+                                bool wait);
 /* Read the ring's frames (at most budget bytes); false when c closed. */
 bool fabric_shm_drain(FabricConn *c, size_t budget);
 /* The peer's socket closed: read what its ring holds now, no more. */

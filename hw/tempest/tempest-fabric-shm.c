@@ -57,6 +57,8 @@ struct FabricShm {
     void *peer_ram;             /* the peer's guest RAM, or NULL */
     uint64_t peer_ram_base, peer_ram_size;
     bool ram_given;             /* our guest RAM went to the peer */
+    uint32_t credit_back[2];    /* credit we gave back through rx */
+    uint32_t credit_seen[2];    /* credit we took back through tx */
 };
 
 
@@ -736,6 +738,55 @@ void fabric_shm_queue3(FabricConn *c, const struct iovec *iov)
     } else if (sh->txq->len > sh->txq_off) {
         c->fab->up->update(c);  /* queued: past FABRIC_TX_PAUSE, pause */
     }
+}
+
+/*
+ * Credit in shared memory (docs/fabric.rst, "Shared memory"): the peer's
+ * DATA of network net took n credits we now give back.  Only once our
+ * frames go into the ring (the peer then has the link mapped and reads
+ * the count); false before, or on a link of sockets: a CREDIT frame then.
+ * *wake: the peer waits for credit (a frame in the ring tells it).
+ */
+bool fabric_shm_credit_back(FabricConn *c, unsigned net, uint32_t n,
+                            bool *wake)
+{
+    FabricShm *sh = c->shm;
+
+    *wake = false;
+    if (!sh || !sh->tx_on || c->broken) {
+        return false;
+    }
+    *wake = fabric_ring_credit_back(&sh->rx, net, &sh->credit_back[net], n);
+    return true;
+}
+
+/*
+ * The credit of network net the peer gave back through memory since we
+ * last looked (at most max, the credit we can have used: more breaks the
+ * link).  wait: we are out of credit; ask to be woken, and look again.
+ */
+uint32_t fabric_shm_credit_take(FabricConn *c, unsigned net, uint32_t max,
+                                bool wait)
+{
+    FabricShm *sh = c->shm;
+    uint32_t n;
+
+    if (!sh || c->broken) {
+        return 0;
+    }
+    n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
+    if (!n && wait && !sh->tx.broken) {
+        fabric_ring_credit_wait(&sh->tx);
+        n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
+    }
+    if (sh->tx.broken) {
+        c->fab->up->drop(c->fab, c->peer, "credit beyond what was used");
+        c->broken = true;
+        c->broken_why = "credit beyond what was used";
+        qemu_bh_schedule(c->fab->close_bh);
+        return 0;
+    }
+    return n;
 }
 
 bool fabric_shm_drain(FabricConn *c, size_t budget)
