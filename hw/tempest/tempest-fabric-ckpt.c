@@ -80,7 +80,7 @@ static void ckpt_save(TempestFabric *obj, GByteArray *out)
     FabricSocket *f = SOCK(obj);
     uint8_t w[4];
 
-    fabric_take_credit_all(f);
+    fabric_shm_take_credit_all(f);
 
     fabric_st32(w, CKPT_MAGIC);
     g_byte_array_append(out, w, 4);
@@ -110,7 +110,7 @@ static char *ckpt_links(TempestFabric *obj)
     GString *s = g_string_new("");
 
     /* At a quiet cut, what peers gave back through memory is final. */
-    fabric_take_credit_all(f);
+    fabric_shm_take_credit_all(f);
 
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricPeer *p = &f->peers[i];

@@ -191,12 +191,6 @@ struct FabricLinkUp {
     void (*update)(FabricConn *c);
 };
 
-/*
- * tempest-fabric.c: take every credit the peers gave back through
- * shared memory (a checkpoint's counts must be whole).
- */
-void fabric_take_credit_all(FabricSocket *f);
-
 /* tempest-fabric-shm.c */
 /* Both ends proved themselves: the dialler offers a shared-memory link. */
 void fabric_shm_offer(FabricConn *c);
@@ -212,8 +206,10 @@ size_t fabric_shm_pending(FabricConn *c);
 /* Credit given back, and taken back, through the link's memory. */
 bool fabric_shm_credit_back(FabricConn *c, unsigned net, uint32_t n,
                             bool *wake);
-uint32_t fabric_shm_credit_take(FabricConn *c, unsigned net, uint32_t max,
-                                bool wait);
+void fabric_shm_take_credit(FabricSocket *f, unsigned peer, unsigned net,
+                            bool wait);
+/* Every peer's, both networks (a checkpoint's counts must be whole). */
+void fabric_shm_take_credit_all(FabricSocket *f);
 /* Read the ring's frames (at most budget bytes); false when c closed. */
 bool fabric_shm_drain(FabricConn *c, size_t budget);
 /* The peer's socket closed: read what its ring holds now, no more. */

@@ -761,18 +761,21 @@ bool fabric_shm_credit_back(FabricConn *c, unsigned net, uint32_t n,
 }
 
 /*
- * The credit of network net the peer gave back through memory since we
- * last looked (at most max, the credit we can have used: more breaks the
- * link).  wait: we are out of credit; ask to be woken, and look again.
+ * Take the credit of peer's network net that it gave back through its
+ * link's memory since we last looked (none on a link of sockets): at
+ * most what we can have used, more breaks the link.  wait: we are out of
+ * credit; ask to be woken (a CREDIT frame) and look once more.
  */
-uint32_t fabric_shm_credit_take(FabricConn *c, unsigned net, uint32_t max,
-                                bool wait)
+void fabric_shm_take_credit(FabricSocket *f, unsigned peer, unsigned net,
+                            bool wait)
 {
-    FabricShm *sh = c->shm;
-    uint32_t n;
+    FabricPeer *p = &f->peers[peer];
+    FabricConn *c = p->conn;
+    FabricShm *sh = c ? c->shm : NULL;
+    uint32_t max = f->credits - p->credit[net], n;
 
     if (!sh || c->broken) {
-        return 0;
+        return;
     }
     n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
     if (!n && wait && !sh->tx.broken) {
@@ -780,13 +783,27 @@ uint32_t fabric_shm_credit_take(FabricConn *c, unsigned net, uint32_t max,
         n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
     }
     if (sh->tx.broken) {
-        c->fab->up->drop(c->fab, c->peer, "credit beyond what was used");
+        f->up->drop(f, peer, "credit beyond what was used");
         c->broken = true;
         c->broken_why = "credit beyond what was used";
-        qemu_bh_schedule(c->fab->close_bh);
-        return 0;
+        qemu_bh_schedule(f->close_bh);
+        return;
     }
-    return n;
+    if (n) {
+        p->credit[net] += n;
+        trace_tempest_fabric_credit(f->node, peer, net, p->credit[net]);
+    }
+}
+
+void fabric_shm_take_credit_all(FabricSocket *f)
+{
+    for (unsigned i = 0; i < f->nodes; i++) {
+        for (unsigned net = 0; net < 2; net++) {
+            if (i != f->node) {
+                fabric_shm_take_credit(f, i, net, false);
+            }
+        }
+    }
 }
 
 bool fabric_shm_drain(FabricConn *c, size_t budget)

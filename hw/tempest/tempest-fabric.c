@@ -757,39 +757,6 @@ static void fabric_drop(FabricSocket *f, int peer, const char *why)
 }
 
 /*
- * Take the credit for peer's network net that it gave back through its
- * shared-memory link's memory (none on a link of sockets).  wait: we
- * are out of it; the peer wakes us (a CREDIT frame) when it gives some.
- */
-static void fabric_take_credit(FabricSocket *f, unsigned peer, unsigned net,
-                               bool wait)
-{
-    FabricPeer *p = &f->peers[peer];
-    uint32_t n;
-
-    if (!p->conn) {
-        return;
-    }
-    n = fabric_shm_credit_take(p->conn, net, f->credits - p->credit[net],
-                               wait);
-    if (n) {
-        p->credit[net] += n;
-        trace_tempest_fabric_credit(f->node, peer, net, p->credit[net]);
-    }
-}
-
-void fabric_take_credit_all(FabricSocket *f)
-{
-    for (unsigned i = 0; i < f->nodes; i++) {
-        for (unsigned net = 0; net < 2; net++) {
-            if (i != f->node) {
-                fabric_take_credit(f, i, net, false);
-            }
-        }
-    }
-}
-
-/*
  * DIAL {from, to} from peer.  Node 0 takes it from 'from' itself, for a
  * higher node, once per pair, and passes it to 'to' (now, or when 'to'
  * joins); 'to' takes it only from node 0, for itself, and dials 'from'.
@@ -944,7 +911,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
          * (of 0) only wakes a sender that waits for it.
          */
         had = p->credit[hdr->net];
-        fabric_take_credit(f, c->peer, hdr->net, false);
+        fabric_shm_take_credit(f, c->peer, hdr->net, false);
         v = fabric_ld32(body);
         if (v > f->credits - p->credit[hdr->net]) {
             fabric_drop(f, c->peer, "CREDIT beyond what was used");
@@ -1612,7 +1579,7 @@ static bool sock_can_send(TempestFabric *obj, unsigned peer, unsigned net)
         return false;
     }
     if (!f->peers[peer].credit[net]) {
-        fabric_take_credit(f, peer, net, true);
+        fabric_shm_take_credit(f, peer, net, true);
     }
     return f->peers[peer].credit[net];
 }
