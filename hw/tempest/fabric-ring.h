@@ -31,9 +31,10 @@
  * packets of each logical network it has given back the credit of (32-bit
  * counts since the ring was made, wrapping), so the producer takes its
  * credit from memory, with no CREDIT frame to read first.  A producer out
- * of credit sets 'credit_waiting' and looks once more; a consumer that
- * gives credit back while it is set clears it and wakes the producer (a
- * frame in the other ring).  The producer bounds what it takes: more
+ * of credit on a network sets that network's bit of 'credit_waiting' and
+ * looks once more; a consumer that gives that network's credit back while
+ * the bit is set clears it and wakes the producer (a frame in the other
+ * ring).  The producer bounds what it takes: more
  * than it can have sent breaks the ring.
  *
  * Pure C (no QEMU headers): tests/unit/test-fabric-ring.c runs it on the
@@ -63,7 +64,7 @@ typedef struct FabricRingCtl {
     uint64_t tail;              /* bytes published */
     uint32_t tx_waiting;        /* the producer waits for room */
     uint32_t belled;            /* rang since the consumer last looked */
-    uint32_t credit_waiting;    /* the producer waits for credit */
+    uint32_t credit_waiting;    /* bit net: the producer waits for credit */
     uint8_t pad1[44];
     /* The consumer's cache line */
     uint64_t head;              /* bytes taken */
@@ -102,6 +103,12 @@ static inline void fabric_ring_format(void *mem, uint32_t size)
     memset(c, 0, sizeof(*c));
     c->size = size;
     c->sleeping = 1;            /* nobody polls it yet */
+    /*
+     * The producer may have run out of credit before the link was made,
+     * when there was no bit to set: the consumer's first give-back of
+     * each network wakes it.
+     */
+    c->credit_waiting = 3;
     __atomic_store_n(&c->magic, FABRIC_RING_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -284,11 +291,14 @@ static inline void fabric_ring_bell_heard(FabricRing *r)
 static inline bool fabric_ring_credit_back(FabricRing *r, unsigned net,
                                            uint32_t *total, uint32_t n)
 {
+    uint32_t bit = 1U << (net & 1);
+
     *total += n;
     __atomic_store_n(&r->ctl->credit_back[net & 1], *total, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    return __atomic_load_n(&r->ctl->credit_waiting, __ATOMIC_RELAXED) &&
-           __atomic_exchange_n(&r->ctl->credit_waiting, 0, __ATOMIC_SEQ_CST);
+    return (__atomic_load_n(&r->ctl->credit_waiting, __ATOMIC_RELAXED) & bit) &&
+           (__atomic_fetch_and(&r->ctl->credit_waiting, ~bit,
+                               __ATOMIC_SEQ_CST) & bit);
 }
 
 /*
@@ -314,13 +324,15 @@ static inline uint32_t fabric_ring_credit_take(FabricRing *r, unsigned net,
 }
 
 /*
- * Producer, out of credit: ask to be woken when some comes back; the
- * caller then takes once more (credit given back before the consumer
- * could see the flag is not woken for).
+ * Producer, out of credit on network net: ask to be woken when some of
+ * it comes back (one bit per network: a wake-up for the other network
+ * must not use up this one); the caller then takes once more (credit
+ * given back before the consumer could see the bit is not woken for).
  */
-static inline void fabric_ring_credit_wait(FabricRing *r)
+static inline void fabric_ring_credit_wait(FabricRing *r, unsigned net)
 {
-    __atomic_store_n(&r->ctl->credit_waiting, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&r->ctl->credit_waiting, 1U << (net & 1),
+                      __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 

@@ -779,7 +779,7 @@ void fabric_shm_take_credit(FabricSocket *f, unsigned peer, unsigned net,
     }
     n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
     if (!n && wait && !sh->tx.broken) {
-        fabric_ring_credit_wait(&sh->tx);
+        fabric_ring_credit_wait(&sh->tx, net);
         n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
     }
     if (sh->tx.broken) {

@@ -189,6 +189,11 @@ static void expect_data(const uint8_t *buf, uint32_t len, uint32_t seq,
 static void shm_link_up(ShmPeer *t)
 {
     peer_shm_make_good(&t->m, CLUSTER, 1, 0);
+    /*
+     * We never run out of credit before the link: the node need not wake
+     * us (its CREDIT of 0 would come between the DATA the cases expect).
+     */
+    peer_shm_ctl(&t->m, 0)->credit_waiting = 0;
     peer_shm_step(t->fd, FABRIC_SHM_OFFER, t->m.fd);
     expect_step(t, FABRIC_SHM_ACK);
     g_assert_cmpuint(peer_shm_links(t->s, FAB), ==, 0);
@@ -536,6 +541,12 @@ static void test_offer_made(void)
         g_assert_cmpuint(t.m.rx.pos, ==, 0);
         g_assert_cmpuint(ring_sleeping(&t, 0), ==, 1);
         g_assert_cmpuint(ring_sleeping(&t, 1), ==, 1);
+        /*
+         * Credit in memory: either side may have run out before the link
+         * was made, with no bit to set: the maker sets both networks'.
+         */
+        g_assert_cmpuint(peer_shm_ctl(&t.m, 0)->credit_waiting, ==, 3);
+        g_assert_cmpuint(peer_shm_ctl(&t.m, 1)->credit_waiting, ==, 3);
 
         if (!ack) {
             peer_shm_step(t.fd, FABRIC_SHM_NACK, -1);
@@ -1032,18 +1043,30 @@ static void test_credit_in_memory(void)
     ShmPeer t;
     FabricRingCtl *c0, *c1;
     uint8_t zero[4] = { 0 };
+    uint8_t buf[64];
 
     shm_start(&t);
     shm_link_up(&t);
     c0 = peer_shm_ctl(&t.m, 0);
     c1 = peer_shm_ctl(&t.m, 1);
+    /* A new link: each side may have run out before it was made. */
+    g_assert_cmpuint(c1->credit_waiting, ==, 3);
+    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c0->credit_waiting, 3, __ATOMIC_RELEASE);
 
-    /* Ours, taken into its RQ: the credit comes back in ring 0's block. */
+    /*
+     * Ours, taken into its RQ: the credit comes back in ring 0's block,
+     * and the first of network 0 wakes us (a CREDIT of 0), once.
+     */
     for (unsigned i = 0; i < 3; i++) {
         ring_data(&t, 0x600 + i, true);
         expect_rq(&t, i, 0x600 + i);
     }
     g_assert_cmpuint(wait_shared(&c0->credit_back[0], 3), ==, 3);
+    g_assert_cmpuint(ring_until(&t, FABRIC_CREDIT, buf, sizeof(buf)), ==, 4);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 0);
+    g_assert_cmpuint(buf[2], ==, 0);             /* network 0 */
+    g_assert_cmpuint(c0->credit_waiting, ==, 2);
     g_assert_cmpuint(__atomic_load_n(&c0->credit_back[1], __ATOMIC_ACQUIRE),
                      ==, 0);
 

@@ -347,8 +347,9 @@ static void test_doorbell_flags(void)
 
 /*
  * Credit (version 3): what the consumer gives back the producer takes
- * once, per network, across the 32-bit wrap; a producer that waits is
- * woken by the next give-back only; a count claiming more than the
+ * once, per network, across the 32-bit wrap; a producer that waits (as
+ * a new ring's producer is taken to) is woken by the next give-back of
+ * that network only; a count claiming more than the
  * producer can have used breaks the ring and gives nothing.
  */
 static void test_credit(void)
@@ -364,14 +365,24 @@ static void test_credit(void)
     g_assert_true(fabric_ring_attach(&c, mem, size, false));
     c.ctl->credit_back[0] = given;
 
-    g_assert_false(fabric_ring_credit_back(&c, 0, &given, 3));
-    g_assert_false(fabric_ring_credit_back(&c, 1, &given1, 1));
+    /* A new ring: the first give-back of each network wakes, once */
+    g_assert_cmpuint(c.ctl->credit_waiting, ==, 3);
+    g_assert_true(fabric_ring_credit_back(&c, 0, &given, 3));
+    g_assert_true(fabric_ring_credit_back(&c, 1, &given1, 1));
+    g_assert_cmpuint(c.ctl->credit_waiting, ==, 0);
+    g_assert_false(fabric_ring_credit_back(&c, 1, &given1, 0));
     g_assert_cmpuint(fabric_ring_credit_take(&p, 0, &seen, 32), ==, 3);
     g_assert_cmpuint(fabric_ring_credit_take(&p, 0, &seen, 32), ==, 0);
     g_assert_cmpuint(fabric_ring_credit_take(&p, 1, &seen1, 32), ==, 1);
 
-    fabric_ring_credit_wait(&p);
+    /* Waiting on both: network 1's give-back wakes for 1 only */
+    fabric_ring_credit_wait(&p, 0);
+    fabric_ring_credit_wait(&p, 1);
+    g_assert_cmpuint(p.ctl->credit_waiting, ==, 3);
+    g_assert_true(fabric_ring_credit_back(&c, 1, &given1, 1));
     g_assert_cmpuint(p.ctl->credit_waiting, ==, 1);
+    g_assert_false(fabric_ring_credit_back(&c, 1, &given1, 1));
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 1, &seen1, 32), ==, 2);
     g_assert_true(fabric_ring_credit_back(&c, 0, &given, 2));
     g_assert_cmpuint(p.ctl->credit_waiting, ==, 0);
     g_assert_false(fabric_ring_credit_back(&c, 0, &given, 2));
