@@ -34,8 +34,8 @@
  * of credit on a network sets that network's bit of 'credit_waiting' and
  * looks once more; a consumer that gives that network's credit back while
  * the bit is set clears it and wakes the producer (a frame in the other
- * ring).  The producer bounds what it takes: more
- * than it can have sent breaks the ring.
+ * ring).  The producer bounds what it takes: more than it can have sent
+ * breaks the ring.
  *
  * Pure C (no QEMU headers): tests/unit/test-fabric-ring.c runs it on the
  * host, in two processes.
