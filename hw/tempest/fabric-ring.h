@@ -27,6 +27,16 @@
  * something.  It is only a hint, and the other side's word: the producer
  * checks it against the RAM it mapped before every use.
  *
+ * Credit (version 3): the consumer counts in 'credit_back' the DATA
+ * packets of each logical network it has given back the credit of (32-bit
+ * counts since the ring was made, wrapping), so the producer takes its
+ * credit from memory, with no CREDIT frame to read first.  A producer out
+ * of credit on a network sets that network's bit of 'credit_waiting' and
+ * looks once more; a consumer that gives that network's credit back while
+ * the bit is set clears it and wakes the producer (a frame in the other
+ * ring).  The producer bounds what it takes: more than it can have sent
+ * breaks the ring.
+ *
  * Pure C (no QEMU headers): tests/unit/test-fabric-ring.c runs it on the
  * host, in two processes.
  */
@@ -54,13 +64,15 @@ typedef struct FabricRingCtl {
     uint64_t tail;              /* bytes published */
     uint32_t tx_waiting;        /* the producer waits for room */
     uint32_t belled;            /* rang since the consumer last looked */
-    uint8_t pad1[48];
+    uint32_t credit_waiting;    /* bit net: the producer waits for credit */
+    uint8_t pad1[44];
     /* The consumer's cache line */
     uint64_t head;              /* bytes taken */
     uint32_t sleeping;          /* ring the doorbell for new bytes */
     uint32_t pad3;
     uint64_t hint;              /* the consumer's poll hint, or 0 */
-    uint8_t pad2[40];
+    uint32_t credit_back[2];    /* DATA credit given back, per network */
+    uint8_t pad2[32];
 } FabricRingCtl;
 
 /* One side's view of a ring: its own index, the size it trusts. */
@@ -91,6 +103,12 @@ static inline void fabric_ring_format(void *mem, uint32_t size)
     memset(c, 0, sizeof(*c));
     c->size = size;
     c->sleeping = 1;            /* nobody polls it yet */
+    /*
+     * The producer may have run out of credit before the link was made,
+     * when there was no bit to set: the consumer's first give-back of
+     * each network wakes it.
+     */
+    c->credit_waiting = 3;
     __atomic_store_n(&c->magic, FABRIC_RING_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -266,12 +284,65 @@ static inline void fabric_ring_bell_heard(FabricRing *r)
 }
 
 /*
+ * Consumer: the credit of n more DATA packets of network net is given
+ * back (*total, the consumer's own count, is what it published so far).
+ * Returns true if the producer waits for credit and must be woken.
+ */
+static inline bool fabric_ring_credit_back(FabricRing *r, unsigned net,
+                                           uint32_t *total, uint32_t n)
+{
+    uint32_t bit = 1U << (net & 1);
+
+    *total += n;
+    __atomic_store_n(&r->ctl->credit_back[net & 1], *total, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return (__atomic_load_n(&r->ctl->credit_waiting, __ATOMIC_RELAXED) & bit) &&
+           (__atomic_fetch_and(&r->ctl->credit_waiting, ~bit,
+                               __ATOMIC_SEQ_CST) & bit);
+}
+
+/*
+ * Producer: credit of network net given back since it last looked (*seen,
+ * its own count of what it took).  More than max (the credit it can have
+ * used) is impossible: the ring is broken and 0 is returned.
+ */
+static inline uint32_t fabric_ring_credit_take(FabricRing *r, unsigned net,
+                                               uint32_t *seen, uint32_t max)
+{
+    uint32_t now = __atomic_load_n(&r->ctl->credit_back[net & 1],
+                                   __ATOMIC_ACQUIRE);
+    uint32_t n = now - *seen;
+
+    if (n > max) {
+        r->broken = true;
+    }
+    if (r->broken) {
+        return 0;
+    }
+    *seen = now;
+    return n;
+}
+
+/*
+ * Producer, out of credit on network net: ask to be woken when some of
+ * it comes back (one bit per network: a wake-up for the other network
+ * must not use up this one); the caller then takes once more (credit
+ * given back before the consumer could see the bit is not woken for).
+ */
+static inline void fabric_ring_credit_wait(FabricRing *r, unsigned net)
+{
+    __atomic_fetch_or(&r->ctl->credit_waiting, 1U << (net & 1),
+                      __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/*
  * A shared-memory link of the fabric (tempest-fabric-shm.c, docs/fabric.rst
  * "Shared memory"): a sealed memfd of a header page, then ring 0 (the
  * dialler's frames) and ring 1 (the acceptor's), each on a page boundary.
  */
 #define FABRIC_LINK_MAGIC       0x4d485354U     /* "TSHM" */
-#define FABRIC_LINK_VERSION     2       /* 2: the ring's poll hint */
+#define FABRIC_LINK_VERSION     3       /* 2: poll hint, 3: credit_back */
 #define FABRIC_LINK_HDR         4096
 #define FABRIC_LINK_RING        (256 * 1024)    /* data bytes per direction */
 

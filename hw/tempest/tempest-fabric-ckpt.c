@@ -80,6 +80,8 @@ static void ckpt_save(TempestFabric *obj, GByteArray *out)
     FabricSocket *f = SOCK(obj);
     uint8_t w[4];
 
+    fabric_shm_take_credit_all(f);
+
     fabric_st32(w, CKPT_MAGIC);
     g_byte_array_append(out, w, 4);
     fabric_st32(w, f->nodes);
@@ -106,6 +108,9 @@ static char *ckpt_links(TempestFabric *obj)
 {
     FabricSocket *f = SOCK(obj);
     GString *s = g_string_new("");
+
+    /* At a quiet cut, what peers gave back through memory is final. */
+    fabric_shm_take_credit_all(f);
 
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricPeer *p = &f->peers[i];

@@ -203,6 +203,13 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
 bool fabric_shm_sending(FabricConn *c);
 void fabric_shm_queue3(FabricConn *c, const struct iovec *iov);
 size_t fabric_shm_pending(FabricConn *c);
+/* Credit given back, and taken back, through the link's memory. */
+bool fabric_shm_credit_back(FabricConn *c, unsigned net, uint32_t n,
+                            bool *wake);
+void fabric_shm_take_credit(FabricSocket *f, unsigned peer, unsigned net,
+                            bool wait);
+/* Every peer's, both networks (a checkpoint's counts must be whole). */
+void fabric_shm_take_credit_all(FabricSocket *f);
 /* Read the ring's frames (at most budget bytes); false when c closed. */
 bool fabric_shm_drain(FabricConn *c, size_t budget);
 /* The peer's socket closed: read what its ring holds now, no more. */

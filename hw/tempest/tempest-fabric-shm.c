@@ -57,6 +57,8 @@ struct FabricShm {
     void *peer_ram;             /* the peer's guest RAM, or NULL */
     uint64_t peer_ram_base, peer_ram_size;
     bool ram_given;             /* our guest RAM went to the peer */
+    uint32_t credit_back[2];    /* credit we gave back through rx */
+    uint32_t credit_seen[2];    /* credit we took back through tx */
 };
 
 
@@ -735,6 +737,72 @@ void fabric_shm_queue3(FabricConn *c, const struct iovec *iov)
         shm_flush(c);       /* moves what fits now, or reports the break */
     } else if (sh->txq->len > sh->txq_off) {
         c->fab->up->update(c);  /* queued: past FABRIC_TX_PAUSE, pause */
+    }
+}
+
+/*
+ * Credit in shared memory (docs/fabric.rst, "Shared memory"): the peer's
+ * DATA of network net took n credits we now give back.  Only once our
+ * frames go into the ring (the peer then has the link mapped and reads
+ * the count); false before, or on a link of sockets: a CREDIT frame then.
+ * *wake: the peer waits for credit (a frame in the ring tells it).
+ */
+bool fabric_shm_credit_back(FabricConn *c, unsigned net, uint32_t n,
+                            bool *wake)
+{
+    FabricShm *sh = c->shm;
+
+    *wake = false;
+    if (!sh || !sh->tx_on || c->broken) {
+        return false;
+    }
+    *wake = fabric_ring_credit_back(&sh->rx, net, &sh->credit_back[net], n);
+    return true;
+}
+
+/*
+ * Take the credit of peer's network net that it gave back through its
+ * link's memory since we last looked (none on a link of sockets): at
+ * most what we can have used, more breaks the link.  wait: we are out of
+ * credit; ask to be woken (a CREDIT frame) and look once more.
+ */
+void fabric_shm_take_credit(FabricSocket *f, unsigned peer, unsigned net,
+                            bool wait)
+{
+    FabricPeer *p = &f->peers[peer];
+    FabricConn *c = p->conn;
+    FabricShm *sh = c ? c->shm : NULL;
+    uint32_t max = f->credits - p->credit[net], n;
+
+    if (!sh || c->broken) {
+        return;
+    }
+    n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
+    if (!n && wait && !sh->tx.broken) {
+        fabric_ring_credit_wait(&sh->tx, net);
+        n = fabric_ring_credit_take(&sh->tx, net, &sh->credit_seen[net], max);
+    }
+    if (sh->tx.broken) {
+        f->up->drop(f, peer, "credit beyond what was used");
+        c->broken = true;
+        c->broken_why = "credit beyond what was used";
+        qemu_bh_schedule(f->close_bh);
+        return;
+    }
+    if (n) {
+        p->credit[net] += n;
+        trace_tempest_fabric_credit(f->node, peer, net, p->credit[net]);
+    }
+}
+
+void fabric_shm_take_credit_all(FabricSocket *f)
+{
+    for (unsigned i = 0; i < f->nodes; i++) {
+        for (unsigned net = 0; net < 2; net++) {
+            if (i != f->node) {
+                fabric_shm_take_credit(f, i, net, false);
+            }
+        }
     }
 }
 

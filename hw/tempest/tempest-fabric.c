@@ -820,7 +820,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     FabricPeer *p;
     const char *why;
     FabricHello h;
-    uint32_t seq, v;
+    uint32_t seq, v, had;
 
     if (c->peer < 0 && c->hello_node >= 0) {
         uint8_t mac[FABRIC_AUTH_SIZE];
@@ -906,6 +906,12 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
                        hdr->len - 4);
         return true;
     case FABRIC_CREDIT:
+        /*
+         * On a shared-memory link the count is in memory and the frame
+         * (of 0) only wakes a sender that waits for it.
+         */
+        had = p->credit[hdr->net];
+        fabric_shm_take_credit(f, c->peer, hdr->net, false);
         v = fabric_ld32(body);
         if (v > f->credits - p->credit[hdr->net]) {
             fabric_drop(f, c->peer, "CREDIT beyond what was used");
@@ -914,7 +920,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
         p->credit[hdr->net] += v;
         trace_tempest_fabric_credit(f->node, c->peer, hdr->net,
                                     p->credit[hdr->net]);
-        if (p->credit[hdr->net] == v) {
+        if (!had && p->credit[hdr->net]) {
             f->ops->credit(f->opaque, c->peer, hdr->net);
         }
         return true;
@@ -1569,7 +1575,13 @@ static bool sock_can_send(TempestFabric *obj, unsigned peer, unsigned net)
 {
     FabricSocket *f = SOCK(obj);
 
-    return sock_peer_up(obj, peer) && f->peers[peer].credit[net];
+    if (!sock_peer_up(obj, peer)) {
+        return false;
+    }
+    if (!f->peers[peer].credit[net]) {
+        fabric_shm_take_credit(f, peer, net, true);
+    }
+    return f->peers[peer].credit[net];
 }
 
 static void sock_send(TempestFabric *obj, unsigned peer, unsigned net,
@@ -1599,6 +1611,7 @@ static void sock_return_credits(TempestFabric *obj, unsigned peer,
 {
     FabricSocket *f = SOCK(obj);
     FabricPeer *p = &f->peers[peer];
+    bool wake;
 
     if (peer == f->node) {
         p->credit[net] += n;
@@ -1609,6 +1622,15 @@ static void sock_return_credits(TempestFabric *obj, unsigned peer,
     }
     p->allowed[net] += n;
     p->owed[net] += n;
+    if (p->conn &&
+        fabric_shm_credit_back(p->conn, net, p->owed[net], &wake)) {
+        /* In the link's memory, with what was owed before it was one. */
+        p->owed[net] = 0;
+        if (wake) {
+            fabric_send_u32(p->conn, FABRIC_CREDIT, net, 0);
+        }
+        return;
+    }
     if (p->owed[net] >= f->credit_batch) {
         uint8_t frame[FABRIC_HDR_SIZE + 4];
 

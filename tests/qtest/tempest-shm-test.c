@@ -189,6 +189,11 @@ static void expect_data(const uint8_t *buf, uint32_t len, uint32_t seq,
 static void shm_link_up(ShmPeer *t)
 {
     peer_shm_make_good(&t->m, CLUSTER, 1, 0);
+    /*
+     * We never run out of credit before the link: the node need not wake
+     * us (its CREDIT of 0 would come between the DATA the cases expect).
+     */
+    peer_shm_ctl(&t->m, 0)->credit_waiting = 0;
     peer_shm_step(t->fd, FABRIC_SHM_OFFER, t->m.fd);
     expect_step(t, FABRIC_SHM_ACK);
     g_assert_cmpuint(peer_shm_links(t->s, FAB), ==, 0);
@@ -536,6 +541,12 @@ static void test_offer_made(void)
         g_assert_cmpuint(t.m.rx.pos, ==, 0);
         g_assert_cmpuint(ring_sleeping(&t, 0), ==, 1);
         g_assert_cmpuint(ring_sleeping(&t, 1), ==, 1);
+        /*
+         * Credit in memory: either side may have run out before the link
+         * was made, with no bit to set: the maker sets both networks'.
+         */
+        g_assert_cmpuint(peer_shm_ctl(&t.m, 0)->credit_waiting, ==, 3);
+        g_assert_cmpuint(peer_shm_ctl(&t.m, 1)->credit_waiting, ==, 3);
 
         if (!ack) {
             peer_shm_step(t.fd, FABRIC_SHM_NACK, -1);
@@ -977,6 +988,144 @@ static void ring_xfer(ShmPeer *t, uint8_t kind, uint32_t mid,
     ring_frame(t, FABRIC_XFER, f, FABRIC_XFER_HDR + len);
 }
 
+#define CREDITS     32      /* the fabric's default, which the HELLO says */
+
+/* Wait (bounded) until the shared word *w is want; returns it. */
+static uint32_t wait_shared(uint32_t *w, uint32_t want)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    uint32_t v;
+
+    while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) != want &&
+           g_get_monotonic_time() < end) {
+        g_usleep(1000);
+    }
+    return v;
+}
+
+/* The node sends n packets to us from SQ0 (16 slots), tags from tag. */
+static void node_send_n(ShmPeer *t, unsigned n, uint64_t tag)
+{
+    uint32_t sent = qtest_readl(t->s, NC(TEMPEST_NC_TX_PACKETS));
+
+    for (unsigned i = 0; i < n; i++) {
+        node_send(t->s, (sent + i) % 16, 1, tag + i);
+    }
+}
+
+/* The node's next n frames in ring 1 are DATA (no CREDIT among them). */
+static void expect_n_data(ShmPeer *t, unsigned n, uint64_t tag)
+{
+    uint8_t buf[FABRIC_HDR_SIZE + FABRIC_DATA_MAX];
+    uint32_t len;
+
+    for (unsigned i = 0; i < n; i++) {
+        g_assert_cmpuint(peer_ring_read_frame(&t->m.rx, buf, sizeof(buf),
+                                              &len), ==, FABRIC_DATA);
+        g_assert_cmphex(ldq_le_p(buf + FABRIC_HDR_SIZE + 4 +
+                                 TEMPEST_PKT_WORD1), ==, tag + i);
+    }
+}
+
+/*
+ * "Shared memory", credit: on a shared-memory link the credit a receiver
+ * gives back is a count in its ring's control block (credit_back), which
+ * the sender takes at its next send with no CREDIT frame to read; a
+ * sender out of credit sets credit_waiting and is woken by a CREDIT frame
+ * of 0.  Both directions: the node gives back the credit of our packets
+ * it moved to its RQ as a count (and sends no CREDIT frame), and takes
+ * ours from memory: its 33rd packet goes out at once once we count 32
+ * back, though it never read a frame from us (without the count it waits
+ * for credit: TX_STALLS 1).
+ */
+static void test_credit_in_memory(void)
+{
+    ShmPeer t;
+    FabricRingCtl *c0, *c1;
+    uint8_t zero[4] = { 0 };
+    uint8_t buf[64];
+
+    shm_start(&t);
+    shm_link_up(&t);
+    c0 = peer_shm_ctl(&t.m, 0);
+    c1 = peer_shm_ctl(&t.m, 1);
+    /* A new link: each side may have run out before it was made. */
+    g_assert_cmpuint(c1->credit_waiting, ==, 3);
+    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c0->credit_waiting, 3, __ATOMIC_RELEASE);
+
+    /*
+     * Ours, taken into its RQ: the credit comes back in ring 0's block,
+     * and the first of network 0 wakes us (a CREDIT of 0), once.
+     */
+    for (unsigned i = 0; i < 3; i++) {
+        ring_data(&t, 0x600 + i, true);
+        expect_rq(&t, i, 0x600 + i);
+    }
+    g_assert_cmpuint(wait_shared(&c0->credit_back[0], 3), ==, 3);
+    g_assert_cmpuint(ring_until(&t, FABRIC_CREDIT, buf, sizeof(buf)), ==, 4);
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 0);
+    g_assert_cmpuint(buf[2], ==, 0);             /* network 0 */
+    g_assert_cmpuint(c0->credit_waiting, ==, 2);
+    g_assert_cmpuint(__atomic_load_n(&c0->credit_back[1], __ATOMIC_ACQUIRE),
+                     ==, 0);
+
+    /* Its: all its credit, then one more once we count it back. */
+    node_send_n(&t, CREDITS, 0x700);
+    expect_n_data(&t, CREDITS, 0x700);
+    __atomic_store_n(&c1->credit_back[0], CREDITS, __ATOMIC_RELEASE);
+    node_send_n(&t, 1, 0x800);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_STALLS)), ==, 0);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_PACKETS)), ==,
+                     CREDITS + 1);
+    expect_n_data(&t, 1, 0x800);
+    g_assert_cmpuint(__atomic_load_n(&c1->credit_waiting, __ATOMIC_ACQUIRE),
+                     ==, 0);
+
+    /* Out of credit: it says it waits; our count and a CREDIT of 0 wake it. */
+    node_send_n(&t, CREDITS, 0x900);
+    expect_n_data(&t, CREDITS - 1, 0x900);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
+    g_assert_cmpuint(__atomic_load_n(&c1->credit_waiting, __ATOMIC_ACQUIRE),
+                     ==, 1);
+    __atomic_store_n(&c1->credit_back[0], 2 * CREDITS, __ATOMIC_RELEASE);
+    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
+    ring_frame(&t, FABRIC_CREDIT, zero, 4);
+    expect_n_data(&t, 1, 0x900 + CREDITS - 1);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_PACKETS)), ==,
+                     2 * CREDITS + 1);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    shm_stop(&t);
+}
+
+/*
+ * "Shared memory", credit: the count is the peer's word, untrusted.  A
+ * count claiming more credit back than the node can have used breaks
+ * the link (dropped, counted, the peer reported lost), and QEMU goes on.
+ */
+static void test_credit_beyond(void)
+{
+    ShmPeer t;
+
+    shm_start(&t);
+    shm_link_up(&t);
+    node_send_n(&t, CREDITS, 0xa00);
+    expect_n_data(&t, CREDITS, 0xa00);
+    __atomic_store_n(&peer_shm_ctl(&t.m, 1)->credit_back[0], CREDITS + 1,
+                     __ATOMIC_RELEASE);
+    node_send_n(&t, 1, 0xb00);
+    g_assert_cmphex(tq_wait_mem32(t.s, CQ_BASE, ~0, TEMPEST_EV_VALID |
+                                  TEMPEST_EV_PEER_DOWN), ==,
+                    TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 1);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_PACKETS)), ==,
+                     CREDITS);
+    g_assert_cmpuint(peer_shm_links(t.s, FAB), ==, 0);
+    qtest_writel(t.s, NC(TEMPEST_NC_SCRATCH), 0x5a5a);
+    g_assert_cmphex(qtest_readl(t.s, NC(TEMPEST_NC_SCRATCH)), ==, 0x5a5a);
+    shm_stop(&t);
+}
+
 #define SPLIT_RAM       (1 * MiB)               /* the fake node's RAM */
 #define SPLIT_BUF       RAM(0x400000)           /* the port's buffer */
 #define SPLIT_LEN       (160 * KiB)             /* a DATA split in halves */
@@ -1119,5 +1268,8 @@ int main(int argc, char **argv)
                    test_gone_but_writing);
     qtest_add_func("/tempest/peer-shm/bell-in-ring", test_bell_in_ring);
     qtest_add_func("/tempest/peer-shm/split-bounds", test_split_bounds);
+    qtest_add_func("/tempest/peer-shm/credit-in-memory",
+                   test_credit_in_memory);
+    qtest_add_func("/tempest/peer-shm/credit-beyond", test_credit_beyond);
     return g_test_run();
 }

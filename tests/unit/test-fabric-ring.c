@@ -170,6 +170,8 @@ static void test_layout(void)
     g_assert_cmpuint(CTL_LINE(tail), ==, CTL_LINE(tx_waiting));
     g_assert_cmpuint(CTL_LINE(tail), ==, CTL_LINE(belled));
     g_assert_cmpuint(CTL_LINE(head), ==, CTL_LINE(sleeping));
+    g_assert_cmpuint(CTL_LINE(tail), ==, CTL_LINE(credit_waiting));
+    g_assert_cmpuint(CTL_LINE(head), ==, CTL_LINE(credit_back));
     g_assert_cmpuint(CTL_LINE(tail), !=, CTL_LINE(head));
     g_assert_cmpuint(CTL_LINE(tail), !=, CTL_LINE(magic));
     g_assert_cmpuint(CTL_LINE(head), !=, CTL_LINE(magic));
@@ -341,6 +343,57 @@ static void test_doorbell_flags(void)
     g_assert_true(fabric_ring_wait_room(&p));
     g_assert_false(p.broken);
     g_assert_false(c.broken);
+}
+
+/*
+ * Credit (version 3): what the consumer gives back the producer takes
+ * once, per network, across the 32-bit wrap; a producer that waits (as
+ * a new ring's producer is taken to) is woken by the next give-back of
+ * that network only; a count claiming more than the
+ * producer can have used breaks the ring and gives nothing.
+ */
+static void test_credit(void)
+{
+    static uint8_t mem[FABRIC_RING_CTL_SIZE + FABRIC_RING_MIN]
+        __attribute__((aligned(64)));
+    const uint32_t size = FABRIC_RING_MIN;
+    uint32_t given = 0xfffffffeU, seen = 0xfffffffeU, given1 = 0, seen1 = 0;
+    FabricRing p, c;
+
+    fabric_ring_format(mem, size);
+    g_assert_true(fabric_ring_attach(&p, mem, size, true));
+    g_assert_true(fabric_ring_attach(&c, mem, size, false));
+    c.ctl->credit_back[0] = given;
+
+    /* A new ring: the first give-back of each network wakes, once */
+    g_assert_cmpuint(c.ctl->credit_waiting, ==, 3);
+    g_assert_true(fabric_ring_credit_back(&c, 0, &given, 3));
+    g_assert_true(fabric_ring_credit_back(&c, 1, &given1, 1));
+    g_assert_cmpuint(c.ctl->credit_waiting, ==, 0);
+    g_assert_false(fabric_ring_credit_back(&c, 1, &given1, 0));
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 0, &seen, 32), ==, 3);
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 0, &seen, 32), ==, 0);
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 1, &seen1, 32), ==, 1);
+
+    /* Waiting on both: network 1's give-back wakes for 1 only */
+    fabric_ring_credit_wait(&p, 0);
+    fabric_ring_credit_wait(&p, 1);
+    g_assert_cmpuint(p.ctl->credit_waiting, ==, 3);
+    g_assert_true(fabric_ring_credit_back(&c, 1, &given1, 1));
+    g_assert_cmpuint(p.ctl->credit_waiting, ==, 1);
+    g_assert_false(fabric_ring_credit_back(&c, 1, &given1, 1));
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 1, &seen1, 32), ==, 2);
+    g_assert_true(fabric_ring_credit_back(&c, 0, &given, 2));
+    g_assert_cmpuint(p.ctl->credit_waiting, ==, 0);
+    g_assert_false(fabric_ring_credit_back(&c, 0, &given, 2));
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 0, &seen, 32), ==, 4);
+    g_assert_false(p.broken);
+
+    /* 5 back when at most 4 can have been used */
+    g_assert_false(fabric_ring_credit_back(&c, 0, &given, 5));
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 0, &seen, 4), ==, 0);
+    g_assert_true(p.broken);
+    g_assert_cmpuint(fabric_ring_credit_take(&p, 1, &seen1, 32), ==, 0);
 }
 
 /*
@@ -1105,6 +1158,7 @@ int main(int argc, char **argv)
     g_test_add_func("/fabric-ring/size-ok", test_size_ok);
     g_test_add_func("/fabric-ring/attach", test_attach);
     g_test_add_func("/fabric-ring/doorbell-flags", test_doorbell_flags);
+    g_test_add_func("/fabric-ring/credit", test_credit);
     g_test_add_func("/fabric-ring/stream", test_stream);
     g_test_add_func("/fabric-ring/two-process/park", test_two_process_park);
     g_test_add_func("/fabric-ring/two-process/poll", test_two_process_poll);
