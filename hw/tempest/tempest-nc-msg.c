@@ -135,6 +135,44 @@ static void msg_send_error(TempestNCState *s, unsigned ring, uint32_t slot,
     tempest_nc_post_event(s, TEMPEST_EV_SEND_ERROR, dest, slot, code, ring);
 }
 
+/*
+ * (1.14) The payload of a gather slot at @addr (send slot payload
+ * @room bytes): its descriptors name ranges of guest RAM, copied in order
+ * to @dst until @len bytes.  Returns 0, or the error that refuses the
+ * slot: BAD_LEN (descriptors that do not add up to @len, a zero length,
+ * a reserved word set), BAD_GATHER (a range not in RAM).
+ */
+static uint32_t msg_gather(TempestNCState *s, uint64_t addr, uint32_t room,
+                           uint8_t *dst, uint32_t len, uint32_t *ndesc)
+{
+    uint32_t max = MIN(room / TEMPEST_GATHER_DESC_SIZE,
+                       TEMPEST_GATHER_MAX_DESC);
+    uint32_t got = 0, i;
+
+    for (i = 0; i < max && got < len; i++) {
+        uint8_t d[TEMPEST_GATHER_DESC_SIZE];
+        uint64_t a;
+        uint32_t l;
+
+        if (!tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA +
+                                 i * TEMPEST_GATHER_DESC_SIZE, d, sizeof(d))) {
+            return TEMPEST_NC_ERR_DMA;
+        }
+        a = ldq_le_p(d + TEMPEST_GATHER_ADDR);
+        l = ldl_le_p(d + TEMPEST_GATHER_LEN);
+        if (l == 0 || l > len - got || ldl_le_p(d + TEMPEST_GATHER_RSVD)) {
+            return TEMPEST_NC_ERR_BAD_LEN;
+        }
+        if (!tempest_nc_in_ram(s, a, l) ||
+            !tempest_nc_dma_read(s, a, dst + got, l)) {
+            return TEMPEST_NC_ERR_BAD_GATHER;
+        }
+        got += l;
+    }
+    *ndesc = i;
+    return got == len ? 0 : TEMPEST_NC_ERR_BAD_LEN;
+}
+
 /* Send what the guest put in send ring 'ring' (= its network). */
 static void msg_sq_send(TempestNCState *s, unsigned ring)
 {
@@ -159,7 +197,8 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         }
         len = ctl & TEMPEST_PKT_LEN_MASK;
         dest = lduw_le_p(pkt + TEMPEST_PKT_NODE);
-        if (len > payload) {
+        if (len > ((ctl & TEMPEST_PKT_GATHER) ? TEMPEST_PKT_MAX_PAYLOAD
+                                               : payload)) {
             code = TEMPEST_NC_ERR_BAD_LEN;
         } else if (dest >= s->num_nodes) {
             code = TEMPEST_NC_ERR_BAD_DEST;
@@ -171,15 +210,22 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
             trace_tempest_nc_sq_stall(s->node_id, ring, dest, r->idx);
             break;
         }
+        if (!code && (ctl & TEMPEST_PKT_GATHER)) {
+            uint32_t ndesc = 0;
+
+            code = msg_gather(s, addr, payload, pkt + TEMPEST_PKT_DATA, len,
+                              &ndesc);
+            trace_tempest_nc_tx_gather(s->node_id, ring, r->idx, ndesc, len);
+        } else if (!code && len &&
+                   !tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA,
+                                        pkt + TEMPEST_PKT_DATA, len)) {
+            tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
+            return;
+        }
         if (code) {
             trace_tempest_nc_send_error(s->node_id, ring, r->idx, dest, code);
             msg_send_error(s, ring, r->idx, dest, code);
         } else {
-            if (len && !tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA,
-                                            pkt + TEMPEST_PKT_DATA, len)) {
-                tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
-                return;
-            }
             trace_tempest_nc_tx(s->node_id, ring, r->idx, dest, len);
             s->tx_packets++;
             sent++;

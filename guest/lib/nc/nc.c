@@ -17,6 +17,8 @@
 
 struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 uint32_t nc_pkt_payload = TEMPEST_PKT_PAYLOAD;
+uint32_t nc_rq_payload = TEMPEST_PKT_PAYLOAD;
+bool nc_gather_present;
 bool nc_poll_present;
 bool nc_tag_upgrade_present;
 bool nc_polling;
@@ -108,6 +110,8 @@ const char *nc_err_name(uint32_t err)
         return "ring memory not accessible";
     case TEMPEST_NC_ERR_TAG_REFUSED:
         return "TAG_UPGRADE that takes access away, or out of range";
+    case TEMPEST_NC_ERR_BAD_GATHER:
+        return "gather range not in RAM";
     default:
         return "unknown";
     }
@@ -226,7 +230,7 @@ static void setup_poll_hint(void)
 int nc_init(void)
 {
     uint32_t features = nc_reg(TEMPEST_NC_FEATURES);
-    unsigned shift = 0;
+    unsigned shift = 0, rq_shift;
 
     if (ready) {
         return 0;
@@ -247,14 +251,21 @@ int nc_init(void)
         nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 11U)) {
         shift = NC_PKT_SHIFT;
     }
+    /* Gather slots (1.14): a 4096-byte message in one packet. */
+    nc_gather_present = shift && (features & TEMPEST_NC_FEAT_GATHER) &&
+                        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 14U);
+    rq_shift = nc_gather_present ? NC_RQ_SHIFT_GATHER : shift;
     if (setup_ring(TEMPEST_RING_SQ0, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
         setup_ring(TEMPEST_RING_SQ1, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
-        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
+        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE,
+                   rq_shift) ||
         setup_ring(TEMPEST_RING_CQ, NC_CQ_SLOTS, TEMPEST_EV_SIZE, 0)) {
         return -1;
     }
     nc_pkt_payload = (1U << (shift ? shift : TEMPEST_PKT_MIN_SHIFT)) -
                      TEMPEST_PKT_DATA;
+    nc_rq_payload = (1U << (rq_shift ? rq_shift : TEMPEST_PKT_MIN_SHIFT)) -
+                    TEMPEST_PKT_DATA;
     nc_poll_present = (features & TEMPEST_NC_FEAT_POLL) &&
                       nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
     nc_tag_upgrade_present = (features & TEMPEST_NC_FEAT_TAG_UPGRADE) &&

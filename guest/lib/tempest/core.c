@@ -352,7 +352,7 @@ static size_t pkt_bytes(const struct nc_pkt *p)
 {
     uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
 
-    return TEMPEST_PKT_DATA + (len < nc_pkt_payload ? len : nc_pkt_payload);
+    return TEMPEST_PKT_DATA + (len < nc_rq_payload ? len : nc_rq_payload);
 }
 
 static bool backlog_push(const struct nc_pkt *p)
@@ -574,7 +574,7 @@ static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
         return;
     }
     if ((kind & TPPI_KIND_PROTO_MASK) != TPPI_KIND_AM ||
-        len > nc_pkt_payload || src >= TPPI_num_nodes || p->net > 1) {
+        len > nc_rq_payload || src >= TPPI_num_nodes || p->net > 1) {
         bad_packet(p, "not an active-message packet");
         goto done;
     }

@@ -243,7 +243,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    13
+#define TEMPEST_NC_VERSION_MINOR    14
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -263,6 +263,7 @@
 #define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
 #define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
 #define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.11) packet slot sizes */
+#define TEMPEST_NC_FEAT_GATHER      (1U << 15)  /* (1.14) gather send slots */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -291,6 +292,7 @@
 #define TEMPEST_NC_ERR_BAD_VALUE    9   /* doorbell value out of range */
 #define TEMPEST_NC_ERR_DMA          10  /* ring memory could not be accessed */
 #define TEMPEST_NC_ERR_TAG_REFUSED  11  /* TAG_UPGRADE: no upgrade, or range */
+#define TEMPEST_NC_ERR_BAD_GATHER   12  /* (1.14) gather range not in RAM */
 
 /* ------------------------------------------------------------------ */
 /* Commands (TEMPEST_NC_CMD_OP)                                        */
@@ -615,6 +617,19 @@
 #define TEMPEST_PKT_DATA            32  /* payload */
 #define TEMPEST_PKT_VALID           (1U << 31)
 #define TEMPEST_PKT_LEN_MASK        0xFFFFU
+/*
+ * (1.14) A gather send slot: CTL has GATHER too, and its payload holds
+ * descriptors (address, length) of guest RAM whose bytes, in order,
+ * make the packet's payload of LEN bytes (up to TEMPEST_PKT_MAX_PAYLOAD,
+ * whatever the send slot's size); the device copies them when it takes
+ * the slot.
+ */
+#define TEMPEST_PKT_GATHER          (1U << 30)
+#define TEMPEST_GATHER_ADDR         0   /* u64: guest physical address */
+#define TEMPEST_GATHER_LEN          8   /* u32: bytes, > 0 */
+#define TEMPEST_GATHER_RSVD         12  /* u32: 0 */
+#define TEMPEST_GATHER_DESC_SIZE    16
+#define TEMPEST_GATHER_MAX_DESC     64
 
 /*
  * XFER_SENT: A the message id, B the cookie, C 0 or why it failed

@@ -25,6 +25,11 @@
  * larger rings is not there).  Every node of a cluster runs the same
  * library, so every node's slots are the same size (the device drops a
  * packet longer than its RQ's slots).
+ * Gather slots (1.14, TEMPEST_NC_FEAT_GATHER; nc_gather_present): a send
+ * slot may instead name ranges of RAM the device copies the payload from
+ * when it takes the slot (nc_sq_post_gather), a packet of up to
+ * nc_rq_payload bytes; the RQ then has 8 KiB slots (NC_RQ_SHIFT_GATHER:
+ * 2 MiB), so that a 4096-byte message is one packet.
  * RQ and CQ slots are freed lazily: nc_rq_pop()/nc_cq_pop() clear the
  * slot's CTL word at once but ring RQ_DOORBELL only every NC_FREE_BATCH
  * slots, or when the caller asks (nc_rx_doorbell()), e.g. before it
@@ -48,6 +53,7 @@
 #define NC_SQ_SLOTS         64
 #define NC_PKT_SHIFT        12
 #define NC_RQ_SLOTS         256
+#define NC_RQ_SHIFT_GATHER  13
 #define NC_CQ_SLOTS         64
 #define NC_FREE_BATCH       32
 
@@ -101,6 +107,20 @@ struct nc_ring {
 extern struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 /* The payload a packet slot of SQ0, SQ1 and the RQ holds (nc_init). */
 extern uint32_t nc_pkt_payload;
+/* The payload an RQ slot holds: nc_pkt_payload, or more with gathers. */
+extern uint32_t nc_rq_payload;
+/* True once nc_init() has found TEMPEST_NC_FEAT_GATHER (1.14). */
+extern bool nc_gather_present;
+
+/* A descriptor of a gather slot's payload (TEMPEST_GATHER_*). */
+struct nc_gather {
+    uint64_t addr;          /* guest physical (= virtual: identity map) */
+    uint32_t len;           /* > 0 */
+    uint32_t rsvd;          /* 0 */
+};
+
+_Static_assert(sizeof(struct nc_gather) == TEMPEST_GATHER_DESC_SIZE,
+               "gather descriptor");
 
 /* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
 extern bool nc_poll_present;
@@ -266,6 +286,21 @@ static inline struct nc_pkt *nc_sq_claim(unsigned net)
 static inline void nc_sq_post(unsigned net, struct nc_pkt *p, uint32_t len)
 {
     __atomic_store_n(&p->ctl, TEMPEST_PKT_VALID | len, __ATOMIC_RELEASE);
+    nc_rings[net].next++;
+}
+
+/*
+ * nc_sq_post_gather: as nc_sq_post(), for a slot whose payload holds
+ * descriptors (struct nc_gather) of the @len bytes to send; the device
+ * copies them when it takes the slot, so they must not change until
+ * then (nc_sq_drained).  Descriptors that do not add up to @len, or a
+ * range outside RAM, are the device's to reject (SEND_ERROR event).
+ */
+static inline void nc_sq_post_gather(unsigned net, struct nc_pkt *p,
+                                     uint32_t len)
+{
+    __atomic_store_n(&p->ctl, TEMPEST_PKT_VALID | TEMPEST_PKT_GATHER | len,
+                     __ATOMIC_RELEASE);
     nc_rings[net].next++;
 }
 
