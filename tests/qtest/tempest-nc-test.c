@@ -44,7 +44,7 @@ static void test_identity(void)
                     TEMPEST_NC_FEAT_XFER | TEMPEST_NC_FEAT_POLL |
                     TEMPEST_NC_FEAT_SYSSPACE | TEMPEST_NC_FEAT_TAG_UPGRADE |
                     TEMPEST_NC_FEAT_CHAN | TEMPEST_NC_FEAT_POLL_HINT |
-                    TEMPEST_NC_FEAT_BIG_SLOTS);
+                    TEMPEST_NC_FEAT_BIG_SLOTS | TEMPEST_NC_FEAT_GATHER);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
                      TEMPEST_FABRIC_CONNECTING);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_CPUS)), ==, 3);
