@@ -123,6 +123,44 @@ void tempest_nc_rq_doorbell(TempestNCState *s)
     tempest_nc_cq_deliver(s);
 }
 
+/*
+ * RQ_COPY (1.14): a handler's read of a long message out of its RQ slot,
+ * as one host copy instead of the guest's own.  The source must lie
+ * inside the RQ, the destination in RAM; the descriptor says how it
+ * went (STATUS).
+ */
+void tempest_nc_rq_copy(TempestNCState *s, uint64_t desc)
+{
+    TempestRing *r = &s->ring[TEMPEST_RING_RQ];
+    uint64_t rq_size = (uint64_t)r->slots *
+                       tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ);
+    uint8_t d[TEMPEST_COPY_SIZE], buf[TEMPEST_PKT_MAX_PAYLOAD];
+    uint64_t src, dst;
+    uint32_t len, status = 0;
+
+    if (!QEMU_IS_ALIGNED(desc, 8) || !tempest_nc_in_ram(s, desc, sizeof(d)) ||
+        !tempest_nc_dma_read(s, desc, d, sizeof(d))) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_VALUE,
+                               TEMPEST_NC_RQ_COPY, 8);
+        return;
+    }
+    src = ldq_le_p(d + TEMPEST_COPY_SRC);
+    dst = ldq_le_p(d + TEMPEST_COPY_DST);
+    len = ldl_le_p(d + TEMPEST_COPY_LEN);
+    if (len == 0 || len > sizeof(buf) || !r->slots || src < r->base ||
+        src - r->base > rq_size || len > rq_size - (src - r->base) ||
+        !tempest_nc_in_ram(s, dst, len) ||
+        !tempest_nc_dma_read(s, src, buf, len) ||
+        !tempest_nc_dma_write(s, dst, buf, len)) {
+        status = TEMPEST_NC_ERR_BAD_RANGE;
+        tempest_nc_guest_error(s, status, TEMPEST_NC_RQ_COPY, 8);
+    }
+    trace_tempest_nc_rq_copy(s->node_id, src, dst, len, status);
+    stl_le_p(d + TEMPEST_COPY_STATUS, status);
+    tempest_nc_dma_write(s, desc + TEMPEST_COPY_STATUS,
+                         d + TEMPEST_COPY_STATUS, 4);
+}
+
 /* ------------------------------------------------------------------ */
 /* Sending (SQ0, SQ1)                                                  */
 /* ------------------------------------------------------------------ */
@@ -165,7 +203,7 @@ static uint32_t msg_gather(TempestNCState *s, uint64_t addr, uint32_t room,
         }
         if (!tempest_nc_in_ram(s, a, l) ||
             !tempest_nc_dma_read(s, a, dst + got, l)) {
-            return TEMPEST_NC_ERR_BAD_GATHER;
+            return TEMPEST_NC_ERR_BAD_RANGE;
         }
         got += l;
     }

@@ -116,6 +116,8 @@ REG32(CHAN_RESENT, TEMPEST_NC_CHAN_RESENT)
 REG32(CHAN_MIGDROPS, TEMPEST_NC_CHAN_MIGDROPS)
 REG32(POLL_HINT, TEMPEST_NC_POLL_HINT)
 REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
+REG32(RQ_COPY, TEMPEST_NC_RQ_COPY)
+REG32(RQ_COPY_HI, TEMPEST_NC_RQ_COPY + 4)
 REG32(XFER_PULL_LO, TEMPEST_NC_XFER_PULL_LO)
 REG32(XFER_PULL_HI, TEMPEST_NC_XFER_PULL_HI)
 
@@ -413,6 +415,8 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_POLL:
     case A_TAG_UPGRADE:
     case A_TAG_UPGRADE_HI:
+    case A_RQ_COPY:
+    case A_RQ_COPY_HI:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_WRITE_ONLY, offset, 4);
         *value = 0;
         return false;
@@ -578,6 +582,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_TAG_UPGRADE_HI:
     case A_POLL_HINT:
     case A_POLL_HINT_HI:
+    case A_RQ_COPY:
+    case A_RQ_COPY_HI:
         /* One 8-byte write or nothing (tempest_nc_write). */
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, offset, 4);
         return;
@@ -636,6 +642,10 @@ static void tempest_nc_write(void *opaque, hwaddr offset, uint64_t value,
     }
     if (offset == A_POLL_HINT && size == 8 && s->poll_hint_on) {
         tempest_nc_poll_hint(s, value);
+        return;
+    }
+    if (offset == A_RQ_COPY && size == 8) {
+        tempest_nc_rq_copy(s, value);
         return;
     }
     if (size == 4 && QEMU_IS_ALIGNED(offset, 4)) {

@@ -20,6 +20,9 @@
  *    (SEND_ERROR BAD_GATHER, ERR_STATUS), and descriptors that do not
  *    add up to the length, or a set reserved word, or a length over
  *    8160, too (BAD_LEN), with nothing sent;
+ *  - (1.14) nc_rq_copy() copies a received payload out of its RQ slot
+ *    byte for byte; a source outside the RQ and a destination running
+ *    past the end of RAM are refused (BAD_RANGE) with nothing copied;
  *  - TEMPEST_CMD_TIMER_ARM posts TIMER events carrying its arguments,
  *    in deadline order, not before the delay (TICKS register).
  * Prints "nc_msg ok".
@@ -170,6 +173,36 @@ static void send_gather(uint32_t len, const uint32_t *cut, unsigned n,
     nc_sq_doorbell(0);
 }
 
+/* nc_rq_copy: the payload @b of @len bytes, out of its RQ slot. */
+static void copy_out(const uint8_t *b, uint32_t len)
+{
+    static uint8_t dst[TEMPEST_PKT_MAX_PAYLOAD + 8];
+    static struct nc_copy d;
+    uint64_t ram_end = TEMPEST_RAM_BASE + rt_ram_size();
+    uint32_t st, j;
+
+    memset(dst, 0, sizeof(dst));
+    st = nc_rq_copy(&d, dst + 4, b, len);
+    CHECK(st == 0, "RQ_COPY of %u bytes: status %u", (unsigned)len,
+          (unsigned)st);
+    for (j = 0; j < len && st == 0; j++) {
+        if (dst[4 + j] != gsrc_byte(j)) {
+            CHECK(0, "RQ_COPY of %u bytes: byte %u is 0x%02x", (unsigned)len,
+                  (unsigned)j, dst[4 + j]);
+            break;
+        }
+    }
+    CHECK(dst[3] == 0 && dst[4 + len] == 0, "RQ_COPY of %u bytes wrote "
+          "outside its destination", (unsigned)len);
+    memset(dst, 0, sizeof(dst));
+    st = nc_rq_copy(&d, dst, gsrc, len);
+    CHECK(st == TEMPEST_NC_ERR_BAD_RANGE && dst[0] == 0,
+          "RQ_COPY from outside the RQ: status %u", (unsigned)st);
+    st = nc_rq_copy(&d, (void *)(uintptr_t)(ram_end - len / 2), b, len);
+    CHECK(st == TEMPEST_NC_ERR_BAD_RANGE,
+          "RQ_COPY running past RAM: status %u", (unsigned)st);
+}
+
 static void gather_cases(void)
 {
     static const uint32_t lens[] = { 4, 4064, 4065, 4096, 4128, 8160 };
@@ -213,6 +246,7 @@ static void gather_cases(void)
                     break;
                 }
             }
+            copy_out(b, len);
             nc_rq_pop(p);
         }
     }
@@ -224,7 +258,7 @@ static void gather_cases(void)
     cut[1] = 64;
     cut[2] = 128;
     send_gather(64, cut, 1, ram_end, 0);                /* past RAM */
-    CHECK(nc_reg(TEMPEST_NC_ERR_STATUS) == TEMPEST_NC_ERR_BAD_GATHER,
+    CHECK(nc_reg(TEMPEST_NC_ERR_STATUS) == TEMPEST_NC_ERR_BAD_RANGE,
           "gather from outside RAM: ERR_STATUS %u",
           (unsigned)nc_reg(TEMPEST_NC_ERR_STATUS));
     send_gather(64, cut, 1, ram_end - 32, 0);           /* runs past it */
@@ -240,7 +274,7 @@ static void gather_cases(void)
           "gather too long: ERR_STATUS %u",
           (unsigned)nc_reg(TEMPEST_NC_ERR_STATUS));
     for (i = 0; i < 7; i++) {
-        uint32_t want = i < 3 ? TEMPEST_NC_ERR_BAD_GATHER :
+        uint32_t want = i < 3 ? TEMPEST_NC_ERR_BAD_RANGE :
                         TEMPEST_NC_ERR_BAD_LEN;
 
         e = wait_cq();

@@ -373,7 +373,7 @@ static void test_gather(void)
                         TEMPEST_EV_VALID | TEMPEST_EV_SEND_ERROR);
         g_assert_cmpuint(qtest_readq(c.node[0], CQ_BASE + i * 32 +
                                      TEMPEST_EV_B), ==,
-                         i < 2 ? TEMPEST_NC_ERR_BAD_GATHER :
+                         i < 2 ? TEMPEST_NC_ERR_BAD_RANGE :
                          TEMPEST_NC_ERR_BAD_LEN);
     }
     g_assert_cmphex(qtest_readl(c.node[1], RQ_BASE + 3 * GATHER_RQ), ==, 0);

@@ -110,8 +110,8 @@ const char *nc_err_name(uint32_t err)
         return "ring memory not accessible";
     case TEMPEST_NC_ERR_TAG_REFUSED:
         return "TAG_UPGRADE that takes access away, or out of range";
-    case TEMPEST_NC_ERR_BAD_GATHER:
-        return "gather range not in RAM";
+    case TEMPEST_NC_ERR_BAD_RANGE:
+        return "gather or RQ_COPY range refused";
     default:
         return "unknown";
     }
@@ -290,6 +290,25 @@ void nc_pop_misplaced(unsigned ring, const void *slot)
                                r->slot_size),
                (unsigned long)(r->next & (r->slots - 1)));
     }
+}
+
+bool nc_dma_reachable(const void *p, size_t len)
+{
+    uint64_t a = (uintptr_t)p, base = rt_ram_base(), size = rt_ram_size();
+
+    return a >= base && a - base <= size && len <= size - (a - base);
+}
+
+uint32_t nc_rq_copy(struct nc_copy *d, void *dst, const void *src,
+                    uint32_t len)
+{
+    d->src = (uintptr_t)src;
+    d->dst = (uintptr_t)dst;
+    d->len = len;
+    d->status = TEMPEST_NC_ERR_BAD_VALUE;   /* if the device never saw it */
+    __asm__ volatile("dmb oshst" : : : "memory");
+    nc_reg_write64(TEMPEST_NC_RQ_COPY, (uintptr_t)d);
+    return __atomic_load_n(&d->status, __ATOMIC_ACQUIRE);
 }
 
 bool nc_ready(void)

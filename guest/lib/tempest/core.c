@@ -320,6 +320,32 @@ int tppi_recv_into(void *dst, int len)
     return tppi_take(dst, len);
 }
 
+/*
+ * A long read of a message in its RQ slot (node controller 1.14): the
+ * device copies it (RQ_COPY), one host copy where the guest's memcpy
+ * costs far more under TCG.  Returns the bytes consumed, or -1 when the
+ * guest must copy (short, not in the RQ, a buffer the device cannot
+ * reach, or refused).
+ */
+#define RECV_COPY_MIN   256
+
+static struct nc_copy recv_desc;    /* handlers run one at a time */
+
+static int recv_copy(void *va, int len)
+{
+    uint32_t n = (uint32_t)len <= cur.size - cur.pos ? (uint32_t)len
+                                                     : cur.size - cur.pos;
+
+    if (!nc_gather_present || cur.slot == NULL || n < RECV_COPY_MIN ||
+        !nc_dma_reachable(va, n) ||
+        !nc_dma_reachable(&recv_desc, sizeof(recv_desc)) ||
+        nc_rq_copy(&recv_desc, va, cur.data + cur.pos, n) != 0) {
+        return -1;
+    }
+    cur.pos += n;
+    return (int)n;
+}
+
 void TPPI_recv_R(void *va, int len)
 {
     int got;
@@ -339,7 +365,10 @@ void TPPI_recv_R(void *va, int len)
     if ((uint32_t)len > cur.size - cur.pos) {
         report_overrun(len);
     }
-    got = tppi_take(va, len);
+    got = recv_copy(va, len);
+    if (got < 0) {
+        got = tppi_take(va, len);
+    }
     if (got < len) {
         memset((uint8_t *)va + got, 0, (size_t)(len - got));
     }

@@ -200,14 +200,6 @@ static int check_segs(const tempest_item *segs, unsigned nsegs,
     return (int)total;
 }
 
-/* True if [@p, @p + @len) is RAM the node controller reaches (VA == PA). */
-static bool in_dma_ram(const void *p, uint32_t len)
-{
-    uint64_t a = (uintptr_t)p, base = rt_ram_base(), size = rt_ram_size();
-
-    return a >= base && a - base <= size && len <= size - (a - base);
-}
-
 /*
  * A message the device can gather (node controller 1.14): of at least
  * GATHER_MIN bytes, W and R items only, each in RAM the device reaches
@@ -233,7 +225,7 @@ static bool gatherable(const tempest_item *segs, unsigned nsegs,
             continue;
         }
         if (++n > TEMPEST_GATHER_MAX_DESC ||
-            !in_dma_ram(segs[i].ptr, (uint32_t)segs[i].len)) {
+            !nc_dma_reachable(segs[i].ptr, (size_t)segs[i].len)) {
             return false;
         }
     }

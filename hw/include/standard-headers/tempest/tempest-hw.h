@@ -236,6 +236,21 @@
  */
 #define TEMPEST_NC_XFER_PULL_LO     0x1D8
 #define TEMPEST_NC_XFER_PULL_HI     0x1DC
+/*
+ * (1.14) RQ_COPY, write-only, one aligned 8-byte write: the address of a
+ * copy descriptor (TEMPEST_COPY_*, 8-aligned, in RAM).  The device copies
+ * LEN bytes (1 to TEMPEST_PKT_MAX_PAYLOAD) from SRC, which must lie inside
+ * the RQ, to DST, in RAM, before the write completes, and writes STATUS:
+ * 0, or the TEMPEST_NC_ERR_* that refused it (BAD_RANGE; also in
+ * ERR_STATUS) with nothing copied.  A descriptor outside RAM: ERR_STATUS
+ * BAD_VALUE only.  Any other access: BAD_SIZE.
+ */
+#define TEMPEST_NC_RQ_COPY          0x1E8
+#define TEMPEST_COPY_SRC            0   /* u64 */
+#define TEMPEST_COPY_DST            8   /* u64 */
+#define TEMPEST_COPY_LEN            16  /* u32 */
+#define TEMPEST_COPY_STATUS         20  /* u32, written by the device */
+#define TEMPEST_COPY_SIZE           24
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -263,7 +278,7 @@
 #define TEMPEST_NC_FEAT_CHAN        (1U << 12)  /* (1.8) channel controller */
 #define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
 #define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.11) packet slot sizes */
-#define TEMPEST_NC_FEAT_GATHER      (1U << 15)  /* (1.14) gather send slots */
+#define TEMPEST_NC_FEAT_GATHER      (1U << 15)  /* (1.14) gather, RQ_COPY */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -292,7 +307,7 @@
 #define TEMPEST_NC_ERR_BAD_VALUE    9   /* doorbell value out of range */
 #define TEMPEST_NC_ERR_DMA          10  /* ring memory could not be accessed */
 #define TEMPEST_NC_ERR_TAG_REFUSED  11  /* TAG_UPGRADE: no upgrade, or range */
-#define TEMPEST_NC_ERR_BAD_GATHER   12  /* (1.14) gather range not in RAM */
+#define TEMPEST_NC_ERR_BAD_RANGE    12  /* (1.14) gather, RQ_COPY range */
 
 /* ------------------------------------------------------------------ */
 /* Commands (TEMPEST_NC_CMD_OP)                                        */

@@ -122,6 +122,33 @@ struct nc_gather {
 _Static_assert(sizeof(struct nc_gather) == TEMPEST_GATHER_DESC_SIZE,
                "gather descriptor");
 
+/* A copy descriptor of RQ_COPY (TEMPEST_COPY_*). */
+struct nc_copy {
+    uint64_t src;
+    uint64_t dst;
+    uint32_t len;
+    uint32_t status;        /* the device's answer */
+};
+
+_Static_assert(sizeof(struct nc_copy) == TEMPEST_COPY_SIZE, "copy");
+
+/*
+ * nc_dma_reachable: returns true if [@p, @p + @len) lies in the RAM the
+ * node controller reaches (rt_ram_base(), rt_ram_size()), where a
+ * pointer is the guest physical address the device takes.
+ */
+bool nc_dma_reachable(const void *p, size_t len);
+
+/*
+ * nc_rq_copy: (1.14, nc_gather_present) the device copies @len bytes
+ * (1 to TEMPEST_PKT_MAX_PAYLOAD) from @src, inside an RQ slot, to @dst
+ * (nc_dma_reachable) with one host copy, through the descriptor @d (in
+ * reachable RAM, 8-aligned, the caller's alone meanwhile).  Returns 0, or
+ * the TEMPEST_NC_ERR_* that refused it (nothing copied).
+ */
+uint32_t nc_rq_copy(struct nc_copy *d, void *dst, const void *src,
+                    uint32_t len);
+
 /* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
 extern bool nc_poll_present;
 /*
