@@ -34,7 +34,9 @@
  * the core dispatches control events through a table indexed by type.
  *
  * A message that fits one packet is handled straight from its RQ slot
- * (freed after the handler); a longer one is reassembled per (source,
+ * (freed after the handler; TPPI_recv_R of 256 bytes or more from there
+ * is the device's copy, RQ_COPY, where it has one); a longer one is
+ * reassembled per (source,
  * network) in a buffer of TPPI_MAX_AM_BYTES first.  When a handler's send
  * finds the reply ring full, tppi_drain_to_backlog() copies the current
  * message out of its slot and moves every arriving packet to the

@@ -10,6 +10,13 @@
  * which is what the receiver's reassembly per (source, network) needs.
  * One doorbell per message.
  *
+ * Gather sends (node controller 1.14): a message of W and R items of 256
+ * bytes or more, each in RAM the device reaches, is one packet whose slot
+ * names the items; the device copies them into the frame when it takes
+ * the slot, and the sender waits for that (the items are the caller's
+ * again when the send returns).  Other messages (F and Ba items, the
+ * tagged segment, short ones) are copied into the slots as before.
+ *
  * A full ring: the sender rings the doorbell and waits.  Computation code
  * sleeps (at most SQ_WAIT_US at a time), published in tppi_sq_waiters,
  * until the protocol thread sees room and wakes it.  On the protocol

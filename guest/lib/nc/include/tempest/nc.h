@@ -18,7 +18,7 @@
  *             (4 KiB, node controller 1.11; 256 bytes before): 256 KiB each
  *   RQ        NC_RQ_SLOTS packet slots of the same size: 1 MiB, enough to
  *             absorb a burst from every peer without holding back their
- *             credit
+ *             credit (8 KiB slots, 2 MiB, with gather slots: below)
  *   CQ        NC_CQ_SLOTS event slots (32 bytes): 2 KiB
  * A packet carries up to nc_pkt_payload bytes (4064; 224 with 256-byte
  * slots, when the node controller is older than 1.11 or the memory for
