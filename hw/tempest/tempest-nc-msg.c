@@ -124,17 +124,41 @@ void tempest_nc_rq_doorbell(TempestNCState *s)
 }
 
 /*
+ * @len bytes of RAM from @src to @dst, which do not overlap: read into
+ * the destination mapped here, one host copy.
+ */
+static bool msg_ram_copy(TempestNCState *s, uint64_t dst, uint64_t src,
+                         uint32_t len)
+{
+    hwaddr plen = len;
+    bool ok;
+    void *p;
+
+    p = address_space_map(s->dma_as, dst, &plen, true,
+                          MEMTXATTRS_UNSPECIFIED);
+    if (!p || plen < len) {
+        if (p) {
+            address_space_unmap(s->dma_as, p, plen, true, 0);
+        }
+        return false;
+    }
+    ok = tempest_nc_dma_read(s, src, p, len);
+    address_space_unmap(s->dma_as, p, plen, true, ok ? len : 0);
+    return ok;
+}
+
+/*
  * RQ_COPY (1.14): a handler's read of a long message out of its RQ slot,
  * as one host copy instead of the guest's own.  The source must lie
- * inside the RQ, the destination in RAM; the descriptor says how it
- * went (STATUS).
+ * inside the RQ, the destination in RAM outside the RQ; the descriptor
+ * says how it went (STATUS).
  */
 void tempest_nc_rq_copy(TempestNCState *s, uint64_t desc)
 {
     TempestRing *r = &s->ring[TEMPEST_RING_RQ];
     uint64_t rq_size = (uint64_t)r->slots *
                        tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ);
-    uint8_t d[TEMPEST_COPY_SIZE], buf[TEMPEST_PKT_MAX_PAYLOAD];
+    uint8_t d[TEMPEST_COPY_SIZE];
     uint64_t src, dst;
     uint32_t len, status = 0;
 
@@ -147,11 +171,11 @@ void tempest_nc_rq_copy(TempestNCState *s, uint64_t desc)
     src = ldq_le_p(d + TEMPEST_COPY_SRC);
     dst = ldq_le_p(d + TEMPEST_COPY_DST);
     len = ldl_le_p(d + TEMPEST_COPY_LEN);
-    if (len == 0 || len > sizeof(buf) || !r->slots || src < r->base ||
-        src - r->base > rq_size || len > rq_size - (src - r->base) ||
-        !tempest_nc_in_ram(s, dst, len) ||
-        !tempest_nc_dma_read(s, src, buf, len) ||
-        !tempest_nc_dma_write(s, dst, buf, len)) {
+    if (len == 0 || len > TEMPEST_PKT_MAX_PAYLOAD || !r->slots ||
+        src < r->base || src - r->base > rq_size ||
+        len > rq_size - (src - r->base) || !tempest_nc_in_ram(s, dst, len) ||
+        (dst < r->base + rq_size && r->base < dst + len) ||
+        !msg_ram_copy(s, dst, src, len)) {
         status = TEMPEST_NC_ERR_BAD_RANGE;
         tempest_nc_guest_error(s, status, TEMPEST_NC_RQ_COPY, 8);
     }

@@ -235,7 +235,8 @@ static uint32_t rq_copy(QTestState *s, uint64_t desc, uint64_t src,
  * RQ_COPY (1.14; docs/node-controller.rst "RQ_COPY"): one 8-byte write
  * copies a range inside the RQ (8 KiB slots here) to RAM, byte for byte,
  * and writes STATUS 0; a source outside the RQ or running past its end,
- * a destination outside RAM, a length of 0 or over a packet's payload
+ * a destination outside RAM or overlapping the RQ, a length of 0 or over
+ * a packet's payload
  * are refused (STATUS and ERR_STATUS BAD_RANGE, nothing copied); a
  * descriptor outside RAM is BAD_VALUE; a 4-byte access BAD_SIZE, a read
  * WRITE_ONLY.
@@ -282,6 +283,8 @@ static void test_rq_copy(void)
                              64), ==, TEMPEST_NC_ERR_BAD_RANGE);
     g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ, COPY_DST, 0), ==,
                      TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ + 8192, COPY_RQ - 64,
+                             128), ==, TEMPEST_NC_ERR_BAD_RANGE);
     g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ, COPY_DST,
                              TEMPEST_PKT_MAX_PAYLOAD + 1), ==,
                      TEMPEST_NC_ERR_BAD_RANGE);

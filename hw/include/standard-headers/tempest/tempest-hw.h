@@ -240,7 +240,8 @@
  * (1.14) RQ_COPY, write-only, one aligned 8-byte write: the address of a
  * copy descriptor (TEMPEST_COPY_*, 8-aligned, in RAM).  The device copies
  * LEN bytes (1 to TEMPEST_PKT_MAX_PAYLOAD) from SRC, which must lie inside
- * the RQ, to DST, in RAM, before the write completes, and writes STATUS:
+ * the RQ, to DST, in RAM outside the RQ, before the write completes, and
+ * writes STATUS:
  * 0, or the TEMPEST_NC_ERR_* that refused it (BAD_RANGE; also in
  * ERR_STATUS) with nothing copied.  A descriptor outside RAM: ERR_STATUS
  * BAD_VALUE only.  Any other access: BAD_SIZE.
