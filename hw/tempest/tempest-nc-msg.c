@@ -202,7 +202,7 @@ static void msg_send_error(TempestNCState *s, unsigned ring, uint32_t slot,
  * @room bytes): its descriptors name ranges of guest RAM, copied in order
  * to @dst until @len bytes.  Returns 0, or the error that refuses the
  * slot: BAD_LEN (descriptors that do not add up to @len, a zero length,
- * a reserved word set), BAD_GATHER (a range not in RAM).
+ * a reserved word set), BAD_RANGE (a range not in RAM).
  */
 static uint32_t msg_gather(TempestNCState *s, uint64_t addr, uint32_t room,
                            uint8_t *dst, uint32_t len, uint32_t *ndesc)

@@ -17,7 +17,7 @@
  *    4096) copied by the device from one to three ranges of RAM come
  *    back whole in the RQ's 8 KiB slots, byte for byte; a range outside
  *    RAM, one that runs past its end and one at address 0 are refused
- *    (SEND_ERROR BAD_GATHER, ERR_STATUS), and descriptors that do not
+ *    (SEND_ERROR BAD_RANGE, ERR_STATUS), and descriptors that do not
  *    add up to the length, or a set reserved word, or a length over
  *    8160, too (BAD_LEN), with nothing sent;
  *  - (1.14) nc_rq_copy() copies a received payload out of its RQ slot

@@ -301,7 +301,7 @@ static void put_gather(QTestState *s, unsigned slot, uint16_t dest,
  * copied from the sender's RAM into one frame of up to 8160 bytes
  * whatever the send slot's size (4 KiB here), and arrives whole in an RQ
  * of 8 KiB slots; a range outside RAM is refused (SEND_ERROR,
- * ERR_STATUS BAD_GATHER), and so are descriptors that do not add up to
+ * ERR_STATUS BAD_RANGE), and so are descriptors that do not add up to
  * the length (BAD_LEN); nothing of a refused slot is sent.
  */
 static void test_gather(void)
