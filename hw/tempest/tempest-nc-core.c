@@ -39,6 +39,8 @@ static const char *const tempest_nc_err_names[] = {
     [TEMPEST_NC_ERR_NO_RING] = "doorbell for a ring not set up",
     [TEMPEST_NC_ERR_BAD_VALUE] = "value out of range",
     [TEMPEST_NC_ERR_DMA] = "ring memory could not be accessed",
+    [TEMPEST_NC_ERR_TAG_REFUSED] = "tag upgrade refused",
+    [TEMPEST_NC_ERR_BAD_RANGE] = "gather or RQ_COPY range refused",
 };
 
 /* ------------------------------------------------------------------ */

@@ -168,6 +168,8 @@ void tempest_nc_rq_doorbell(TempestNCState *s);
 void tempest_nc_poll(TempestNCState *s, bool polling);
 /* The POLL_HINT register's 8-byte write (docs/fabric.rst "The poll hint"). */
 void tempest_nc_poll_hint(TempestNCState *s, uint64_t addr);
+/* The RQ_COPY register's 8-byte write: the descriptor's address (1.15). */
+void tempest_nc_rq_copy(TempestNCState *s, uint64_t desc);
 
 /*
  * tempest-nc-coll-shm.c: the control network's combining on the shared

@@ -123,6 +123,68 @@ void tempest_nc_rq_doorbell(TempestNCState *s)
     tempest_nc_cq_deliver(s);
 }
 
+/*
+ * @len bytes of RAM from @src to @dst, which do not overlap: read into
+ * the destination mapped here, one host copy.
+ */
+static bool msg_ram_copy(TempestNCState *s, uint64_t dst, uint64_t src,
+                         uint32_t len)
+{
+    hwaddr plen = len;
+    bool ok;
+    void *p;
+
+    p = address_space_map(s->dma_as, dst, &plen, true,
+                          MEMTXATTRS_UNSPECIFIED);
+    if (!p || plen < len) {
+        if (p) {
+            address_space_unmap(s->dma_as, p, plen, true, 0);
+        }
+        return false;
+    }
+    ok = tempest_nc_dma_read(s, src, p, len);
+    address_space_unmap(s->dma_as, p, plen, true, ok ? len : 0);
+    return ok;
+}
+
+/*
+ * RQ_COPY (1.15): a handler's read of a long message out of its RQ slot,
+ * as one host copy instead of the guest's own.  The source must lie
+ * inside the RQ, the destination in RAM outside the RQ; the descriptor
+ * says how it went (STATUS).
+ */
+void tempest_nc_rq_copy(TempestNCState *s, uint64_t desc)
+{
+    TempestRing *r = &s->ring[TEMPEST_RING_RQ];
+    uint64_t rq_size = (uint64_t)r->slots *
+                       tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ);
+    uint8_t d[TEMPEST_COPY_SIZE];
+    uint64_t src, dst;
+    uint32_t len, status = 0;
+
+    if (!QEMU_IS_ALIGNED(desc, 8) || !tempest_nc_in_ram(s, desc, sizeof(d)) ||
+        !tempest_nc_dma_read(s, desc, d, sizeof(d))) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_VALUE,
+                               TEMPEST_NC_RQ_COPY, 8);
+        return;
+    }
+    src = ldq_le_p(d + TEMPEST_COPY_SRC);
+    dst = ldq_le_p(d + TEMPEST_COPY_DST);
+    len = ldl_le_p(d + TEMPEST_COPY_LEN);
+    if (len == 0 || len > TEMPEST_PKT_MAX_PAYLOAD || !r->slots ||
+        src < r->base || src - r->base > rq_size ||
+        len > rq_size - (src - r->base) || !tempest_nc_in_ram(s, dst, len) ||
+        (dst < r->base + rq_size && r->base < dst + len) ||
+        !msg_ram_copy(s, dst, src, len)) {
+        status = TEMPEST_NC_ERR_BAD_RANGE;
+        tempest_nc_guest_error(s, status, TEMPEST_NC_RQ_COPY, 8);
+    }
+    trace_tempest_nc_rq_copy(s->node_id, src, dst, len, status);
+    stl_le_p(d + TEMPEST_COPY_STATUS, status);
+    tempest_nc_dma_write(s, desc + TEMPEST_COPY_STATUS,
+                         d + TEMPEST_COPY_STATUS, 4);
+}
+
 /* ------------------------------------------------------------------ */
 /* Sending (SQ0, SQ1)                                                  */
 /* ------------------------------------------------------------------ */
@@ -133,6 +195,44 @@ static void msg_send_error(TempestNCState *s, unsigned ring, uint32_t slot,
     s->send_errors++;
     tempest_nc_guest_error(s, code, slot, 0);
     tempest_nc_post_event(s, TEMPEST_EV_SEND_ERROR, dest, slot, code, ring);
+}
+
+/*
+ * (1.15) The payload of a gather slot at @addr (send slot payload
+ * @room bytes): its descriptors name ranges of guest RAM, copied in order
+ * to @dst until @len bytes.  Returns 0, or the error that refuses the
+ * slot: BAD_LEN (descriptors that do not add up to @len, a zero length,
+ * a reserved word set), BAD_RANGE (a range not in RAM).
+ */
+static uint32_t msg_gather(TempestNCState *s, uint64_t addr, uint32_t room,
+                           uint8_t *dst, uint32_t len, uint32_t *ndesc)
+{
+    uint32_t max = MIN(room / TEMPEST_GATHER_DESC_SIZE,
+                       TEMPEST_GATHER_MAX_DESC);
+    uint32_t got = 0, i;
+
+    for (i = 0; i < max && got < len; i++) {
+        uint8_t d[TEMPEST_GATHER_DESC_SIZE];
+        uint64_t a;
+        uint32_t l;
+
+        if (!tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA +
+                                 i * TEMPEST_GATHER_DESC_SIZE, d, sizeof(d))) {
+            return TEMPEST_NC_ERR_DMA;
+        }
+        a = ldq_le_p(d + TEMPEST_GATHER_ADDR);
+        l = ldl_le_p(d + TEMPEST_GATHER_LEN);
+        if (l == 0 || l > len - got || ldl_le_p(d + TEMPEST_GATHER_RSVD)) {
+            return TEMPEST_NC_ERR_BAD_LEN;
+        }
+        if (!tempest_nc_in_ram(s, a, l) ||
+            !tempest_nc_dma_read(s, a, dst + got, l)) {
+            return TEMPEST_NC_ERR_BAD_RANGE;
+        }
+        got += l;
+    }
+    *ndesc = i;
+    return got == len ? 0 : TEMPEST_NC_ERR_BAD_LEN;
 }
 
 /* Send what the guest put in send ring 'ring' (= its network). */
@@ -159,7 +259,8 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         }
         len = ctl & TEMPEST_PKT_LEN_MASK;
         dest = lduw_le_p(pkt + TEMPEST_PKT_NODE);
-        if (len > payload) {
+        if (len > ((ctl & TEMPEST_PKT_GATHER) ? TEMPEST_PKT_MAX_PAYLOAD
+                                               : payload)) {
             code = TEMPEST_NC_ERR_BAD_LEN;
         } else if (dest >= s->num_nodes) {
             code = TEMPEST_NC_ERR_BAD_DEST;
@@ -171,15 +272,22 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
             trace_tempest_nc_sq_stall(s->node_id, ring, dest, r->idx);
             break;
         }
+        if (!code && (ctl & TEMPEST_PKT_GATHER)) {
+            uint32_t ndesc = 0;
+
+            code = msg_gather(s, addr, payload, pkt + TEMPEST_PKT_DATA, len,
+                              &ndesc);
+            trace_tempest_nc_tx_gather(s->node_id, ring, r->idx, ndesc, len);
+        } else if (!code && len &&
+                   !tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA,
+                                        pkt + TEMPEST_PKT_DATA, len)) {
+            tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
+            return;
+        }
         if (code) {
             trace_tempest_nc_send_error(s->node_id, ring, r->idx, dest, code);
             msg_send_error(s, ring, r->idx, dest, code);
         } else {
-            if (len && !tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA,
-                                            pkt + TEMPEST_PKT_DATA, len)) {
-                tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
-                return;
-            }
             trace_tempest_nc_tx(s->node_id, ring, r->idx, dest, len);
             s->tx_packets++;
             sent++;

@@ -116,6 +116,8 @@ REG32(CHAN_RESENT, TEMPEST_NC_CHAN_RESENT)
 REG32(CHAN_MIGDROPS, TEMPEST_NC_CHAN_MIGDROPS)
 REG32(POLL_HINT, TEMPEST_NC_POLL_HINT)
 REG32(POLL_HINT_HI, TEMPEST_NC_POLL_HINT + 4)
+REG32(RQ_COPY, TEMPEST_NC_RQ_COPY)
+REG32(RQ_COPY_HI, TEMPEST_NC_RQ_COPY + 4)
 REG32(XFER_PULL_LO, TEMPEST_NC_XFER_PULL_LO)
 REG32(XFER_PULL_HI, TEMPEST_NC_XFER_PULL_HI)
 REG32(CMD_BLOCK, TEMPEST_NC_CMD_BLOCK)
@@ -128,7 +130,8 @@ REG32(CMD_BLOCK_HI, TEMPEST_NC_CMD_BLOCK_HI)
      TEMPEST_NC_FEAT_POLL | TEMPEST_NC_FEAT_SYSSPACE | \
      TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN | \
      TEMPEST_NC_FEAT_POLL_HINT | TEMPEST_NC_FEAT_BIG_SLOTS | \
-     TEMPEST_NC_FEAT_CMD_BLOCK)
+     TEMPEST_NC_FEAT_CMD_BLOCK | \
+     TEMPEST_NC_FEAT_GATHER)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -463,6 +466,8 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_POLL:
     case A_TAG_UPGRADE:
     case A_TAG_UPGRADE_HI:
+    case A_RQ_COPY:
+    case A_RQ_COPY_HI:
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_WRITE_ONLY, offset, 4);
         *value = 0;
         return false;
@@ -630,6 +635,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_POLL_HINT_HI:
     case A_CMD_BLOCK:
     case A_CMD_BLOCK_HI:
+    case A_RQ_COPY:
+    case A_RQ_COPY_HI:
         /* One 8-byte write or nothing (tempest_nc_write). */
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, offset, 4);
         return;
@@ -692,6 +699,10 @@ static void tempest_nc_write(void *opaque, hwaddr offset, uint64_t value,
     }
     if (offset == A_CMD_BLOCK && size == 8) {
         tempest_nc_cmd_block(s, value);
+        return;
+    }
+    if (offset == A_RQ_COPY && size == 8) {
+        tempest_nc_rq_copy(s, value);
         return;
     }
     if (size == 4 && QEMU_IS_ALIGNED(offset, 4)) {

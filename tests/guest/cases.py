@@ -548,6 +548,12 @@ CASES += [
     # handler inside it (and with a protocol CPU the same).
     am("am-nested-smp1", "am_nested", 2, 1, args=["3000"]),
     am("am-nested-smp2", "am_nested", 2, 2, args=["3000"]),
+    # docs/node-controller.rst "Gather slots" (1.15) through libtempest:
+    # W and R items from static and stack buffers, 4 to 4096 bytes around
+    # 256 and 4064, each byte checked after the sender overwrote its
+    # buffer, echoed from a handler; a 4096-byte message is one packet.
+    am("am-gather-smp1", "am_gather", 2, 1),
+    am("am-gather-smp2", "am_gather", 2, 2),
     # Tempest 3.3.3 (the handler must consume the body): unread bytes, a
     # read past the end, a handler outside the code and refused sends are
     # reported and counted, never misparsed.

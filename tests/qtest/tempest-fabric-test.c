@@ -272,6 +272,114 @@ static void test_big_slots(void)
     stop_cluster(&c);
 }
 
+#define GATHER_SRC  RAM(0x400000)
+#define GATHER_RQ   8192
+
+/* A gather slot: @n descriptors (address, length) of @len bytes. */
+static void put_gather(QTestState *s, unsigned slot, uint16_t dest,
+                       uint32_t len, const uint64_t *addr,
+                       const uint32_t *dlen, unsigned n)
+{
+    g_autofree uint8_t *pkt = g_malloc0(BIG_SLOT);
+    uint64_t at = SQ0_BASE + slot * BIG_SLOT;
+
+    stw_le_p(pkt + TEMPEST_PKT_NODE, dest);
+    stq_le_p(pkt + TEMPEST_PKT_WORD1, 0x6a70 + slot);
+    for (unsigned k = 0; k < n; k++) {
+        uint8_t *d = pkt + TEMPEST_PKT_DATA + k * TEMPEST_GATHER_DESC_SIZE;
+
+        stq_le_p(d + TEMPEST_GATHER_ADDR, addr[k]);
+        stl_le_p(d + TEMPEST_GATHER_LEN, dlen[k]);
+    }
+    qtest_memwrite(s, at + 4, pkt + 4, BIG_SLOT - 4);
+    qtest_writel(s, at, TEMPEST_PKT_VALID | TEMPEST_PKT_GATHER | len);
+}
+
+/*
+ * Node controller 1.15 (docs/node-controller.rst, "Gather slots"): a
+ * gather slot's packet is the bytes its descriptors name, in order,
+ * copied from the sender's RAM into one frame of up to 8160 bytes
+ * whatever the send slot's size (4 KiB here), and arrives whole in an RQ
+ * of 8 KiB slots; a range outside RAM is refused (SEND_ERROR,
+ * ERR_STATUS BAD_RANGE), and so are descriptors that do not add up to
+ * the length (BAD_LEN); nothing of a refused slot is sent.
+ */
+static void test_gather(void)
+{
+    static const uint32_t lens[] = { 4064, 4096, TEMPEST_PKT_MAX_PAYLOAD };
+    g_autofree uint8_t *src = g_malloc(2 * GATHER_RQ);
+    g_autofree uint8_t *got = g_malloc(GATHER_RQ);
+    uint64_t ram_end = RAM(128 * 1024 * 1024);
+    uint64_t addr[3];
+    uint32_t dlen[3];
+    Cluster c;
+
+    start_cluster(&c, "");
+    g_assert_cmphex(qtest_readl(c.node[0], NC(TEMPEST_NC_FEATURES)) &
+                    TEMPEST_NC_FEAT_GATHER, ==, TEMPEST_NC_FEAT_GATHER);
+    for (int i = 0; i < 2; i++) {
+        setup_rings(c.node[i], 16);
+        g_assert_cmpuint(setup_big(c.node[i], TEMPEST_RING_SQ0, SQ0_BASE,
+                                   BIG_SHIFT), ==, TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(setup_big(c.node[i], TEMPEST_RING_RQ, RQ_BASE,
+                                   TEMPEST_PKT_MAX_SHIFT), ==,
+                         TEMPEST_CMD_SUCCESS);
+    }
+    for (unsigned i = 0; i < 2 * GATHER_RQ; i++) {
+        src[i] = (uint8_t)(i * 7 + 3);
+    }
+    qtest_memwrite(c.node[0], GATHER_SRC, src, 2 * GATHER_RQ);
+
+    /* Two descriptors each: the tail first, then the head. */
+    for (unsigned i = 0; i < ARRAY_SIZE(lens); i++) {
+        addr[0] = GATHER_SRC + 32;
+        dlen[0] = lens[i] - 32;
+        addr[1] = GATHER_SRC;
+        dlen[1] = 32;
+        put_gather(c.node[0], i, 1, lens[i], addr, dlen, 2);
+    }
+    /* Refused: outside RAM, past its end, short, too long. */
+    addr[0] = 0x1000;
+    dlen[0] = 64;
+    put_gather(c.node[0], 3, 1, 64, addr, dlen, 1);
+    addr[0] = ram_end - 32;
+    put_gather(c.node[0], 4, 1, 64, addr, dlen, 1);
+    addr[0] = GATHER_SRC;
+    put_gather(c.node[0], 5, 1, 128, addr, dlen, 1);
+    put_gather(c.node[0], 6, 1, TEMPEST_PKT_MAX_PAYLOAD + 1, addr, dlen, 1);
+    qtest_writel(c.node[0], NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+
+    for (unsigned i = 0; i < ARRAY_SIZE(lens); i++) {
+        uint64_t slot = RQ_BASE + i * GATHER_RQ;
+
+        g_assert_cmphex(tq_wait_mem32(c.node[1], slot, TEMPEST_PKT_VALID,
+                                      TEMPEST_PKT_VALID), ==,
+                        TEMPEST_PKT_VALID | lens[i]);
+        qtest_memread(c.node[1], slot, got, TEMPEST_PKT_DATA + lens[i]);
+        g_assert_cmphex(ldq_le_p(got + TEMPEST_PKT_WORD1), ==, 0x6a70 + i);
+        for (unsigned j = 0; j < lens[i]; j++) {
+            unsigned from = j < lens[i] - 32 ? j + 32 : j - (lens[i] - 32);
+
+            g_assert_cmpuint(got[TEMPEST_PKT_DATA + j], ==, src[from]);
+        }
+    }
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SEND_ERRORS)), ==,
+                     4);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_TX_PACKETS)), ==,
+                     3);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_SQ0_HEAD)), ==, 7);
+    for (unsigned i = 0; i < 4; i++) {
+        g_assert_cmphex(qtest_readl(c.node[0], CQ_BASE + i * 32), ==,
+                        TEMPEST_EV_VALID | TEMPEST_EV_SEND_ERROR);
+        g_assert_cmpuint(qtest_readq(c.node[0], CQ_BASE + i * 32 +
+                                     TEMPEST_EV_B), ==,
+                         i < 2 ? TEMPEST_NC_ERR_BAD_RANGE :
+                         TEMPEST_NC_ERR_BAD_LEN);
+    }
+    g_assert_cmphex(qtest_readl(c.node[1], RQ_BASE + 3 * GATHER_RQ), ==, 0);
+    stop_cluster(&c);
+}
+
 /* Part 2: every guest-supplied ring address and size is validated. */
 static void test_bad_rings(void)
 {
@@ -860,6 +968,7 @@ static const struct {
 } both[] = {
     { "packet-crosses", test_packet_crosses },
     { "big-slots", test_big_slots },
+    { "gather", test_gather },
     { "flow-control", test_flow_control },
     { "peer-down", test_peer_down },
     { "wrong-cluster", test_wrong_cluster },
@@ -872,6 +981,7 @@ int main(int argc, char **argv)
 
     qtest_add_func("/tempest/fabric/packet-crosses", test_packet_crosses);
     qtest_add_func("/tempest/fabric/big-slots", test_big_slots);
+    qtest_add_func("/tempest/fabric/gather", test_gather);
     qtest_add_func("/tempest/fabric/bad-rings", test_bad_rings);
     qtest_add_func("/tempest/fabric/bad-sends", test_bad_sends);
     qtest_add_func("/tempest/fabric/flow-control", test_flow_control);

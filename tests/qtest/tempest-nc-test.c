@@ -45,7 +45,7 @@ static void test_identity(void)
                     TEMPEST_NC_FEAT_SYSSPACE | TEMPEST_NC_FEAT_TAG_UPGRADE |
                     TEMPEST_NC_FEAT_CHAN | TEMPEST_NC_FEAT_POLL_HINT |
                     TEMPEST_NC_FEAT_BIG_SLOTS |
-                    TEMPEST_NC_FEAT_CMD_BLOCK);
+                    TEMPEST_NC_FEAT_CMD_BLOCK | TEMPEST_NC_FEAT_GATHER);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
                      TEMPEST_FABRIC_CONNECTING);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_CPUS)), ==, 3);
@@ -216,6 +216,97 @@ static void test_fabric_fails(void)
     g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
+#define COPY_RQ     RAM(0x200000)
+#define COPY_DESC   RAM(0x300000)
+#define COPY_DST    RAM(0x310000)
+
+/* An RQ_COPY of @len bytes from @src to @dst; returns its STATUS. */
+static uint32_t rq_copy(QTestState *s, uint64_t desc, uint64_t src,
+                        uint64_t dst, uint32_t len)
+{
+    qtest_writeq(s, desc + TEMPEST_COPY_SRC, src);
+    qtest_writeq(s, desc + TEMPEST_COPY_DST, dst);
+    qtest_writel(s, desc + TEMPEST_COPY_LEN, len);
+    qtest_writel(s, desc + TEMPEST_COPY_STATUS, 0xdead);
+    qtest_writeq(s, NC(TEMPEST_NC_RQ_COPY), desc);
+    return qtest_readl(s, desc + TEMPEST_COPY_STATUS);
+}
+
+/*
+ * RQ_COPY (1.15; docs/node-controller.rst "RQ_COPY"): one 8-byte write
+ * copies a range inside the RQ (8 KiB slots here) to RAM, byte for byte,
+ * and writes STATUS 0; a source outside the RQ or running past its end,
+ * a destination outside RAM or overlapping the RQ, a length of 0 or over
+ * a packet's payload
+ * are refused (STATUS and ERR_STATUS BAD_RANGE, nothing copied); a
+ * descriptor outside RAM is BAD_VALUE; a 4-byte access BAD_SIZE, a read
+ * WRITE_ONLY.
+ */
+static void test_rq_copy(void)
+{
+    QTestState *s = start_node(0, 1, 1, 128);
+    uint64_t rq_end = COPY_RQ + 4 * 8192;
+    g_autofree uint8_t *pat = g_malloc(8192);
+    g_autofree uint8_t *got = g_malloc(8192);
+
+    g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP,
+                                 TEMPEST_RING_RQ | 13 << 8, COPY_RQ, 4), ==,
+                     TEMPEST_CMD_SUCCESS);
+    for (int i = 0; i < 8192; i++) {
+        pat[i] = (uint8_t)(i * 5 + 1);
+    }
+    qtest_memwrite(s, COPY_RQ + 8192 + 32, pat, 8160);
+
+    /* 4096 bytes from slot 1's payload, then the whole last payload. */
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ + 8192 + 32, COPY_DST,
+                             4096), ==, 0);
+    qtest_memread(s, COPY_DST, got, 4096);
+    g_assert_cmpmem(got, 4096, pat, 4096);
+    qtest_memwrite(s, COPY_RQ + 3 * 8192 + 32, pat, 8160);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ + 3 * 8192 + 32,
+                             COPY_DST + 4, TEMPEST_PKT_MAX_PAYLOAD), ==, 0);
+    qtest_memread(s, COPY_DST + 4, got, TEMPEST_PKT_MAX_PAYLOAD);
+    g_assert_cmpmem(got, TEMPEST_PKT_MAX_PAYLOAD, pat,
+                    TEMPEST_PKT_MAX_PAYLOAD);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
+
+    /* Refused, nothing copied: the destination keeps its zeros. */
+    qtest_memset(s, COPY_DST, 0, 16384);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ - 64, COPY_DST, 128),
+                     ==, TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, rq_end - 64, COPY_DST, 128), ==,
+                     TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_DST, COPY_DST + 4096, 64),
+                     ==, TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ, 0x1000, 64), ==,
+                     TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ, RAM(128 << 20) - 32,
+                             64), ==, TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ, COPY_DST, 0), ==,
+                     TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ + 8192, COPY_RQ - 64,
+                             128), ==, TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(rq_copy(s, COPY_DESC, COPY_RQ, COPY_DST,
+                             TEMPEST_PKT_MAX_PAYLOAD + 1), ==,
+                     TEMPEST_NC_ERR_BAD_RANGE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_RANGE);
+    qtest_memread(s, COPY_DST, got, 8192);
+    for (int i = 0; i < 8192; i++) {
+        g_assert_cmpuint(got[i], ==, 0);
+    }
+    qtest_writeq(s, NC(TEMPEST_NC_RQ_COPY), 0x1000);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_VALUE);
+    qtest_writel(s, NC(TEMPEST_NC_RQ_COPY), (uint32_t)COPY_DESC);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_SIZE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RQ_COPY)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_WRITE_ONLY);
+    qtest_quit(s);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -227,6 +318,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/nc/scratch-and-reset", test_scratch_and_reset);
     qtest_add_func("/tempest/nc/exit", test_exit);
     qtest_add_func("/tempest/nc/fabric-fails", test_fabric_fails);
+    qtest_add_func("/tempest/nc/rq-copy", test_rq_copy);
 
     return g_test_run();
 }

@@ -17,6 +17,8 @@
 
 struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 uint32_t nc_pkt_payload = TEMPEST_PKT_PAYLOAD;
+uint32_t nc_rq_payload = TEMPEST_PKT_PAYLOAD;
+bool nc_gather_present;
 bool nc_poll_present;
 bool nc_tag_upgrade_present;
 bool nc_cmd_block_present;
@@ -109,6 +111,8 @@ const char *nc_err_name(uint32_t err)
         return "ring memory not accessible";
     case TEMPEST_NC_ERR_TAG_REFUSED:
         return "TAG_UPGRADE that takes access away, or out of range";
+    case TEMPEST_NC_ERR_BAD_RANGE:
+        return "gather or RQ_COPY range refused";
     default:
         return "unknown";
     }
@@ -301,7 +305,7 @@ static void setup_poll_hint(void)
 int nc_init(void)
 {
     uint32_t features = nc_reg(TEMPEST_NC_FEATURES);
-    unsigned shift = 0;
+    unsigned shift = 0, rq_shift;
 
     if (ready) {
         return 0;
@@ -322,14 +326,21 @@ int nc_init(void)
         nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 11U)) {
         shift = NC_PKT_SHIFT;
     }
+    /* Gather slots (1.15): a 4096-byte message in one packet. */
+    nc_gather_present = shift && (features & TEMPEST_NC_FEAT_GATHER) &&
+                        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 14U);
+    rq_shift = nc_gather_present ? NC_RQ_SHIFT_GATHER : shift;
     if (setup_ring(TEMPEST_RING_SQ0, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
         setup_ring(TEMPEST_RING_SQ1, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
-        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
+        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE,
+                   rq_shift) ||
         setup_ring(TEMPEST_RING_CQ, NC_CQ_SLOTS, TEMPEST_EV_SIZE, 0)) {
         return -1;
     }
     nc_pkt_payload = (1U << (shift ? shift : TEMPEST_PKT_MIN_SHIFT)) -
                      TEMPEST_PKT_DATA;
+    nc_rq_payload = (1U << (rq_shift ? rq_shift : TEMPEST_PKT_MIN_SHIFT)) -
+                    TEMPEST_PKT_DATA;
     nc_poll_present = (features & TEMPEST_NC_FEAT_POLL) &&
                       nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
     nc_tag_upgrade_present = (features & TEMPEST_NC_FEAT_TAG_UPGRADE) &&
@@ -356,6 +367,25 @@ void nc_pop_misplaced(unsigned ring, const void *slot)
                                r->slot_size),
                (unsigned long)(r->next & (r->slots - 1)));
     }
+}
+
+bool nc_dma_reachable(const void *p, size_t len)
+{
+    uint64_t a = (uintptr_t)p, base = rt_ram_base(), size = rt_ram_size();
+
+    return a >= base && a - base <= size && len <= size - (a - base);
+}
+
+uint32_t nc_rq_copy(struct nc_copy *d, void *dst, const void *src,
+                    uint32_t len)
+{
+    d->src = (uintptr_t)src;
+    d->dst = (uintptr_t)dst;
+    d->len = len;
+    d->status = TEMPEST_NC_ERR_BAD_VALUE;   /* if the device never saw it */
+    __asm__ volatile("dmb oshst" : : : "memory");
+    nc_reg_write64(TEMPEST_NC_RQ_COPY, (uintptr_t)d);
+    return __atomic_load_n(&d->status, __ATOMIC_ACQUIRE);
 }
 
 bool nc_ready(void)

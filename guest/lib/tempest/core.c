@@ -34,7 +34,9 @@
  * the core dispatches control events through a table indexed by type.
  *
  * A message that fits one packet is handled straight from its RQ slot
- * (freed after the handler); a longer one is reassembled per (source,
+ * (freed after the handler; TPPI_recv_R of 256 bytes or more from there
+ * is the device's copy, RQ_COPY, where it has one); a longer one is
+ * reassembled per (source,
  * network) in a buffer of TPPI_MAX_AM_BYTES first.  When a handler's send
  * finds the reply ring full, tppi_drain_to_backlog() copies the current
  * message out of its slot and moves every arriving packet to the
@@ -320,6 +322,32 @@ int tppi_recv_into(void *dst, int len)
     return tppi_take(dst, len);
 }
 
+/*
+ * A long read of a message in its RQ slot (node controller 1.15): the
+ * device copies it (RQ_COPY), one host copy where the guest's memcpy
+ * costs far more under TCG.  Returns the bytes consumed, or -1 when the
+ * guest must copy (short, not in the RQ, a buffer the device cannot
+ * reach, or refused).
+ */
+#define RECV_COPY_MIN   256
+
+static struct nc_copy recv_desc;    /* handlers run one at a time */
+
+static int recv_copy(void *va, int len)
+{
+    uint32_t n = (uint32_t)len <= cur.size - cur.pos ? (uint32_t)len
+                                                     : cur.size - cur.pos;
+
+    if (!nc_gather_present || cur.slot == NULL || n < RECV_COPY_MIN ||
+        !nc_dma_reachable(va, n) ||
+        !nc_dma_reachable(&recv_desc, sizeof(recv_desc)) ||
+        nc_rq_copy(&recv_desc, va, cur.data + cur.pos, n) != 0) {
+        return -1;
+    }
+    cur.pos += n;
+    return (int)n;
+}
+
 void TPPI_recv_R(void *va, int len)
 {
     int got;
@@ -339,7 +367,10 @@ void TPPI_recv_R(void *va, int len)
     if ((uint32_t)len > cur.size - cur.pos) {
         report_overrun(len);
     }
-    got = tppi_take(va, len);
+    got = recv_copy(va, len);
+    if (got < 0) {
+        got = tppi_take(va, len);
+    }
     if (got < len) {
         memset((uint8_t *)va + got, 0, (size_t)(len - got));
     }
@@ -352,7 +383,7 @@ static size_t pkt_bytes(const struct nc_pkt *p)
 {
     uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
 
-    return TEMPEST_PKT_DATA + (len < nc_pkt_payload ? len : nc_pkt_payload);
+    return TEMPEST_PKT_DATA + (len < nc_rq_payload ? len : nc_rq_payload);
 }
 
 static bool backlog_push(const struct nc_pkt *p)
@@ -574,7 +605,7 @@ static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
         return;
     }
     if ((kind & TPPI_KIND_PROTO_MASK) != TPPI_KIND_AM ||
-        len > nc_pkt_payload || src >= TPPI_num_nodes || p->net > 1) {
+        len > nc_rq_payload || src >= TPPI_num_nodes || p->net > 1) {
         bad_packet(p, "not an active-message packet");
         goto done;
     }

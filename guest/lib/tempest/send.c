@@ -10,6 +10,13 @@
  * which is what the receiver's reassembly per (source, network) needs.
  * One doorbell per message.
  *
+ * Gather sends (node controller 1.15): a message of W and R items of 256
+ * bytes or more, each in RAM the device reaches, is one packet whose slot
+ * names the items; the device copies them into the frame when it takes
+ * the slot, and the sender waits for that (the items are the caller's
+ * again when the send returns).  Other messages (F and Ba items, the
+ * tagged segment, short ones) are copied into the slots as before.
+ *
  * A full ring: the sender rings the doorbell and waits.  Computation code
  * sleeps (at most SQ_WAIT_US at a time), published in tppi_sq_waiters,
  * until the protocol thread sees room and wakes it.  On the protocol
@@ -43,19 +50,22 @@ static void unlock(uint32_t *l)
     __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
-static struct nc_pkt *claim_wait(unsigned net, bool on_pt)
+static bool sq_has_room(unsigned net)
+{
+    return nc_sq_claim(net) != NULL;
+}
+
+/*
+ * Rings send ring @net's doorbell and waits until ready(@net): the device
+ * moves the ring on as credit comes back.
+ */
+static void sq_wait(unsigned net, bool on_pt, bool (*ready)(unsigned))
 {
     unsigned spins = 0, cpu = rt_cpu_id();
-    struct nc_pkt *p;
     uint64_t flags;
 
-    p = nc_sq_claim(net);
-    if (p) {
-        return p;
-    }
-    __atomic_fetch_add(&tppi_stats.sq_full, 1, __ATOMIC_RELAXED);
     nc_sq_doorbell(net);
-    while ((p = nc_sq_claim(net)) == NULL) {
+    while (!ready(net)) {
         if (on_pt) {
             tppi_drain_to_backlog();
         }
@@ -69,7 +79,7 @@ static struct nc_pkt *claim_wait(unsigned net, bool on_pt)
         } else {
             flags = rt_irq_save();
             __atomic_fetch_or(&tppi_sq_waiters, 1U << cpu, __ATOMIC_SEQ_CST);
-            if (nc_sq_claim(net) == NULL) {
+            if (!ready(net)) {
                 rt_cpu_sleep(SQ_WAIT_US);
             }
             __atomic_fetch_and(&tppi_sq_waiters, ~(1U << cpu),
@@ -78,7 +88,19 @@ static struct nc_pkt *claim_wait(unsigned net, bool on_pt)
         }
         nc_sq_doorbell(net);
     }
-    return p;
+}
+
+static struct nc_pkt *claim_wait(unsigned net, bool on_pt)
+{
+    struct nc_pkt *p;
+
+    p = nc_sq_claim(net);
+    if (p) {
+        return p;
+    }
+    __atomic_fetch_add(&tppi_stats.sq_full, 1, __ATOMIC_RELAXED);
+    sq_wait(net, on_pt, sq_has_room);
+    return nc_sq_claim(net);
 }
 
 /* Where fill() is in the items: item, offset in it, Ba items passed. */
@@ -185,10 +207,91 @@ static int check_segs(const tempest_item *segs, unsigned nsegs,
     return (int)total;
 }
 
+/*
+ * A message the device can gather (node controller 1.15): of at least
+ * GATHER_MIN bytes, W and R items only, each in RAM the device reaches
+ * (not the tagged segment), at most TEMPEST_GATHER_MAX_DESC non-empty.
+ */
+#define GATHER_MIN      256
+
+static bool gatherable(const tempest_item *segs, unsigned nsegs,
+                       const void *const *ba, int total)
+{
+    unsigned i, n = 0;
+
+    if (!nc_gather_present || ba || total < GATHER_MIN ||
+        (uint32_t)total > nc_rq_payload) {
+        return false;
+    }
+    for (i = 0; i < nsegs; i++) {
+        if (segs[i].kind == TPPI_SEG_FORWARD ||
+            segs[i].kind == TPPI_SEG_BLOCK) {
+            return false;
+        }
+        if (segs[i].len == 0) {
+            continue;
+        }
+        if (++n > TEMPEST_GATHER_MAX_DESC ||
+            !nc_dma_reachable(segs[i].ptr, (size_t)segs[i].len)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool sq_taken(unsigned net)
+{
+    return nc_sq_drained(net);
+}
+
+/*
+ * The message as one gather packet: the slot names the items, the device
+ * copies them into the frame when it takes the slot (one host copy, no
+ * guest copy), so the sender waits for that before the items may change.
+ */
+static void post_gather(TPPI_NodeId dest, uintptr_t handler,
+                        const tempest_item *segs, unsigned nsegs, int total)
+{
+    bool on_pt = tppi_on_protocol_thread();
+    unsigned net = on_pt ? TEMPEST_NET_REPLY : TEMPEST_NET_REQUEST;
+    struct nc_gather *d;
+    struct nc_pkt *p;
+    unsigned i, n = 0;
+
+    lock(&sq_lock[net]);
+    p = claim_wait(net, on_pt);
+    p->node = (uint16_t)dest;
+    p->net = 0;
+    p->kind = TPPI_KIND_AM | TPPI_KIND_FIRST | TPPI_KIND_LAST;
+    p->seq = 0;
+    p->word0 = (uint32_t)total;
+    p->word1 = handler;
+    p->word2 = 0;
+    d = (struct nc_gather *)p->data;
+    for (i = 0; i < nsegs; i++) {
+        if (segs[i].len) {
+            d[n].addr = (uintptr_t)segs[i].ptr;
+            d[n].len = (uint32_t)segs[i].len;
+            d[n].rsvd = 0;
+            n++;
+        }
+    }
+    nc_sq_post_gather(net, p, (uint32_t)total);
+    nc_sq_doorbell(net);
+    if (!nc_sq_drained(net)) {
+        /* The ring waits for credit: the items stay until it moves. */
+        sq_wait(net, on_pt, sq_taken);
+    }
+    unlock(&sq_lock[net]);
+
+    __atomic_fetch_add(&tppi_stats.msgs_sent, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tppi_stats.pkts_sent, 1, __ATOMIC_RELAXED);
+}
+
 /* Puts the checked message of @total bytes into the send ring. */
 static void post_segs(TPPI_NodeId dest, uintptr_t handler,
-                      const tempest_item *segs, const void *const *ba,
-                      int total)
+                      const tempest_item *segs, unsigned nsegs,
+                      const void *const *ba, int total)
 {
     bool on_pt = tppi_on_protocol_thread();
     unsigned net = on_pt ? TEMPEST_NET_REPLY : TEMPEST_NET_REQUEST;
@@ -196,6 +299,10 @@ static void post_segs(TPPI_NodeId dest, uintptr_t handler,
     struct cursor c = { 0, 0, 0, ba };
     struct nc_pkt *p;
 
+    if (gatherable(segs, nsegs, ba, total)) {
+        post_gather(dest, handler, segs, nsegs, total);
+        return;
+    }
     lock(&sq_lock[net]);
     do {
         chunk = (uint32_t)total - off;
@@ -292,7 +399,7 @@ static int post_with_blocks(TPPI_NodeId dest, uintptr_t handler,
         used += (uint32_t)segs[i].len;
         n++;
     }
-    post_segs(dest, handler, segs, ba, total);
+    post_segs(dest, handler, segs, nsegs, ba, total);
     return 0;
 }
 
@@ -323,7 +430,7 @@ int tempest_send_items(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
             return post_with_blocks(dest, handler, segs, nsegs, total);
         }
     }
-    post_segs(dest, handler, segs, NULL, total);
+    post_segs(dest, handler, segs, nsegs, NULL, total);
     return 0;
 }
 

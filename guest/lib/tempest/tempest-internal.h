@@ -23,7 +23,9 @@
  *   WORD1  the handler's address (every packet)
  *   WORD2  0
  *   DATA   the next at most nc_pkt_payload bytes of the body (4064 with
- *          node controller 1.11's 4 KiB slots, else 224)
+ *          node controller 1.11's 4 KiB slots, else 224); a message of W
+ *          and R items in RAM goes as one gather packet of up to
+ *          nc_rq_payload bytes (1.15: 8160, so every message is one)
  * The high nibble of KIND names the protocol (0: Tempest active
  * messages), leaving room for other libraries on the same rings.
  */

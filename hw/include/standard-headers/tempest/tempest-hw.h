@@ -257,6 +257,22 @@
 #define TEMPEST_CMDB_REASON         60      /* u32, out: after FAIL */
 #define TEMPEST_CMDB_RESULT         64      /* u64, out */
 #define TEMPEST_CMDB_SIZE           72
+/*
+ * (1.15) RQ_COPY, write-only, one aligned 8-byte write: the address of a
+ * copy descriptor (TEMPEST_COPY_*, 8-aligned, in RAM).  The device copies
+ * LEN bytes (1 to TEMPEST_PKT_MAX_PAYLOAD) from SRC, which must lie inside
+ * the RQ, to DST, in RAM outside the RQ, before the write completes, and
+ * writes STATUS:
+ * 0, or the TEMPEST_NC_ERR_* that refused it (BAD_RANGE; also in
+ * ERR_STATUS) with nothing copied.  A descriptor outside RAM: ERR_STATUS
+ * BAD_VALUE only.  Any other access: BAD_SIZE.
+ */
+#define TEMPEST_NC_RQ_COPY          0x1E8
+#define TEMPEST_COPY_SRC            0   /* u64 */
+#define TEMPEST_COPY_DST            8   /* u64 */
+#define TEMPEST_COPY_LEN            16  /* u32 */
+#define TEMPEST_COPY_STATUS         20  /* u32, written by the device */
+#define TEMPEST_COPY_SIZE           24
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -264,7 +280,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    14
+#define TEMPEST_NC_VERSION_MINOR    15
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -285,6 +301,7 @@
 #define TEMPEST_NC_FEAT_POLL_HINT   (1U << 13)  /* (1.9) POLL_HINT */
 #define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.11) packet slot sizes */
 #define TEMPEST_NC_FEAT_CMD_BLOCK   (1U << 15)  /* (1.14) CMD_BLOCK */
+#define TEMPEST_NC_FEAT_GATHER      (1U << 16)  /* (1.15) gather, RQ_COPY */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */
@@ -313,6 +330,7 @@
 #define TEMPEST_NC_ERR_BAD_VALUE    9   /* doorbell value out of range */
 #define TEMPEST_NC_ERR_DMA          10  /* ring memory could not be accessed */
 #define TEMPEST_NC_ERR_TAG_REFUSED  11  /* TAG_UPGRADE: no upgrade, or range */
+#define TEMPEST_NC_ERR_BAD_RANGE    12  /* (1.15) gather, RQ_COPY range */
 
 /* ------------------------------------------------------------------ */
 /* Commands (TEMPEST_NC_CMD_OP)                                        */
@@ -637,6 +655,19 @@
 #define TEMPEST_PKT_DATA            32  /* payload */
 #define TEMPEST_PKT_VALID           (1U << 31)
 #define TEMPEST_PKT_LEN_MASK        0xFFFFU
+/*
+ * (1.15) A gather send slot: CTL has GATHER too, and its payload holds
+ * descriptors (address, length) of guest RAM whose bytes, in order,
+ * make the packet's payload of LEN bytes (up to TEMPEST_PKT_MAX_PAYLOAD,
+ * whatever the send slot's size); the device copies them when it takes
+ * the slot.
+ */
+#define TEMPEST_PKT_GATHER          (1U << 30)
+#define TEMPEST_GATHER_ADDR         0   /* u64: guest physical address */
+#define TEMPEST_GATHER_LEN          8   /* u32: bytes, > 0 */
+#define TEMPEST_GATHER_RSVD         12  /* u32: 0 */
+#define TEMPEST_GATHER_DESC_SIZE    16
+#define TEMPEST_GATHER_MAX_DESC     64
 
 /*
  * XFER_SENT: A the message id, B the cookie, C 0 or why it failed

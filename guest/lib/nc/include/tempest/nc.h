@@ -18,13 +18,18 @@
  *             (4 KiB, node controller 1.11; 256 bytes before): 256 KiB each
  *   RQ        NC_RQ_SLOTS packet slots of the same size: 1 MiB, enough to
  *             absorb a burst from every peer without holding back their
- *             credit
+ *             credit (8 KiB slots, 2 MiB, with gather slots: below)
  *   CQ        NC_CQ_SLOTS event slots (32 bytes): 2 KiB
  * A packet carries up to nc_pkt_payload bytes (4064; 224 with 256-byte
  * slots, when the node controller is older than 1.11 or the memory for
  * larger rings is not there).  Every node of a cluster runs the same
  * library, so every node's slots are the same size (the device drops a
  * packet longer than its RQ's slots).
+ * Gather slots (1.15, TEMPEST_NC_FEAT_GATHER; nc_gather_present): a send
+ * slot may instead name ranges of RAM the device copies the payload from
+ * when it takes the slot (nc_sq_post_gather), a packet of up to
+ * nc_rq_payload bytes; the RQ then has 8 KiB slots (NC_RQ_SHIFT_GATHER:
+ * 2 MiB), so that a 4096-byte message is one packet.
  * RQ and CQ slots are freed lazily: nc_rq_pop()/nc_cq_pop() clear the
  * slot's CTL word at once but ring RQ_DOORBELL only every NC_FREE_BATCH
  * slots, or when the caller asks (nc_rx_doorbell()), e.g. before it
@@ -48,6 +53,7 @@
 #define NC_SQ_SLOTS         64
 #define NC_PKT_SHIFT        12
 #define NC_RQ_SLOTS         256
+#define NC_RQ_SHIFT_GATHER  13
 #define NC_CQ_SLOTS         64
 #define NC_FREE_BATCH       32
 
@@ -101,6 +107,47 @@ struct nc_ring {
 extern struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 /* The payload a packet slot of SQ0, SQ1 and the RQ holds (nc_init). */
 extern uint32_t nc_pkt_payload;
+/* The payload an RQ slot holds: nc_pkt_payload, or more with gathers. */
+extern uint32_t nc_rq_payload;
+/* True once nc_init() has found TEMPEST_NC_FEAT_GATHER (1.15). */
+extern bool nc_gather_present;
+
+/* A descriptor of a gather slot's payload (TEMPEST_GATHER_*). */
+struct nc_gather {
+    uint64_t addr;          /* guest physical (= virtual: identity map) */
+    uint32_t len;           /* > 0 */
+    uint32_t rsvd;          /* 0 */
+};
+
+_Static_assert(sizeof(struct nc_gather) == TEMPEST_GATHER_DESC_SIZE,
+               "gather descriptor");
+
+/* A copy descriptor of RQ_COPY (TEMPEST_COPY_*). */
+struct nc_copy {
+    uint64_t src;
+    uint64_t dst;
+    uint32_t len;
+    uint32_t status;        /* the device's answer */
+};
+
+_Static_assert(sizeof(struct nc_copy) == TEMPEST_COPY_SIZE, "copy");
+
+/*
+ * nc_dma_reachable: returns true if [@p, @p + @len) lies in the RAM the
+ * node controller reaches (rt_ram_base(), rt_ram_size()), where a
+ * pointer is the guest physical address the device takes.
+ */
+bool nc_dma_reachable(const void *p, size_t len);
+
+/*
+ * nc_rq_copy: (1.15, nc_gather_present) the device copies @len bytes
+ * (1 to TEMPEST_PKT_MAX_PAYLOAD) from @src, inside an RQ slot, to @dst
+ * (nc_dma_reachable) with one host copy, through the descriptor @d (in
+ * reachable RAM, 8-aligned, the caller's alone meanwhile).  Returns 0, or
+ * the TEMPEST_NC_ERR_* that refused it (nothing copied).
+ */
+uint32_t nc_rq_copy(struct nc_copy *d, void *dst, const void *src,
+                    uint32_t len);
 
 /* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
 extern bool nc_poll_present;
@@ -274,6 +321,21 @@ static inline struct nc_pkt *nc_sq_claim(unsigned net)
 static inline void nc_sq_post(unsigned net, struct nc_pkt *p, uint32_t len)
 {
     __atomic_store_n(&p->ctl, TEMPEST_PKT_VALID | len, __ATOMIC_RELEASE);
+    nc_rings[net].next++;
+}
+
+/*
+ * nc_sq_post_gather: as nc_sq_post(), for a slot whose payload holds
+ * descriptors (struct nc_gather) of the @len bytes to send; the device
+ * copies them when it takes the slot, so they must not change until
+ * then (nc_sq_drained).  Descriptors that do not add up to @len, or a
+ * range outside RAM, are the device's to reject (SEND_ERROR event).
+ */
+static inline void nc_sq_post_gather(unsigned net, struct nc_pkt *p,
+                                     uint32_t len)
+{
+    __atomic_store_n(&p->ctl, TEMPEST_PKT_VALID | TEMPEST_PKT_GATHER | len,
+                     __ATOMIC_RELEASE);
     nc_rings[net].next++;
 }
 
