@@ -328,12 +328,12 @@ int nc_init(void)
     }
     /* Gather slots (1.15): a 4096-byte message in one packet. */
     nc_gather_present = shift && (features & TEMPEST_NC_FEAT_GATHER) &&
-                        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 14U);
+                        nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 15U);
     rq_shift = nc_gather_present ? NC_RQ_SHIFT_GATHER : shift;
     if (setup_ring(TEMPEST_RING_SQ0, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
         setup_ring(TEMPEST_RING_SQ1, NC_SQ_SLOTS, TEMPEST_PKT_SIZE, shift) ||
-        setup_ring(TEMPEST_RING_RQ, NC_RQ_SLOTS, TEMPEST_PKT_SIZE,
-                   rq_shift) ||
+        setup_ring(TEMPEST_RING_RQ, nc_gather_present ? NC_RQ_SLOTS_GATHER :
+                   NC_RQ_SLOTS, TEMPEST_PKT_SIZE, rq_shift) ||
         setup_ring(TEMPEST_RING_CQ, NC_CQ_SLOTS, TEMPEST_EV_SIZE, 0)) {
         return -1;
     }

@@ -57,7 +57,6 @@
 #define WAKE_EVERY          64      /* handlers between wake-ups of waiters */
 #define WAKE_IDLE_NS        10000   /* see wake_after_work */
 #define CLOCK_EVERY         16      /* spin turns between clock reads */
-#define DRAIN_MARGIN        (NC_RQ_SLOTS / 8)   /* see tppi_drain_to_backlog */
 
 TPPI_NodeId TPPI_self_address;
 unsigned TPPI_num_nodes;
@@ -433,7 +432,7 @@ void tppi_drain_to_backlog(void)
      * While the RQ has room the device can still take packets in (and
      * return their credit): only a nearly full RQ needs emptying.
      */
-    if (!nc_rq_fill_at_least(NC_RQ_SLOTS - DRAIN_MARGIN)) {
+    if (!nc_rq_fill_at_least(nc_rq_slots() - nc_rq_slots() / 8)) {
         return;
     }
 

@@ -18,7 +18,8 @@
  *             (4 KiB, node controller 1.11; 256 bytes before): 256 KiB each
  *   RQ        NC_RQ_SLOTS packet slots of the same size: 1 MiB, enough to
  *             absorb a burst from every peer without holding back their
- *             credit (8 KiB slots, 2 MiB, with gather slots: below)
+ *             credit (NC_RQ_SLOTS_GATHER slots of 8 KiB, also 1 MiB, with
+ *             gather slots: below)
  *   CQ        NC_CQ_SLOTS event slots (32 bytes): 2 KiB
  * A packet carries up to nc_pkt_payload bytes (4064; 224 with 256-byte
  * slots, when the node controller is older than 1.11 or the memory for
@@ -28,8 +29,11 @@
  * Gather slots (1.15, TEMPEST_NC_FEAT_GATHER; nc_gather_present): a send
  * slot may instead name ranges of RAM the device copies the payload from
  * when it takes the slot (nc_sq_post_gather), a packet of up to
- * nc_rq_payload bytes; the RQ then has 8 KiB slots (NC_RQ_SHIFT_GATHER:
- * 2 MiB), so that a 4096-byte message is one packet.
+ * nc_rq_payload bytes; the RQ then has NC_RQ_SLOTS_GATHER slots of 8 KiB
+ * (NC_RQ_SHIFT_GATHER), so that a 4096-byte message is one packet.  Half
+ * as many slots: the same 1 MiB (256 slots of 8 KiB made the one-way
+ * stream of small messages 0.8-1.2 us a message against 0.6 us, docs/
+ * fabric.rst "Gather sends and RQ_COPY"); nc_rq_slots() says which.
  * RQ and CQ slots are freed lazily: nc_rq_pop()/nc_cq_pop() clear the
  * slot's CTL word at once but ring RQ_DOORBELL only every NC_FREE_BATCH
  * slots, or when the caller asks (nc_rx_doorbell()), e.g. before it
@@ -54,6 +58,7 @@
 #define NC_PKT_SHIFT        12
 #define NC_RQ_SLOTS         256
 #define NC_RQ_SHIFT_GATHER  13
+#define NC_RQ_SLOTS_GATHER  (NC_RQ_SLOTS / 2)
 #define NC_CQ_SLOTS         64
 #define NC_FREE_BATCH       32
 
@@ -379,9 +384,15 @@ static inline struct nc_pkt *nc_rq_peek(void)
     return p;
 }
 
+/* nc_rq_slots: the RQ's slots (NC_RQ_SLOTS, or NC_RQ_SLOTS_GATHER). */
+static inline uint32_t nc_rq_slots(void)
+{
+    return nc_rings[TEMPEST_RING_RQ].slots;
+}
+
 /*
  * nc_rq_fill_at_least: returns true if the RQ holds at least @n packets
- * not yet popped (1 <= @n <= NC_RQ_SLOTS): the device writes in order, so
+ * not yet popped (1 <= @n <= nc_rq_slots()): the device writes in order, so
  * that is whether the @n-th slot from the head is valid.
  */
 static inline bool nc_rq_fill_at_least(uint32_t n)
