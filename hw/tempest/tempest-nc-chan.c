@@ -124,12 +124,19 @@ static void chan_offer_note(TempestNCState *s, TempestChanPort *p,
     chan_rec(s, what, chan_id(s, p), number, 0, 0, 0);
 }
 
+/*
+ * Post a CHAN event; the recorder notes where it went: the CQ's tail
+ * after it (the event is in slot tail - 1 unless some wait for room) and
+ * how many events wait for room, so that a guest that never saw it can
+ * be told from a device that never wrote it.
+ */
 static void chan_event(TempestNCState *s, TempestChanPort *p, uint32_t kind,
                        uint64_t b, uint64_t c)
 {
-    chan_rec(s, "event", chan_id(s, p), kind, 0, 0, b);
     tempest_nc_post_event(s, TEMPEST_EV_CHAN, s->node_id,
                           chan_id(s, p) | (uint64_t)kind << 32, b, c);
+    chan_rec(s, "event", chan_id(s, p), kind,
+             s->ring[TEMPEST_RING_CQ].idx, s->evq_len, b);
 }
 
 static void chan_receive(TempestNCState *s, unsigned peer,
@@ -1664,8 +1671,9 @@ static void chan_rec_print(const TempestChanRec *r, int64_t end)
         fprintf(stderr, "  %10.1f %s instruction %u port 0x%" PRIx64
                 " reason %u\n", us, r->what, r->a, r->e, r->b);
     } else if (!strcmp(r->what, "event")) {
-        fprintf(stderr, "  %10.1f event %u port 0x%x value 0x%" PRIx64 "\n",
-                us, r->b, r->a, r->e);
+        fprintf(stderr, "  %10.1f event %u port 0x%x value 0x%" PRIx64
+                ", CQ tail %u, %u queued\n", us, r->b, r->a, r->e, r->c,
+                r->d);
     } else {
         /* A drop (a: the peer) or an offer's step (a: the port). */
         fprintf(stderr, "  %10.1f %s: 0x%x 0x%x 0x%x %u\n", us, r->what,

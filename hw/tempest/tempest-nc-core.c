@@ -96,6 +96,25 @@ bool tempest_nc_dma_write(TempestNCState *s, uint64_t addr, const void *buf,
                                len) == MEMTX_OK;
 }
 
+/*
+ * A ring slot's CTL word, in one 32-bit store.  Not by
+ * tempest_nc_dma_write(): address_space_write() copies with memmove(),
+ * which writes a 4-byte word twice (glibc: its last four bytes, then its
+ * first four), and a guest that saw the first store could take the slot
+ * before the second: in the CQ, the guest's pop (CTL 0) was undone and
+ * the slot read again a lap later, its event then missing (the
+ * chan-hw-both-4 stall, docs/chan.rst); in an SQ, a claim undone.
+ */
+bool tempest_nc_dma_store_ctl(TempestNCState *s, uint64_t addr,
+                              uint32_t value)
+{
+    MemTxResult res;
+
+    address_space_stl_le(s->dma_as, addr, value, MEMTXATTRS_UNSPECIFIED,
+                         &res);
+    return res == MEMTX_OK;
+}
+
 bool tempest_nc_dma_publish(TempestNCState *s, uint64_t addr,
                             const uint8_t *slot, size_t len)
 {
@@ -107,7 +126,7 @@ bool tempest_nc_dma_publish(TempestNCState *s, uint64_t addr,
      * guest's load-acquire of CTL.
      */
     smp_wmb();
-    return tempest_nc_dma_write(s, addr, slot, 4);
+    return tempest_nc_dma_store_ctl(s, addr, ldl_le_p(slot));
 }
 
 /* ------------------------------------------------------------------ */

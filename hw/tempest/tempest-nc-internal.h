@@ -85,6 +85,9 @@ bool tempest_nc_dma_read(TempestNCState *s, uint64_t addr, void *buf,
                          size_t len);
 bool tempest_nc_dma_write(TempestNCState *s, uint64_t addr, const void *buf,
                           size_t len);
+/* A ring slot's CTL word in one 32-bit store (never torn or repeated). */
+bool tempest_nc_dma_store_ctl(TempestNCState *s, uint64_t addr,
+                              uint32_t value);
 /* Write a ring slot: its body first, then (ordered after it) its CTL. */
 bool tempest_nc_dma_publish(TempestNCState *s, uint64_t addr,
                             const uint8_t *slot, size_t len);

@@ -247,7 +247,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
     for (uint32_t n = 0; n < r->slots; n++) {
         uint64_t addr = tempest_nc_ring_slot(r, ring);
         uint8_t *pkt = s->tx_pkt;
-        uint32_t ctl, len, dest, code = 0, zero = 0;
+        uint32_t ctl, len, dest, code = 0;
 
         if (!tempest_nc_dma_read(s, addr, pkt, TEMPEST_PKT_DATA)) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
@@ -295,7 +295,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
                                 TEMPEST_PKT_DATA + len);
         }
         /* The slot is the guest's again. */
-        if (!tempest_nc_dma_write(s, addr, &zero, 4)) {
+        if (!tempest_nc_dma_store_ctl(s, addr, 0)) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
             return;
         }

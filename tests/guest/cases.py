@@ -479,18 +479,21 @@ CASES += [
        ok="chan_hw split", mem="256M", timeout=180),
     # docs/chan.rst, "When a node fails": a node that fails after using
     # channels prints its channel controller's last happenings and its
-    # ports in use (node 0's pre-send, held at node 1).
+    # ports in use (node 0's output and its event, with where the event
+    # went in the CQ; its pre-send, held at node 1).
     Run("chan-hw-failed-2", "chan_hw", nodes=2, args=["fail"], status=3,
         mem="256M", summary=r"node \d failed with status 3",
         nodes_expect={
             "*": [r"^tempest-nc: node {node}: the channel controller's "
                   r"last \d+ of \d+ happenings"],
-            0: [r"^ +-[\d.]+ tx kind 1 to 0x10000 from 0x0 number 1 len 5$",
+            0: [r"^ +-[\d.]+ event 2 port 0x0 value 0x0, CQ tail 1, "
+                r"0 queued$",
+                r"^ +-[\d.]+ tx kind 1 to 0x10000 from 0x0 number 2 len 5$",
                 # comp and closed: the peer may have ended first
-                r"^  port 0x0 state 1 comp 0x(10000|ffffffff) tx 1 rx 0 "
+                r"^  port 0x0 state 1 comp 0x(10000|ffffffff) tx 2 rx 0 "
                 r"presend 1 "],
             1: [r"^ +-[\d.]+ rx from node 0 kind 1 to 0x10000 from 0x0 "
-                r"number 1 len 5$",
+                r"number 2 len 5$",
                 r"^  port 0x10000 state 4 comp 0x(0|ffffffff) .* held 5 "]},
         absent=[r"CRASH"]),
     # docs/chan.rst, ports over ports in the device (3.2's five stages as

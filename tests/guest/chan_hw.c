@@ -331,15 +331,28 @@ static int split_main(uint32_t port, uint8_t *buf, uint8_t *src,
 }
 
 /*
- * "chan_hw fail": node 0 pre-sends 5 bytes, node 1 sees them held
- * (BUFFERFULL), then both exit with status 3: each node's log must show
- * its channel controller's recorder and port table (docs/chan.rst,
- * "When a node fails").
+ * "chan_hw fail": node 0 outputs 6 bytes that node 1 inputs (node 0's
+ * OUTPUT event is in its recorder, with where it went in the CQ), then
+ * pre-sends 5 bytes, node 1 sees them held (BUFFERFULL), then both exit
+ * with status 3: each node's log must show its channel controller's
+ * recorder and port table (docs/chan.rst, "When a node fails").
  */
 static int fail_main(uint32_t port, uint8_t *src)
 {
+    struct nc_event ev;
     uint64_t res = 0;
 
+    if (rt_node_id() == 0) {
+        memcpy(src, "first", 6);
+        CHECK(chan(TEMPEST_CHAN_OP_OUTPUT, port, pa(src), 6, &res) ==
+              TEMPEST_CMD_SUCCESS && res == 0 && wait_chan(&ev) &&
+              ev.a == (port | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32),
+              "output");
+    } else {
+        CHECK(chan(TEMPEST_CHAN_OP_INPUT, port, pa(src), 256, &res) ==
+              TEMPEST_CMD_SUCCESS &&
+              ((res & TEMPEST_CHAN_PRESENT) || wait_chan(&ev)), "input");
+    }
     if (rt_node_id() == 0) {
         memcpy(src, "fail", 5);
         CHECK(chan(TEMPEST_CHAN_OP_OUTPUTDATA, port, pa(src), 5, NULL) ==

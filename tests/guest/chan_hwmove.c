@@ -82,6 +82,39 @@ static unsigned port_state(uint32_t port)
 static struct nc_event stash[STASH];
 static unsigned stashed;
 
+/*
+ * Where the CQ stands, printed when an event did not come: the slot this
+ * program reads next against the device's tail (CQ_TAIL: the events it
+ * wrote), every slot still valid, and the events kept aside.  With the
+ * device's recorder ("event ... CQ tail N": the event went into slot
+ * N - 1) it tells an event never written from one written where this
+ * program had passed already (docs/chan.rst, "When a node fails").
+ */
+static void cq_dump(void)
+{
+    const struct nc_ring *r = &nc_rings[TEMPEST_RING_CQ];
+
+    printf("node %u: CQ: next %u (slot %u), device's tail %u; valid:", me,
+           (unsigned)r->next, (unsigned)(r->next & (r->slots - 1)),
+           (unsigned)nc_reg(TEMPEST_NC_CQ_TAIL));
+    for (uint32_t i = 0; i < r->slots; i++) {
+        const struct nc_event *e =
+            (const struct nc_event *)(r->base + (size_t)i * TEMPEST_EV_SIZE);
+        uint32_t ctl = __atomic_load_n(&e->ctl, __ATOMIC_ACQUIRE);
+
+        if (ctl & TEMPEST_EV_VALID) {
+            printf(" %u:%u/0x%llx", (unsigned)i,
+                   (unsigned)(ctl & TEMPEST_EV_TYPE_MASK),
+                   (unsigned long long)e->a);
+        }
+    }
+    printf("; kept aside:");
+    for (unsigned i = 0; i < stashed; i++) {
+        printf(" 0x%llx", (unsigned long long)stash[i].a);
+    }
+    printf("\n");
+}
+
 /* The CHAN event of @port and @kind (B, C in *ev); 0 after 60 s. */
 static int wait_ev(uint32_t port, uint32_t kind, struct nc_event *ev)
 {
@@ -100,6 +133,7 @@ static int wait_ev(uint32_t port, uint32_t kind, struct nc_event *ev)
             if (rt_time_ns() - t0 > 60000000000ULL) {
                 printf("FAIL: node %u: no event %u for port 0x%x\n", me,
                        kind, port);
+                cq_dump();
                 failures++;
                 return 0;
             }

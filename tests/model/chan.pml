@@ -17,9 +17,10 @@
  *     once, the output completes on the ACK); the reader inputs them and
  *     asserts that each is the next one (no loss, no duplicate, in order);
  *   - the reader end moves RHOPS times (node 1 -> 2 -> 1), the writer end
- *     WHOPS times (node 0 -> 1), each move a port output over a channel of
- *     its own (a "carrier") and input at the far end, at any point between
- *     the data, so both ends move at once (stage 5) in every interleaving.
+ *     WHOPS times (node 0 -> 1 -> 0), each move a port output over a
+ *     channel of its own (a "carrier") and input at the far end, at any
+ *     point between the data, so both ends move at once (stage 5) in
+ *     every interleaving.
  * Each logical process (holder of an end) is one Promela process per
  * node it runs on; each node's channel controller (libchan's protocol
  * thread) is one process that takes messages from any queue to it, one
@@ -33,7 +34,12 @@
  *           by the origin after its DELETE.
  *   -DMUTANT_NO_RESEND  stage 3 without the resend: a mutant that must
  *           fail, to show that the checks can.
- *   -DRHOPS=n -DWHOPS=n -DND=n  the bounds (defaults 1, 1, 2).
+ *   -DRHOPS=n -DWHOPS=n -DND=n  the bounds (defaults 1, 1, 2; WHOPS to 2,
+ *           the second move back to node 0).
+ *   -DFOUR  NNODES = 4, the layout of guest case chan-hw-both-4: the writer
+ *           end moves 0 -> 2 (-> 0), the reader end 1 -> 3 (-> 1), so that
+ *           no two of the nodes a double move involves share a queue (on
+ *           three nodes the writer's destination is the reader's origin).
  */
 
 #ifndef ND
@@ -43,10 +49,14 @@
 #define RHOPS 1                 /* moves of the reader end, 0 to 2 */
 #endif
 #ifndef WHOPS
-#define WHOPS 1                 /* moves of the writer end, 0 or 1 */
+#define WHOPS 1                 /* moves of the writer end, 0 to 2 */
 #endif
 
+#ifdef FOUR
+#define NNODES 4               /* writer 0 -> 2, reader 1 -> 3 (-> 1) */
+#else
 #define NNODES 3
+#endif
 #define QSZ 4                   /* per ordered pair; a full queue asserts */
 #define NHOLDERS (RHOPS + 1 + WHOPS + 1)
 
@@ -86,17 +96,25 @@
 #define NEW_RT0I 9              /* the port stage 2 allocates on RT0I */
 #define NEW_RT1I 10
 #define NEW_WT0I 11
-#define NPORTS 12
+#define WT1O 12                 /* carrier of the writer's 2nd move, back */
+#define WT1I 13
+#define NEW_WT1I 14
+#define NPORTS 15
 
 /* The carriers of move k of each end; the node each hop runs on. */
 #define R_OUT(k) ((k) == 0 -> RT0O : RT1O)
 #define R_IN(k) ((k) == 0 -> RT0I : RT1I)
+#ifdef FOUR
+#define R_NODE(k) ((k) == 0 -> 1 : ((k) == 1 -> 3 : 1))
+#define W_NODE(k) ((k) == 0 -> 0 : ((k) == 1 -> 2 : 0))
+#else
 #define R_NODE(k) ((k) == 0 -> 1 : ((k) == 1 -> 2 : 1))
-#define W_OUT(k) WT0O
-#define W_IN(k) WT0I
-#define W_NODE(k) ((k) == 0 -> 0 : 1)
+#define W_NODE(k) ((k) == 0 -> 0 : ((k) == 1 -> 1 : 0))
+#endif
+#define W_OUT(k) ((k) == 0 -> WT0O : WT1O)
+#define W_IN(k) ((k) == 0 -> WT0I : WT1I)
 #define NEW_OF(t) ((t) == RT0I -> NEW_RT0I : ((t) == RT1I -> NEW_RT1I : \
-                   NEW_WT0I))
+                   ((t) == WT0I -> NEW_WT0I : NEW_WT1I)))
 
 mtype = { DATA, ACK, PORTDATA, WIRE, FWD, DELETE, CONFIRM };
 
@@ -570,6 +588,9 @@ end:
         :: net[0 * NNODES + me]?m, a, b, c, d, e, f, g
         :: net[1 * NNODES + me]?m, a, b, c, d, e, f, g
         :: net[2 * NNODES + me]?m, a, b, c, d, e, f, g
+#ifdef FOUR
+        :: net[3 * NNODES + me]?m, a, b, c, d, e, f, g
+#endif
         fi;
         if
         :: m == DATA -> data_h(me, a, b, c, d)
@@ -676,9 +697,14 @@ init {
 
     atomic {
         home[W0] = 0; home[R0] = 1;
-        home[RT0O] = 1; home[RT0I] = 2; home[NEW_RT0I] = 2;
-        home[RT1O] = 2; home[RT1I] = 1; home[NEW_RT1I] = 1;
-        home[WT0O] = 0; home[WT0I] = 1; home[NEW_WT0I] = 1;
+        home[RT0O] = R_NODE(0); home[RT0I] = R_NODE(1);
+        home[NEW_RT0I] = R_NODE(1);
+        home[RT1O] = R_NODE(1); home[RT1I] = R_NODE(2);
+        home[NEW_RT1I] = R_NODE(2);
+        home[WT0O] = W_NODE(0); home[WT0I] = W_NODE(1);
+        home[NEW_WT0I] = W_NODE(1);
+        home[WT1O] = W_NODE(1); home[WT1I] = W_NODE(2);
+        home[NEW_WT1I] = W_NODE(2);
         connect(W0, R0);
         if
         :: RHOPS >= 1 -> connect(RT0O, RT0I)
@@ -692,7 +718,14 @@ init {
         :: WHOPS >= 1 -> connect(WT0O, WT0I)
         :: else -> skip
         fi;
+        if
+        :: WHOPS >= 2 -> connect(WT1O, WT1I)
+        :: else -> skip
+        fi;
         run controller(0); run controller(1); run controller(2);
+#ifdef FOUR
+        run controller(3);
+#endif
         i = 0;
         do
         :: i <= RHOPS -> run reader(i); i++
@@ -712,7 +745,7 @@ init {
         assert(rnext == ND && wnext == ND);
         /* where the ends are now: the last port of each chain */
         rp = (RHOPS == 0 -> R0 : (RHOPS == 1 -> NEW_RT0I : NEW_RT1I));
-        wp = (WHOPS == 0 -> W0 : NEW_WT0I);
+        wp = (WHOPS == 0 -> W0 : (WHOPS == 1 -> NEW_WT0I : NEW_WT1I));
         /* the two current ends name each other, and nothing else is left */
         assert(P[rp].state == IDLE && P[wp].state == IDLE);
         assert(P[rp].comp == wp && P[wp].comp == rp);
@@ -720,6 +753,7 @@ init {
         assert(RHOPS == 0 || P[R0].state == EMPTY);
         assert(RHOPS < 2 || P[NEW_RT0I].state == EMPTY);
         assert(WHOPS == 0 || P[W0].state == EMPTY);
+        assert(WHOPS < 2 || P[NEW_WT0I].state == EMPTY);
         i = 1;
         do
         :: i < NPORTS ->

@@ -6,7 +6,10 @@ tests/model/chan.pml is a Promela model of guest/lib/chan/proto.c
 ('spin -a', gcc on the verifier pan.c, pan) in build/model/NAME and reads
 'errors: N' and the state counts from pan's report:
 
-  safety, data3, reader-twice   the protocol under three bounds: no
+  safety, data3, reader-twice, four
+                                the protocol under four bounds (four: on
+      four nodes, the writer end moving 0 -> 2 -> 0 and the reader end
+      1 -> 3, as guest case chan-hw-both-4 moves them): no
       assertion fails (no value lost, duplicated or out of order, no
       message the protocol says cannot come), no invalid end state (no
       deadlock), and at the end the two current ends name each other;
@@ -42,6 +45,7 @@ CHECKS = {
     "safety": ([], ["-DCOLLAPSE"], False),
     "data3": (["-DND=3"], ["-DCOLLAPSE"], False),
     "reader-twice": (["-DRHOPS=2"], ["-DCOLLAPSE"], False),
+    "four": (["-DFOUR", "-DWHOPS=2"], ["-DCOLLAPSE"], False),
     "opt1": (["-DOPT1"], ["-DBFS"], True),
     "opt1-runaway": (["-DOPT1", "-DWHOPS=0", "-DRHOPS=2"], ["-DBFS"], True),
     "opt2": (["-DOPT2"], ["-DBFS"], True),
