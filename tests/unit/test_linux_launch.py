@@ -110,5 +110,26 @@ class Programs(unittest.TestCase):
             check_linux_program("./no/such/prog")
 
 
+class KbuildVersion(unittest.TestCase):
+    """Which linux-kbuild to fetch beside a kernel's headers: Debian
+    rebuilds linux-kbuild on its own (6.1.192-3 beside a kernel and
+    headers of 6.1.192-2), and apt-get download of the kernel's exact
+    version then fails."""
+
+    def test_same_version_first(self):
+        self.assertEqual(linux.kbuild_version(
+            "6.1.192-2", ["6.1.192-3", "6.1.192-2", "6.1.176-1"]),
+            "6.1.192-2")
+
+    def test_newest_of_the_same_upstream_version(self):
+        self.assertEqual(linux.kbuild_version(
+            "6.1.192-2", ["6.1.192-3", "6.1.176-1"]), "6.1.192-3")
+
+    def test_no_other_upstream_version(self):
+        self.assertIsNone(linux.kbuild_version(
+            "6.1.192-2", ["6.1.193-1", "6.1.176-1"]))
+        self.assertIsNone(linux.kbuild_version("6.1.192-2", []))
+
+
 if __name__ == "__main__":
     unittest.main()

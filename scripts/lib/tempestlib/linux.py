@@ -256,13 +256,41 @@ def headers_tree(release=None):
         os.path.join(path, "scripts/basic/fixdep")) else None
 
 
-def kbuild_packages(release, version):
-    """The packages of the headers and kbuild of release, at version."""
+def _available(env, pkg):
+    """The versions of pkg the private lists offer, newest first."""
+    r = subprocess.run(["apt-cache", "madison", pkg], env=env,
+                       capture_output=True, text=True)
+    return [f[1].strip() for f in (line.split("|") for line in
+                                   r.stdout.splitlines()) if len(f) >= 3]
+
+
+def kbuild_version(version, offered):
+    """The version of linux-kbuild-X.Y to take for a kernel at version:
+    the same one if offered, else the newest of the same upstream version
+    (Debian rebuilds linux-kbuild on its own: 6.1.192-3 beside headers of
+    6.1.192-2; its fixdep and modpost are those of 6.1.192), else None."""
+    if version in offered:
+        return version
+    upstream = version.rsplit("-", 1)[0]
+    same = [v for v in offered if v.rsplit("-", 1)[0] == upstream]
+    return same[0] if same else None
+
+
+def kbuild_packages(release, version, env=None):
+    """The packages of the headers and kbuild of release, at version (the
+    kbuild at the version kbuild_version() picks from what apt offers)."""
     common = release.rsplit("-", 1)[0] + "-common"
     series = ".".join(release.split(".")[:2])
+    kbuild = f"linux-kbuild-{series}:{host_arch()}"
+    offered = _available(env, kbuild) if env is not None else [version]
+    kv = kbuild_version(version, offered)
+    if kv is None:
+        raise StepError(f"setup: no {kbuild} of the kernel's version "
+                        f"{version.rsplit('-', 1)[0]} (apt offers "
+                        f"{', '.join(offered) or 'none'})")
     return [f"linux-headers-{release}={version}",
             f"linux-headers-{common}={version}",
-            f"linux-kbuild-{series}:{host_arch()}={version}"]
+            f"{kbuild}={kv}"]
 
 
 def _fetch(env, pkgs, debs, dest, what):
@@ -350,7 +378,8 @@ def setup_linux(quiet=False):
     if not version:
         raise StepError(f"setup: no version recorded for linux-image-"
                         f"{release}; delete {rel(LINUX)} and run setup again")
-    recorded += _fetch(env, kbuild_packages(release, version), KBUILD_DEBS,
+    recorded += _fetch(env, kbuild_packages(release, version, env),
+                       KBUILD_DEBS,
                        KBUILD, "headers and kbuild, about 14 MB")
     _relocate(KBUILD)
     if not headers_tree(release):
