@@ -1788,8 +1788,15 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
             p->held_len > p->bufsize ||
             (p->waiting ? p->in_len > TEMPEST_CHAN_MAX_DATA :
              p->in_len > p->bufsize) ||
+            /*
+             * An offer is out in IDLE and INPUTTING, and in OUTPUTTING
+             * (an IDLE port with its buffer offered outputs: a ping-pong
+             * on one port); any DATA that comes ends it, a move first
+             * withdraws it.
+             */
             (p->granted && ((p->state != TEMPEST_CHAN_ST_IDLE &&
-                             p->state != TEMPEST_CHAN_ST_INPUTTING) ||
+                             p->state != TEMPEST_CHAN_ST_INPUTTING &&
+                             p->state != TEMPEST_CHAN_ST_OUTPUTTING) ||
                             p->incoming || p->waiting)) ||
             (p->withdrawing && !p->granted) ||
             (p->here && (p->state != TEMPEST_CHAN_ST_INPUTTING ||

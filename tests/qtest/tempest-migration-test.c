@@ -479,6 +479,116 @@ static void test_chan_move(void)
     tq_remove_state(path);
 }
 
+/* LEN bytes at @at, byte k = k * 7 + seed; then whether they read back. */
+static void fill_bytes(QTestState *s, uint64_t at, size_t len, uint8_t seed)
+{
+    g_autofree uint8_t *b = g_malloc(len);
+
+    for (size_t k = 0; k < len; k++) {
+        b[k] = k * 7 + seed;
+    }
+    qtest_memwrite(s, at, b, len);
+}
+
+static bool bytes_are(QTestState *s, uint64_t at, size_t len, uint8_t seed)
+{
+    g_autofree uint8_t *b = g_malloc(len);
+
+    qtest_memread(s, at, b, len);
+    for (size_t k = 0; k < len; k++) {
+        if (b[k] != (uint8_t)(k * 7 + seed)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * A port whose next buffer is offered to its companion (READY; docs/
+ * chan.rst, "A long DATA": after a long DATA the port's next buffer is
+ * offered at once) may output while the offer is out, as a ping-pong on
+ * one port does: OUTPUTTING with the offer out is a state of the live
+ * device, so it is saved and loaded (post_load refused it: a checkpoint
+ * of the ckpt suite's chan_split taken at that moment could not be
+ * restored).  After the load the output completes when the companion
+ * inputs, and the companion's next long output lands in the offered
+ * buffer.
+ */
+static void test_chan_offer_outputting(void)
+{
+    const char *args = "-M tempest -m 64M";
+    const size_t big = TEMPEST_CHAN_INLINE + 64, bufsize = 2 * big;
+    const uint64_t abuf = RAM(0x200000), bbuf = RAM(0x240000);
+    const uint64_t bnext = RAM(0x280000), src = RAM(0x300000) + 1;
+    char *path = tq_state_file("tempest-mig");
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+    unsigned slot = 0;
+    uint64_t ev[3];
+    uint32_t a, b;
+
+    ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, abuf, bufsize, 0),
+                     ==, TEMPEST_CMD_SUCCESS);
+    a = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, bbuf, bufsize, 0),
+                     ==, TEMPEST_CMD_SUCCESS);
+    b = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    /* b inputs; a long output from a lands in b's buffer. */
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_INPUT, b, bnext, bufsize),
+                     ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT)), ==, 0);
+    fill_bytes(s, src, big, 3);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_OUTPUT, a, src, big), ==,
+                     TEMPEST_CMD_SUCCESS);
+    if (qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT)) == 0) {
+        g_assert_cmpuint(wait_event(s, slot++, ev), ==, TEMPEST_EV_CHAN);
+    }
+    g_assert_cmpuint(wait_event(s, slot++, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_true(bytes_are(s, bbuf, big, 3));
+    /* b answers, a has not input yet: b OUTPUTTING, its offer out. */
+    qtest_writeq(s, RAM(0x3f0000), 0x7265706c79ULL);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_OUTPUT, b, RAM(0x3f0000),
+                              8), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT)), ==, 0);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_STATE, b, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT)) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    /* a inputs b's answer; b's output completes. */
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_INPUT, a, RAM(0x1c0000),
+                              bufsize), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==,
+                    TEMPEST_CHAN_PRESENT | 8);
+    g_assert_cmphex(qtest_readq(d, abuf), ==, 0x7265706c79ULL);
+    g_assert_cmpuint(wait_event(d, slot++, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, b | (uint64_t)TEMPEST_CHAN_EV_OUTPUT << 32);
+    /* The offer survived: a's next long output lands in b's next buffer. */
+    fill_bytes(d, src, big, 5);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_OUTPUT, a, src, big), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_INPUT, b, bbuf, bufsize),
+                     ==, TEMPEST_CMD_SUCCESS);
+    if (!(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)) & TEMPEST_CHAN_PRESENT)) {
+        g_assert_cmpuint(wait_event(d, slot++, ev), ==, TEMPEST_EV_CHAN);
+        g_assert_cmphex(ev[0], ==,
+                        b | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+        g_assert_cmpuint(ev[1], ==, big);
+    }
+    g_assert_true(bytes_are(d, bnext, big, 5));
+    g_assert_cmpuint(qtest_readl(d, NC(TEMPEST_NC_CHAN_DROPPED)), ==, 0);
+    qtest_quit(d);
+    tq_remove_state(path);
+}
+
 /*
  * The transfer engine (1.4) migrates: a typed transfer to the node itself
  * that waits for a buffer (its header in, its sender holding) is saved,
@@ -707,6 +817,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/migration/tags", test_tags);
     qtest_add_func("/tempest/migration/chan", test_chan);
     qtest_add_func("/tempest/migration/chan-move", test_chan_move);
+    qtest_add_func("/tempest/migration/chan-offer-outputting",
+                   test_chan_offer_outputting);
     qtest_add_func("/tempest/migration/tags-tcg", test_tags_tcg);
     qtest_add_func("/tempest/migration/only-migratable",
                    test_only_migratable);
