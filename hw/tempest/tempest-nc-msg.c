@@ -46,16 +46,34 @@ static bool msg_rq_put(TempestNCState *s, uint64_t addr, unsigned src,
 {
     TempestRing *r = &s->ring[TEMPEST_RING_RQ];
     uint8_t h[TEMPEST_PKT_DATA];
+    hwaddr plen = len;
+    uint8_t *slot;
+    bool ok;
 
     memcpy(h, pkt, sizeof(h));
     stw_le_p(h + TEMPEST_PKT_NODE, src);
     h[TEMPEST_PKT_NET] = net;
     stl_le_p(h + TEMPEST_PKT_SEQ, seq);
-    if (!tempest_nc_dma_write(s, addr + 4, h + 4, sizeof(h) - 4) ||
-        (len > TEMPEST_PKT_DATA &&
-         !tempest_nc_dma_write(s, addr + TEMPEST_PKT_DATA,
-                               pkt + TEMPEST_PKT_DATA,
-                               len - TEMPEST_PKT_DATA))) {
+    /* The slot mapped once (RAM: RING_SETUP checked it), both parts in. */
+    slot = address_space_map(s->dma_as, addr, &plen, true,
+                             MEMTXATTRS_UNSPECIFIED);
+    if (slot && plen >= len) {
+        memcpy(slot + 4, h + 4, sizeof(h) - 4);
+        memcpy(slot + TEMPEST_PKT_DATA, pkt + TEMPEST_PKT_DATA,
+               len - TEMPEST_PKT_DATA);
+        address_space_unmap(s->dma_as, slot, plen, true, len);
+        ok = true;
+    } else {
+        if (slot) {
+            address_space_unmap(s->dma_as, slot, plen, true, 0);
+        }
+        ok = tempest_nc_dma_write(s, addr + 4, h + 4, sizeof(h) - 4) &&
+             (len == TEMPEST_PKT_DATA ||
+              tempest_nc_dma_write(s, addr + TEMPEST_PKT_DATA,
+                                   pkt + TEMPEST_PKT_DATA,
+                                   len - TEMPEST_PKT_DATA));
+    }
+    if (!ok) {
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
         return false;
     }
