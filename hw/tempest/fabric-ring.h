@@ -250,6 +250,77 @@ static inline size_t fabric_ring_read(FabricRing *r, uint8_t *buf,
 }
 
 /*
+ * Consumer, reading in place: where the bytes not taken yet start, and
+ * how many of them follow there without wrapping (0 and broken if the
+ * tail is impossible).  The bytes are the producer's memory until
+ * fabric_ring_consume() gives them back, and the producer may still
+ * rewrite them: copy what must not change before checking it.
+ */
+static inline size_t fabric_ring_peek(FabricRing *r, const uint8_t **at)
+{
+    size_t n = fabric_ring_avail(r), off = r->pos & (r->size - 1);
+
+    *at = r->data + off;
+    return n < r->size - off ? n : r->size - off;
+}
+
+/*
+ * Consumer: a copy of the first n bytes not taken yet, wrapping or not,
+ * taking nothing (false if fewer are there).
+ */
+static inline bool fabric_ring_peek_copy(FabricRing *r, uint8_t *buf,
+                                         size_t n)
+{
+    size_t off = r->pos & (r->size - 1), first = r->size - off;
+
+    if (fabric_ring_avail(r) < n) {
+        return false;
+    }
+    first = first < n ? first : n;
+    memcpy(buf, r->data + off, first);
+    memcpy(buf + first, r->data, n - first);
+    return true;
+}
+
+/*
+ * Consumer: give back the room of n bytes read in place (at most what
+ * fabric_ring_peek() said).  *ring_back as for fabric_ring_read().
+ */
+static inline void fabric_ring_consume(FabricRing *r, size_t n,
+                                       bool *ring_back)
+{
+    r->pos += n;
+    __atomic_store_n(&r->ctl->head, r->pos, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    *ring_back = __atomic_load_n(&r->ctl->tx_waiting, __ATOMIC_RELAXED) &&
+                 __atomic_exchange_n(&r->ctl->tx_waiting, 0,
+                                     __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Producer, writing in place: the next len bytes of the ring if they
+ * are free and do not wrap, else NULL (write them with
+ * fabric_ring_write()).  Nothing is published until
+ * fabric_ring_commit(); the consumer cannot see them before.
+ */
+static inline uint8_t *fabric_ring_reserve(FabricRing *r, size_t len)
+{
+    size_t off = r->pos & (r->size - 1);
+
+    if (!len || len > r->size - off || fabric_ring_room(r) < len) {
+        return NULL;
+    }
+    return r->data + off;
+}
+
+/* Producer: publish the len bytes written where fabric_ring_reserve() said. */
+static inline void fabric_ring_commit(FabricRing *r, size_t len)
+{
+    r->pos += len;
+    __atomic_store_n(&r->ctl->tail, r->pos, __ATOMIC_RELEASE);
+}
+
+/*
  * Consumer: someone polls (sleeping false) or nobody does (true).  After
  * going to sleep the caller must look at the ring once more: bytes
  * published before the producer could see the flag are not rung for.

@@ -160,6 +160,18 @@ void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
     f->fc->send(f, peer, net, pkt, len);
 }
 
+uint8_t *tempest_fabric_send_begin(TempestFabric *f, unsigned peer,
+                                   size_t len)
+{
+    return f->fc->send_begin ? f->fc->send_begin(f, peer, len) : NULL;
+}
+
+void tempest_fabric_send_commit(TempestFabric *f, unsigned peer,
+                                unsigned net, size_t len)
+{
+    f->fc->send_commit(f, peer, net, len);
+}
+
 void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
                                    unsigned net, unsigned n)
 {

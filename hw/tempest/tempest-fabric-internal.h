@@ -185,6 +185,13 @@ struct FabricLinkUp {
      * rest there; false when c was closed meanwhile.
      */
     bool (*parse)(FabricConn *c, uint8_t *buf, size_t *len);
+    /*
+     * A DATA frame checked by fabric_parse() on a private copy of its
+     * header, handled where it lies in the ring: @pkt is the peer's
+     * memory, of hdr->len - 4 bytes; only its bytes are taken.
+     */
+    void (*data)(FabricConn *c, const FabricHeader *hdr, uint32_t seq,
+                 const uint8_t *pkt);
     /* Every queue of c is empty: tell the engines, if c is a peer's. */
     void (*drained)(FabricConn *c);
     /* What c has queued changed: pause or resume reading it. */
@@ -203,6 +210,10 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
 bool fabric_shm_sending(FabricConn *c);
 void fabric_shm_queue3(FabricConn *c, const struct iovec *iov);
 size_t fabric_shm_pending(FabricConn *c);
+/* A frame built in the ring itself (NULL: queue it), then published. */
+uint8_t *fabric_shm_reserve(FabricConn *c, size_t len);
+void fabric_shm_commit(FabricConn *c, const uint8_t *hdr, size_t hlen,
+                       size_t blen);
 /* Credit given back, and taken back, through the link's memory. */
 bool fabric_shm_credit_back(FabricConn *c, unsigned net, uint32_t n,
                             bool *wake);

@@ -53,6 +53,7 @@ struct FabricShm {
     uint8_t *rxbuf;             /* FABRIC_RX_BUF: frames are parsed here */
     size_t rx_len;
     bool draining;              /* frames of rx are being handled */
+    uint8_t *reserved;          /* fabric_shm_reserve()'s, until commit */
     bool poke_held;             /* its hint waits for the batch's end */
     void *peer_ram;             /* the peer's guest RAM, or NULL */
     uint64_t peer_ram_base, peer_ram_size;
@@ -741,6 +742,39 @@ void fabric_shm_queue3(FabricConn *c, const struct iovec *iov)
 }
 
 /*
+ * A frame of len bytes written in place: where in the ring, if the link
+ * is in shared memory, nothing waits to go into the ring first (order)
+ * and the bytes are free and do not wrap; else NULL.
+ */
+uint8_t *fabric_shm_reserve(FabricConn *c, size_t len)
+{
+    FabricShm *sh = c->shm;
+
+    if (!sh || !sh->tx_on || c->broken || sh->txq->len != sh->txq_off) {
+        return NULL;
+    }
+    sh->reserved = fabric_ring_reserve(&sh->tx, len);
+    return sh->reserved;
+}
+
+/*
+ * Publish the frame written in place: its first hlen bytes (its header)
+ * from hdr, the body of blen bytes already there.
+ */
+void fabric_shm_commit(FabricConn *c, const uint8_t *hdr, size_t hlen,
+                       size_t blen)
+{
+    FabricShm *sh = c->shm;
+
+    /* Where it was reserved: the peer's head is not looked at again. */
+    memcpy(sh->reserved, hdr, hlen);
+    sh->reserved = NULL;
+    fabric_ring_commit(&sh->tx, hlen + blen);
+    trace_tempest_fabric_shm_in_place_tx(c->fab->node, c->peer, hlen + blen);
+    shm_published(c);
+}
+
+/*
  * Credit in shared memory (docs/fabric.rst, "Shared memory"): the peer's
  * DATA of network net took n credits we now give back.  Only once our
  * frames go into the ring (the peer then has the link mapped and reads
@@ -806,6 +840,65 @@ void fabric_shm_take_credit_all(FabricSocket *f)
     }
 }
 
+/*
+ * The frame at the ring's head, if it is a whole DATA frame that does not
+ * wrap: checked on a private copy of its header (fabric_parse(), the same
+ * checks as for a frame in rxbuf), handled where it lies (the packet goes
+ * from the ring into the node's RQ, or its queue, with no copy here:
+ * docs/fabric.rst, "Straight from the ring"), then its room given back.
+ * Returns its length, or 0 if it is not such a frame (*want: the length
+ * of the whole frame at the head as its header says now, if one is
+ * there, else 0: what the caller then reads into rxbuf, so that only
+ * that frame goes the long way).
+ */
+static size_t shm_rx_in_place(FabricConn *c, size_t budget, size_t *want)
+{
+    FabricShm *sh = c->shm;
+    uint8_t head[FABRIC_HDR_SIZE + FABRIC_DATA_MIN];
+    const uint8_t *at;
+    size_t n = fabric_ring_peek(&sh->rx, &at), flen = 0;
+    FabricHeader hdr;
+    FabricParse r;
+    bool ring_back;
+
+    *want = 0;
+    if (!fabric_ring_peek_copy(&sh->rx, head, FABRIC_HDR_SIZE)) {
+        return 0;
+    }
+    hdr.len = fabric_ld32(head + 4);
+    if (hdr.len > FABRIC_MAX_BODY) {
+        return 0;           /* fatal: found again where it is read */
+    }
+    *want = FABRIC_HDR_SIZE + hdr.len;
+    if (fabric_ld16(head) != FABRIC_DATA || *want > n || *want > budget ||
+        *want < sizeof(head)) {
+        return 0;
+    }
+    /* Only this copy is parsed: its bytes are all fabric_parse() reads. */
+    memcpy(head, at, sizeof(head));
+    if (fabric_ld16(head) != FABRIC_DATA) {
+        return 0;           /* changed meanwhile: the long way */
+    }
+    r = fabric_parse(head, *want, &hdr, &flen);
+    if (r == FABRIC_PARSE_BAD) {
+        c->fab->up->drop(c->fab, c->peer, "malformed frame");
+    } else if (r == FABRIC_PARSE_OK) {
+        trace_tempest_fabric_shm_in_place(c->fab->node, c->peer, hdr.net,
+                                          hdr.len);
+        sh->draining = true;
+        c->fab->up->data(c, &hdr, fabric_ld32(head + FABRIC_HDR_SIZE),
+                         at + FABRIC_HDR_SIZE + 4);
+        sh->draining = false;
+    } else {
+        return 0;
+    }
+    fabric_ring_consume(&sh->rx, flen, &ring_back);
+    if (ring_back) {
+        shm_bell(c);
+    }
+    return flen;
+}
+
 bool fabric_shm_drain(FabricConn *c, size_t budget)
 {
     FabricShm *sh = c->shm;
@@ -815,9 +908,30 @@ bool fabric_shm_drain(FabricConn *c, size_t budget)
     }
     while (budget) {
         bool ring_back;
-        size_t n = fabric_ring_read(&sh->rx, sh->rxbuf + sh->rx_len,
-                                    MIN(FABRIC_RX_BUF - sh->rx_len, budget),
-                                    &ring_back);
+        size_t n, want = 0, max = MIN(FABRIC_RX_BUF - sh->rx_len, budget);
+
+        if (!sh->rx_len) {
+            n = shm_rx_in_place(c, budget, &want);
+            if (n) {
+                budget -= n;
+                sh = c->shm;
+                if (!sh || !sh->rx_on || !c->reading) {
+                    return true;
+                }
+                continue;
+            }
+            if (want && want <= max) {
+                max = want;     /* that frame alone: the next may be DATA */
+            }
+        } else if (sh->rx_len >= FABRIC_HDR_SIZE) {
+            /* The rest of the frame begun (its length is our copy's). */
+            want = FABRIC_HDR_SIZE + fabric_ld32(sh->rxbuf + 4);
+            if (want > sh->rx_len && want - sh->rx_len < max) {
+                max = want - sh->rx_len;
+            }
+        }
+        n = fabric_ring_read(&sh->rx, sh->rxbuf + sh->rx_len, max,
+                             &ring_back);
 
         if (sh->rx.broken) {
             c->fab->up->drop(c->fab, c->peer, "shared-memory ring broken");

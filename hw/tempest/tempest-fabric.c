@@ -114,6 +114,8 @@ static void fabric_conn_writable(void *opaque);
 static void fabric_conn_readable(void *opaque);
 static void fabric_conn_close(FabricConn *c, const char *why);
 static bool fabric_conn_parse(FabricConn *c, uint8_t *buf, size_t *len);
+static void fabric_data(FabricConn *c, const FabricHeader *hdr,
+                        uint32_t seq, const uint8_t *pkt);
 
 /*
  * The sockets of the links are watched through one epoll set that the
@@ -820,7 +822,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
     FabricPeer *p;
     const char *why;
     FabricHello h;
-    uint32_t seq, v, had;
+    uint32_t v, had;
 
     if (c->peer < 0 && c->hello_node >= 0) {
         uint8_t mac[FABRIC_AUTH_SIZE];
@@ -890,20 +892,7 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
         fabric_drop(f, c->peer, "second AUTH");
         return true;
     case FABRIC_DATA:
-        seq = fabric_ld32(body);
-        if (!p->allowed[hdr->net]) {
-            fabric_drop(f, c->peer, "DATA beyond its credit");
-            return true;
-        }
-        if (seq != p->seq_in[hdr->net]) {
-            fabric_drop(f, c->peer, "DATA out of sequence");
-            return true;
-        }
-        p->allowed[hdr->net]--;
-        p->seq_in[hdr->net]++;
-        trace_tempest_fabric_rx(f->node, c->peer, hdr->net, seq, hdr->len);
-        f->ops->packet(f->opaque, c->peer, hdr->net, seq, body + 4,
-                       hdr->len - 4);
+        fabric_data(c, hdr, fabric_ld32(body), body + 4);
         return true;
     case FABRIC_CREDIT:
         /*
@@ -974,6 +963,40 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
         return true;
     }
     return true;
+}
+
+/*
+ * A DATA frame of a peer that proved itself, its sequence number @seq
+ * taken out of it already: @pkt (hdr->len - 4 bytes) may lie in the
+ * peer's shared memory, so nothing is read from it here; the packet's
+ * length is the header's, checked by fabric_parse().
+ */
+static void fabric_data(FabricConn *c, const FabricHeader *hdr,
+                        uint32_t seq, const uint8_t *pkt)
+{
+    FabricSocket *f = c->fab;
+    FabricPeer *p = &f->peers[c->peer];
+
+    if (!p->allowed[hdr->net]) {
+        fabric_drop(f, c->peer, "DATA beyond its credit");
+        return;
+    }
+    if (seq != p->seq_in[hdr->net]) {
+        fabric_drop(f, c->peer, "DATA out of sequence");
+        return;
+    }
+    p->allowed[hdr->net]--;
+    p->seq_in[hdr->net]++;
+    trace_tempest_fabric_rx(f->node, c->peer, hdr->net, seq, hdr->len);
+    f->ops->packet(f->opaque, c->peer, hdr->net, seq, pkt, hdr->len - 4);
+}
+
+/* A DATA frame straight out of a shared-memory ring (counted as any). */
+static void fabric_ring_data(FabricConn *c, const FabricHeader *hdr,
+                             uint32_t seq, const uint8_t *pkt)
+{
+    c->fab->ckpt_rx += fabric_ckpt_counted(hdr->type);
+    fabric_data(c, hdr, seq, pkt);
 }
 
 static bool fabric_conn_parse(FabricConn *c, uint8_t *buf, size_t *len)
@@ -1381,6 +1404,7 @@ static const FabricLinkUp fabric_link_up = {
     .sock_queue3 = fabric_sock_queue3,
     .send_u32 = fabric_send_u32,
     .parse = fabric_conn_parse,
+    .data = fabric_ring_data,
     .drained = fabric_conn_drained,
     .update = fabric_conn_update_handlers,
 };
@@ -1604,6 +1628,44 @@ static void sock_send(TempestFabric *obj, unsigned peer, unsigned net,
     fabric_st32(frame + FABRIC_HDR_SIZE, seq);
     /* The packet as a piece of its own: no copy into the frame. */
     fabric_peer_queue3(f, peer, frame, sizeof(frame), pkt, len, NULL, 0);
+}
+
+/*
+ * A DATA frame built in place (docs/fabric.rst, "Straight into the
+ * ring"): its packet's bytes where sock_send() would have copied them,
+ * in the ring of the peer's link, when the link is in shared memory and
+ * nothing waits to go into it first.
+ */
+static uint8_t *sock_send_begin(TempestFabric *obj, unsigned peer,
+                                size_t len)
+{
+    FabricSocket *f = SOCK(obj);
+    FabricConn *c = peer < f->nodes && peer != f->node ?
+                    f->peers[peer].conn : NULL;
+    uint8_t *at;
+
+    if (!c || len < TEMPEST_PKT_DATA || len > TEMPEST_PKT_MAX_SIZE) {
+        return NULL;
+    }
+    at = fabric_shm_reserve(c, FABRIC_HDR_SIZE + 4 + len);
+    return at ? at + FABRIC_HDR_SIZE + 4 : NULL;
+}
+
+static void sock_send_commit(TempestFabric *obj, unsigned peer,
+                             unsigned net, size_t len)
+{
+    FabricSocket *f = SOCK(obj);
+    FabricPeer *p = &f->peers[peer];
+    uint8_t frame[FABRIC_HDR_SIZE + 4];
+    uint32_t seq = p->seq_out[net]++;
+
+    assert(p->credit[net] > 0);
+    p->credit[net]--;
+    trace_tempest_fabric_tx(f->node, peer, net, seq, len);
+    fabric_put_header(frame, FABRIC_DATA, net, 4 + len);
+    fabric_st32(frame + FABRIC_HDR_SIZE, seq);
+    fabric_ckpt_count_tx(f, frame, sizeof(frame));
+    fabric_shm_commit(p->conn, frame, sizeof(frame), len);
 }
 
 static void sock_return_credits(TempestFabric *obj, unsigned peer,
@@ -1899,6 +1961,8 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->peer_up = sock_peer_up;
     fc->can_send = sock_can_send;
     fc->send = sock_send;
+    fc->send_begin = sock_send_begin;
+    fc->send_commit = sock_send_commit;
     fc->return_credits = sock_return_credits;
     fc->send_coll = sock_send_coll;
     fc->send_xfer = sock_send_xfer;

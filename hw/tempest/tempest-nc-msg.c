@@ -34,6 +34,65 @@ static void in_packet_free(TempestInPacket *p)
 }
 
 /*
+ * Publish a packet of @len bytes into the free RQ slot at @addr: the
+ * header's words the device owns (NODE, NET, SEQ, CTL) from @src, @net,
+ * @seq and @len, the rest from @pkt, CTL last.  @pkt may be the peer's
+ * memory (a shared-memory ring it can rewrite meanwhile): only its bytes
+ * are taken, never a length.  Counts it and gives its credit back.
+ */
+static bool msg_rq_put(TempestNCState *s, uint64_t addr, unsigned src,
+                       unsigned net, uint32_t seq, const uint8_t *pkt,
+                       uint32_t len)
+{
+    TempestRing *r = &s->ring[TEMPEST_RING_RQ];
+    uint8_t h[TEMPEST_PKT_DATA];
+    hwaddr plen = len;
+    uint8_t *slot;
+    bool ok;
+
+    memcpy(h, pkt, sizeof(h));
+    stw_le_p(h + TEMPEST_PKT_NODE, src);
+    h[TEMPEST_PKT_NET] = net;
+    stl_le_p(h + TEMPEST_PKT_SEQ, seq);
+    /* The slot mapped once (RAM: RING_SETUP checked it), both parts in. */
+    slot = address_space_map(s->dma_as, addr, &plen, true,
+                             MEMTXATTRS_UNSPECIFIED);
+    if (slot && plen >= len) {
+        memcpy(slot + 4, h + 4, sizeof(h) - 4);
+        memcpy(slot + TEMPEST_PKT_DATA, pkt + TEMPEST_PKT_DATA,
+               len - TEMPEST_PKT_DATA);
+        address_space_unmap(s->dma_as, slot, plen, true, len);
+        ok = true;
+    } else {
+        if (slot) {
+            address_space_unmap(s->dma_as, slot, plen, true, 0);
+        }
+        ok = tempest_nc_dma_write(s, addr + 4, h + 4, sizeof(h) - 4) &&
+             (len == TEMPEST_PKT_DATA ||
+              tempest_nc_dma_write(s, addr + TEMPEST_PKT_DATA,
+                                   pkt + TEMPEST_PKT_DATA,
+                                   len - TEMPEST_PKT_DATA));
+    }
+    if (!ok) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
+        return false;
+    }
+    /* The guest must not see VALID before the body (as dma_publish). */
+    smp_wmb();
+    if (!tempest_nc_dma_store_ctl(s, addr, TEMPEST_PKT_VALID |
+                                           (len - TEMPEST_PKT_DATA))) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
+        return false;
+    }
+    trace_tempest_nc_rx(s->node_id, src, net, seq, len - TEMPEST_PKT_DATA,
+                        r->idx);
+    r->idx++;
+    s->rx_packets++;
+    tempest_fabric_return_credits(s->fabric, src, net, 1);
+    return true;
+}
+
+/*
  * Move waiting packets into the RQ, reply network first, while it has
  * room; each one moved gives its sender back one credit.  A packet
  * longer than the RQ's slots (its sender's slots are larger: a guest
@@ -77,21 +136,10 @@ static void msg_rq_deliver(TempestNCState *s)
             tempest_nc_arm_retry(s);
             break;
         }
-        stw_le_p(p->data + TEMPEST_PKT_NODE, p->src);
-        p->data[TEMPEST_PKT_NET] = net;
-        stl_le_p(p->data + TEMPEST_PKT_SEQ, p->seq);
-        stl_le_p(p->data + TEMPEST_PKT_CTL,
-                 TEMPEST_PKT_VALID | (p->len - TEMPEST_PKT_DATA));
-        if (!tempest_nc_dma_publish(s, addr, p->data, p->len)) {
-            tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
+        if (!msg_rq_put(s, addr, p->src, net, p->seq, p->data, p->len)) {
             break;
         }
-        trace_tempest_nc_rx(s->node_id, p->src, net, p->seq,
-                            p->len - TEMPEST_PKT_DATA, r->idx);
-        r->idx++;
-        s->rx_packets++;
         QTAILQ_REMOVE(&s->inq[net], p, next);
-        tempest_fabric_return_credits(s->fabric, p->src, net, 1);
         in_packet_free(p);
         moved = true;
     }
@@ -104,8 +152,32 @@ static void msg_fabric_packet(void *opaque, unsigned peer, unsigned net,
                               uint32_t seq, const uint8_t *pkt, size_t len)
 {
     TempestNCState *s = opaque;
-    TempestInPacket *p = g_new(TempestInPacket, 1);
+    TempestRing *r = &s->ring[TEMPEST_RING_RQ];
+    TempestInPacket *p;
+    uint64_t addr;
+    uint32_t ctl;
 
+    /*
+     * Nothing waits ahead of it (either network: the reply network goes
+     * first only among packets that wait) and its RQ slot is free: into
+     * the slot straight from where the fabric holds it, with no copy of
+     * our own (docs/fabric.rst, "Straight from the ring").  Anything else
+     * takes the queue, and msg_rq_deliver() decides as before.
+     */
+    if (!s->rq_hold && QTAILQ_EMPTY(&s->inq[TEMPEST_NET_REPLY]) &&
+        QTAILQ_EMPTY(&s->inq[TEMPEST_NET_REQUEST]) && r->slots &&
+        len <= tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ)) {
+        addr = tempest_nc_ring_slot(r, TEMPEST_RING_RQ);
+        if (tempest_nc_dma_read(s, addr, &ctl, 4) && !ctl) {
+            trace_tempest_nc_rx_direct(s->node_id, peer, net, seq, len);
+            if (msg_rq_put(s, addr, peer, net, seq, pkt, len)) {
+                tempest_nc_raise(s, TEMPEST_NC_IRQ_RQ);
+                return;
+            }
+            /* Not written (reported): it waits, as one that had to. */
+        }
+    }
+    p = g_new(TempestInPacket, 1);
     p->src = peer;
     p->net = net;
     p->seq = seq;
@@ -246,7 +318,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
     s->sq_wait[ring] = -1;
     for (uint32_t n = 0; n < r->slots; n++) {
         uint64_t addr = tempest_nc_ring_slot(r, ring);
-        uint8_t *pkt = s->tx_pkt;
+        uint8_t *pkt = s->tx_pkt, *out;
         uint32_t ctl, len, dest, code = 0;
 
         if (!tempest_nc_dma_read(s, addr, pkt, TEMPEST_PKT_DATA)) {
@@ -272,17 +344,28 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
             trace_tempest_nc_sq_stall(s->node_id, ring, dest, r->idx);
             break;
         }
+        /*
+         * Built where it travels if the fabric can (a shared-memory ring:
+         * docs/fabric.rst, "Straight into the ring"), else in tx_pkt.
+         */
+        out = code ? NULL : tempest_fabric_send_begin(s->fabric, dest,
+                                                       TEMPEST_PKT_DATA + len);
+        if (out) {
+            memcpy(out, pkt, TEMPEST_PKT_DATA);
+        } else {
+            out = pkt;
+        }
         if (!code && (ctl & TEMPEST_PKT_GATHER)) {
             uint32_t ndesc = 0;
 
-            code = msg_gather(s, addr, payload, pkt + TEMPEST_PKT_DATA, len,
+            code = msg_gather(s, addr, payload, out + TEMPEST_PKT_DATA, len,
                               &ndesc);
             trace_tempest_nc_tx_gather(s->node_id, ring, r->idx, ndesc, len);
         } else if (!code && len &&
                    !tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA,
-                                        pkt + TEMPEST_PKT_DATA, len)) {
+                                        out + TEMPEST_PKT_DATA, len)) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
-            return;
+            return;     /* (built in place: not committed, never sent) */
         }
         if (code) {
             trace_tempest_nc_send_error(s->node_id, ring, r->idx, dest, code);
@@ -291,8 +374,13 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
             trace_tempest_nc_tx(s->node_id, ring, r->idx, dest, len);
             s->tx_packets++;
             sent++;
-            tempest_fabric_send(s->fabric, dest, ring, pkt,
-                                TEMPEST_PKT_DATA + len);
+            if (out != pkt) {
+                tempest_fabric_send_commit(s->fabric, dest, ring,
+                                           TEMPEST_PKT_DATA + len);
+            } else {
+                tempest_fabric_send(s->fabric, dest, ring, pkt,
+                                    TEMPEST_PKT_DATA + len);
+            }
         }
         /* The slot is the guest's again. */
         if (!tempest_nc_dma_store_ctl(s, addr, 0)) {

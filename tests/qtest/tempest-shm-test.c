@@ -1247,6 +1247,273 @@ static void test_split_bounds(void)
     shm_stop(&t);
 }
 
+/* ------------------------------------------------------------------ */
+/* Straight from the ring, straight into it                            */
+/* ------------------------------------------------------------------ */
+
+/* As shm_start, the node tracing the in-place paths into dir/trace.log. */
+static void shm_start_traced(ShmPeer *t)
+{
+    uint8_t buf[64];
+    uint32_t flags = 0;
+
+    memset(t, 0, sizeof(*t));
+    t->m.fd = -1;
+    t->lfd = -1;
+    t->dir = g_dir_make_tmp("tempest-shm-XXXXXX", NULL);
+    t->s = qtest_initf("-object tempest-fabric-shm,id=fab,addr=unix:%s,"
+                       "node-id=0,num-nodes=2,cluster-id=%llu "
+                       "-M tempest,node-id=0,num-nodes=2,fabric-backend=fab "
+                       "-m 64M -trace enable=tempest_fabric_shm_in_place* "
+                       "-trace enable=tempest_nc_rx_direct -D %s/trace.log",
+                       t->dir, (unsigned long long)CLUSTER, t->dir);
+    setup_rings(t->s);
+    t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0,
+                            FABRIC_HELLO_SHM, &flags);
+    peer_set_timeout(t->fd, 20);
+    g_assert_cmpuint(tq_wait_reg(t->s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    peer_read_until(t->fd, FABRIC_MESH, buf, sizeof(buf));
+}
+
+/* How many lines of the node's trace log are event 'name' ("name node"). */
+static unsigned trace_count(ShmPeer *t, const char *name)
+{
+    g_autofree char *path = g_strdup_printf("%s/trace.log", t->dir);
+    g_autofree char *text = NULL;
+    g_autofree char *what = g_strdup_printf("%s node ", name);
+    unsigned n = 0;
+
+    /* A qtest read is answered after the events before it were logged. */
+    qtest_readl(t->s, NC(TEMPEST_NC_DROPPED));
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        return 0;
+    }
+    for (const char *at = text; (at = strstr(at, what)); at++) {
+        n++;
+    }
+    return n;
+}
+
+static void shm_stop_traced(ShmPeer *t)
+{
+    g_autofree char *path = g_strdup_printf("%s/trace.log", t->dir);
+
+    qtest_quit(t->s);
+    t->s = NULL;
+    unlink(path);
+    if (t->fd >= 0) {
+        close(t->fd);
+    }
+    peer_shm_free(&t->m);
+    rmdir(t->dir);
+    g_free(t->dir);
+}
+
+/* Ring 0's next frame: the fake node's packet 'tag', seq as given. */
+static void ring_data_seq(ShmPeer *t, uint64_t tag, uint32_t seq,
+                          uint32_t pkt_len)
+{
+    uint8_t body[FABRIC_DATA_MAX];
+    uint32_t saved = t->seq;
+    size_t len;
+
+    t->seq = seq;
+    len = data_body(t, body, tag);
+    t->seq = saved;
+    stl_le_p(body + 4 + TEMPEST_PKT_CTL, TEMPEST_PKT_VALID | pkt_len);
+    peer_ring_send(&t->m.tx, FABRIC_DATA, 0, body, len);
+}
+
+/*
+ * "Straight from the ring": a DATA frame whole in the ring is checked on
+ * a private copy of its header and its packet goes from the ring into
+ * the free RQ slot; one that wraps around the ring's end goes through
+ * the private buffer as before; either way the same checks.  Ring 0
+ * starts 60 bytes before its end, so of five frames of 52 bytes the
+ * second wraps: A (good), B (good, wraps), C (its packet's length not
+ * the frame's: fabric_parse() refuses it), D (out of sequence), E
+ * (good).  A, B and E land in RQ slots 0 to 2 in order, C and D are
+ * dropped and counted, and A, D and E were handled in the ring (D
+ * dropped there by its sequence number), A, B and E published with no
+ * copy of the device's own.  Without the check of the copy C would be
+ * published; with the header read from the ring instead of the copy
+ * nothing here differs, but a peer could change it after the check.
+ */
+static void test_in_place_rx(void)
+{
+    ShmPeer t;
+    FabricRingCtl *c0;
+
+    shm_start_traced(&t);
+    peer_shm_make_good(&t.m, CLUSTER, 1, 0);
+    peer_shm_ctl(&t.m, 0)->credit_waiting = 0;
+    c0 = peer_shm_ctl(&t.m, 0);
+    c0->head = c0->tail = FABRIC_LINK_RING - 60;
+    g_assert_true(fabric_ring_attach(&t.m.tx, c0, FABRIC_LINK_RING, true));
+    peer_shm_step(t.fd, FABRIC_SHM_OFFER, t.m.fd);
+    expect_step(&t, FABRIC_SHM_ACK);
+    peer_shm_step(t.fd, FABRIC_SHM_SWITCH, -1);
+    g_assert_cmpuint(peer_wait_shm_links(t.s, FAB, 1), ==, 1);
+
+    ring_data_seq(&t, 0x500, 0, 8);         /* A */
+    ring_data_seq(&t, 0x501, 1, 8);         /* B: wraps */
+    ring_data_seq(&t, 0x5c, 2, 9);          /* C: malformed */
+    ring_data_seq(&t, 0x5d, 9, 8);          /* D: out of sequence */
+    ring_data_seq(&t, 0x502, 2, 8);         /* E */
+    if (fabric_ring_need_bell(&t.m.tx)) {
+        peer_send(t.fd, FABRIC_BELL, 0, NULL, 0);
+    }
+    expect_rq(&t, 0, 0x500);
+    expect_rq(&t, 1, 0x501);
+    expect_rq(&t, 2, 0x502);
+    g_assert_cmpuint(qtest_readl(t.s, RQ_BASE + 3 * TEMPEST_PKT_SIZE), ==,
+                     0);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 2);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_RX_PACKETS)), ==, 3);
+    g_assert_cmpuint(trace_count(&t, "tempest_fabric_shm_in_place"), ==, 3);
+    g_assert_cmpuint(trace_count(&t, "tempest_nc_rx_direct"), ==, 3);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_PEERS_DOWN)), ==, 0);
+    shm_stop_traced(&t);
+}
+
+/*
+ * "Straight from the ring", order: a packet goes straight into the RQ
+ * only when nothing waits ahead of it.  17 packets for an RQ of 16 slots:
+ * the 17th waits in the device.  The guest frees slot 0 (no doorbell) and
+ * an 18th arrives: the 17th goes into slot 0, the 18th waits (slot 1 is
+ * full), and comes into slot 1 once that is freed.  Without the check
+ * the 18th would take the free slot 0, ahead of the 17th.  (The device's
+ * 1 ms retry may move the 17th first: the same order.)
+ */
+static void test_in_place_order(void)
+{
+    ShmPeer t;
+
+    shm_start(&t);
+    shm_link_up(&t);
+    for (unsigned i = 0; i < 17; i++) {
+        ring_data(&t, 0x600 + i, true);
+    }
+    expect_rq(&t, 15, 0x60f);
+    /* The 17th is out of the ring, waiting in the device. */
+    g_assert_cmpuint(wait_shared((uint32_t *)&peer_shm_ctl(&t.m, 0)->head,
+                                 (uint32_t)t.m.tx.pos), ==,
+                     (uint32_t)t.m.tx.pos);
+    qtest_writel(t.s, RQ_BASE, 0);
+    ring_data(&t, 0x611, true);
+    g_assert_cmphex(tq_wait_mem32(t.s, RQ_BASE, ~0, TEMPEST_PKT_VALID | 8),
+                    ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmphex(qtest_readq(t.s, RQ_BASE + TEMPEST_PKT_WORD1), ==,
+                    0x610);
+    g_assert_cmpuint(wait_shared((uint32_t *)&peer_shm_ctl(&t.m, 0)->head,
+                                 (uint32_t)t.m.tx.pos), ==,
+                     (uint32_t)t.m.tx.pos);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_RX_PACKETS)), ==, 17);
+    qtest_writel(t.s, RQ_BASE + TEMPEST_PKT_SIZE, 0);
+    qtest_writel(t.s, NC(TEMPEST_NC_RQ_DOORBELL), 1);
+    expect_rq(&t, 1, 0x611);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    shm_stop(&t);
+}
+
+#define BIG_SLOT    8192
+#define BIG_PAYLOAD (BIG_SLOT - TEMPEST_PKT_DATA)
+#define BIG_FRAME   (FABRIC_HDR_SIZE + 4 + BIG_SLOT)
+
+/* The node sends one packet of BIG_PAYLOAD bytes, tag in WORD1. */
+static void node_send_big(QTestState *s, unsigned slot, uint64_t tag)
+{
+    uint64_t addr = SQ0_BASE + slot * BIG_SLOT;
+    uint8_t pkt[TEMPEST_PKT_DATA] = { 0 };
+
+    stw_le_p(pkt + TEMPEST_PKT_NODE, 1);
+    stq_le_p(pkt + TEMPEST_PKT_WORD1, tag);
+    qtest_memwrite(s, addr + 4, pkt + 4, sizeof(pkt) - 4);
+    qtest_memset(s, addr + TEMPEST_PKT_DATA, (uint8_t)tag, BIG_PAYLOAD);
+    qtest_writel(s, addr, TEMPEST_PKT_VALID | BIG_PAYLOAD);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+}
+
+/* Read one frame from ring 1, ringing the node when it waits for room. */
+static uint16_t ring_read_rung(ShmPeer *t, uint8_t *buf, uint32_t *len)
+{
+    gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    size_t got = 0, want = FABRIC_HDR_SIZE;
+    bool ring_back;
+
+    while (got < want) {
+        size_t n = fabric_ring_read(&t->m.rx, buf + got, want - got,
+                                    &ring_back);
+
+        g_assert_false(t->m.rx.broken);
+        if (ring_back) {
+            peer_send(t->fd, FABRIC_BELL, 0, NULL, 0);
+        }
+        got += n;
+        if (got == FABRIC_HDR_SIZE && want == FABRIC_HDR_SIZE) {
+            *len = peer_frame_len(buf, BIG_FRAME);
+            want += *len;
+        }
+        if (!n) {
+            g_assert_cmpint(g_get_monotonic_time(), <, end);
+            g_usleep(200);
+        }
+    }
+    return peer_frame_type(buf, *len);
+}
+
+/*
+ * "Straight into the ring": the node builds a DATA frame in the ring
+ * itself when nothing waits to go in first and it fits without wrapping;
+ * otherwise it queues it behind.  32 frames of 8204 bytes for a ring of
+ * 256 KiB: 31 are built in place, the 32nd goes in part (the rest waits
+ * in the node).  We take the first frame (room for a whole one now) and
+ * do not ring; we give one credit back in memory and the node sends a
+ * 33rd: it must wait behind the rest of the 32nd, not be built in the
+ * room (the stream would be corrupt).  Then every frame, in order, whole.
+ */
+static void test_in_place_tx(void)
+{
+    g_autofree uint8_t *buf = g_malloc(BIG_FRAME);
+    ShmPeer t;
+    uint32_t len;
+
+    shm_start_traced(&t);
+    g_assert_cmpuint(tq_command3(t.s, TEMPEST_CMD_RING_SETUP,
+                                 TEMPEST_RING_SQ0 | 13 << 8, SQ0_BASE, 16),
+                     ==, TEMPEST_CMD_SUCCESS);
+    shm_link_up(&t);
+    for (unsigned i = 0; i < 32; i++) {
+        node_send_big(t.s, i % 16, 0x700 + i);
+    }
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_PACKETS)), ==, 32);
+    g_assert_cmpuint(trace_count(&t, "tempest_fabric_shm_in_place_tx"), ==,
+                     31);
+    g_assert_cmpuint(peer_ring_read_frame(&t.m.rx, buf, BIG_FRAME, &len),
+                     ==, FABRIC_DATA);
+    g_assert_cmphex(ldq_le_p(buf + FABRIC_HDR_SIZE + 4 + TEMPEST_PKT_WORD1),
+                    ==, 0x700);
+    __atomic_store_n(&peer_shm_ctl(&t.m, 1)->credit_back[0], 1,
+                     __ATOMIC_RELEASE);
+    node_send_big(t.s, 0, 0x720);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_PACKETS)), ==, 33);
+    for (unsigned i = 1; i < 33; i++) {
+        g_assert_cmpuint(ring_read_rung(&t, buf, &len), ==, FABRIC_DATA);
+        g_assert_cmpuint(len, ==, 4 + BIG_SLOT);
+        g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, i);
+        g_assert_cmphex(ldq_le_p(buf + FABRIC_HDR_SIZE + 4 +
+                                 TEMPEST_PKT_WORD1), ==, 0x700 + i);
+        g_assert_cmpuint(buf[FABRIC_HDR_SIZE + 4 + BIG_SLOT - 1], ==,
+                         (uint8_t)(0x700 + i));
+    }
+    g_assert_cmpuint(trace_count(&t, "tempest_fabric_shm_in_place_tx"), ==,
+                     31);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_SEND_ERRORS)), ==, 0);
+    shm_stop_traced(&t);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1271,5 +1538,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/credit-in-memory",
                    test_credit_in_memory);
     qtest_add_func("/tempest/peer-shm/credit-beyond", test_credit_beyond);
+    qtest_add_func("/tempest/peer-shm/in-place-rx", test_in_place_rx);
+    qtest_add_func("/tempest/peer-shm/in-place-order", test_in_place_order);
+    qtest_add_func("/tempest/peer-shm/in-place-tx", test_in_place_tx);
     return g_test_run();
 }

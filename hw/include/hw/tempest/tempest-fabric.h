@@ -101,6 +101,9 @@ struct TempestFabricClass {
     bool (*can_send)(TempestFabric *f, unsigned peer, unsigned net);
     void (*send)(TempestFabric *f, unsigned peer, unsigned net,
                  const uint8_t *pkt, size_t len);
+    uint8_t *(*send_begin)(TempestFabric *f, unsigned peer, size_t len);
+    void (*send_commit)(TempestFabric *f, unsigned peer, unsigned net,
+                        size_t len);
     void (*return_credits)(TempestFabric *f, unsigned peer, unsigned net,
                            unsigned n);
     void (*send_coll)(TempestFabric *f, unsigned peer, const uint8_t *body,
@@ -179,6 +182,19 @@ bool tempest_fabric_can_send(TempestFabric *f, unsigned peer, unsigned net);
  */
 void tempest_fabric_send(TempestFabric *f, unsigned peer, unsigned net,
                          const uint8_t *pkt, size_t len);
+/*
+ * Build a packet of len bytes where it will travel (a shared-memory
+ * ring's free bytes, when nothing for peer waits ahead of it), then send
+ * it with tempest_fabric_send_commit(), as tempest_fabric_send() would
+ * have (may it go: tempest_fabric_can_send(), checked first).  NULL:
+ * build it elsewhere and send it with tempest_fabric_send().  Nothing
+ * is sent, and nothing else may be sent, until the commit; a packet not
+ * committed is forgotten.
+ */
+uint8_t *tempest_fabric_send_begin(TempestFabric *f, unsigned peer,
+                                   size_t len);
+void tempest_fabric_send_commit(TempestFabric *f, unsigned peer,
+                                unsigned net, size_t len);
 /* The guest took n packets from peer on net: give their credit back. */
 void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
                                    unsigned net, unsigned n);
