@@ -38,6 +38,7 @@ import threading
 import time
 
 from . import ckpt
+from . import hang
 from . import linux as lx
 from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say, write_whole
 from .stategraph import Records, split_record
@@ -446,6 +447,7 @@ class Node:
         self.proc = None
         self.status = None        # exit status once ended
         self.killed = False       # stopped by the launcher
+        self.sigkilled = False    # ... and SIGTERM did not end it
         self.signal = None        # the signal that ended it, if any
         self.reader = None
         self.booted = None        # Linux: seconds from start to the program
@@ -1019,6 +1021,11 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 continue
             if timeout and time.monotonic() - t0 > timeout:
                 timed_out = True
+                # What they were doing, before the SIGTERM changes it.
+                hang_file = hang.record(
+                    run_dir, [(n.index, n.proc.pid) for n in ns
+                              if n.proc and n.proc.poll() is None],
+                    ckpt.qmp_path)
                 _stop(ns)
                 continue
             time.sleep(0.01)
@@ -1037,6 +1044,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
 
     elapsed = time.monotonic() - t0
     statuses = [None if n.killed else n.status for n in ns]
+    sigkilled = [str(n.index) for n in ns if n.sigkilled]
     stop_file = os.path.join(run_dir, ckpt.STOP_FILE)
     if checkpointed is None and os.path.exists(stop_file):
         with open(stop_file) as f:
@@ -1072,7 +1080,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         alive = [str(n.index) for n in ns if n.killed]
         summary = (f"timeout after {timeout:g} s; node(s) "
                    f"{', '.join(alive)} still running were stopped "
-                   f"(logs: {logs})")
+                   f"(logs: {logs}; their threads: {rel(hang_file)})")
     else:
         status = 0
         summary = (f"{nodes} node{'s' if nodes > 1 else ''} exited 0 in "
@@ -1083,6 +1091,9 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
     if outputs:
         summary += "; wrote " + ", ".join(os.path.basename(p)
                                           for p in outputs)
+    if sigkilled:
+        summary += (f"; node(s) {', '.join(sigkilled)} did not end on "
+                    f"SIGTERM in 2 s and were killed")
     if records.bad:
         summary += f"; {records.bad} malformed records ignored"
     with open(os.path.join(run_dir, "summary.txt"), "w") as f:
@@ -1096,7 +1107,9 @@ def _stop(ns, grace=2.0):
     live = [n for n in ns if n.proc and n.proc.poll() is None]
     for n in live:
         n.killed = True
-    stop_processes([n.proc for n in live], grace)
+    killed = stop_processes([n.proc for n in live], grace)
+    for n in live:
+        n.sigkilled = n.proc in killed
     for n in live:
         if n.status is None:
             n.status = status_of(n.proc.returncode)
@@ -1104,7 +1117,8 @@ def _stop(ns, grace=2.0):
 
 def stop_processes(procs, grace=2.0):
     """SIGTERM each process, then SIGKILL those still alive after grace;
-    waits for them all."""
+    waits for them all.  Returns those it had to SIGKILL."""
+    killed = []
     for p in procs:
         try:
             p.terminate()
@@ -1117,6 +1131,8 @@ def stop_processes(procs, grace=2.0):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+            killed.append(p)
+    return killed
 
 
 def run_cli(args):
