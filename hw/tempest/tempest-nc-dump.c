@@ -89,6 +89,10 @@ static void dump_at_shutdown(Notifier *n, void *data)
                            s->dropped, s->peers_down, s->err_status,
                            s->err_count, s->sq_wait[0], s->sq_wait[1],
                            inq[0], inq[1], s->rq_hold, s->evq_len);
+    if (s->last_drop) {
+        g_string_append_printf(out, "  last frame dropped: from node %d, "
+                               "%s\n", s->last_drop_peer, s->last_drop);
+    }
     for (unsigned ring = 0; ring < TEMPEST_NUM_RINGS; ring++) {
         dump_ring(s, out, ring);
     }
