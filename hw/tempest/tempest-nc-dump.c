@@ -13,6 +13,7 @@
 
 #include "qemu/osdep.h"
 #include "hw/core/cpu.h"
+#include "system/qtest.h"
 #include "system/runstate.h"
 #include "qemu/timer.h"
 #include "tempest-nc-internal.h"
@@ -63,7 +64,9 @@ static void dump_at_shutdown(Notifier *n, void *data)
     unsigned inq[2] = { 0, 0 };
     CPUState *cs;
 
-    if (cause != SHUTDOWN_CAUSE_HOST_SIGNAL || s->num_nodes < 2) {
+    /* (qtest_quit() ends every QEMU of a qtest with SIGTERM.) */
+    if (cause != SHUTDOWN_CAUSE_HOST_SIGNAL || s->num_nodes < 2 ||
+        qtest_enabled()) {
         return;
     }
     out = g_string_new(NULL);
