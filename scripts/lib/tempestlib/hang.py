@@ -15,11 +15,13 @@ backtrace.  Only on a timeout: nothing of it is on a run's path.
 import concurrent.futures
 import os
 import shutil
+import signal
 import socket
 import subprocess
 
 QMP_S = 3.0         # a main loop that runs answers at once
 GDB_S = 45.0        # per node; the nodes are looked at in parallel
+GDB_NODES = 8       # the first nodes only: a run's stop waits for them
 
 
 def _read(path):
@@ -89,10 +91,15 @@ def record(run_dir, nodes, qmp_path):
                      f"{qmp_answers(qmp_path(run_dir, i))}")
         lines += threads(pid)
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
-        traces = list(ex.map(lambda n: backtrace(n[1]), nodes))
+        traces = list(ex.map(lambda n: backtrace(n[1]), nodes[:GDB_NODES]))
     for (i, pid), bt in zip(nodes, traces):
         lines.append(f"node {i} (pid {pid}): backtraces")
         lines.append(bt)
+        try:
+            # A gdb killed at its time limit may leave the node stopped.
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass
     path = os.path.join(run_dir, "hang.txt")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
