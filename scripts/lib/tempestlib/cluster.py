@@ -1029,7 +1029,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 hang_file = hang.record(
                     run_dir, [(n.index, n.proc.pid) for n in ns
                               if n.proc and n.proc.poll() is None],
-                    ckpt.qmp_path)
+                    ckpt.qmp_path, None if lrun else program)
                 _stop(ns, TIMEOUT_GRACE)
                 continue
             time.sleep(0.01)
