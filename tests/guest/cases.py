@@ -413,7 +413,10 @@ CASES = [
                r"[0-3] credit_back \d+/\d+" if SHM else "")]},
         files={"hang.txt": [r"^node 0 \(pid \d+\): QMP answers",
                             r"^  thread \d+ '[^']*': state [A-Z], cpu \d+ "
-                            r"ticks, wchan "]}),
+                            r"ticks, wchan "]
+               # the guest's stack, named from the ELF (bare metal)
+               + ([] if LINUX else [r"^  guest cpu 0: pc \w+\+0x[0-9a-f]+ "
+                                    r"< lr \w+\+0x[0-9a-f]+ < .*main\+"])}),
     Interrupt("ctrl-c", "crash_unmapped", nodes=2, args=["99"], status=130,
               timeout=60, summary=r"interrupted"),
     # A launcher killed outright (SIGKILL: no handler runs) leaves no node
