@@ -271,6 +271,13 @@ char *tempest_fabric_ckpt_links(TempestFabric *f)
     return f->fc->ckpt_links ? f->fc->ckpt_links(f) : g_strdup("");
 }
 
+void tempest_fabric_dump(TempestFabric *f, GString *out)
+{
+    if (f && f->fc->dump) {
+        f->fc->dump(f, out);
+    }
+}
+
 void tempest_fabric_ckpt_save(TempestFabric *f, GByteArray *out)
 {
     if (f->fc->ckpt_save) {

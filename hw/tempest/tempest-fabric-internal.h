@@ -237,6 +237,8 @@ void *fabric_shm_coll_area(FabricSocket *f, size_t *len);
 /* QEMU exits: put what is queued into the rings, waiting until deadline. */
 void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms);
 void fabric_shm_free(FabricConn *c);
+/* The link's rings and flags, appended to out (sock_dump). */
+void fabric_shm_dump(FabricConn *c, GString *out);
 bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
                       Error **errp);
 void fabric_shm_stop(FabricSocket *f);

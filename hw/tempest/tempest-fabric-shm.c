@@ -1094,6 +1094,47 @@ void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms)
     shm_bell(c);
 }
 
+/* One ring's shared words, as this side sees them. */
+static void shm_dump_ring(GString *out, const char *name, FabricRing *r)
+{
+    FabricRingCtl *c = r->ctl;
+
+    g_string_append_printf(out, " %s{pos %" PRIu64 " tail %" PRIu64
+                           " head %" PRIu64 " sleeping %u belled %u "
+                           "tx_waiting %u credit_waiting %u credit_back "
+                           "%u/%u broken %d}", name, r->pos,
+                           __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE),
+                           __atomic_load_n(&c->head, __ATOMIC_ACQUIRE),
+                           __atomic_load_n(&c->sleeping, __ATOMIC_RELAXED),
+                           __atomic_load_n(&c->belled, __ATOMIC_RELAXED),
+                           __atomic_load_n(&c->tx_waiting, __ATOMIC_RELAXED),
+                           __atomic_load_n(&c->credit_waiting,
+                                           __ATOMIC_RELAXED),
+                           __atomic_load_n(&c->credit_back[0],
+                                           __ATOMIC_RELAXED),
+                           __atomic_load_n(&c->credit_back[1],
+                                           __ATOMIC_RELAXED),
+                           r->broken);
+}
+
+void fabric_shm_dump(FabricConn *c, GString *out)
+{
+    FabricShm *sh = c->shm;
+
+    g_string_append_printf(out, " shm tx_on %d rx_on %d txq %zu rx_len %zu "
+                           "draining %d credit_back %u/%u credit_seen %u/%u",
+                           sh->tx_on, sh->rx_on, fabric_shm_pending(c),
+                           sh->rx_len, sh->draining, sh->credit_back[0],
+                           sh->credit_back[1], sh->credit_seen[0],
+                           sh->credit_seen[1]);
+    if (sh->tx.ctl) {
+        shm_dump_ring(out, "tx", &sh->tx);
+    }
+    if (sh->rx.ctl) {
+        shm_dump_ring(out, "rx", &sh->rx);
+    }
+}
+
 bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
                       Error **errp)
 {

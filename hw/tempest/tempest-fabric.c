@@ -1950,6 +1950,48 @@ static void sock_finalize(Object *obj)
     g_free(f->shm_dir);
 }
 
+/*
+ * A stopped node's report (tempest_fabric_dump): per peer with a link or
+ * credit used, what both sides count and what waits.  Reads only.
+ */
+static void sock_dump(TempestFabric *obj, GString *out)
+{
+    FabricSocket *f = SOCK(obj);
+
+    g_string_append_printf(out, "fabric: node %u of %u, state %d, %u peers "
+                           "up, polling %d, poll hint 0x%" PRIx64 "\n",
+                           f->node, f->nodes, f->state, f->peers_up,
+                           f->polling, f->poll_hint);
+    for (unsigned i = 0; f->peers && i < f->nodes; i++) {
+        FabricPeer *p = &f->peers[i];
+        FabricConn *c = p->conn;
+
+        if (i == f->node || (!c && !p->gone &&
+                             p->credit[0] == f->credits &&
+                             p->credit[1] == f->credits &&
+                             !p->seq_in[0] && !p->seq_in[1])) {
+            continue;   /* never used */
+        }
+        g_string_append_printf(out, "  peer %u: gone %d credit %u/%u "
+                               "allowed %u/%u owed %u/%u seq_out %u/%u "
+                               "seq_in %u/%u early %u",
+                               i, p->gone, p->credit[0], p->credit[1],
+                               p->allowed[0], p->allowed[1], p->owed[0],
+                               p->owed[1], p->seq_out[0], p->seq_out[1],
+                               p->seq_in[0], p->seq_in[1],
+                               p->early ? p->early->len : 0);
+        if (c) {
+            g_string_append_printf(out, " reading %d writing %d broken %d "
+                                   "sock_tx %zu", c->reading, c->writing,
+                                   c->broken, sock_pending(c));
+            if (c->shm) {
+                fabric_shm_dump(c, out);
+            }
+        }
+        g_string_append_c(out, '\n');
+    }
+}
+
 static void sock_class_init(ObjectClass *oc, void *data)
 {
     TempestFabricClass *fc = TEMPEST_FABRIC_CLASS(oc);
@@ -1975,6 +2017,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->coll_area = sock_coll_area;
     fc->poll_hint = sock_poll_hint;
     fc->batch = sock_batch;
+    fc->dump = sock_dump;
     fabric_ckpt_class_init(oc);
     object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
     object_class_property_set_description(oc, "addr",

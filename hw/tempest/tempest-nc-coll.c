@@ -698,6 +698,8 @@ void tempest_nc_aor_write(TempestNCState *s, uint32_t bit)
 static void coll_drop(TempestNCState *s, unsigned peer, const char *why)
 {
     s->dropped++;
+    s->last_drop = why;
+    s->last_drop_peer = peer;
     trace_tempest_nc_coll_drop(s->node_id, peer, why);
     qemu_log_mask(LOG_GUEST_ERROR, "%s: node %u: control frame from node %u "
                   "dropped: %s\n", TYPE_TEMPEST_NC, s->node_id, peer, why);

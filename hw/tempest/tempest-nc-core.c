@@ -373,6 +373,9 @@ static void nc_fabric_dropped(void *opaque, int peer, const char *why)
     TempestNCState *s = opaque;
 
     s->dropped++;
+    /* For a stopped node's report (tempest-nc-dump.c): a static string. */
+    s->last_drop = why;
+    s->last_drop_peer = peer;
 }
 
 /*
@@ -509,6 +512,7 @@ void tempest_nc_core_reset(TempestNCState *s)
     s->err_count = 0;
     s->peers_down = 0;
     s->dropped = 0;
+    s->last_drop = NULL;
     s->irq_status = s->irq_enable = 0;
     memset(s->timer, 0, sizeof(s->timer));
     if (s->tick_timer) {

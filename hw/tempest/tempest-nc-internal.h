@@ -246,4 +246,8 @@ bool tempest_nc_ckpt_load_coll(TempestNCState *s, const uint8_t *buf,
 /* Loaded first of the subsections: it sets ckpt_loaded for the others. */
 extern const VMStateDescription vmstate_tempest_nc_ckpt;
 
+/* tempest-nc-dump.c: a node stopped by a signal prints its state */
+void tempest_nc_dump_realize(TempestNCState *s);
+void tempest_nc_dump_unrealize(TempestNCState *s);
+
 #endif /* HW_TEMPEST_TEMPEST_NC_INTERNAL_H */

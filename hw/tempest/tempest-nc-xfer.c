@@ -777,6 +777,8 @@ static uint32_t xfer_cmd_fop(TempestNCState *s, TempestCmdBank *b)
 static void xfer_drop(TempestNCState *s, unsigned peer, const char *why)
 {
     s->dropped++;
+    s->last_drop = why;
+    s->last_drop_peer = peer;
     trace_tempest_nc_xfer_drop(s->node_id, peer, why);
 }
 

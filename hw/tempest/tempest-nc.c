@@ -807,6 +807,7 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
         goto fail;
     }
     tempest_nc_ckpt_realize(s);
+    tempest_nc_dump_realize(s);
     /*
      * No access of ours looks at the CPU's state: TCG need not end a
      * translation block at each one (1-3 us each otherwise).
@@ -827,6 +828,7 @@ static void tempest_nc_unrealize(DeviceState *dev)
     TempestNCState *s = TEMPEST_NC(dev);
 
     tcg_mmio_fast_unregister(&s->iomem);
+    tempest_nc_dump_unrealize(s);
     tempest_nc_ckpt_unrealize(s);
     migrate_del_blocker(&s->migration_blocker);
     tempest_nc_fabric_detach(s);

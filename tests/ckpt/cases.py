@@ -50,9 +50,10 @@ def _read(path):
 
 
 def logs(run_dir):
+    # hang.txt: a run that timed out, what each node's threads were doing.
     return "".join(_read(os.path.join(run_dir, f))
                    for f in sorted(os.listdir(run_dir))
-                   if re.fullmatch(r"node\d+\.log", f))
+                   if re.fullmatch(r"node\d+\.log|hang\.txt", f))
 
 
 def tempest(*args, timeout=180):

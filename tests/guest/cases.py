@@ -395,6 +395,28 @@ CASES = [
     # The launcher's timeout stops a cluster that does not finish.
     Run("timeout", "crash_unmapped", nodes=2, args=["99"], status=124,
         timeout=3, summary=r"timeout after 3 s"),
+    # docs/fabric.rst, "A stopped node's report": a cluster stopped by
+    # the timeout mid-sort; every node prints its rings and each link's
+    # credits (and, on shared memory, the rings' flags), and the launcher
+    # wrote what each node's threads were doing before it stopped them.
+    Run("timeout-report-3", "examples/radix-sort/radix.elf", nodes=3,
+        args=["524287", "1"], status=124, timeout=8, mem="64M",
+        summary=r"timeout after 8 s; .*their threads: .*hang\.txt",
+        nodes_expect={"*": [
+            r"^tempest-nc: node {node}: stopped by a signal at [\d.]+ s",
+            r"^  RQ: base 0x[0-9a-f]+ slots \d+ size \d+ idx \d+",
+            r"^  SQ0: base 0x[0-9a-f]+ slots \d+ .*valid",
+            r"^fabric: node {node} of 3, state \d+, \d+ peers up",
+            r"^  peer \d+: gone 0 credit \d+/\d+ allowed \d+/\d+ owed"
+            + (r".* shm tx_on 1 rx_on 1 .*tx\{pos \d+ tail \d+ head \d+ "
+               r"sleeping [01] belled [01] tx_waiting [01] credit_waiting "
+               r"[0-3] credit_back \d+/\d+" if SHM else "")]},
+        files={"hang.txt": [r"^node 0 \(pid \d+\): QMP answers",
+                            r"^  thread \d+ '[^']*': state [A-Z], cpu \d+ "
+                            r"ticks, wchan "]
+               # the guest's stack, named from the ELF (bare metal)
+               + ([] if LINUX else [r"^  guest cpu 0: pc \w+\+0x[0-9a-f]+ "
+                                    r"< lr \w+\+0x[0-9a-f]+ < .*main\+"])}),
     Interrupt("ctrl-c", "crash_unmapped", nodes=2, args=["99"], status=130,
               timeout=60, summary=r"interrupted"),
     # A launcher killed outright (SIGKILL: no handler runs) leaves no node

@@ -563,6 +563,12 @@ def _logs(run_dir, nodes):
                 text.append(f"--- node{i}.log\n" + f.read()[-2000:])
         except OSError:
             pass
+    # A run that timed out: what each node's threads were doing.
+    try:
+        with open(os.path.join(run_dir, "hang.txt"), errors="replace") as f:
+            text.append("--- hang.txt\n" + f.read()[:6000])
+    except OSError:
+        pass
     return "\n".join(text)
 
 

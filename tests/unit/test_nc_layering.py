@@ -38,6 +38,7 @@ NC_LAYERS = {
     "tempest-nc-chan": 3,       # the channel controller, on xfer
     "tempest-nc-ckpt-coll": 3,  # checkpoint: the control network's state
     "tempest-nc-ckpt": 4,       # whole-cluster checkpoint (device level)
+    "tempest-nc-dump": 4,       # a stopped node's report
     "tempest-nc": 5,            # the device: MMIO, commands, life cycle
 }
 

@@ -38,6 +38,7 @@ import threading
 import time
 
 from . import ckpt
+from . import hang
 from . import linux as lx
 from .common import QEMU_BIN, ROOT, RUNS, StepError, rel, say, write_whole
 from .stategraph import Records, split_record
@@ -54,6 +55,10 @@ PANIC = b"Kernel panic - not syncing"
 # A Linux node's /init prints this just before it runs the program.
 BOOTED = b"tempest-init: running "
 FAIL_GRACE = 0.5      # seconds the others get to report a failed node
+# After a timeout, seconds a node gets to take SIGTERM and print its
+# report before SIGKILL: at a load average of 59 a node's main loop was
+# seen to answer its monitor only after 1.3 s, near the usual 2 s.
+TIMEOUT_GRACE = 10.0
 
 
 def parse_mem(text):
@@ -446,6 +451,7 @@ class Node:
         self.proc = None
         self.status = None        # exit status once ended
         self.killed = False       # stopped by the launcher
+        self.sigkilled = False    # ... and SIGTERM did not end it
         self.signal = None        # the signal that ended it, if any
         self.reader = None
         self.booted = None        # Linux: seconds from start to the program
@@ -1019,7 +1025,12 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 continue
             if timeout and time.monotonic() - t0 > timeout:
                 timed_out = True
-                _stop(ns)
+                # What they were doing, before the SIGTERM changes it.
+                hang_file = hang.record(
+                    run_dir, [(n.index, n.proc.pid) for n in ns
+                              if n.proc and n.proc.poll() is None],
+                    ckpt.qmp_path, None if lrun else program)
+                _stop(ns, TIMEOUT_GRACE)
                 continue
             time.sleep(0.01)
     finally:
@@ -1037,6 +1048,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
 
     elapsed = time.monotonic() - t0
     statuses = [None if n.killed else n.status for n in ns]
+    sigkilled = [str(n.index) for n in ns if n.sigkilled]
     stop_file = os.path.join(run_dir, ckpt.STOP_FILE)
     if checkpointed is None and os.path.exists(stop_file):
         with open(stop_file) as f:
@@ -1072,7 +1084,7 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         alive = [str(n.index) for n in ns if n.killed]
         summary = (f"timeout after {timeout:g} s; node(s) "
                    f"{', '.join(alive)} still running were stopped "
-                   f"(logs: {logs})")
+                   f"(logs: {logs}; their threads: {rel(hang_file)})")
     else:
         status = 0
         summary = (f"{nodes} node{'s' if nodes > 1 else ''} exited 0 in "
@@ -1083,6 +1095,10 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
     if outputs:
         summary += "; wrote " + ", ".join(os.path.basename(p)
                                           for p in outputs)
+    if sigkilled:
+        summary += (f"; node(s) {', '.join(sigkilled)} did not end on "
+                    f"SIGTERM in {TIMEOUT_GRACE if timed_out else 2.0:g} s "
+                    f"and were killed")
     if records.bad:
         summary += f"; {records.bad} malformed records ignored"
     with open(os.path.join(run_dir, "summary.txt"), "w") as f:
@@ -1096,7 +1112,9 @@ def _stop(ns, grace=2.0):
     live = [n for n in ns if n.proc and n.proc.poll() is None]
     for n in live:
         n.killed = True
-    stop_processes([n.proc for n in live], grace)
+    killed = stop_processes([n.proc for n in live], grace)
+    for n in live:
+        n.sigkilled = n.proc in killed
     for n in live:
         if n.status is None:
             n.status = status_of(n.proc.returncode)
@@ -1104,7 +1122,8 @@ def _stop(ns, grace=2.0):
 
 def stop_processes(procs, grace=2.0):
     """SIGTERM each process, then SIGKILL those still alive after grace;
-    waits for them all."""
+    waits for them all.  Returns those it had to SIGKILL."""
+    killed = []
     for p in procs:
         try:
             p.terminate()
@@ -1117,6 +1136,8 @@ def stop_processes(procs, grace=2.0):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+            killed.append(p)
+    return killed
 
 
 def run_cli(args):

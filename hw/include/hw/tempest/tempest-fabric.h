@@ -129,6 +129,8 @@ struct TempestFabricClass {
                        Error **errp);
     void (*ckpt_save)(TempestFabric *f, GByteArray *out);
     char *(*ckpt_links)(TempestFabric *f);
+    /* Optional: every link's state as text (a stopped node's report). */
+    void (*dump)(TempestFabric *f, GString *out);
     bool (*ckpt_load)(TempestFabric *f, const uint8_t *buf, size_t len,
                       size_t *used, Error **errp);
 };
@@ -295,6 +297,12 @@ bool tempest_fabric_ckpt_quiet(TempestFabric *f, uint64_t *tx, uint64_t *rx,
  * peers separated by spaces, for the launcher to check a cut.
  */
 char *tempest_fabric_ckpt_links(TempestFabric *f);
+/*
+ * Append every link's state (credits, sequence numbers, queues, the
+ * shared-memory rings and flags) to out, one line a peer: what a node
+ * stopped by a signal prints (docs/fabric.rst, "A stopped node's report").
+ */
+void tempest_fabric_dump(TempestFabric *f, GString *out);
 /* Append what the links' flow control holds (credits, sequences). */
 void tempest_fabric_ckpt_save(TempestFabric *f, GByteArray *out);
 /*

@@ -330,6 +330,9 @@ struct TempestNCState {
     TempestChanRec chan_rec[TEMPEST_CHAN_REC];
     uint32_t chan_rec_next;     /* entries written (mod TEMPEST_CHAN_REC) */
     Notifier chan_shutdown;
+    Notifier dump_shutdown;     /* tempest-nc-dump.c */
+    const char *last_drop;      /* why the last frame was dropped, or NULL */
+    int last_drop_peer;
     uint32_t exit_status;       /* the guest's EXIT, as written */
 
     /* Transfer engine (tempest-nc-xfer.c) */

@@ -1,0 +1,238 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What a run that timed out was doing, taken before its nodes are stopped
+(docs/fabric.rst, "A stopped node's report").
+
+A node's QEMU prints its device's and fabric's state when the launcher's
+SIGTERM ends it, but only if its main loop still runs: a node stuck in
+host code (a lock, a blocking call) or frozen prints nothing and is
+killed after the grace.  So on a timeout the launcher first writes
+RUN/hang.txt: per node, each thread's state, CPU time, kernel wait
+channel and system call (from /proc), whether its QMP monitor answers
+(the main loop runs), and, if gdb is installed, every thread's
+backtrace.  Only on a timeout: nothing of it is on a run's path.
+"""
+
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+
+QMP_S = 3.0         # a main loop that runs answers at once
+GDB_S = 45.0        # per node; the nodes are looked at in parallel
+GDB_NODES = 8       # the first nodes only: a run's stop waits for them
+
+
+def _read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().strip()
+    except OSError as e:
+        return f"({e.strerror})"
+
+
+def threads(pid):
+    """Lines: each thread's id, name, state, CPU ticks, wchan, syscall."""
+    out = []
+    task = f"/proc/{pid}/task"
+    try:
+        tids = sorted(os.listdir(task), key=int)
+    except OSError as e:
+        return [f"  (no /proc/{pid}: {e.strerror})"]
+    for tid in tids:
+        stat = _read(f"{task}/{tid}/stat")
+        rest = stat.rsplit(")", 1)[-1].split()
+        state = rest[0] if rest else "?"
+        ticks = int(rest[11]) + int(rest[12]) if len(rest) > 12 else -1
+        out.append(f"  thread {tid} {_read(f'{task}/{tid}/comm')!r}: state "
+                   f"{state}, cpu {ticks} ticks, wchan "
+                   f"{_read(f'{task}/{tid}/wchan') or '-'}, syscall "
+                   f"{_read(f'{task}/{tid}/syscall').split(' ')[0]}")
+    return out
+
+
+def qmp_answers(path):
+    """Does the node's QMP monitor answer (its main loop runs)?"""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(QMP_S)
+    try:
+        s.connect(path)
+        greeting = s.recv(4096)
+        return f"answers ({len(greeting)} bytes of greeting)" if greeting \
+            else "closed"
+    except OSError as e:
+        return f"does not answer in {QMP_S:g} s ({e})"
+    finally:
+        s.close()
+
+
+class _Qmp:
+    """A bare QMP client with short time limits (the node may be stuck)."""
+
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(QMP_S)
+        self.s.connect(path)
+        self.buf = b""
+        self._msg()
+        self.cmd("qmp_capabilities")
+
+    def _msg(self):
+        while b"\n" not in self.buf:
+            data = self.s.recv(65536)
+            if not data:
+                raise OSError("QMP closed")
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def cmd(self, name, **args):
+        self.s.sendall(json.dumps({"execute": name, "arguments": args})
+                       .encode() + b"\n")
+        while True:
+            m = self._msg()
+            if "return" in m or "error" in m:
+                return m.get("return", "")
+
+    def hmp(self, line):
+        return self.cmd("human-monitor-command", **{"command-line": line})
+
+
+# Guest variables worth seeing in a hang (the libraries' queues, waits
+# and counters), printed raw: 32 bytes each, if the program has them.
+GUEST_VARS = ("received_all", "backlog", "softq", "abx_pending", "abx_head",
+              "cur", "waiters", "polling", "strata_shared", "idle_polls",
+              "tppi_sq_waiters", "StrataPortTable", "wake_due")
+
+
+def _data_symbols(program):
+    """{name: address} of the guest program's data."""
+    nm = shutil.which("nm") or shutil.which("aarch64-linux-gnu-nm")
+    if not nm or not program:
+        return {}
+    try:
+        out = subprocess.run([nm, program], capture_output=True, text=True,
+                             timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return {f[2]: int(f[0], 16) for f in (line.split() for line in
+                                          out.splitlines())
+            if len(f) == 3 and f[1] in "bBdDsS"}
+
+
+def _symbols(program):
+    """[(address, name)] of the guest program's functions, sorted."""
+    nm = shutil.which("nm") or shutil.which("aarch64-linux-gnu-nm")
+    if not nm or not program:
+        return []
+    try:
+        out = subprocess.run([nm, "-n", program], capture_output=True,
+                             text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    syms = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "tTwW":
+            syms.append((int(f[0], 16), f[2]))
+    return syms
+
+
+def _where(syms, addr):
+    best = None
+    for a, name in syms:
+        if a > addr:
+            break
+        best = (a, name)
+    return f"{best[1]}+0x{addr - best[0]:x}" if best else "?"
+
+
+def guest_stack(path, syms, frames=16, data=None):
+    """Each vCPU's PC and its frame-pointer chain, named from the ELF."""
+    out = []
+    try:
+        q = _Qmp(path)
+    except (OSError, ValueError) as e:
+        return [f"  (QMP: {e})"]
+    try:
+        regs = q.hmp("info registers -a")
+        for cpu, block in enumerate(re.split(r"(?m)^CPU#\d+", regs)[1:]):
+            pc = re.search(r"PC=([0-9a-f]+)", block)
+            fp = re.search(r"X29=([0-9a-f]+)", block)
+            lr = re.search(r"X30=([0-9a-f]+)", block)
+            if not pc:
+                continue
+            pcv = int(pc.group(1), 16)
+            chain = [f"pc {_where(syms, pcv)}"]
+            if lr:
+                chain.append(f"lr {_where(syms, int(lr.group(1), 16))}")
+            f = int(fp.group(1), 16) if fp else 0
+            for _ in range(frames):
+                if not f or f & 7:
+                    break
+                words = re.findall(r"0x([0-9a-f]{16})",
+                                   q.hmp(f"x /2gx 0x{f:x}").split(":", 1)[-1])
+                if len(words) < 2:
+                    break
+                nxt, ret = int(words[0], 16), int(words[1], 16)
+                chain.append(_where(syms, ret))
+                if nxt <= f:
+                    break
+                f = nxt
+            out.append(f"  guest cpu {cpu}: " + " < ".join(chain))
+        for name in GUEST_VARS:
+            if name in (data or {}):
+                words = re.findall(r"0x([0-9a-f]{16})", q.hmp(
+                    f"x /4gx 0x{data[name]:x}").split(":", 1)[-1])
+                out.append(f"  guest {name}: " + " ".join(words))
+    except (OSError, ValueError) as e:
+        out.append(f"  (QMP: {e})")
+    finally:
+        q.s.close()
+    return out
+
+
+def backtrace(pid):
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return "  (no gdb)"
+    try:
+        r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx",
+                            "-ex", "set pagination off",
+                            "-ex", "thread apply all bt 25"],
+                           capture_output=True, text=True, timeout=GDB_S,
+                           stdin=subprocess.DEVNULL)
+        return "\n".join("  " + line for line in r.stdout.splitlines()
+                         if line.startswith(("#", "Thread")))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"  (gdb: {e})"
+
+
+def record(run_dir, nodes, qmp_path, program=None):
+    """nodes: [(index, pid)] still running; program: the guest ELF, to
+    name the guest's stack.  Writes RUN/hang.txt."""
+    lines = []
+    syms = _symbols(program)
+    data = _data_symbols(program)
+    for i, pid in nodes:
+        lines.append(f"node {i} (pid {pid}): QMP "
+                     f"{qmp_answers(qmp_path(run_dir, i))}")
+        lines += threads(pid)
+        lines += guest_stack(qmp_path(run_dir, i), syms, data=data)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
+        traces = list(ex.map(lambda n: backtrace(n[1]), nodes[:GDB_NODES]))
+    for (i, pid), bt in zip(nodes, traces):
+        lines.append(f"node {i} (pid {pid}): backtraces")
+        lines.append(bt)
+        try:
+            # A gdb killed at its time limit may leave the node stopped.
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            pass
+    path = os.path.join(run_dir, "hang.txt")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
