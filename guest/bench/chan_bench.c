@@ -12,7 +12,8 @@
  * (MAXSIZE: only the sizes up to it; 4 leaves the 1 MiB round trips out.
  * A turn, output then input, is one OUTPUT_INPUT instruction on a node
  * controller 1.16 or later, an OUTPUT and an INPUT with "separate".)
- * prints on node 0, per size:
+ * prints on node 0 whether turns are OUTPUT_INPUT, then per size:
+ *   chan_bench: output_input=0|1
  *   chan_bench: size=N rounds=R ns=T
  */
 #include <stdio.h>
@@ -57,8 +58,8 @@ static uint32_t chan(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
  * are plain loads, POLL is written when the hint says a peer left
  * something in shared memory (and every NC_POLL_EVERY turns, or on every
  * turn without a hint).  The CQ slot goes back to the device with the
- * batch (nc_cq_pop), not by an RQ_DOORBELL each wait.  Returns the
- * event's kind (TEMPEST_CHAN_EV_*); @want other: the run fails.
+ * batch (nc_cq_pop), not by an RQ_DOORBELL each wait.  An event other
+ * than the TEMPEST_CHAN_EV_* @want fails the run.
  */
 static void wait_chan(uint32_t want)
 {
@@ -72,8 +73,9 @@ static void wait_chan(uint32_t want)
         }
     }
     kind = (uint32_t)(e->a >> 32);
-    if (kind != want) {
-        printf("chan_bench: event %u (B 0x%llx C 0x%llx), not %u\n",
+    if ((e->ctl & TEMPEST_EV_TYPE_MASK) != TEMPEST_EV_CHAN || kind != want) {
+        printf("chan_bench: event type %u kind %u (B 0x%llx C 0x%llx), not "
+               "%u\n", (unsigned)(e->ctl & TEMPEST_EV_TYPE_MASK),
                (unsigned)kind, (unsigned long long)e->b,
                (unsigned long long)e->c, (unsigned)want);
         exit(1);
@@ -133,6 +135,21 @@ static void output_input(uint32_t port, const void *src, uint32_t len,
     }
 }
 
+/*
+ * Node 1 at the end: its last OUTPUT_INPUT's output must be done (the
+ * port no longer OUTPUTTING) before it exits, or node 0 could wait for
+ * data that never left.
+ */
+static void output_done(uint32_t port)
+{
+    uint64_t st;
+
+    do {
+        nc_poll(true);
+        chan(TEMPEST_CHAN_OP_STATE, port, 0, 0, &st);
+    } while ((st & 0xff) == TEMPEST_CHAN_ST_OUTPUTTING);
+}
+
 struct trip {
     unsigned me;
     uint32_t port;
@@ -174,6 +191,9 @@ int main(int argc, char **argv)
     }
     combined = nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 16U) &&
                !(argc > 3 && !strcmp(argv[3], "separate"));
+    if (me == 0) {
+        printf("chan_bench: output_input=%d\n", combined);
+    }
     chan(TEMPEST_CHAN_OP_ALLOC, (uintptr_t)buf, MAXLEN, 0, &res);
     chan(TEMPEST_CHAN_OP_CONNECT, port, TEMPEST_CHAN_ID(!me, 0), 0, NULL);
     /* Both ports are made: one packet each way. */
@@ -192,6 +212,9 @@ int main(int argc, char **argv)
         struct trip t = { me, port, buf, src };
 
         round_trips("chan_bench", me, sizes[k], rounds, one_trip, &t);
+    }
+    if (armed) {
+        output_done(port);
     }
     printf("chan_bench ok\n");
     return 0;
