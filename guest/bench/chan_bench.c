@@ -4,9 +4,10 @@
  * node controller's channel controller (docs/chan.rst, 1.8), through the
  * device access layer alone, on two nodes.  Node 0 outputs N bytes and
  * inputs N bytes back; node 1 inputs, then outputs; ROUNDS times per
- * size, the data never touched by a CPU.  Waits poll the CQ and the poll
- * hint, telling the node controller (POLL) when the hint is set, as
- * libtempest's spin does.
+ * size, the data never touched by a CPU.  Waits spin on the CQ and the
+ * poll hint, telling the node controller (POLL) when the hint is set, for
+ * the launcher's SPIN_US, then sleep until the CQ interrupt, as
+ * libtempest's waits do.
  *
  *   chan_bench ROUNDS [MAXSIZE [separate]]
  * (MAXSIZE: only the sizes up to it; 4 leaves the 1 MiB round trips out.
@@ -52,10 +53,24 @@ static uint32_t chan(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
     return chan6(op, port, a2, a3, 0, 0, result);
 }
 
+/* The clock is read every CLOCK_EVERY turns of a spin (as libtempest). */
+#define CLOCK_EVERY 16
+static uint64_t spin_ns;
+
+static void cq_irq(unsigned intid, void *arg)
+{
+    (void)intid;
+    (void)arg;
+    nc_irq_ack(TEMPEST_NC_IRQ_CQ);
+}
+
 /*
- * Wait for the next CHAN event (none other comes here), polling as
- * libtempest's spin does after an event: the CQ slot and the poll hint
- * are plain loads, POLL is written when the hint says a peer left
+ * Wait for the next CHAN event (none other comes here) as libtempest's
+ * tempest_wait() does: a spin of the launcher's SPIN_US (nc_spin_us),
+ * then a sleep until the CQ interrupt (a spin that never ends holds the
+ * host core the other node needs when the host is busy).  The spin
+ * polls as libtempest's does after an event: the CQ slot and the poll
+ * hint are plain loads, POLL is written when the hint says a peer left
  * something in shared memory (and every NC_POLL_EVERY turns, or on every
  * turn without a hint).  The CQ slot goes back to the device with the
  * batch (nc_cq_pop), not by an RQ_DOORBELL each wait.  An event other
@@ -65,11 +80,30 @@ static void wait_chan(uint32_t want)
 {
     struct nc_event *e;
     unsigned turn = 0;
+    uint64_t t0 = 0, flags;
     uint32_t kind;
 
     while ((e = nc_cq_peek()) == NULL) {
-        if (nc_poll_idle_due(turn++)) {
+        if (nc_poll_idle_due(turn)) {
             nc_poll(true);  /* take what the peer left in shared memory */
+        }
+        if (++turn % CLOCK_EVERY) {
+            continue;
+        }
+        if (!t0) {
+            t0 = rt_time_ns();
+        } else if (rt_time_ns() - t0 >= spin_ns) {
+            /* Spun long enough: sleep until the CQ interrupt. */
+            nc_poll(false);
+            flags = rt_irq_save();
+            nc_irq_enable(TEMPEST_NC_IRQ_CQ);   /* the spin has it off */
+            while ((e = nc_cq_peek()) == NULL) {
+                rt_cpu_sleep(1000000000ULL);
+            }
+            nc_irq_enable(0);
+            nc_irq_ack(TEMPEST_NC_IRQ_CQ);
+            rt_irq_restore(flags);
+            t0 = 0;
         }
     }
     kind = (uint32_t)(e->a >> 32);
@@ -193,6 +227,12 @@ int main(int argc, char **argv)
                !(argc > 3 && !strcmp(argv[3], "separate"));
     if (me == 0) {
         printf("chan_bench: output_input=%d\n", combined);
+    }
+    spin_ns = (uint64_t)nc_spin_us(50) * 1000;
+    if (rt_irq_register(32 + TEMPEST_NC_SPI, cq_irq, NULL) ||
+        rt_irq_enable_spi(32 + TEMPEST_NC_SPI, 0, false)) {
+        printf("chan_bench: no CQ interrupt\n");
+        return 2;
     }
     chan(TEMPEST_CHAN_OP_ALLOC, (uintptr_t)buf, MAXLEN, 0, &res);
     chan(TEMPEST_CHAN_OP_CONNECT, port, TEMPEST_CHAN_ID(!me, 0), 0, NULL);
