@@ -192,9 +192,12 @@ static void chan_send(TempestNCState *s, uint8_t kind, uint32_t to,
     }
 }
 
-/* The pre-send of @p ended: an output waiting completes. */
 static bool chan_then_input(TempestNCState *s, TempestChanPort *p);
 
+/*
+ * The pre-send of @p ended: an output waiting completes (and the input of
+ * an OUTPUT_INPUT starts, chan_then_input).
+ */
 static void chan_presend_end(TempestNCState *s, TempestChanPort *p,
                              uint32_t status)
 {
