@@ -141,7 +141,7 @@ struct FabricSocket {
     uint64_t poll_hint;         /* the guest's hint word, or 0 */
     unsigned batching;          /* hints wait for the last batch(false) */
     bool pokes_held;            /* a link has one waiting */
-    int64_t last_poll_ns;
+    bool polled;                /* a POLL since the idle timer looked */
     uint32_t poll_idle_ms;      /* "poll-idle-ms" (tempest-fabric-shm) */
     QEMUTimer *poll_timer;      /* a guest that stopped polling silently */
     QEMUBH *drain_bh;           /* reads the rings again (after a pause) */

@@ -1047,10 +1047,16 @@ void fabric_shm_poll(FabricSocket *f, bool polling)
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     }
     if (polling) {
-        f->last_poll_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        /*
+         * No clock read here (a spinning CPU writes POLL every turn; the
+         * host's clock was a seventh of both QEMUs' time in a channel
+         * round trip, docs/chan.rst): the idle timer looks at the mark.
+         */
+        f->polled = true;
         if (!f->polling) {
             shm_set_polling(f, true);
-            timer_mod(f->poll_timer, f->last_poll_ns + shm_idle_ns(f));
+            timer_mod(f->poll_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                      shm_idle_ns(f));
         }
     } else if (f->polling) {
         shm_set_polling(f, false);
@@ -1060,17 +1066,21 @@ void fabric_shm_poll(FabricSocket *f, bool polling)
     shm_drain_all(f);
 }
 
-/* The guest stopped polling without saying so: peers ring again. */
+/*
+ * The guest stopped polling without saying so (no POLL over a whole idle
+ * period: it stopped 1 to 2 periods ago): peers ring again.
+ */
 static void shm_poll_timeout(void *opaque)
 {
     FabricSocket *f = opaque;
-    int64_t idle_at = f->last_poll_ns + shm_idle_ns(f);
 
     if (!f->polling) {
         return;
     }
-    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < idle_at) {
-        timer_mod(f->poll_timer, idle_at);
+    if (f->polled) {
+        f->polled = false;
+        timer_mod(f->poll_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  shm_idle_ns(f));
         return;
     }
     fabric_shm_poll(f, false);

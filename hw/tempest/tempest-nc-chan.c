@@ -103,7 +103,10 @@ static uint32_t chan_id(TempestNCState *s, TempestChanPort *p)
  * The flight recorder (docs/chan.rst, "When a node fails"): the last
  * TEMPEST_CHAN_REC happenings, kept whether or not tracing is on (a
  * trace changes the timing a rare race needs) and printed when the node
- * fails.
+ * fails.  Stamped with the host CPU's tick counter, not the clock (eight
+ * entries a node and round trip of a ping-pong: the clock's reads were
+ * a few per cent of it); chan_rec_ns() turns ticks into the clock's
+ * nanoseconds when the recorder is printed.
  */
 static void chan_rec(TempestNCState *s, const char *what, uint32_t a,
                      uint32_t b, uint32_t c, uint32_t d, uint64_t e)
@@ -111,9 +114,26 @@ static void chan_rec(TempestNCState *s, const char *what, uint32_t a,
     TempestChanRec *r = &s->chan_rec[s->chan_rec_next++ % TEMPEST_CHAN_REC];
 
     *r = (TempestChanRec) {
-        .ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME), .what = what,
+        .ticks = cpu_get_host_ticks(), .what = what,
         .a = a, .b = b, .c = c, .d = d, .e = e,
     };
+}
+
+/*
+ * The clock's time of an entry's @ticks, from two readings of both: at
+ * realize and @end_ns/@end_ticks now (the ticks' rate over the node's
+ * life; the clock itself where the counter does not advance).
+ */
+static int64_t chan_rec_ns(TempestNCState *s, int64_t ticks, int64_t end_ns,
+                           int64_t end_ticks)
+{
+    double rate = 1.0;
+
+    if (end_ticks > s->chan_rec_ticks0 && end_ns > s->chan_rec_ns0) {
+        rate = (double)(end_ns - s->chan_rec_ns0) /
+               (double)(end_ticks - s->chan_rec_ticks0);
+    }
+    return end_ns - (int64_t)((double)(end_ticks - ticks) * rate);
 }
 
 /* A step of a buffer offer (READY, WITHDRAW, WITHDRAWN) of port @p. */
@@ -172,16 +192,28 @@ static void chan_send(TempestNCState *s, uint8_t kind, uint32_t to,
     }
 }
 
-/* The pre-send of @p ended: an output waiting completes. */
+static bool chan_then_input(TempestNCState *s, TempestChanPort *p);
+
+/*
+ * The pre-send of @p ended: an output waiting completes (and the input of
+ * an OUTPUT_INPUT starts, chan_then_input).
+ */
 static void chan_presend_end(TempestNCState *s, TempestChanPort *p,
                              uint32_t status)
 {
     if (p->state == TEMPEST_CHAN_ST_OUTPUTTING) {
+        bool then_in = p->then_in;
+
         p->state = TEMPEST_CHAN_ST_IDLE;
         p->presend = 0;
         p->presend_done = 0;
         p->out_port = 0;
-        chan_event(s, p, TEMPEST_CHAN_EV_OUTPUT, status, 0);
+        p->then_in = 0;
+        if (then_in && !status && chan_then_input(s, p)) {
+            return;     /* the input's event ends the instruction */
+        }
+        chan_event(s, p, TEMPEST_CHAN_EV_OUTPUT, status,
+                   then_in && !status ? p->then_reason : 0);
     } else {
         /* outputdata with no output yet: OUTPUT will complete at once. */
         p->presend_done = 1;
@@ -1483,6 +1515,62 @@ static uint32_t chan_op_input(TempestNCState *s, TempestCmdBank *b,
     return TEMPEST_CMD_SUCCESS;
 }
 
+/*
+ * OUTPUT_INPUT (1.16): OUTPUT ARG2/ARG3, and the INPUT of ARG4/ARG5 (the
+ * next buffer) kept on the port (then_in) until the output is done: a
+ * turn of a ping-pong in one instruction and one wait.  RESULT 1: the
+ * output is done already (a companion on this node) and no input was
+ * started; 0: TEMPEST_CHAN_EV_INPUT (or what ends that INPUT) ends it,
+ * or TEMPEST_CHAN_EV_OUTPUT when the output fails (B why) or the input
+ * could not start (B 0, C why: chan_then_input).
+ */
+static uint32_t chan_op_output_input(TempestNCState *s, TempestCmdBank *b,
+                                     TempestChanPort *p)
+{
+    uint32_t st;
+
+    if (p->state != TEMPEST_CHAN_ST_IDLE || p->presend) {
+        return chan_fail(s, b, TEMPEST_CMD_E_PORT_STATE);
+    }
+    if (!chan_buffer_ok(s, b->arg[4], b->arg[5])) {
+        return chan_fail(s, b, TEMPEST_CMD_E_BAD_ADDR);
+    }
+    st = chan_op_output(s, b, p);
+    if (st != TEMPEST_CMD_SUCCESS || b->result == 1) {
+        return st;
+    }
+    p->then_in = 1;
+    p->then_addr = b->arg[5] ? b->arg[4] : 0;
+    p->then_size = b->arg[5];
+    p->then_reason = 0;
+    return TEMPEST_CMD_SUCCESS;
+}
+
+/*
+ * The output of an OUTPUT_INPUT is done (p IDLE again): its INPUT now,
+ * as the instruction would do it.  True if it started (or found the data
+ * there: the INPUT event then, as if it had come); false, the reason in
+ * p->then_reason, if it was refused.
+ */
+static bool chan_then_input(TempestNCState *s, TempestChanPort *p)
+{
+    TempestCmdBank in = {
+        .arg = { TEMPEST_CHAN_OP_INPUT, chan_id(s, p), p->then_addr,
+                 p->then_size },
+    };
+    uint64_t was = p->buf;
+    bool ok = chan_op_input(s, &in, p, false) == TEMPEST_CMD_SUCCESS;
+
+    trace_tempest_nc_chan_then_input(s->node_id, chan_id(s, p), p->then_addr,
+                                     p->then_size, ok ? 0 : in.reason);
+    chan_rec(s, "then input", chan_id(s, p), ok ? 0 : in.reason, 0, 0, 0);
+    p->then_reason = ok ? 0 : in.reason;
+    if (ok && (in.result & TEMPEST_CHAN_PRESENT)) {
+        chan_event(s, p, TEMPEST_CHAN_EV_INPUT, (uint32_t)in.result, was);
+    }
+    return ok;
+}
+
 /* The paper's port output (3.2, stage 1): port ARG2 over port p. */
 static uint32_t chan_op_output_port(TempestNCState *s, TempestCmdBank *b,
                                     TempestChanPort *t)
@@ -1571,7 +1659,7 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
         st = chan_op_alloc(s, b);
         goto out;
     }
-    if (op < TEMPEST_CHAN_OP_CONNECT || op > TEMPEST_CHAN_OP_INPUT_HERE) {
+    if (op < TEMPEST_CHAN_OP_CONNECT || op > TEMPEST_CHAN_OP_OUTPUT_INPUT) {
         return chan_fail(s, b, TEMPEST_CMD_E_BAD_CHAN_OP);
     }
     p = chan_port_of(s, b->arg[1]);
@@ -1597,6 +1685,9 @@ static uint32_t chan_cmd(TempestNCState *s, TempestCmdBank *b)
     case TEMPEST_CHAN_OP_INPUT:
     case TEMPEST_CHAN_OP_INPUT_HERE:
         st = chan_op_input(s, b, p, op == TEMPEST_CHAN_OP_INPUT_HERE);
+        break;
+    case TEMPEST_CHAN_OP_OUTPUT_INPUT:
+        st = chan_op_output_input(s, b, p);
         break;
     case TEMPEST_CHAN_OP_OUTPUT_PORT:
         st = chan_op_output_port(s, b, p);
@@ -1656,9 +1747,9 @@ static void chan_reset(TempestNCState *s)
 /* When a node fails: the flight recorder and the port table, printed  */
 /* ------------------------------------------------------------------ */
 
-static void chan_rec_print(const TempestChanRec *r, int64_t end)
+static void chan_rec_print(const TempestChanRec *r, int64_t ns, int64_t end)
 {
-    double us = (r->ns - end) / 1e3;
+    double us = (ns - end) / 1e3;
 
     if (!strcmp(r->what, "tx")) {
         fprintf(stderr, "  %10.1f tx kind %u to 0x%x from 0x%x number %u "
@@ -1707,6 +1798,7 @@ static void chan_at_shutdown(Notifier *n, void *data)
     ShutdownCause cause = *(ShutdownCause *)data;
     uint32_t first, count = MIN(s->chan_rec_next, TEMPEST_CHAN_REC);
     int64_t end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t end_ticks = cpu_get_host_ticks();
 
     if (!s->chan_rec_next ||
         (cause == SHUTDOWN_CAUSE_GUEST_SHUTDOWN ? s->exit_status == 0 :
@@ -1719,7 +1811,10 @@ static void chan_at_shutdown(Notifier *n, void *data)
             s->chan_rec_next, end / 1e9);
     first = s->chan_rec_next - count;
     for (uint32_t i = 0; i < count; i++) {
-        chan_rec_print(&s->chan_rec[(first + i) % TEMPEST_CHAN_REC], end);
+        const TempestChanRec *r = &s->chan_rec[(first + i) %
+                                               TEMPEST_CHAN_REC];
+
+        chan_rec_print(r, chan_rec_ns(s, r->ticks, end, end_ticks), end);
     }
     fprintf(stderr, "tempest-nc: node %u: %u ports in use, %u frames "
             "dropped:\n", s->node_id, s->chan_used, s->chan_dropped);
@@ -1733,6 +1828,8 @@ static void chan_at_shutdown(Notifier *n, void *data)
 static bool chan_realize(TempestNCState *s, Error **errp)
 {
     chan_reset(s);
+    s->chan_rec_ns0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    s->chan_rec_ticks0 = cpu_get_host_ticks();
     tempest_nc_register(s, &chan_hooks);
     s->chan_shutdown.notify = chan_at_shutdown;
     qemu_register_shutdown_notifier(&s->chan_shutdown);
@@ -1804,7 +1901,11 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
                          !chan_buffer_ok(s, p->here_addr, p->here_size))) ||
             (p->waiting && (p->state != TEMPEST_CHAN_ST_IDLE ||
                             p->incoming)) ||
-            p->out_len > TEMPEST_CHAN_MAX_DATA) {
+            p->out_len > TEMPEST_CHAN_MAX_DATA ||
+            (p->then_in && (p->state != TEMPEST_CHAN_ST_OUTPUTTING ||
+                            p->out_port ||
+                            !chan_buffer_ok(s, p->then_addr,
+                                            p->then_size)))) {
             return -EINVAL;
         }
     }
@@ -1813,7 +1914,7 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_tempest_chan_port = {
     .name = TYPE_TEMPEST_NC "/chan-port",
-    .version_id = 5,
+    .version_id = 6,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(state, TempestChanPort),
@@ -1856,6 +1957,10 @@ static const VMStateDescription vmstate_tempest_chan_port = {
         VMSTATE_UINT32_V(here, TempestChanPort, 5),
         VMSTATE_UINT64_V(here_addr, TempestChanPort, 5),
         VMSTATE_UINT64_V(here_size, TempestChanPort, 5),
+        VMSTATE_UINT32_V(then_in, TempestChanPort, 6),
+        VMSTATE_UINT32_V(then_reason, TempestChanPort, 6),
+        VMSTATE_UINT64_V(then_addr, TempestChanPort, 6),
+        VMSTATE_UINT64_V(then_size, TempestChanPort, 6),
         VMSTATE_END_OF_LIST()
     }
 };

@@ -527,6 +527,16 @@ CASES += [
     # outputdata, then the reader end moves: the pre-sent data (16 B and
     # 70 KB) is sent again and input into the new port's initial buffer,
     # the writer's end refused to move while its pre-send is out.
+    # tempest-hw.h, OUTPUT_INPUT (1.16): bench chan's program, a
+    # ping-pong whose every turn is one OUTPUT_INPUT and one wait, 4
+    # bytes and 1 MiB (the transfer engine, READY) each way.
+    Run("chan-hw-turn-2", "bench/chan_bench.elf", nodes=2, args=["200"],
+        mem="128M", summary=r"2 nodes exited 0",
+        nodes_expect={0: [r"^chan_bench: output_input=1$",
+                          r"^chan_bench: size=4 rounds=200 ",
+                          r"^chan_bench: size=1048576 rounds=200 "],
+                      "*": [r"^chan_bench ok"]},
+        absent=CLEAN),
     am("chan-hw-chain-8", "chan_hwmove", 8, 1, args=["chain", "28"],
        ok="chan_hwmove", mem="64M", timeout=180),
     am("chan-hw-both-4", "chan_hwmove", 4, 1, args=["both", "1000"],

@@ -129,9 +129,13 @@ def dev_sets(text):
     # Senders: a frame leaves; chan_send's loopback is not a call.
     # chan_offer's READY is the device's own hint and chan_withdraw's
     # WITHDRAW takes it back, chan_send_go's GO its transfer engine's
-    # request (no state changes: BIG/GO below).
+    # request (no state changes: BIG/GO below).  chan_then_input is
+    # OUTPUT_INPUT's input, started when the output ends (only after that
+    # instruction, the device's own: not followed from the handlers that
+    # end an output).
     for f, msg in (("chan_send", None), ("chan_offer", None),
                    ("chan_withdraw", None), ("chan_send_go", None),
+                   ("chan_then_input", None),
                    ("chan_send_output", "OUTPUT"),
                    ("chan_send_wire", "WIRE"),
                    ("chan_send_delete", "DELETE")):

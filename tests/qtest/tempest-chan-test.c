@@ -165,6 +165,14 @@ static void buffer_then_input(QTestState *s, uint32_t p, uint64_t buf,
     g_assert_cmphex(result(s), ==, TEMPEST_CHAN_PRESENT | len);
 }
 
+/* OUTPUT_INPUT (1.16): the output @src/@len, then the input (@next). */
+static uint32_t output_input(QTestState *s, uint32_t p, uint64_t src,
+                             uint64_t len, uint64_t next, uint64_t size)
+{
+    return tq_command(s, TEMPEST_CMD_CHAN, TEMPEST_CHAN_OP_OUTPUT_INPUT, p,
+                      src, len, next, size);
+}
+
 /*
  * Spec: TEMPEST_CMD_CHAN's failure reasons (tempest-hw.h): an unknown
  * instruction, a port that is not live here, buffers outside RAM, a bad
@@ -745,6 +753,111 @@ static void expect_event(QTestState *s, unsigned *cq, uint32_t port,
     if (c) {
         *c = ev[2];
     }
+}
+
+/*
+ * Spec: tempest-hw.h, OUTPUT_INPUT (1.16): refused as OUTPUT is (a
+ * pre-send out) and for an input buffer outside RAM, nothing changed;
+ * between two nodes the output, then the INPUT started by the device
+ * when the ACK comes, with no OUTPUT event: the next event is the
+ * INPUT's, with the companion's answer in the port's buffer and the
+ * next buffer named; the companion's own OUTPUT_INPUT leaves its port
+ * INPUTTING; a companion freed while the output waits: the OUTPUT event
+ * with CLOSED and no input started; with the companion on the same node
+ * having input already, RESULT 1 and no input started.
+ */
+static void test_output_input(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-chan-XXXXXX", NULL);
+    QTestState *n[2], *s;
+    unsigned cq[2] = { 0, 0 }, lcq = 0;
+    uint32_t p[2], a, b;
+    uint64_t c;
+
+    start_pair(dir, n);
+    for (int i = 0; i < 2; i++) {
+        p[i] = alloc_port(n[i], BUF_A, 256);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(chan(n[i], TEMPEST_CHAN_OP_CONNECT, p[i], p[!i],
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    }
+    /* Refusals: the input's buffer outside RAM; a pre-send out. */
+    expect_fail(n[0], output_input(n[0], p[0], SRC, 8, RAM(64 * MiB), 16),
+                TEMPEST_CMD_E_BAD_ADDR);
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+
+    /* Node 1 inputs; node 0's turn: 64 bytes out, then its input. */
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, p[1], BUF_B, 256),
+                     ==, TEMPEST_CMD_SUCCESS);
+    fill(n[0], SRC, 64, 7);
+    g_assert_cmpuint(output_input(n[0], p[0], SRC, 64, BUF_C, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 0);
+    expect_event(n[1], &cq[1], p[1], TEMPEST_CHAN_EV_INPUT, 64, &c);
+    g_assert_cmphex(c, ==, BUF_A);
+    check(n[1], BUF_A, 64, 7);
+    /* Node 0 inputs now, started by the device: INPUTTING, no event. */
+    wait_state(n[0], p[0], TEMPEST_CHAN_ST_INPUTTING);
+
+    /* Node 1's turn: 32 bytes back, then its own input. */
+    fill(n[1], SRC, 32, 9);
+    g_assert_cmpuint(output_input(n[1], p[1], SRC, 32, BUF_A, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[1]), ==, 0);
+    expect_event(n[0], &cq[0], p[0], TEMPEST_CHAN_EV_INPUT, 32, &c);
+    g_assert_cmphex(c, ==, BUF_A);
+    check(n[0], BUF_A, 32, 9);
+    wait_state(n[1], p[1], TEMPEST_CHAN_ST_INPUTTING);
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+
+    /* A pre-send out: refused. */
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUTDATA, p[0], SRC, 4),
+                     ==, TEMPEST_CMD_SUCCESS);
+    expect_event(n[1], &cq[1], p[1], TEMPEST_CHAN_EV_INPUT, 4, &c);
+    g_assert_cmphex(c, ==, BUF_B);
+    expect_fail(n[0], output_input(n[0], p[0], SRC, 8, BUF_C, 16),
+                TEMPEST_CMD_E_PORT_STATE);
+    wait_bits(n[0], p[0], TEMPEST_CHAN_ST_PRESENT, 0);      /* the ACK */
+    g_assert_cmpuint(chan(n[0], TEMPEST_CHAN_OP_OUTPUT, p[0], 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[0]), ==, 1);
+
+    /* The companion freed while the output waits: CLOSED, no input. */
+    g_assert_cmpuint(output_input(n[0], p[0], SRC, 16, BUF_C, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    wait_state(n[1], p[1], TEMPEST_CHAN_ST_BUFFERFULL);
+    g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_FREE, p[1], 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    expect_event(n[0], &cq[0], p[0], TEMPEST_CHAN_EV_OUTPUT,
+                 TEMPEST_CMD_E_CLOSED, &c);
+    g_assert_cmpuint(c, ==, 0);
+    g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(qtest_readl(n[i], NC(TEMPEST_NC_CHAN_DROPPED)), ==,
+                         0);
+        qtest_quit(n[i]);
+    }
+    rmdir(dir);
+
+    /* One node: the companion has input already, RESULT 1, no input. */
+    s = qtest_init("-M tempest -m 64M");
+    setup_cq(s);
+    a = alloc_port(s, BUF_A, 256);
+    b = alloc_port(s, BUF_B, 256);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(chan(s, TEMPEST_CHAN_OP_INPUT, b, BUF_C, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    fill(s, SRC, 8, 11);
+    g_assert_cmpuint(output_input(s, a, SRC, 8, BUF_C, 256), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(s), ==, 1);
+    expect_event(s, &lcq, b, TEMPEST_CHAN_EV_INPUT, 8, &c);
+    g_assert_cmphex(c, ==, BUF_B);
+    check(s, BUF_B, 8, 11);
+    g_assert_cmphex(port_state(s, a) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
+    qtest_quit(s);
 }
 
 /*
@@ -1806,5 +1919,6 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/chan/offer-pair", test_offer_pair);
     qtest_add_func("/tempest/chan/split-peer", test_split_peer);
     qtest_add_func("/tempest/chan/cmd-block", test_cmd_block);
+    qtest_add_func("/tempest/chan/output-input", test_output_input);
     return g_test_run();
 }

@@ -410,6 +410,68 @@ static void test_chan(void)
 }
 
 /*
+ * An OUTPUT_INPUT (1.16) saved while its output waits (the companion
+ * holds the data, BUFFERFULL): the input it will start moves with the
+ * node (then_in, its next buffer); after the load the companion's INPUT
+ * ends the output, the device starts the input with no OUTPUT event,
+ * and the companion's answer ends it with the INPUT event.
+ */
+static void test_chan_then_input(void)
+{
+    const char *args = "-M tempest -m 64M";
+    char *path = tq_state_file("tempest-mig");
+    g_autofree char *status = NULL;
+    QTestState *s = qtest_init(args), *d;
+    uint64_t ev[3];
+    uint32_t a, b;
+
+    ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x200000), 64,
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    a = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x210000), 64,
+                              0), ==, TEMPEST_CMD_SUCCESS);
+    b = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    qtest_writeq(s, RAM(0x300000), 0x6f75747075740aULL);
+    g_assert_cmpuint(tq_command(s, TEMPEST_CMD_CHAN,
+                                TEMPEST_CHAN_OP_OUTPUT_INPUT, a,
+                                RAM(0x300000), 8, RAM(0x220000), 64), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT)), ==, 0);
+
+    status = save_node(s, path);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    d = restore_node(args, path);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_STATE, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)) & 0xff, ==,
+                    TEMPEST_CHAN_ST_OUTPUTTING);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_INPUT, b, RAM(0x230000),
+                              64), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)), ==,
+                    TEMPEST_CHAN_PRESENT | 8);
+    /* The output is done: a inputs now, started by the device. */
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_STATE, a, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmphex(qtest_readq(d, NC(TEMPEST_NC_CMD_RESULT)) & 0xff, ==,
+                    TEMPEST_CHAN_ST_INPUTTING);
+    qtest_writeq(d, RAM(0x310000), 0x616e737765720aULL);
+    g_assert_cmpuint(chan_cmd(d, TEMPEST_CHAN_OP_OUTPUT, b, RAM(0x310000),
+                              8), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(wait_event(d, 0, ev), ==, TEMPEST_EV_CHAN);
+    g_assert_cmphex(ev[0], ==, a | (uint64_t)TEMPEST_CHAN_EV_INPUT << 32);
+    g_assert_cmpuint(ev[1], ==, 8);
+    g_assert_cmphex(ev[2], ==, RAM(0x200000));
+    g_assert_cmphex(qtest_readq(d, RAM(0x200000)), ==, 0x616e737765720aULL);
+    qtest_quit(d);
+    tq_remove_state(path);
+}
+
+/*
  * A port move saved half way (docs/chan.rst, ports over ports in the
  * device): after stage 1 the moved port is MIGRATING, its carrier
  * OUTPUTTING it and the carrier's other end holding the port data; all
@@ -819,6 +881,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/migration/chan-move", test_chan_move);
     qtest_add_func("/tempest/migration/chan-offer-outputting",
                    test_chan_offer_outputting);
+    qtest_add_func("/tempest/migration/chan-then-input",
+                   test_chan_then_input);
     qtest_add_func("/tempest/migration/tags-tcg", test_tags_tcg);
     qtest_add_func("/tempest/migration/only-migratable",
                    test_only_migratable);

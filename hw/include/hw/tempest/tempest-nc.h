@@ -121,6 +121,11 @@ typedef struct TempestChanPort {
     uint32_t here;              /* INPUTTING: the data goes on to ... */
     uint64_t here_addr;         /* ... this buffer (copied before ACK) */
     uint64_t here_size;
+    /* OUTPUT_INPUT (1.16): the INPUT to start when the output is done */
+    uint32_t then_in;           /* OUTPUTTING: an INPUT follows */
+    uint32_t then_reason;       /* ... refused then: why (the event's C) */
+    uint64_t then_addr;         /* ... its next buffer */
+    uint64_t then_size;
 } TempestChanPort;
 
 /*
@@ -130,7 +135,7 @@ typedef struct TempestChanPort {
  */
 #define TEMPEST_CHAN_REC 256
 typedef struct TempestChanRec {
-    int64_t ns;                 /* QEMU_CLOCK_REALTIME */
+    int64_t ticks;              /* cpu_get_host_ticks() */
     const char *what;           /* a static string */
     uint32_t a, b, c, d;
     uint64_t e;
@@ -329,6 +334,8 @@ struct TempestNCState {
     /* The last channel happenings, printed if the node fails (not saved) */
     TempestChanRec chan_rec[TEMPEST_CHAN_REC];
     uint32_t chan_rec_next;     /* entries written (mod TEMPEST_CHAN_REC) */
+    int64_t chan_rec_ns0;       /* the clock and the ticks at realize */
+    int64_t chan_rec_ticks0;
     Notifier chan_shutdown;
     Notifier dump_shutdown;     /* tempest-nc-dump.c */
     const char *last_drop;      /* why the last frame was dropped, or NULL */

@@ -280,7 +280,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    15
+#define TEMPEST_NC_VERSION_MINOR    16
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -509,6 +509,17 @@
  *              waiting at the sender longer than ARG3: the port's buffer
  *              stays, TOO_BIG.  After a TEMPEST_CHAN_EV_TOO_BIG for data
  *              waiting the port's buffer is ARG2.
+ *   OUTPUT_INPUT (1.16) ARG1 port, ARG2/ARG3 as OUTPUT's (no OUTPUTDATA
+ *              before it), ARG4/ARG5 as INPUT's ARG2/ARG3: OUTPUT, and
+ *              when the companion has input the data, INPUT on the same
+ *              port at once, with no OUTPUT event between (a ping-pong's
+ *              turn: one instruction, one wait).  RESULT 1: the output is
+ *              done already (a companion on this node), no input started;
+ *              0: TEMPEST_CHAN_EV_INPUT ends it (or what else ends an
+ *              INPUT: TOO_BIG, TYPE, CLOSED; the data there already: the
+ *              INPUT event at once), or TEMPEST_CHAN_EV_OUTPUT, no input
+ *              started, with B why the output failed, or B 0 and C why
+ *              the INPUT was refused then (TEMPEST_CMD_E_*).
  */
 #define TEMPEST_CHAN_OP_ALLOC       1
 #define TEMPEST_CHAN_OP_CONNECT     2
@@ -521,6 +532,7 @@
 #define TEMPEST_CHAN_OP_OUTPUT_PORT 9           /* (1.9) */
 #define TEMPEST_CHAN_OP_INPUT_PORT  10          /* (1.9) */
 #define TEMPEST_CHAN_OP_INPUT_HERE  11          /* (1.11) */
+#define TEMPEST_CHAN_OP_OUTPUT_INPUT 12         /* (1.16) */
 
 #define TEMPEST_CHAN_PORTS          256         /* the paper's example */
 #define TEMPEST_CHAN_MAX_DATA       (1U << 30)  /* an output, at most */
