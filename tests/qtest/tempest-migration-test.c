@@ -340,6 +340,14 @@ static uint32_t chan_cmd(QTestState *s, uint64_t op, uint64_t port,
     return tq_command(s, TEMPEST_CMD_CHAN, op, port, a2, a3, 0, 0);
 }
 
+/* ALLOC a port with its initial buffer; its id. */
+static uint32_t chan_alloc(QTestState *s, uint64_t buf, uint64_t size)
+{
+    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, buf, size, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    return qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+}
+
 /*
  * The channel controller's port table (docs/chan.rst, subsection
  * tempest-nc/chan) moves with the node: a port holding pre-sent data
@@ -358,18 +366,10 @@ static void test_chan(void)
     uint32_t a, b, c, e;
 
     ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x200000), 64,
-                              0), ==, TEMPEST_CMD_SUCCESS);
-    a = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x210000), 64,
-                              0), ==, TEMPEST_CMD_SUCCESS);
-    b = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x220000), 64,
-                              0), ==, TEMPEST_CMD_SUCCESS);
-    c = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x230000), 64,
-                              0), ==, TEMPEST_CMD_SUCCESS);
-    e = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    a = chan_alloc(s, RAM(0x200000), 64);
+    b = chan_alloc(s, RAM(0x210000), 64);
+    c = chan_alloc(s, RAM(0x220000), 64);
+    e = chan_alloc(s, RAM(0x230000), 64);
     g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, c, e, 0), ==,
@@ -426,12 +426,8 @@ static void test_chan_then_input(void)
     uint32_t a, b;
 
     ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x200000), 64,
-                              0), ==, TEMPEST_CMD_SUCCESS);
-    a = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, RAM(0x210000), 64,
-                              0), ==, TEMPEST_CMD_SUCCESS);
-    b = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    a = chan_alloc(s, RAM(0x200000), 64);
+    b = chan_alloc(s, RAM(0x210000), 64);
     g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     qtest_writeq(s, RAM(0x300000), 0x6f75747075740aULL);
@@ -490,10 +486,7 @@ static void test_chan_move(void)
 
     ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
     for (int i = 0; i < 4; i++) {
-        g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC,
-                                  RAM(0x200000 + 0x10000 * i), 64, 0), ==,
-                         TEMPEST_CMD_SUCCESS);
-        port[i] = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+        port[i] = chan_alloc(s, RAM(0x200000 + 0x10000 * i), 64);
     }
     g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, port[0], port[1],
                               0), ==, TEMPEST_CMD_SUCCESS);
@@ -590,12 +583,8 @@ static void test_chan_offer_outputting(void)
     uint32_t a, b;
 
     ring_setup(s, TEMPEST_RING_CQ, CQ_BASE, 16);
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, abuf, bufsize, 0),
-                     ==, TEMPEST_CMD_SUCCESS);
-    a = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
-    g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_ALLOC, bbuf, bufsize, 0),
-                     ==, TEMPEST_CMD_SUCCESS);
-    b = qtest_readq(s, NC(TEMPEST_NC_CMD_RESULT));
+    a = chan_alloc(s, abuf, bufsize);
+    b = chan_alloc(s, bbuf, bufsize);
     g_assert_cmpuint(chan_cmd(s, TEMPEST_CHAN_OP_CONNECT, a, b, 0), ==,
                      TEMPEST_CMD_SUCCESS);
     /* b inputs; a long output from a lands in b's buffer. */

@@ -37,12 +37,20 @@ typedef struct ShmPeer {
     uint32_t seq;           /* the fake node's next DATA on network 0 */
 } ShmPeer;
 
-static QTestState *start_node(const char *dir, unsigned id)
+/* Node id of a two-node cluster in dir, with QEMU options extra. */
+static QTestState *start_node_extra(const char *dir, unsigned id,
+                                    const char *extra)
 {
     return qtest_initf("-object tempest-fabric-shm,id=fab,addr=unix:%s,"
                        "node-id=%u,num-nodes=2,cluster-id=%llu "
                        "-M tempest,node-id=%u,num-nodes=2,fabric-backend=fab "
-                       "-m 64M", dir, id, (unsigned long long)CLUSTER, id);
+                       "-m 64M %s", dir, id, (unsigned long long)CLUSTER, id,
+                       extra);
+}
+
+static QTestState *start_node(const char *dir, unsigned id)
+{
+    return start_node_extra(dir, id, "");
 }
 
 static void setup_rings(QTestState *s)
@@ -57,10 +65,12 @@ static void setup_rings(QTestState *s)
 
 /*
  * Node 0 is real; the fake node 1 dials it (so it is the one that offers
- * the link), saying in its HELLO that it takes shared memory.
+ * the link), saying in its HELLO that it takes shared memory.  traced:
+ * the node traces the in-place paths into dir/trace.log.
  */
-static void shm_start(ShmPeer *t)
+static void shm_start_node(ShmPeer *t, bool traced)
 {
+    g_autofree char *extra = NULL;
     uint8_t buf[64];
     uint32_t flags = 0;
 
@@ -68,7 +78,11 @@ static void shm_start(ShmPeer *t)
     t->m.fd = -1;
     t->lfd = -1;
     t->dir = g_dir_make_tmp("tempest-shm-XXXXXX", NULL);
-    t->s = start_node(t->dir, 0);
+    extra = traced ? g_strdup_printf("-trace enable=tempest_fabric_shm_in_"
+                                     "place* -trace enable=tempest_nc_rx_"
+                                     "direct -D %s/trace.log", t->dir)
+                   : g_strdup("");
+    t->s = start_node_extra(t->dir, 0, extra);
     setup_rings(t->s);
     t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0,
                             FABRIC_HELLO_SHM, &flags);
@@ -79,6 +93,11 @@ static void shm_start(ShmPeer *t)
                                  TEMPEST_FABRIC_READY), ==,
                      TEMPEST_FABRIC_READY);
     peer_read_until(t->fd, FABRIC_MESH, buf, sizeof(buf));  /* MESH_ALL */
+}
+
+static void shm_start(ShmPeer *t)
+{
+    shm_start_node(t, false);
 }
 
 static void shm_stop(ShmPeer *t)
@@ -1254,27 +1273,7 @@ static void test_split_bounds(void)
 /* As shm_start, the node tracing the in-place paths into dir/trace.log. */
 static void shm_start_traced(ShmPeer *t)
 {
-    uint8_t buf[64];
-    uint32_t flags = 0;
-
-    memset(t, 0, sizeof(*t));
-    t->m.fd = -1;
-    t->lfd = -1;
-    t->dir = g_dir_make_tmp("tempest-shm-XXXXXX", NULL);
-    t->s = qtest_initf("-object tempest-fabric-shm,id=fab,addr=unix:%s,"
-                       "node-id=0,num-nodes=2,cluster-id=%llu "
-                       "-M tempest,node-id=0,num-nodes=2,fabric-backend=fab "
-                       "-m 64M -trace enable=tempest_fabric_shm_in_place* "
-                       "-trace enable=tempest_nc_rx_direct -D %s/trace.log",
-                       t->dir, (unsigned long long)CLUSTER, t->dir);
-    setup_rings(t->s);
-    t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0,
-                            FABRIC_HELLO_SHM, &flags);
-    peer_set_timeout(t->fd, 20);
-    g_assert_cmpuint(tq_wait_reg(t->s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
-    peer_read_until(t->fd, FABRIC_MESH, buf, sizeof(buf));
+    shm_start_node(t, true);
 }
 
 /* How many lines of the node's trace log are event 'name' ("name node"). */
