@@ -1608,24 +1608,38 @@ static bool sock_can_send(TempestFabric *obj, unsigned peer, unsigned net)
     return f->peers[peer].credit[net];
 }
 
+/*
+ * A DATA packet of len bytes to peer on net goes: its credit taken, its
+ * sequence number given (returned) and traced, and the frame's header
+ * and number written into frame (FABRIC_HDR_SIZE + 4 bytes).
+ */
+static uint32_t sock_data_frame(FabricSocket *f, unsigned peer,
+                                unsigned net, size_t len, uint8_t *frame)
+{
+    FabricPeer *p = &f->peers[peer];
+    uint32_t seq = p->seq_out[net]++;
+
+    assert(p->credit[net] > 0);
+    p->credit[net]--;
+    trace_tempest_fabric_tx(f->node, peer, net, seq, len);
+    fabric_put_header(frame, FABRIC_DATA, net, 4 + len);
+    fabric_st32(frame + FABRIC_HDR_SIZE, seq);
+    return seq;
+}
+
 static void sock_send(TempestFabric *obj, unsigned peer, unsigned net,
                       const uint8_t *pkt, size_t len)
 {
     FabricSocket *f = SOCK(obj);
-    FabricPeer *p = &f->peers[peer];
     uint8_t frame[FABRIC_HDR_SIZE + 4];
-    uint32_t seq = p->seq_out[net]++;
+    uint32_t seq;
 
     assert(len >= TEMPEST_PKT_DATA && len <= TEMPEST_PKT_MAX_SIZE);
-    assert(p->credit[net] > 0);
-    p->credit[net]--;
-    trace_tempest_fabric_tx(f->node, peer, net, seq, len);
+    seq = sock_data_frame(f, peer, net, len, frame);
     if (peer == f->node) {
         f->ops->packet(f->opaque, peer, net, seq, pkt, len);
         return;
     }
-    fabric_put_header(frame, FABRIC_DATA, net, 4 + len);
-    fabric_st32(frame + FABRIC_HDR_SIZE, seq);
     /* The packet as a piece of its own: no copy into the frame. */
     fabric_peer_queue3(f, peer, frame, sizeof(frame), pkt, len, NULL, 0);
 }
@@ -1655,17 +1669,11 @@ static void sock_send_commit(TempestFabric *obj, unsigned peer,
                              unsigned net, size_t len)
 {
     FabricSocket *f = SOCK(obj);
-    FabricPeer *p = &f->peers[peer];
     uint8_t frame[FABRIC_HDR_SIZE + 4];
-    uint32_t seq = p->seq_out[net]++;
 
-    assert(p->credit[net] > 0);
-    p->credit[net]--;
-    trace_tempest_fabric_tx(f->node, peer, net, seq, len);
-    fabric_put_header(frame, FABRIC_DATA, net, 4 + len);
-    fabric_st32(frame + FABRIC_HDR_SIZE, seq);
+    sock_data_frame(f, peer, net, len, frame);
     fabric_ckpt_count_tx(f, frame, sizeof(frame));
-    fabric_shm_commit(p->conn, frame, sizeof(frame), len);
+    fabric_shm_commit(f->peers[peer].conn, frame, sizeof(frame), len);
 }
 
 static void sock_return_credits(TempestFabric *obj, unsigned peer,
