@@ -71,9 +71,11 @@ class QMPError(StepError):
 class QMP:
     """A QMP connection to one node: commands in order, events ignored."""
 
-    def __init__(self, path, index, timeout=CONNECT_S):
+    def __init__(self, path, index, timeout=CONNECT_S,
+                 command_timeout=COMMAND_S):
         self.index = index
         self.path = path
+        self.command_timeout = command_timeout
         deadline = time.monotonic() + timeout
         while True:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -86,7 +88,7 @@ class QMP:
                     raise QMPError(f"node {index}: no QMP at {rel(path)} "
                                    f"after {timeout:g} s ({e.strerror})")
                 time.sleep(0.02)
-        self.sock.settimeout(COMMAND_S)
+        self.sock.settimeout(command_timeout)
         self.buf = b""
         self._read()                        # the greeting
         self.cmd("qmp_capabilities")
@@ -97,7 +99,7 @@ class QMP:
                 data = self.sock.recv(65536)
             except socket.timeout:
                 raise QMPError(f"node {self.index}: QMP did not answer in "
-                               f"{COMMAND_S:g} s")
+                               f"{self.command_timeout:g} s")
             if not data:
                 raise QMPError(f"node {self.index}: QMP closed (the node "
                                "ended?)")

@@ -13,13 +13,14 @@ backtrace.  Only on a timeout: nothing of it is on a run's path.
 """
 
 import concurrent.futures
-import json
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+
+from .ckpt import QMP, QMPError
 
 QMP_S = 3.0         # a main loop that runs answers at once
 GDB_S = 45.0        # per node; the nodes are looked at in parallel
@@ -67,38 +68,6 @@ def qmp_answers(path):
         return f"does not answer in {QMP_S:g} s ({e})"
     finally:
         s.close()
-
-
-class _Qmp:
-    """A bare QMP client with short time limits (the node may be stuck)."""
-
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(QMP_S)
-        self.s.connect(path)
-        self.buf = b""
-        self._msg()
-        self.cmd("qmp_capabilities")
-
-    def _msg(self):
-        while b"\n" not in self.buf:
-            data = self.s.recv(65536)
-            if not data:
-                raise OSError("QMP closed")
-            self.buf += data
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def cmd(self, name, **args):
-        self.s.sendall(json.dumps({"execute": name, "arguments": args})
-                       .encode() + b"\n")
-        while True:
-            m = self._msg()
-            if "return" in m or "error" in m:
-                return m.get("return", "")
-
-    def hmp(self, line):
-        return self.cmd("human-monitor-command", **{"command-line": line})
 
 
 # Guest variables worth seeing in a hang (the libraries' queues, waits
@@ -150,15 +119,20 @@ def _where(syms, addr):
     return f"{best[1]}+0x{addr - best[0]:x}" if best else "?"
 
 
-def guest_stack(path, syms, frames=16, data=None):
+def guest_stack(path, index, syms, frames=16, data=None):
     """Each vCPU's PC and its frame-pointer chain, named from the ELF."""
     out = []
     try:
-        q = _Qmp(path)
-    except (OSError, ValueError) as e:
+        # Short limits: the node may be stuck.
+        q = QMP(path, index, timeout=QMP_S, command_timeout=QMP_S)
+    except (OSError, ValueError, QMPError) as e:
         return [f"  (QMP: {e})"]
+
+    def hmp(line):
+        return q.cmd("human-monitor-command", **{"command-line": line})
+
     try:
-        regs = q.hmp("info registers -a")
+        regs = hmp("info registers -a")
         for cpu, block in enumerate(re.split(r"(?m)^CPU#\d+", regs)[1:]):
             pc = re.search(r"PC=([0-9a-f]+)", block)
             fp = re.search(r"X29=([0-9a-f]+)", block)
@@ -174,7 +148,7 @@ def guest_stack(path, syms, frames=16, data=None):
                 if not f or f & 7:
                     break
                 words = re.findall(r"0x([0-9a-f]{16})",
-                                   q.hmp(f"x /2gx 0x{f:x}").split(":", 1)[-1])
+                                   hmp(f"x /2gx 0x{f:x}").split(":", 1)[-1])
                 if len(words) < 2:
                     break
                 nxt, ret = int(words[0], 16), int(words[1], 16)
@@ -185,13 +159,13 @@ def guest_stack(path, syms, frames=16, data=None):
             out.append(f"  guest cpu {cpu}: " + " < ".join(chain))
         for name in GUEST_VARS:
             if name in (data or {}):
-                words = re.findall(r"0x([0-9a-f]{16})", q.hmp(
+                words = re.findall(r"0x([0-9a-f]{16})", hmp(
                     f"x /4gx 0x{data[name]:x}").split(":", 1)[-1])
                 out.append(f"  guest {name}: " + " ".join(words))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, QMPError) as e:
         out.append(f"  (QMP: {e})")
     finally:
-        q.s.close()
+        q.close()
     return out
 
 
@@ -221,7 +195,7 @@ def record(run_dir, nodes, qmp_path, program=None):
         lines.append(f"node {i} (pid {pid}): QMP "
                      f"{qmp_answers(qmp_path(run_dir, i))}")
         lines += threads(pid)
-        lines += guest_stack(qmp_path(run_dir, i), syms, data=data)
+        lines += guest_stack(qmp_path(run_dir, i), i, syms, data=data)
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
         traces = list(ex.map(lambda n: backtrace(n[1]), nodes[:GDB_NODES]))
     for (i, pid), bt in zip(nodes, traces):
