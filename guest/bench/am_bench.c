@@ -5,7 +5,7 @@
  *   - the round trip of an empty message: handlers ping-pong between the
  *     nodes (each handler sends the next message), ROUNDS times;
  *   - the same with TPPI_MAX_AM_BYTES bodies (received with TPPI_recv_R
- *     and sent back with TPPI_send_R, several packets each way);
+ *     and sent back with TPPI_send_R), ROUNDS / 4 times;
  *   - the one-way rate: main() sends STREAM one-word messages, node 1's
  *     handler counts them and answers the last one;
  *   - a timer in a message storm: main() sends STORM messages whose
@@ -16,9 +16,14 @@
  *     (timer_late_ns), with timer_late_msgs handlers started between
  *     the deadline and it.  tests/guest/am_timers.c checks the order;
  *     these figures are measured here.
- * and prints one line:
+ * Each round trip figure is taken after a phase just like it, unmeasured:
+ * the first round trips of a path pay for TCG translating its guest code
+ * and for first touches of the receive queue's memory (on 2026-11-28 the
+ * first 500 4096-byte round trips took 10-29 us each, the next 500 7-10
+ * us: docs/fabric.rst, "Warm and cold").  The first 4096-byte phase is
+ * reported too, as rtt_full_cold_ns.  Prints one line:
  *   am_bench: rtt_empty_ns=N rtt_full_ns=N oneway_ns=N rate=N
- *             timer_late_ns=N timer_late_msgs=N
+ *             timer_late_ns=N timer_late_msgs=N rtt_full_cold_ns=N
  * Usage: am_bench [ROUNDS [STREAM [SPIN_US [full]]]] (SPIN_US: see
  * tempest_set_spin_us()).  With "full", only the 4096-byte round trips
  * run (ROUNDS of them; one line "am_bench: rtt_full_ns=N"), to profile
@@ -216,7 +221,7 @@ static int always(void *arg)
 
 int main(int argc, char **argv)
 {
-    uint64_t empty, full, one;
+    uint64_t empty, full, cold, one;
 
     if (argc > 1) {
         rounds = (unsigned)atoi(argv[1]);
@@ -246,14 +251,17 @@ int main(int argc, char **argv)
     }
     (void)timed(start_empty);           /* warm up */
     empty = timed(start_empty) / rounds;
+    cold = timed(start_full) / (rounds / 4);    /* warms up the next */
     full = timed(start_full) / (rounds / 4);
     one = timed(start_stream) / stream;
     (void)timed(start_storm);
     printf("am_bench: rtt_empty_ns=%llu rtt_full_ns=%llu oneway_ns=%llu "
-           "rate=%llu timer_late_ns=%llu timer_late_msgs=%u\n",
+           "rate=%llu timer_late_ns=%llu timer_late_msgs=%u "
+           "rtt_full_cold_ns=%llu\n",
            (unsigned long long)empty, (unsigned long long)full,
            (unsigned long long)one,
            (unsigned long long)(1000000000ULL / (one ? one : 1)),
-           (unsigned long long)late_ns, late_msgs);
+           (unsigned long long)late_ns, late_msgs,
+           (unsigned long long)cold);
     return 0;
 }
