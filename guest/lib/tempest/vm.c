@@ -100,6 +100,15 @@ static TPPI_BlkAccFaultHandlerPtr
 
 static struct fault_slot slots[TEMPEST_MAX_CPUS];
 static uint32_t fault_seq;
+/*
+ * How many slots are FS_QUEUED (counted up before a slot becomes so,
+ * down after it stops being so): the protocol thread asks on every turn
+ * of its spin and every step whether a fault waits, and a look at all
+ * TEMPEST_MAX_CPUS slots was a sixth of a one-vCPU node's guest
+ * instructions per message round trip (docs/fabric.rst, "Warm and cold,
+ * thirteenth session").  Never 0 while a slot is queued.
+ */
+static uint32_t slots_queued;
 
 static const char *const tag_names[TPPI_NUM_BLK_ACC_TAGS] = {
     [TPPI_Blk_Busy] = "Busy",
@@ -835,6 +844,9 @@ static bool fault_pending(void)
 {
     unsigned i;
 
+    if (!__atomic_load_n(&slots_queued, __ATOMIC_ACQUIRE)) {
+        return false;
+    }
     for (i = 0; i < TEMPEST_MAX_CPUS; i++) {
         if (__atomic_load_n(&slots[i].state, __ATOMIC_RELAXED) ==
             FS_QUEUED) {
@@ -905,6 +917,7 @@ static bool fault_hook(const struct rt_fault *f)
     s->kind = f->kind;
     s->is_write = f->is_write;
     s->seq = __atomic_fetch_add(&fault_seq, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&slots_queued, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&s->state, FS_QUEUED, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&tppi_stats.faults, 1, __ATOMIC_RELAXED);
     tppi_run_protocol_thread();
@@ -937,6 +950,9 @@ static void slot_resume(unsigned cpu)
         if (__atomic_compare_exchange_n(&s->state, &st, FS_RESUMED, false,
                                         __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
+            if (st == FS_QUEUED) {
+                __atomic_fetch_sub(&slots_queued, 1, __ATOMIC_RELEASE);
+            }
             __atomic_fetch_add(&tppi_stats.resumes, 1, __ATOMIC_RELAXED);
             rt_cpu_wake(cpu);
             return;
@@ -1020,6 +1036,9 @@ static bool fault_step(void)
     unsigned cpu, best = TEMPEST_MAX_CPUS;
     uint32_t st;
 
+    if (!__atomic_load_n(&slots_queued, __ATOMIC_ACQUIRE)) {
+        return false;
+    }
     for (cpu = 0; cpu < TEMPEST_MAX_CPUS; cpu++) {
         if (__atomic_load_n(&slots[cpu].state, __ATOMIC_ACQUIRE) ==
                 FS_QUEUED &&
@@ -1035,6 +1054,7 @@ static bool fault_step(void)
     if (__atomic_compare_exchange_n(&slots[best].state, &st, FS_RUNNING,
                                     false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
+        __atomic_fetch_sub(&slots_queued, 1, __ATOMIC_RELEASE);
         dispatch(best);
     }
     return true;
