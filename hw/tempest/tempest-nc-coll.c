@@ -848,6 +848,12 @@ static void bcast_flow_reset(TempestNCState *s);
 /* A node is gone: the tree is broken; a pending collective fails. */
 static void coll_peer_down(TempestNCState *s, unsigned peer)
 {
+    /*
+     * A round the shared area already holds ends with its own outcome
+     * first: the nodes that saw it (a mismatch) may be the ones now gone,
+     * and this node must report what they reported, not their exit.
+     */
+    tempest_nc_coll_shm_check(s);
     coll_rounds_free(s);
     s->coll_shm_pending = false;
     if (s->coll_status == TEMPEST_COLL_ST_PENDING) {
