@@ -216,7 +216,8 @@ bool tppi_on_protocol_thread(void)
     if (cpu != pt_cpu || !started) {
         return false;
     }
-    return dedicated || rt_in_irq() || pt_inline;
+    /* pt_inline first: the common case on a one-vCPU node, no call. */
+    return dedicated || pt_inline || rt_in_irq();
 }
 
 /*
@@ -537,7 +538,9 @@ static void wake_sq_waiters(void)
 static void run_handler(TPPI_NodeId src, uintptr_t pc, const uint8_t *data,
                         uint32_t size, struct nc_pkt *slot)
 {
-    if (!rt_text_contains((const void *)pc) || (pc & 3)) {
+    static uintptr_t text_seen = 1;
+
+    if (!tppi_text_ok(pc, &text_seen) || (pc & 3)) {
         tppi_report(&tppi_stats.bad_handlers, "the %u-byte message from "
                     "node %u names handler 0x%lx, outside the program's "
                     "code: dropped", (unsigned)size, src, (unsigned long)pc);

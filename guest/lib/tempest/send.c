@@ -406,6 +406,7 @@ static int post_with_blocks(TPPI_NodeId dest, uintptr_t handler,
 int tempest_send_items(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
                    const tempest_item *segs, unsigned nsegs)
 {
+    static uintptr_t text_seen = 1;
     uintptr_t handler = (uintptr_t)pc;
     unsigned i;
     int total;
@@ -415,7 +416,7 @@ int tempest_send_items(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
                     "%u-node cluster: not sent", dest, TPPI_num_nodes);
         return -1;
     }
-    if (!rt_text_contains(pc) || (handler & 3)) {
+    if (!tppi_text_ok(handler, &text_seen) || (handler & 3)) {
         tppi_report(&tppi_stats.bad_sends, "send to node %u names handler "
                     "0x%lx, outside the program's code: not sent", dest,
                     (unsigned long)handler);

@@ -97,6 +97,26 @@ void tppi_on_work(unsigned cls, const struct tppi_work *w);
 
 /* True if the caller is running on the protocol thread. */
 bool tppi_on_protocol_thread(void);
+
+/*
+ * rt_text_contains(@pc) for a handler's address, with *@seen the last
+ * address it found inside (the program's text does not move, so that one
+ * needs no second look; 1 at first, never an aligned address).  Every
+ * message sent and received checks its handler: a call into the runtime
+ * on each, whose return costs a lookup under TCG (docs/fabric.rst, "Warm
+ * and cold, thirteenth session").
+ */
+static inline bool tppi_text_ok(uintptr_t pc, uintptr_t *seen)
+{
+    if (pc == __atomic_load_n(seen, __ATOMIC_RELAXED)) {
+        return true;
+    }
+    if (!rt_text_contains((const void *)pc)) {
+        return false;
+    }
+    __atomic_store_n(seen, pc, __ATOMIC_RELAXED);
+    return true;
+}
 /*
  * The protocol thread waits about @us for room (a send ring, the transfer
  * engine) without running another handler inside the one that waits.
