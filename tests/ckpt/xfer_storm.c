@@ -106,13 +106,20 @@ int main(int argc, char **argv)
     for (int r = 0; r < rounds; r++) {
         int expect_in = 0;
 
+        memset(answered, 0, (size_t)reqs);
+        replies = 0;
+        /*
+         * The next node has checked the block of the round before: only
+         * then is src_buf ours again (am_store_async has no end function
+         * here).  Filling it before this wait overwrote the end of the
+         * last round's block while a transfer restored from a checkpoint
+         * still went on in frames: the next node found this round's
+         * words at the end of the last round's block.
+         */
+        gam_wait_for(&checked_by_next, r);
         for (size_t i = 0; i < bytes / 8; i++) {
             src_buf[i] = word_of(self, r, i);
         }
-        memset(answered, 0, (size_t)reqs);
-        replies = 0;
-        /* The next node has checked the block of the round before. */
-        gam_wait_for(&checked_by_next, r);
         gam_check(am_store_async((self + 1) % nodes, src_buf, dst_buf,
                                  (int)bytes, stored_h, (void *)(intptr_t)r,
                                  NULL, NULL) == 0,
