@@ -756,6 +756,30 @@ static void expect_event(QTestState *s, unsigned *cq, uint32_t port,
 }
 
 /*
+ * One turn of an OUTPUT_INPUT ping-pong between the nodes n[0] and n[1]:
+ * node @from outputs @len bytes of pattern @seed and names @next for its
+ * input; the other node's input event comes with the bytes in its port's
+ * buffer (BUF_A), and @from's port is INPUTTING, started by the device
+ * with no OUTPUT event.
+ */
+static void output_input_turn(QTestState *n[2], unsigned cq[2],
+                              const uint32_t p[2], int from, size_t len,
+                              uint8_t seed, uint64_t next)
+{
+    int to = !from;
+    uint64_t c;
+
+    fill(n[from], SRC, len, seed);
+    g_assert_cmpuint(output_input(n[from], p[from], SRC, len, next, 256),
+                     ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(result(n[from]), ==, 0);
+    expect_event(n[to], &cq[to], p[to], TEMPEST_CHAN_EV_INPUT, len, &c);
+    g_assert_cmphex(c, ==, BUF_A);
+    check(n[to], BUF_A, len, seed);
+    wait_state(n[from], p[from], TEMPEST_CHAN_ST_INPUTTING);
+}
+
+/*
  * Spec: tempest-hw.h, OUTPUT_INPUT (1.16): refused as OUTPUT is (a
  * pre-send out) and for an input buffer outside RAM, nothing changed;
  * between two nodes the output, then the INPUT started by the device
@@ -790,25 +814,9 @@ static void test_output_input(void)
     /* Node 1 inputs; node 0's turn: 64 bytes out, then its input. */
     g_assert_cmpuint(chan(n[1], TEMPEST_CHAN_OP_INPUT, p[1], BUF_B, 256),
                      ==, TEMPEST_CMD_SUCCESS);
-    fill(n[0], SRC, 64, 7);
-    g_assert_cmpuint(output_input(n[0], p[0], SRC, 64, BUF_C, 256), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(result(n[0]), ==, 0);
-    expect_event(n[1], &cq[1], p[1], TEMPEST_CHAN_EV_INPUT, 64, &c);
-    g_assert_cmphex(c, ==, BUF_A);
-    check(n[1], BUF_A, 64, 7);
-    /* Node 0 inputs now, started by the device: INPUTTING, no event. */
-    wait_state(n[0], p[0], TEMPEST_CHAN_ST_INPUTTING);
-
+    output_input_turn(n, cq, p, 0, 64, 7, BUF_C);
     /* Node 1's turn: 32 bytes back, then its own input. */
-    fill(n[1], SRC, 32, 9);
-    g_assert_cmpuint(output_input(n[1], p[1], SRC, 32, BUF_A, 256), ==,
-                     TEMPEST_CMD_SUCCESS);
-    g_assert_cmpuint(result(n[1]), ==, 0);
-    expect_event(n[0], &cq[0], p[0], TEMPEST_CHAN_EV_INPUT, 32, &c);
-    g_assert_cmphex(c, ==, BUF_A);
-    check(n[0], BUF_A, 32, 9);
-    wait_state(n[1], p[1], TEMPEST_CHAN_ST_INPUTTING);
+    output_input_turn(n, cq, p, 1, 32, 9, BUF_A);
     g_assert_cmphex(port_state(n[0], p[0]) & 0xff, ==, TEMPEST_CHAN_ST_IDLE);
 
     /* A pre-send out: refused. */
