@@ -209,8 +209,9 @@ static void tempest_nc_cmd_block(TempestNCState *s, uint64_t addr)
         result = b->result;
     }
     stl_le_p(out, status);
-    stl_le_p(out + TEMPEST_CMDB_REASON - TEMPEST_CMDB_STATUS, reason);
-    stq_le_p(out + TEMPEST_CMDB_RESULT - TEMPEST_CMDB_STATUS, result);
+    /* Offsets within out: a pointer past out's end is undefined. */
+    stl_le_p(out + (TEMPEST_CMDB_REASON - TEMPEST_CMDB_STATUS), reason);
+    stq_le_p(out + (TEMPEST_CMDB_RESULT - TEMPEST_CMDB_STATUS), result);
     trace_tempest_nc_cmd_block(s->node_id, addr, nargs, status);
     if (!tempest_nc_dma_write(s, addr + TEMPEST_CMDB_STATUS, out,
                               sizeof(out))) {
