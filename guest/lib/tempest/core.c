@@ -136,11 +136,20 @@ static bool no_work(void)
     return false;
 }
 
+/* A class's busy word when it names none: always worth a look. */
+static const uint32_t always_busy = 1;
+
 /* The protocol thread's other work, by class (tppi_on_work). */
 static struct tppi_work work[TPPI_WORK_CLASSES] = {
-    [TPPI_WORK_FAULTS] = { no_work, no_work },
-    [TPPI_WORK_TIMERS] = { no_work, no_work },
+    [TPPI_WORK_FAULTS] = { no_work, no_work, &always_busy },
+    [TPPI_WORK_TIMERS] = { no_work, no_work, &always_busy },
 };
+
+/* Class @cls may have work: its busy word, read without a call. */
+static inline bool work_busy(unsigned cls)
+{
+    return __atomic_load_n(work[cls].busy, __ATOMIC_ACQUIRE) != 0;
+}
 
 /* ---- registration ---------------------------------------------------- */
 
@@ -163,6 +172,7 @@ void tppi_on_work(unsigned cls, const struct tppi_work *w)
     if (cls < TPPI_WORK_CLASSES) {
         work[cls].pending = w && w->pending ? w->pending : no_work;
         work[cls].step = w && w->step ? w->step : no_work;
+        work[cls].busy = w && w->busy ? w->busy : &always_busy;
     }
 }
 
@@ -774,7 +784,7 @@ static void spin_begin(struct spin *sp)
  * accesses (sends, tag changes) and the main loop wait for; each POLL
  * write takes it too, once.
  */
-static bool spin_turn(struct spin *sp)
+static inline __attribute__((always_inline)) bool spin_turn(struct spin *sp)
 {
     uint64_t now;
 
@@ -817,10 +827,12 @@ static inline bool irq_pending(void)
 }
 
 /* True if pt_step() has something to do. */
-static bool pt_pending(void)
+static inline __attribute__((always_inline)) bool pt_pending(void)
 {
-    return work[TPPI_WORK_FAULTS].pending() || nc_cq_peek() ||
-           work[TPPI_WORK_TIMERS].pending() || backlog.count || nc_rq_peek();
+    return (work_busy(TPPI_WORK_FAULTS) && work[TPPI_WORK_FAULTS].pending()) ||
+           nc_cq_peek() ||
+           (work_busy(TPPI_WORK_TIMERS) && work[TPPI_WORK_TIMERS].pending()) ||
+           backlog.count || nc_rq_peek();
 }
 
 /* Runs at most one event's handler; returns false if there was nothing. */
@@ -831,7 +843,7 @@ static bool pt_step(void)
     struct nc_pkt copy;
 
     /* Block access and page faults first (spec section 2). */
-    if (work[TPPI_WORK_FAULTS].step()) {
+    if (work_busy(TPPI_WORK_FAULTS) && work[TPPI_WORK_FAULTS].step()) {
         pkt_last = false;
         return true;
     }
@@ -841,7 +853,7 @@ static bool pt_step(void)
         handle_event(e);
         return true;
     }
-    if (work[TPPI_WORK_TIMERS].step()) {
+    if (work_busy(TPPI_WORK_TIMERS) && work[TPPI_WORK_TIMERS].step()) {
         pkt_last = false;
         return true;
     }

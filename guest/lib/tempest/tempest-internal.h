@@ -90,6 +90,14 @@ enum {
 struct tppi_work {
     bool (*pending)(void);
     bool (*step)(void);
+    /*
+     * A word that is 0 whenever pending() would say false (NULL: none):
+     * the core reads it inline before it calls either function, on every
+     * turn of a spin, where a call through a pointer and its return cost
+     * a block lookup each under TCG (docs/fabric.rst, "Page-table walks
+     * and exits, fourteenth session").
+     */
+    const uint32_t *busy;
 };
 
 /* tppi_on_work: sets class @cls's work.  From a TPPI_REGISTER constructor. */

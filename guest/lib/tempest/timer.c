@@ -39,7 +39,7 @@ static uint32_t heap_len, heap_cap;
 static uint64_t next_order;
 static uint64_t armed[MAX_ARMED];   /* deadlines of device timers armed */
 static unsigned narmed;
-static bool due;
+static uint32_t due;
 static uint32_t tlock;
 
 static uint64_t tlock_take(void)
@@ -222,14 +222,14 @@ static void timer_event(const struct nc_event *ev)
             break;
         }
     }
-    due = true;
+    due = 1;
     tlock_drop(flags);
 }
 
 /* True while a timer event has not been fully dealt with. */
 static bool timer_pending(void)
 {
-    return __atomic_load_n(&due, __ATOMIC_RELAXED);
+    return __atomic_load_n(&due, __ATOMIC_RELAXED) != 0;
 }
 
 /*
@@ -250,7 +250,7 @@ static bool timer_run_one(void)
         __atomic_fetch_add(&tppi_stats.timers_run, 1, __ATOMIC_RELAXED);
         return true;
     }
-    due = false;
+    due = 0;
     if (heap_len) {
         t = heap[0];
         arm_it = need_arm(t.deadline);
@@ -271,7 +271,7 @@ static bool timer_step(void)
 TPPI_REGISTER
 static void timer_register(void)
 {
-    static const struct tppi_work w = { timer_pending, timer_step };
+    static const struct tppi_work w = { timer_pending, timer_step, &due };
 
     tppi_on_event(TEMPEST_EV_TIMER, timer_event);
     tppi_on_work(TPPI_WORK_TIMERS, &w);

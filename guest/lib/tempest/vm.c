@@ -1063,7 +1063,8 @@ static bool fault_step(void)
 TPPI_REGISTER
 static void vm_register(void)
 {
-    static const struct tppi_work w = { fault_pending, fault_step };
+    static const struct tppi_work w = { fault_pending, fault_step,
+                                        &slots_queued };
 
     tppi_on_work(TPPI_WORK_FAULTS, &w);
     rt_fault_register(fault_hook);
