@@ -54,8 +54,10 @@
 #define NC_IRQ_BITS         (TEMPEST_NC_IRQ_RQ | TEMPEST_NC_IRQ_CQ | \
                              TEMPEST_NC_IRQ_SQ)
 #define PT_CPU_DEDICATED    1
-#define WAKE_EVERY          64      /* handlers between wake-ups of waiters */
-#define WAKE_IDLE_NS        10000   /* see wake_after_work */
+#define WAKE_EVERY          64      /* handlers between looks at waiters */
+#define WAKE_IDLE_NS        10000   /* shortest deferral: wake_after_work */
+#define WAKE_LATE_MAX_NS    1000000 /* longest deferral */
+#define WAKE_LATE_SHARE     4       /* a wait of T may end T / 4 late */
 #define CLOCK_EVERY         16      /* spin turns between clock reads */
 
 TPPI_NodeId TPPI_self_address;
@@ -114,6 +116,8 @@ static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
 /* Of those, the ones the last wake-up found still waiting. */
 static uint32_t waiters_futile;
+/* When each CPU's wait in tempest_wait() began (rt_time_ns()). */
+static uint64_t wait_since[TEMPEST_MAX_CPUS];
 uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
 static tempest_peer_down_fn peer_down_fn;
 /* Another library on the same rings (tempest/client.h), or NULL. */
@@ -494,14 +498,37 @@ static void wake_waiters(void)
  * accesses under QEMU's global lock; a wait across a stream of messages
  * (a ping-pong of handlers while main() waits for the last) was woken
  * after every message for nothing.  So once a wake-up found every
- * waiter still waiting, the next one comes WAKE_IDLE_NS after the first
- * work since (checked while the thread is idle, wake_idle_check; the
- * handlers' WAKE_EVERY and the end of the spin wake them anyway, and
- * work that never pauses delays it by no more than that); a waiter
- * whose wait ended
- * clears its mark, so the first wake-up of each wait comes at once (a
- * request's reply).
+ * waiter still waiting, the next one is deferred (wake_due), from the
+ * first work since, by a share of how long the youngest wait has lasted
+ * (wake_gap: a quarter, between WAKE_IDLE_NS and WAKE_LATE_MAX_NS): a
+ * wait that ends in the middle of a stream ends late by at most a
+ * quarter of what it waited, and a long wait across a stream is woken
+ * rarely (a fixed 10 us and every 64 handlers woke the main() of an
+ * --smp 2 stream 10,000 times a second: docs/fabric.rst, "Page-table
+ * walks and exits").  The deferral is checked while the thread is idle
+ * (wake_idle_check) and every WAKE_EVERY handlers when it never is
+ * (wake_busy_check); the end of the spin wakes them anyway.  A waiter
+ * whose wait ended clears its mark, so the first wake-up of each wait
+ * comes at once (a request's reply).
  */
+static uint64_t wake_gap(uint64_t now)
+{
+    uint32_t w = __atomic_load_n(&waiters, __ATOMIC_RELAXED);
+    uint64_t youngest = 0, gap;
+    unsigned cpu;
+
+    for (cpu = 0; w; cpu++, w >>= 1) {
+        if (w & 1) {
+            uint64_t t = __atomic_load_n(&wait_since[cpu], __ATOMIC_RELAXED);
+
+            youngest = t > youngest ? t : youngest;
+        }
+    }
+    gap = youngest && now > youngest ? (now - youngest) / WAKE_LATE_SHARE : 0;
+    return gap < WAKE_IDLE_NS ? WAKE_IDLE_NS :
+           gap > WAKE_LATE_MAX_NS ? WAKE_LATE_MAX_NS : gap;
+}
+
 static void wake_after_work(void)
 {
     uint32_t w = __atomic_load_n(&waiters, __ATOMIC_RELAXED);
@@ -514,8 +541,36 @@ static void wake_after_work(void)
         return;
     }
     if (!wake_due) {
-        /* From the first work it waits for: late by at most that. */
-        wake_due = rt_time_ns() + WAKE_IDLE_NS;
+        /* From the first work it waits for: late by at most the gap. */
+        uint64_t now = rt_time_ns();
+
+        wake_due = now + wake_gap(now);
+    }
+}
+
+/*
+ * WAKE_EVERY handlers since the last look, with no idle turn to check
+ * the deferral in: a waiter not yet woken for nothing now, the others
+ * when the deferral is due (from the first of these handlers).
+ */
+static void wake_busy_check(void)
+{
+    uint32_t w = __atomic_load_n(&waiters, __ATOMIC_RELAXED);
+    uint64_t now;
+
+    handlers_since_wake = 0;
+    if (!w) {
+        return;
+    }
+    if (w & ~__atomic_load_n(&waiters_futile, __ATOMIC_RELAXED)) {
+        wake_waiters();
+        return;
+    }
+    now = rt_time_ns();
+    if (!wake_due) {
+        wake_due = now + wake_gap(now);
+    } else if (now >= wake_due) {
+        wake_waiters();
     }
 }
 
@@ -580,7 +635,7 @@ static void run_handler(TPPI_NodeId src, uintptr_t pc, const uint8_t *data,
     }
     tppi_stats.msgs_handled++;
     if (++handlers_since_wake >= WAKE_EVERY) {
-        wake_waiters();
+        wake_busy_check();
     }
     wake_sq_waiters();
 }
@@ -1143,6 +1198,9 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
             return 1;
         }
         flags = rt_irq_save();
+        if (!woken) {
+            __atomic_store_n(&wait_since[cpu], rt_time_ns(), __ATOMIC_RELAXED);
+        }
         __atomic_fetch_or(&waiters, 1U << cpu, __ATOMIC_SEQ_CST);
         met = cond(arg);
         now = deadline ? rt_time_ns() : 0;
