@@ -550,28 +550,18 @@ static void wake_after_work(void)
 
 /*
  * WAKE_EVERY handlers since the last look, with no idle turn to check
- * the deferral in: a waiter not yet woken for nothing now, the others
- * when the deferral is due (from the first of these handlers).
+ * the deferral in: the waiters if it is due, else as after work (a
+ * waiter not yet woken for nothing at once, the deferral begun).
  */
 static void wake_busy_check(void)
 {
-    uint32_t w = __atomic_load_n(&waiters, __ATOMIC_RELAXED);
-    uint64_t now;
-
     handlers_since_wake = 0;
-    if (!w) {
-        return;
-    }
-    if (w & ~__atomic_load_n(&waiters_futile, __ATOMIC_RELAXED)) {
+    if (wake_due && __atomic_load_n(&waiters, __ATOMIC_RELAXED) &&
+        rt_time_ns() >= wake_due) {
         wake_waiters();
         return;
     }
-    now = rt_time_ns();
-    if (!wake_due) {
-        wake_due = now + wake_gap(now);
-    } else if (now >= wake_due) {
-        wake_waiters();
-    }
+    wake_after_work();
 }
 
 /* A spin turn of the idle protocol thread: a deferred wake-up now due? */
