@@ -12,13 +12,17 @@
  *     ROUNDS times, while the other nodes wait in a barrier;
  * and prints one line:
  *   strata_bench: nodes=N rounds=R barrier_ns=N combine_ns=N bcast_ns=N
- *   am_rtt_ns=N
+ *   am_rtt_ns=N barrier_slept=N barrier_woken=N
+ * (the last two: how many of node 0's barriers ended with its vCPU asleep
+ * on the shared area's DONE word, and by its waiter thread: COLL_SLEPT
+ * and COLL_WOKEN, node controller 1.17);
  * Usage: strata_bench [ROUNDS [SPIN_US]]   (default 500; SPIN_US: see
  * StrataSetSpin())
  */
 #include <stdlib.h>
 
 #include "strata.h"
+#include "tempest/nc.h"
 
 static volatile int pongs;      /* volatile: set by handlers */
 static volatile int stop;       /* volatile: set by handlers */
@@ -48,6 +52,7 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 500;
     int last, i, sum = 0;
+    uint32_t slept, woken;
     DoubleWord t, barrier_ns, combine_ns, bcast_ns = 0, am_ns = 0;
 
     StrataInit();
@@ -60,11 +65,15 @@ int main(int argc, char **argv)
     last = PartitionSize - 1;
 
     Barrier();
+    slept = nc_reg(TEMPEST_NC_COLL_SLEPT);
+    woken = nc_reg(TEMPEST_NC_COLL_WOKEN);
     t = CurrentCycle64();
     for (i = 0; i < rounds; i++) {
         Barrier();
     }
     barrier_ns = per_round_ns(t, rounds);
+    slept = nc_reg(TEMPEST_NC_COLL_SLEPT) - slept;
+    woken = nc_reg(TEMPEST_NC_COLL_WOKEN) - woken;
 
     Barrier();
     t = CurrentCycle64();
@@ -111,10 +120,11 @@ int main(int argc, char **argv)
 
     if (Self == 0) {
         printf("strata_bench: nodes=%d rounds=%d barrier_ns=%llu "
-               "combine_ns=%llu bcast_ns=%llu am_rtt_ns=%llu\n",
+               "combine_ns=%llu bcast_ns=%llu am_rtt_ns=%llu "
+               "barrier_slept=%u barrier_woken=%u\n",
                PartitionSize, rounds, (unsigned long long)barrier_ns,
                (unsigned long long)combine_ns, (unsigned long long)bcast_ns,
-               (unsigned long long)am_ns);
+               (unsigned long long)am_ns, (unsigned)slept, (unsigned)woken);
     }
     (void)sum;
     StrataExit(0);

@@ -11,6 +11,8 @@
  * round is a control line (arrivals, the completed collective, its
  * error, sleepers), then one slot per node (its contribution, tagged
  * with the collective's number + 1), then one result line per node.
+ * After the rounds, one line per node: how the last to arrive wakes it
+ * (version 2).
  * Every node of the cluster can write all of it: whatever is read from
  * it is checked before use, and nothing depends on it being right but
  * the collective's outcome (a wrong one is a MISMATCH error).
@@ -21,7 +23,7 @@
 #include "standard-headers/tempest/tempest-hw.h"
 
 #define COLL_AREA_MAGIC     0x41534354U     /* "TCSA" */
-#define COLL_AREA_VERSION   1
+#define COLL_AREA_VERSION   2
 #define COLL_AREA_ROUNDS    4
 #define COLL_AREA_HDR       64
 
@@ -54,6 +56,18 @@ enum {
 
 #define COLL_AREA_OUT       (8 * TEMPEST_COLL_MAX_LANES)
 
+/*
+ * A node's line (version 2): WATCH is set while one of its vCPUs sleeps
+ * on the pending round's DONE itself (the last to arrive wakes it with
+ * DONE's futex); otherwise the last to arrive adds one to WAKE, the
+ * futex the node's waiter thread sleeps on.
+ */
+enum {
+    COLL_AREA_N_WAKE = 0,           /* u32: futex of the node's waiter */
+    COLL_AREA_N_WATCH = 4,          /* u32: a vCPU sleeps on DONE */
+    COLL_AREA_NODE = 64,
+};
+
 static inline size_t coll_area_round_bytes(unsigned nodes)
 {
     return COLL_AREA_R_CTL + (size_t)nodes * (COLL_AREA_SLOT + COLL_AREA_OUT);
@@ -62,7 +76,8 @@ static inline size_t coll_area_round_bytes(unsigned nodes)
 /* The area's size for a cluster of nodes, whole pages of 64 KiB. */
 static inline size_t coll_area_bytes(unsigned nodes)
 {
-    size_t n = COLL_AREA_HDR + COLL_AREA_ROUNDS * coll_area_round_bytes(nodes);
+    size_t n = COLL_AREA_HDR + COLL_AREA_ROUNDS * coll_area_round_bytes(nodes) +
+               (size_t)nodes * COLL_AREA_NODE;
 
     return (n + 0xffff) & ~(size_t)0xffff;
 }
@@ -84,6 +99,12 @@ static inline size_t coll_area_out(unsigned nodes, unsigned round,
 {
     return coll_area_round(nodes, round) + COLL_AREA_R_CTL +
            (size_t)nodes * COLL_AREA_SLOT + (size_t)node * COLL_AREA_OUT;
+}
+
+static inline size_t coll_area_node(unsigned nodes, unsigned node)
+{
+    return COLL_AREA_HDR + COLL_AREA_ROUNDS * coll_area_round_bytes(nodes) +
+           (size_t)node * COLL_AREA_NODE;
 }
 
 #endif /* HW_TEMPEST_COLL_AREA_H */

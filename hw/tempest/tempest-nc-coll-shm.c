@@ -12,10 +12,12 @@
  * size is the last: it combines every slot (coll-math.h), writes the
  * results, publishes the round's DONE word and wakes, with one futex
  * call, the nodes sleeping on it; all of this from its vCPU's COLL_START,
- * with no frame and no main loop.  Each node has a waiter thread that
- * sleeps on DONE (with a time limit) while its collective is pending and
- * completes it under the BQL; a POLL write or a COLL_STATUS read looks
- * too.
+ * with no frame and no main loop.  A node's vCPU that halts while its
+ * collective is pending sleeps on DONE itself (target-patches/0013,
+ * CPUIdleSleep), saying so in the node's line (WATCH); the last to arrive
+ * wakes those with one futex call on DONE and, for every other node, its
+ * waiter thread (the node's WAKE futex), which completes the collective
+ * under the BQL.  A POLL write or a COLL_STATUS read looks too.
  *
  * Every node of the cluster can write the area: what is read from it is
  * checked (tags, headers, lanes, segments, the counter, the error) and
@@ -49,7 +51,7 @@ typedef struct TempestCollWaiter {
     TempestNCState *s;      /* NULL once stopped: the thread frees us */
     bool sleeping;          /* in the futex, outside the BQL */
     bool idle;              /* in the condition: not combining here */
-    uint32_t *word;         /* ... on this DONE word */
+    uint32_t *word;         /* ... on this WAKE word */
 } TempestCollWaiter;
 
 static uint8_t *shm_area(TempestNCState *s)
@@ -166,11 +168,27 @@ static void shm_combine(TempestNCState *s, uint8_t *a, unsigned round)
         }
     }
     shm_st32(a, ctl + COLL_AREA_R_ERROR, error);
-    /* Results, then DONE; then whether anyone sleeps on it (Dekker). */
+    /*
+     * Results, then DONE; then who sleeps on it (Dekker: a sleeper says
+     * so, then reads DONE).  The vCPUs that sleep on DONE wake with one
+     * call; every other node's waiter thread on its own WAKE word.
+     */
     __atomic_store_n(done, tag, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(shm_word(a, ctl + COLL_AREA_R_SLEEPERS),
                         __ATOMIC_SEQ_CST)) {
         shm_futex(done, FUTEX_WAKE, INT_MAX, NULL);
+    }
+    for (unsigned i = 0; i < nodes; i++) {
+        size_t line = coll_area_node(nodes, i);
+
+        if (i != s->node_id &&
+            !__atomic_load_n(shm_word(a, line + COLL_AREA_N_WATCH),
+                             __ATOMIC_SEQ_CST)) {
+            __atomic_fetch_add(shm_word(a, line + COLL_AREA_N_WAKE), 1,
+                               __ATOMIC_SEQ_CST);
+            shm_futex(shm_word(a, line + COLL_AREA_N_WAKE), FUTEX_WAKE, 1,
+                      NULL);
+        }
     }
     trace_tempest_nc_coll_shm(s->node_id, s->coll_seq_done, round, error);
 }
@@ -238,6 +256,7 @@ void tempest_nc_coll_shm_arrive(TempestNCState *s)
 
     s->coll_shm_pending = true;
     s->coll_shm_count++;
+    s->coll_cpu = current_cpu;
     if (!a) {
         /* The fabric is going: as when a peer is lost. */
         s->coll_shm_pending = false;
@@ -277,12 +296,20 @@ void tempest_nc_coll_shm_arrive(TempestNCState *s)
 /* The waiter                                                          */
 /* ------------------------------------------------------------------ */
 
+/* tempest_nc_coll_shm_check(); true if it completed the collective. */
+static bool shm_check_ended(TempestNCState *s)
+{
+    bool was = s->coll_shm_pending;
+
+    tempest_nc_coll_shm_check(s);
+    return was && !s->coll_shm_pending;
+}
+
 /*
- * Sleeps on the DONE word of the round of the pending collective, or of
- * the next one (counted in its SLEEPERS, so the last to arrive knows to
- * wake it): already there when the node arrives, it needs no wake-up but
- * the one that completes the collective, which it does under the BQL.
- * Holds the BQL except in the futex.
+ * Sleeps on the node's WAKE word, which the last to arrive moves when no
+ * vCPU of ours sleeps on DONE itself (WATCH), and completes the
+ * collective under the BQL; already there when the node arrives, it
+ * needs no wake-up but that one.  Holds the BQL except in the futex.
  */
 static void *coll_waiter_run(void *opaque)
 {
@@ -294,8 +321,7 @@ static void *coll_waiter_run(void *opaque)
     while (w->s) {
         TempestNCState *s = w->s;
         uint8_t *a = s->coll_shm ? shm_area(s) : NULL;
-        uint32_t *sleepers, want, v;
-        size_t ctl;
+        uint32_t v;
 
         if (!a) {
             w->idle = true;
@@ -303,34 +329,114 @@ static void *coll_waiter_run(void *opaque)
             w->idle = false;
             continue;
         }
-        tempest_nc_coll_shm_check(s);
-        ctl = coll_area_round(s->num_nodes, shm_round(s));
-        want = s->coll_seq_done + 1;
-        w->word = shm_word(a, ctl + COLL_AREA_R_DONE);
-        sleepers = shm_word(a, ctl + COLL_AREA_R_SLEEPERS);
-        __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+        /* The word first: a move after this read ends the sleep. */
+        w->word = shm_word(a, coll_area_node(s->num_nodes, s->node_id) +
+                              COLL_AREA_N_WAKE);
         v = __atomic_load_n(w->word, __ATOMIC_SEQ_CST);
-        if (v != want) {
-            const struct timespec *ts = s->coll_shm_pending ? &pending_ts :
-                                                              &idle_ts;
-
-            w->sleeping = true;
-            bql_unlock();
-            shm_futex(w->word, FUTEX_WAIT, v, ts);
-            bql_lock();
-            w->sleeping = false;
+        if (shm_check_ended(s)) {
+            s->coll_shm_woken++;
         }
-        if (!w->s) {
-            break;          /* stopped: the area may be gone */
+        w->sleeping = true;
+        bql_unlock();
+        shm_futex(w->word, FUTEX_WAIT, v,
+                  s->coll_shm_pending ? &pending_ts : &idle_ts);
+        bql_lock();
+        w->sleeping = false;
+        if (w->s) {
+            if (__atomic_load_n(w->word, __ATOMIC_RELAXED) != v) {
+                trace_tempest_nc_coll_shm_waiter(w->s->node_id,
+                                                 w->s->coll_seq_done);
+            }
+            if (shm_check_ended(w->s)) {
+                w->s->coll_shm_woken++;
+            }
         }
-        __atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
-        tempest_nc_coll_shm_check(w->s);
     }
     qemu_cond_destroy(&w->cond);
     g_free(w);
     bql_unlock();
     return NULL;
 }
+
+/*
+ * A halted vCPU's sleep (CPUIdleSleep, target-patches/0013): the vCPU
+ * that started the pending collective sleeps on its DONE word, counted
+ * in the round's SLEEPERS and said in the node's WATCH, so that the last
+ * to arrive wakes this thread and no other.  Under the BQL.
+ */
+static uint32_t *watch_word(TempestNCState *s, uint8_t *a)
+{
+    return shm_word(a, coll_area_node(s->num_nodes, s->node_id) +
+                       COLL_AREA_N_WATCH);
+}
+
+static uint32_t *sleepers_word(TempestNCState *s, uint8_t *a, unsigned round)
+{
+    return shm_word(a, coll_area_round(s->num_nodes, round) +
+                       COLL_AREA_R_SLEEPERS);
+}
+
+static void coll_watch_end(TempestNCState *s)
+{
+    uint8_t *a = s->coll_watch_area;
+
+    s->coll_watcher = NULL;
+    s->coll_watch_area = NULL;
+    if (a && a == shm_area(s)) {
+        __atomic_store_n(watch_word(s, a), 0, __ATOMIC_SEQ_CST);
+        __atomic_fetch_sub(sleepers_word(s, a, s->coll_watch_round), 1,
+                           __ATOMIC_SEQ_CST);
+    }
+}
+
+static int coll_idle_prepare(CPUState *cpu, void *opaque, uint32_t **word,
+                             uint32_t *val)
+{
+    TempestNCState *s = opaque;
+    uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
+    unsigned round;
+    uint32_t *done, v;
+
+    if (!a || s->coll_watcher || cpu != s->coll_cpu) {
+        return CPU_IDLE_SLEEP_NO;
+    }
+    round = shm_round(s);
+    done = shm_word(a, coll_area_round(s->num_nodes, round) +
+                       COLL_AREA_R_DONE);
+    s->coll_watcher = cpu;
+    s->coll_watch_area = a;
+    s->coll_watch_round = round;
+    __atomic_store_n(watch_word(s, a), 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(sleepers_word(s, a, round), 1, __ATOMIC_SEQ_CST);
+    v = __atomic_load_n(done, __ATOMIC_SEQ_CST);
+    if (v == s->coll_seq_done + 1) {
+        coll_watch_end(s);
+        tempest_nc_coll_shm_check(s);
+        return CPU_IDLE_SLEEP_AGAIN;
+    }
+    trace_tempest_nc_coll_shm_watch(s->node_id, s->coll_seq_done, round);
+    *word = done;
+    *val = v;
+    return CPU_IDLE_SLEEP_WAIT;
+}
+
+/* Awake: no longer watching, then DONE read again (Dekker, as above). */
+static void coll_idle_woken(CPUState *cpu, void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    if (s->coll_watcher == cpu) {
+        coll_watch_end(s);
+        if (shm_check_ended(s)) {
+            s->coll_shm_slept++;
+        }
+    }
+}
+
+static const CPUIdleSleep coll_idle_sleep = {
+    .prepare = coll_idle_prepare,
+    .woken = coll_idle_woken,
+};
 
 bool tempest_nc_coll_shm_able(TempestNCState *s)
 {
@@ -346,6 +452,21 @@ bool tempest_nc_coll_shm_able(TempestNCState *s)
         qemu_thread_create(&w->thread, "tempest-coll", coll_waiter_run, w,
                            QEMU_THREAD_DETACHED);
         s->coll_waiter = w;
+        /*
+         * Only where the launcher says the guest should not spin (more
+         * vCPUs than host cores, SPIN_US 0): a vCPU that spins is woken
+         * slower than the waiter thread (docs/strata.rst, "A vCPU that
+         * sleeps on DONE").
+         */
+        if (cpu_idle_sleep_supported() && qemu_tcg_mttcg_enabled() &&
+            s->spin_us == 0) {
+            CPUState *cpu;
+
+            CPU_FOREACH(cpu) {
+                cpu->idle_sleep_opaque = s;
+                cpu->idle_sleep = &coll_idle_sleep;
+            }
+        }
     }
     return true;
 }
@@ -357,12 +478,22 @@ bool tempest_nc_coll_shm_able(TempestNCState *s)
 void tempest_nc_coll_shm_stop(TempestNCState *s)
 {
     TempestCollWaiter *w = s->coll_waiter;
+    CPUState *cpu;
 
     if (!w) {
         return;
     }
     s->coll_waiter = NULL;
     w->s = NULL;
+    if (s->coll_watcher) {
+        coll_watch_end(s);
+    }
+    CPU_FOREACH(cpu) {
+        if (cpu->idle_sleep == &coll_idle_sleep) {
+            qemu_cpu_kick(cpu);         /* out of its sleep on DONE */
+            cpu->idle_sleep = NULL;
+        }
+    }
     if (w->sleeping) {
         shm_futex(w->word, FUTEX_WAKE, INT_MAX, NULL);
     }

@@ -904,6 +904,8 @@ static void coll_reset(TempestNCState *s)
     s->coll_shm = false;
     s->coll_shm_pending = false;
     s->coll_shm_count = 0;
+    s->coll_shm_slept = 0;
+    s->coll_shm_woken = 0;
     s->coll_restored = false;
     s->coll_result = 0;
     s->bcast_pending = false;

@@ -102,6 +102,8 @@ REG32(XFER_RECV_HI, TEMPEST_NC_XFER_RECV_HI)
 REG32(XFER_WAITING, TEMPEST_NC_XFER_WAITING)
 REG32(FOP_SHARED, TEMPEST_NC_FOP_SHARED)
 REG32(COLL_SHARED, TEMPEST_NC_COLL_SHARED)
+REG32(COLL_SLEPT, TEMPEST_NC_COLL_SLEPT)
+REG32(COLL_WOKEN, TEMPEST_NC_COLL_WOKEN)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -345,6 +347,12 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         return true;
     case A_COLL_SHARED:
         *value = s->coll_shm_count;
+        return true;
+    case A_COLL_SLEPT:
+        *value = s->coll_shm_slept;
+        return true;
+    case A_COLL_WOKEN:
+        *value = s->coll_shm_woken;
         return true;
     case A_COLL_SEQ:
         *value = s->coll_seq_done;
@@ -605,6 +613,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_AOR_GLOBAL:
     case A_BCAST_LOST:
     case A_COLL_SHARED:
+    case A_COLL_SLEPT:
+    case A_COLL_WOKEN:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:

@@ -904,6 +904,25 @@ CASES += (
                                     rf"^node {n - 1}: 0 collectives "
                                     r"combined in the shared area"]})
        for n in (1, 2, 5, 16)]
+    # Strata 4.1 and 4.3 on nodes that halt at once (StrataSetSpin(0), and
+    # the launcher's hint SPIN_US 0, as when the nodes outnumber the host's
+    # cores). On shared memory a halted vCPU sleeps on the round's DONE
+    # itself (target-patches/0013), and a node that computes through a barrier
+    # (it arrives first: the others wait for its message) gets IRQ_COLL
+    # from its waiter thread, which the last to arrive wakes through the
+    # node's WAKE word (docs/strata.rst, "A vCPU that sleeps on DONE"):
+    # COLL_SLEPT and COLL_WOKEN (1.17) count both on every node (on
+    # sockets and TCP, the tree: neither).
+    + [strata(f"strata-sleep-{n}", "strata_sleep", n,
+              launch=["--spin-us", "0"],
+              nodes_expect={"*": [r"^strata_sleep ok", (
+                  r"area, [1-9]\d* ended with a vCPU asleep on DONE, "
+                  r"[1-9]\d* by the waiter" if SHM and n > 2 else
+                  r"area, \d+ ended with a vCPU asleep on DONE, "
+                  r"\d+ by the waiter" if SHM else
+                  r" 0 collectives combined in the shared area, 0 ended "
+                  r"with a vCPU asleep on DONE, 0 by the waiter")]})
+       for n in (2, 5, 16)]
     # Strata 4.3.1: the manual's two 16-node segmented-scan examples.
     + [strata("strata-segscan-16", "strata_segscan", 16,
               nodes_expect={"*": [r"^strata_segscan ok"],

@@ -286,7 +286,17 @@ struct TempestNCState {
     uint32_t coll_shm_seg;  /* ... and our contribution to it */
     uint64_t coll_shm_vals[TEMPEST_COLL_MAX_LANES];
     uint32_t coll_shm_count;    /* COLL_SHARED: collectives combined there */
+    uint32_t coll_shm_slept;    /* COLL_SLEPT (1.17) */
+    uint32_t coll_shm_woken;    /* COLL_WOKEN (1.17) */
     struct TempestCollWaiter *coll_waiter;
+    /*
+     * The vCPU that started the pending collective (it may sleep on its
+     * DONE itself, target-patches/0013), and the one that does.
+     */
+    CPUState *coll_cpu;
+    CPUState *coll_watcher;
+    uint8_t *coll_watch_area;   /* ... in this area */
+    uint32_t coll_watch_round;
     /* Set by tempest-nc-coll.c: the pending one completed there. */
     void (*coll_shm_done)(TempestNCState *s, uint32_t error,
                           const uint64_t *out, unsigned nout);

@@ -274,13 +274,23 @@
 #define TEMPEST_COPY_STATUS         20  /* u32, written by the device */
 #define TEMPEST_COPY_SIZE           24
 
+/*
+ * (1.17) How this node's collectives combined in the shared area ended
+ * (docs/strata.rst, "A vCPU that sleeps on DONE"): COLL_SLEPT counts those
+ * a halted vCPU waited for on the area's DONE word itself, COLL_WOKEN
+ * those whose waiter thread the last to arrive woke through the node's
+ * WAKE word.  Read-only.
+ */
+#define TEMPEST_NC_COLL_SLEPT       0x1F0
+#define TEMPEST_NC_COLL_WOKEN       0x1F4
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    16
+#define TEMPEST_NC_VERSION_MINOR    17
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
