@@ -73,13 +73,17 @@ static inline size_t coll_area_round_bytes(unsigned nodes)
     return COLL_AREA_R_CTL + (size_t)nodes * (COLL_AREA_SLOT + COLL_AREA_OUT);
 }
 
+/* A node's line, after the rounds (node = nodes: the end of the lines). */
+static inline size_t coll_area_node(unsigned nodes, unsigned node)
+{
+    return COLL_AREA_HDR + COLL_AREA_ROUNDS * coll_area_round_bytes(nodes) +
+           (size_t)node * COLL_AREA_NODE;
+}
+
 /* The area's size for a cluster of nodes, whole pages of 64 KiB. */
 static inline size_t coll_area_bytes(unsigned nodes)
 {
-    size_t n = COLL_AREA_HDR + COLL_AREA_ROUNDS * coll_area_round_bytes(nodes) +
-               (size_t)nodes * COLL_AREA_NODE;
-
-    return (n + 0xffff) & ~(size_t)0xffff;
+    return (coll_area_node(nodes, nodes) + 0xffff) & ~(size_t)0xffff;
 }
 
 static inline size_t coll_area_round(unsigned nodes, unsigned round)
@@ -99,12 +103,6 @@ static inline size_t coll_area_out(unsigned nodes, unsigned round,
 {
     return coll_area_round(nodes, round) + COLL_AREA_R_CTL +
            (size_t)nodes * COLL_AREA_SLOT + (size_t)node * COLL_AREA_OUT;
-}
-
-static inline size_t coll_area_node(unsigned nodes, unsigned node)
-{
-    return COLL_AREA_HDR + COLL_AREA_ROUNDS * coll_area_round_bytes(nodes) +
-           (size_t)node * COLL_AREA_NODE;
 }
 
 #endif /* HW_TEMPEST_COLL_AREA_H */

@@ -180,14 +180,13 @@ static void shm_combine(TempestNCState *s, uint8_t *a, unsigned round)
     }
     for (unsigned i = 0; i < nodes; i++) {
         size_t line = coll_area_node(nodes, i);
+        uint32_t *wake = shm_word(a, line + COLL_AREA_N_WAKE);
 
         if (i != s->node_id &&
             !__atomic_load_n(shm_word(a, line + COLL_AREA_N_WATCH),
                              __ATOMIC_SEQ_CST)) {
-            __atomic_fetch_add(shm_word(a, line + COLL_AREA_N_WAKE), 1,
-                               __ATOMIC_SEQ_CST);
-            shm_futex(shm_word(a, line + COLL_AREA_N_WAKE), FUTEX_WAKE, 1,
-                      NULL);
+            __atomic_fetch_add(wake, 1, __ATOMIC_SEQ_CST);
+            shm_futex(wake, FUTEX_WAKE, 1, NULL);
         }
     }
     trace_tempest_nc_coll_shm(s->node_id, s->coll_seq_done, round, error);
