@@ -12,7 +12,8 @@
  * error, sleepers), then one slot per node (its contribution, tagged
  * with the collective's number + 1), then one result line per node.
  * After the rounds, one line per node: how the last to arrive wakes it
- * (version 2).
+ * (version 2), and the lock and place of its RQ, which peers on this host
+ * write straight into (version 3, rq-lock.h).
  * Every node of the cluster can write all of it: whatever is read from
  * it is checked before use, and nothing depends on it being right but
  * the collective's outcome (a wrong one is a MISMATCH error).
@@ -23,7 +24,7 @@
 #include "standard-headers/tempest/tempest-hw.h"
 
 #define COLL_AREA_MAGIC     0x41534354U     /* "TCSA" */
-#define COLL_AREA_VERSION   2
+#define COLL_AREA_VERSION   3
 #define COLL_AREA_ROUNDS    4
 #define COLL_AREA_HDR       64
 
@@ -65,6 +66,7 @@ enum {
 enum {
     COLL_AREA_N_WAKE = 0,           /* u32: futex of the node's waiter */
     COLL_AREA_N_WATCH = 4,          /* u32: a vCPU sleeps on DONE */
+    COLL_AREA_N_RQ = 8,             /* RqLine (rq-lock.h), 8-aligned */
     COLL_AREA_NODE = 64,
 };
 

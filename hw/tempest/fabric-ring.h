@@ -413,7 +413,8 @@ static inline void fabric_ring_credit_wait(FabricRing *r, unsigned net)
  * dialler's frames) and ring 1 (the acceptor's), each on a page boundary.
  */
 #define FABRIC_LINK_MAGIC       0x4d485354U     /* "TSHM" */
-#define FABRIC_LINK_VERSION     3       /* 2: poll hint, 3: credit_back */
+#define FABRIC_LINK_VERSION     4       /* 2: poll hint, 3: credit_back, */
+                                        /* 4: RQ records */
 #define FABRIC_LINK_HDR         4096
 #define FABRIC_LINK_RING        (256 * 1024)    /* data bytes per direction */
 
@@ -426,6 +427,7 @@ enum {
     FABRIC_LINK_H_ACCEPTOR = 20,    /* u32 */
     FABRIC_LINK_H_RING = 24,        /* u32: FABRIC_LINK_RING */
     FABRIC_LINK_H_RAM = 32,         /* [2] x (u64 base, u64 size) */
+    FABRIC_LINK_H_RQ = 64,          /* [2] x RqRecord (rq-lock.h), per side */
 };
 
 /* One ring's pages, and the whole link */

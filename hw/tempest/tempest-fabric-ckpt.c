@@ -81,6 +81,7 @@ static void ckpt_save(TempestFabric *obj, GByteArray *out)
     uint8_t w[4];
 
     fabric_shm_take_credit_all(f);
+    fabric_rq_absorb_all(f);
 
     fabric_st32(w, CKPT_MAGIC);
     g_byte_array_append(out, w, 4);
@@ -109,8 +110,12 @@ static char *ckpt_links(TempestFabric *obj)
     FabricSocket *f = SOCK(obj);
     GString *s = g_string_new("");
 
-    /* At a quiet cut, what peers gave back through memory is final. */
+    /*
+     * At a quiet cut, what peers gave back through memory is final, and
+     * so is what they wrote into our RQ straight.
+     */
     fabric_shm_take_credit_all(f);
+    fabric_rq_absorb_all(f);
 
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricPeer *p = &f->peers[i];

@@ -172,6 +172,47 @@ void tempest_fabric_send_commit(TempestFabric *f, unsigned peer,
     f->fc->send_commit(f, peer, net, len);
 }
 
+bool tempest_fabric_rq_open(TempestFabric *f, uint64_t base, uint32_t slots,
+                            uint32_t slot_size, uint32_t tail)
+{
+    return f && f->fc->rq_open && f->fc->rq_open(f, base, slots, slot_size, tail);
+}
+
+bool tempest_fabric_rq_close(TempestFabric *f, uint32_t *tail)
+{
+    return f && f->fc->rq_close && f->fc->rq_close(f, tail);
+}
+
+int tempest_fabric_rq_take(TempestFabric *f, uint32_t *tail)
+{
+    return f && f->fc->rq_take ? f->fc->rq_take(f, tail) : 0;
+}
+
+void tempest_fabric_rq_give(TempestFabric *f, uint32_t tail)
+{
+    if (f && f->fc->rq_give) {
+        f->fc->rq_give(f, tail);
+    }
+}
+
+bool tempest_fabric_rq_tail(TempestFabric *f, uint32_t *tail)
+{
+    return f && f->fc->rq_tail && f->fc->rq_tail(f, tail);
+}
+
+uint8_t *tempest_fabric_direct_begin(TempestFabric *f, unsigned peer,
+                                     unsigned net, size_t len, uint32_t *seq)
+{
+    return f && f->fc->direct_begin ? f->fc->direct_begin(f, peer, net, len, seq)
+                               : NULL;
+}
+
+void tempest_fabric_direct_end(TempestFabric *f, unsigned peer, unsigned net,
+                               uint32_t ctl)
+{
+    f->fc->direct_end(f, peer, net, ctl);
+}
+
 void tempest_fabric_return_credits(TempestFabric *f, unsigned peer,
                                    unsigned net, unsigned n)
 {

@@ -14,6 +14,7 @@
 #include "io/channel-socket.h"
 #include "hw/tempest/tempest-fabric.h"
 #include "fabric-proto.h"
+#include "rq-lock.h"
 
 #define FABRIC_RX_BUF       (1 * MiB)   /* grows for larger frames */
 #define FABRIC_READ_BUDGET  (256 * KiB)
@@ -80,6 +81,8 @@ struct FabricConn {
     int passed_fd[2];           /* descriptors the peer sent, or -1 */
     bool local;                 /* a Unix socket of a shm fabric: it may */
                                 /* become a shared-memory link */
+    uint32_t direct_seen[2];    /* its packets written straight into our */
+                                /* RQ, counted into seq_in (rq-lock.h) */
 };
 
 /* Bytes queued for the socket and not yet written. */
@@ -159,6 +162,18 @@ struct FabricSocket {
     char *local_path;           /* our own Unix socket there, or NULL */
     QIOChannelSocket *local_listener;
     uint8_t *local_fails;       /* per node: its Unix socket failed us */
+    /* The RQ peers write straight into (tempest-fabric-rq.c): */
+    bool rq_open;               /* open to peers (our line says where) */
+    bool rq_held;               /* we hold its lock */
+    uint64_t rq_base;           /* what we published (ours: trusted) */
+    uint32_t rq_slots, rq_slot_size;
+    uint64_t rq_stuck_word;     /* a lock word found held, and since when */
+    int64_t rq_stuck_ms;
+    uint64_t rq_broken;         /* peers' locks we broke (stuck or dead) */
+    /* A straight write of ours under way (direct_begin to direct_end): */
+    unsigned rq_w_peer;
+    uint32_t rq_w_tail;
+    uint32_t *rq_w_ctl;
     /* Checkpoint (tempest-fabric-ckpt.c): frames to and from peers */
     uint64_t ckpt_tx;
     uint64_t ckpt_rx;
@@ -242,6 +257,29 @@ void fabric_shm_dump(FabricConn *c, GString *out);
 bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
                       Error **errp);
 void fabric_shm_stop(FabricSocket *f);
+
+/* The peer's RqRecord in the link's header (ours: ours), or NULL. */
+RqRecord *fabric_shm_rq_record(FabricConn *c, bool ours);
+/* Nothing of ours waits for c's peer or lies unread in its ring. */
+bool fabric_shm_tx_idle(FabricConn *c);
+/* We wrote into the peer's RQ straight: its doorbell or its poll hint. */
+void fabric_shm_direct_published(FabricConn *c);
+
+/* tempest-fabric-rq.c: the RQ that peers on this host write straight into */
+void fabric_rq_class_init(ObjectClass *oc);
+/* c's peer's packets written straight in, counted into its seq_in. */
+void fabric_rq_absorb(FabricConn *c);
+void fabric_rq_absorb_all(FabricSocket *f);
+/* c's link closes: finish what its writer left under our RQ's lock. */
+void fabric_rq_link_gone(FabricConn *c);
+
+/* Peers may have written into our open RQ: the device looks at it. */
+static inline void fabric_rq_moved(FabricSocket *f)
+{
+    if (f->rq_open && f->ops->rq_moved) {
+        f->ops->rq_moved(f->opaque);
+    }
+}
 
 /* tempest-fabric-host.c: nodes of this host among TCP-addressed ones */
 /* Listen on this host's Unix socket too (no error: TCP only then). */

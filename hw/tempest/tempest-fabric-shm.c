@@ -560,6 +560,32 @@ void fabric_shm_batch(FabricSocket *f, bool on)
     }
 }
 
+void fabric_shm_direct_published(FabricConn *c)
+{
+    shm_published(c);
+}
+
+RqRecord *fabric_shm_rq_record(FabricConn *c, bool ours)
+{
+    FabricShm *sh = c->shm;
+    /* Side 0 is the dialler's, as for the RAM. */
+    unsigned side = (c->called >= 0) == ours ? 0 : 1;
+
+    if (!sh) {
+        return NULL;
+    }
+    return (RqRecord *)((uint8_t *)sh->map + FABRIC_LINK_H_RQ +
+                        side * sizeof(RqRecord));
+}
+
+bool fabric_shm_tx_idle(FabricConn *c)
+{
+    FabricShm *sh = c->shm;
+
+    return sh && sh->tx_on && sh->rx_on && !c->broken && !conn_pending(c) &&
+           !sh->reserved && fabric_ring_room(&sh->tx) == sh->tx.size;
+}
+
 /* Move queued frames into the ring while it has room. */
 static void shm_flush(FabricConn *c)
 {
@@ -623,6 +649,8 @@ bool fabric_shm_frame(FabricConn *c, const FabricHeader *hdr,
             fabric_ring_bell_heard(&sh->rx);
         }
         shm_flush(c);
+        /* It may have rung for a packet it wrote into our RQ itself. */
+        fabric_rq_moved(f);
         return !sh->rx_on || fabric_shm_drain(c, FABRIC_READ_BUDGET);
     }
 
@@ -1064,6 +1092,7 @@ void fabric_shm_poll(FabricSocket *f, bool polling)
     }
     /* After the flags: what came before a peer could see them is read. */
     shm_drain_all(f);
+    fabric_rq_moved(f);
 }
 
 /*

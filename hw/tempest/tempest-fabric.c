@@ -691,6 +691,7 @@ static void fabric_peer_up(FabricSocket *f, FabricConn *c, unsigned id)
 
 static void fabric_conn_free(FabricConn *c)
 {
+    fabric_rq_link_gone(c);
     fabric_shm_free(c);
     fabric_conn_unwatch(c);
     object_unref(OBJECT(c->sioc));
@@ -980,6 +981,9 @@ static void fabric_data(FabricConn *c, const FabricHeader *hdr,
     if (!p->allowed[hdr->net]) {
         fabric_drop(f, c->peer, "DATA beyond its credit");
         return;
+    }
+    if (c->shm) {
+        fabric_rq_absorb(c);    /* what it wrote into our RQ came first */
     }
     if (seq != p->seq_in[hdr->net]) {
         fabric_drop(f, c->peer, "DATA out of sequence");
@@ -2027,6 +2031,7 @@ static void sock_class_init(ObjectClass *oc, void *data)
     fc->batch = sock_batch;
     fc->dump = sock_dump;
     fabric_ckpt_class_init(oc);
+    fabric_rq_class_init(oc);
     object_class_property_add_str(oc, "addr", sock_get_addr, sock_set_addr);
     object_class_property_set_description(oc, "addr",
         "unix:DIR, tcp:HOST:PORT or tcp:H0:P0;H1:P1;...");

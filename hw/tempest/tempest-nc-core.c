@@ -340,6 +340,7 @@ void tempest_nc_register(TempestNCState *s, const TempestNCHooks *h)
     NC_TAKE_OP(xfer);
     NC_TAKE_OP(chan);
     NC_TAKE_OP(tx_drained);
+    NC_TAKE_OP(rq_moved);
 }
 
 /* ------------------------------------------------------------------ */

@@ -61,6 +61,8 @@ struct TempestNCHooks {
     void (*peer_down)(TempestNCState *s, unsigned peer);
     /* The RQ or CQ was full a moment ago: look again. */
     void (*retry)(TempestNCState *s);
+    /* Peers may have written into the RQ straight (the fabric's op). */
+    void (*rq_moved)(void *opaque);
 };
 
 /* Take h's commands and callbacks (at realize, before the fabric). */
@@ -168,6 +170,12 @@ extern const VMStateDescription vmstate_tempest_nc_poll_hint;
 extern const VMStateDescription vmstate_tempest_nc_slots;
 void tempest_nc_sq_doorbell(TempestNCState *s, uint32_t value);
 void tempest_nc_rq_doorbell(TempestNCState *s);
+/*
+ * The RQ that peers on this host write into straight: take the tail they
+ * reached (counted, IRQ_RQ raised); close it to them (a save, a reset).
+ */
+void tempest_nc_rq_sync(TempestNCState *s);
+void tempest_nc_rq_close(TempestNCState *s);
 void tempest_nc_poll(TempestNCState *s, bool polling);
 /* The POLL_HINT register's 8-byte write (docs/fabric.rst "The poll hint"). */
 void tempest_nc_poll_hint(TempestNCState *s, uint64_t addr);

@@ -34,6 +34,87 @@ static void in_packet_free(TempestInPacket *p)
 }
 
 /*
+ * Peers on this host may write packets into the RQ themselves
+ * (tempest_fabric_rq_open; docs/fabric.rst, "Straight into the
+ * receiver's RQ"): the RQ's tail is where they left it.  Each counts as
+ * received, and the guest hears of them as of any other.
+ */
+static void msg_rq_sync_to(TempestNCState *s, uint32_t tail)
+{
+    TempestRing *r = &s->ring[TEMPEST_RING_RQ];
+    uint32_t n = tail - r->idx;
+
+    if (!n) {
+        return;
+    }
+    trace_tempest_nc_rx_peers(s->node_id, n, tail);
+    r->idx = tail;
+    s->rx_packets += n;
+    s->rx_peers += n;
+    tempest_nc_raise(s, TEMPEST_NC_IRQ_RQ);
+}
+
+void tempest_nc_rq_sync(TempestNCState *s)
+{
+    uint32_t tail;
+
+    if (tempest_fabric_rq_tail(s->fabric, &tail)) {
+        msg_rq_sync_to(s, tail);
+    }
+}
+
+static void msg_fabric_rq_moved(void *opaque)
+{
+    tempest_nc_rq_sync(opaque);
+}
+
+/*
+ * Before writing into the RQ: hold it against peers' writes, if it is
+ * open to them (*locked), after their tail.  False while a peer writes
+ * into it (the packet waits; the retry timer looks again).
+ */
+static bool msg_rq_lock(TempestNCState *s, bool *locked)
+{
+    uint32_t tail;
+    int got = tempest_fabric_rq_take(s->fabric, &tail);
+
+    *locked = got > 0;
+    if (got > 0) {
+        msg_rq_sync_to(s, tail);
+    }
+    return got >= 0;
+}
+
+static void msg_rq_unlock(TempestNCState *s, bool locked)
+{
+    if (locked) {
+        tempest_fabric_rq_give(s->fabric, s->ring[TEMPEST_RING_RQ].idx);
+    }
+}
+
+/* Open the RQ to peers' writes, if it is set up (cheap when open). */
+static void msg_rq_open(TempestNCState *s)
+{
+    TempestRing *r = &s->ring[TEMPEST_RING_RQ];
+
+    if (r->slots && !s->rq_hold) {
+        tempest_fabric_rq_open(s->fabric, r->base, r->slots,
+                               tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ),
+                               r->idx);
+    }
+}
+
+/* Close it (peers write no more): the tail they reached is taken. */
+void tempest_nc_rq_close(TempestNCState *s)
+{
+    uint32_t tail;
+
+    if (tempest_fabric_rq_close(s->fabric, &tail)) {
+        msg_rq_sync_to(s, tail);
+    }
+}
+
+/*
  * Publish a packet of @len bytes into the free RQ slot at @addr: the
  * header's words the device owns (NODE, NET, SEQ, CTL) from @src, @net,
  * @seq and @len, the rest from @pkt, CTL last.  @pkt may be the peer's
@@ -104,8 +185,20 @@ static void msg_rq_deliver(TempestNCState *s)
 {
     TempestRing *r = &s->ring[TEMPEST_RING_RQ];
     uint32_t slot_size = tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ);
-    bool moved = false;
+    bool moved = false, locked;
 
+    if (QTAILQ_EMPTY(&s->inq[TEMPEST_NET_REPLY]) &&
+        QTAILQ_EMPTY(&s->inq[TEMPEST_NET_REQUEST])) {
+        tempest_nc_rq_sync(s);
+        return;
+    }
+    if (!r->slots) {
+        return;
+    }
+    if (!msg_rq_lock(s, &locked)) {
+        tempest_nc_arm_retry(s);
+        return;
+    }
     while (r->slots) {
         TempestInPacket *p = QTAILQ_FIRST(&s->inq[TEMPEST_NET_REPLY]);
         unsigned net = TEMPEST_NET_REPLY;
@@ -143,6 +236,7 @@ static void msg_rq_deliver(TempestNCState *s)
         in_packet_free(p);
         moved = true;
     }
+    msg_rq_unlock(s, locked);
     if (moved) {
         tempest_nc_raise(s, TEMPEST_NC_IRQ_RQ);
     }
@@ -156,6 +250,7 @@ static void msg_fabric_packet(void *opaque, unsigned peer, unsigned net,
     TempestInPacket *p;
     uint64_t addr;
     uint32_t ctl;
+    bool locked;
 
     /*
      * Nothing waits ahead of it (either network: the reply network goes
@@ -166,16 +261,19 @@ static void msg_fabric_packet(void *opaque, unsigned peer, unsigned net,
      */
     if (!s->rq_hold && QTAILQ_EMPTY(&s->inq[TEMPEST_NET_REPLY]) &&
         QTAILQ_EMPTY(&s->inq[TEMPEST_NET_REQUEST]) && r->slots &&
-        len <= tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ)) {
+        len <= tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ) &&
+        msg_rq_lock(s, &locked)) {
         addr = tempest_nc_ring_slot(r, TEMPEST_RING_RQ);
         if (tempest_nc_dma_read(s, addr, &ctl, 4) && !ctl) {
             trace_tempest_nc_rx_direct(s->node_id, peer, net, seq, len);
             if (msg_rq_put(s, addr, peer, net, seq, pkt, len)) {
+                msg_rq_unlock(s, locked);
                 tempest_nc_raise(s, TEMPEST_NC_IRQ_RQ);
                 return;
             }
             /* Not written (reported): it waits, as one that had to. */
         }
+        msg_rq_unlock(s, locked);
     }
     p = g_new(TempestInPacket, 1);
     p->src = peer;
@@ -191,6 +289,7 @@ static void msg_fabric_packet(void *opaque, unsigned peer, unsigned net,
 
 void tempest_nc_rq_doorbell(TempestNCState *s)
 {
+    msg_rq_open(s);
     msg_rq_deliver(s);
     tempest_nc_cq_deliver(s);
 }
@@ -318,8 +417,9 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
     s->sq_wait[ring] = -1;
     for (uint32_t n = 0; n < r->slots; n++) {
         uint64_t addr = tempest_nc_ring_slot(r, ring);
-        uint8_t *pkt = s->tx_pkt, *out;
-        uint32_t ctl, len, dest, code = 0;
+        uint8_t *pkt = s->tx_pkt, *out = NULL;
+        uint32_t ctl, len, dest, code = 0, seq = 0;
+        bool direct = false;
 
         if (!tempest_nc_dma_read(s, addr, pkt, TEMPEST_PKT_DATA)) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
@@ -345,12 +445,24 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
             break;
         }
         /*
-         * Built where it travels if the fabric can (a shared-memory ring:
-         * docs/fabric.rst, "Straight into the ring"), else in tx_pkt.
+         * Built where it travels if the fabric can: straight in the
+         * receiver's RQ slot (a peer on this host: docs/fabric.rst,
+         * "Straight into the receiver's RQ"), the header's words as its
+         * device would write them and CTL last; or in a shared-memory
+         * ring ("Straight into the ring"); else in tx_pkt.
          */
-        out = code ? NULL : tempest_fabric_send_begin(s->fabric, dest,
-                                                       TEMPEST_PKT_DATA + len);
-        if (out) {
+        if (!code) {
+            out = tempest_fabric_direct_begin(s->fabric, dest, ring,
+                                              TEMPEST_PKT_DATA + len, &seq);
+            direct = out != NULL;
+        }
+        if (direct) {
+            memcpy(out + 4, pkt + 4, TEMPEST_PKT_DATA - 4);
+            stw_le_p(out + TEMPEST_PKT_NODE, s->node_id);
+            out[TEMPEST_PKT_NET] = ring;
+            stl_le_p(out + TEMPEST_PKT_SEQ, seq);
+        } else if (!code && (out = tempest_fabric_send_begin(
+                                 s->fabric, dest, TEMPEST_PKT_DATA + len))) {
             memcpy(out, pkt, TEMPEST_PKT_DATA);
         } else {
             out = pkt;
@@ -364,8 +476,14 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         } else if (!code && len &&
                    !tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA,
                                         out + TEMPEST_PKT_DATA, len)) {
+            if (direct) {
+                tempest_fabric_direct_end(s->fabric, dest, ring, 0);
+            }
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
             return;     /* (built in place: not committed, never sent) */
+        }
+        if (code && direct) {
+            tempest_fabric_direct_end(s->fabric, dest, ring, 0);
         }
         if (code) {
             trace_tempest_nc_send_error(s->node_id, ring, r->idx, dest, code);
@@ -374,7 +492,11 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
             trace_tempest_nc_tx(s->node_id, ring, r->idx, dest, len);
             s->tx_packets++;
             sent++;
-            if (out != pkt) {
+            if (direct) {
+                s->tx_direct++;
+                tempest_fabric_direct_end(s->fabric, dest, ring,
+                                          TEMPEST_PKT_VALID | len);
+            } else if (out != pkt) {
                 tempest_fabric_send_commit(s->fabric, dest, ring,
                                            TEMPEST_PKT_DATA + len);
             } else {
@@ -461,6 +583,7 @@ static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
 void tempest_nc_poll(TempestNCState *s, bool polling)
 {
     trace_tempest_nc_poll(s->node_id, polling);
+    msg_rq_open(s);
     /* The credits the packets taken give back: one hint for them all. */
     tempest_fabric_batch(s->fabric, true);
     tempest_fabric_poll(s->fabric, polling);
@@ -497,6 +620,7 @@ void tempest_nc_poll_hint(TempestNCState *s, uint64_t addr)
 /* A send ring waiting for this peer's credit fails those slots now. */
 static void msg_peer_down(TempestNCState *s, unsigned peer)
 {
+    tempest_nc_rq_sync(s);      /* what it finished before it went */
     if (s->sq_wait[0] == (int)peer || s->sq_wait[1] == (int)peer) {
         qemu_bh_schedule(s->sq_bh);
     }
@@ -546,6 +670,9 @@ static uint32_t msg_cmd_ring_setup(TempestNCState *s, TempestCmdBank *b)
             return tempest_nc_cmd_fail(b, TEMPEST_CMD_E_OVERLAP);
         }
     }
+    if (ring == TEMPEST_RING_RQ) {
+        tempest_nc_rq_close(s);     /* peers stop writing into the old one */
+    }
     s->ring[ring].base = base;
     s->ring[ring].slots = slots;
     s->ring[ring].idx = 0;
@@ -553,6 +680,7 @@ static uint32_t msg_cmd_ring_setup(TempestNCState *s, TempestCmdBank *b)
     if (ring <= TEMPEST_RING_SQ1) {
         s->sq_wait[ring] = -1;
     } else if (ring == TEMPEST_RING_RQ) {
+        msg_rq_open(s);
         msg_rq_deliver(s);
     } else {
         tempest_nc_cq_deliver(s);
@@ -592,6 +720,7 @@ static const TempestNCHooks msg_hooks = {
     .credit = msg_fabric_credit,
     .peer_down = msg_peer_down,
     .retry = msg_rq_deliver,
+    .rq_moved = msg_fabric_rq_moved,
 };
 
 static void msg_drop_packets(TempestNCState *s)
@@ -619,6 +748,7 @@ static bool msg_realize(TempestNCState *s, Error **errp)
 
 static void msg_unrealize(TempestNCState *s)
 {
+    tempest_nc_rq_close(s);
     msg_drop_packets(s);
     g_clear_pointer(&s->sq_bh, qemu_bh_delete);
     g_clear_pointer(&s->tx_pkt, g_free);
@@ -631,9 +761,11 @@ static void msg_unrealize(TempestNCState *s)
  */
 static void msg_reset(TempestNCState *s)
 {
+    tempest_nc_rq_close(s);
     memset(s->ring, 0, sizeof(s->ring));
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
+    s->rx_peers = 0;
     if (s->poll_hint) {
         tempest_nc_poll_hint(s, 0);
     }

@@ -104,6 +104,8 @@ REG32(FOP_SHARED, TEMPEST_NC_FOP_SHARED)
 REG32(COLL_SHARED, TEMPEST_NC_COLL_SHARED)
 REG32(COLL_SLEPT, TEMPEST_NC_COLL_SLEPT)
 REG32(COLL_WOKEN, TEMPEST_NC_COLL_WOKEN)
+REG32(RX_DIRECT, TEMPEST_NC_RX_DIRECT)
+REG32(TX_DIRECT, TEMPEST_NC_TX_DIRECT)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -309,6 +311,7 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = s->ring[(offset - A_SQ0_HEAD) / 4].idx;
         return true;
     case A_RQ_TAIL:
+        tempest_nc_rq_sync(s);
         *value = s->ring[TEMPEST_RING_RQ].idx;
         return true;
     case A_CQ_TAIL:
@@ -318,6 +321,7 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = s->tx_packets;
         return true;
     case A_RX_PACKETS:
+        tempest_nc_rq_sync(s);
         *value = s->rx_packets;
         return true;
     case A_SEND_ERRORS:
@@ -353,6 +357,13 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         return true;
     case A_COLL_WOKEN:
         *value = s->coll_shm_woken;
+        return true;
+    case A_RX_DIRECT:
+        tempest_nc_rq_sync(s);
+        *value = s->rx_peers;
+        return true;
+    case A_TX_DIRECT:
+        *value = s->tx_direct;
         return true;
     case A_COLL_SEQ:
         *value = s->coll_seq_done;
@@ -615,6 +626,8 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_COLL_SHARED:
     case A_COLL_SLEPT:
     case A_COLL_WOKEN:
+    case A_RX_DIRECT:
+    case A_TX_DIRECT:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:
@@ -849,6 +862,17 @@ static void tempest_nc_unrealize(DeviceState *dev)
     tempest_nc_core_unrealize(s);
 }
 
+/*
+ * Peers write into the RQ no more, and what they wrote is counted before
+ * the RQ's tail is saved; it opens again at the guest's next POLL or
+ * doorbell.
+ */
+static int tempest_nc_pre_save(void *opaque)
+{
+    tempest_nc_rq_close(opaque);
+    return 0;
+}
+
 static int tempest_nc_pre_load(void *opaque)
 {
     TEMPEST_NC(opaque)->ckpt_loaded = false;
@@ -920,6 +944,7 @@ static const VMStateDescription vmstate_tempest_nc = {
     .name = TYPE_TEMPEST_NC,
     .version_id = 3,
     .minimum_version_id = 3,
+    .pre_save = tempest_nc_pre_save,
     .pre_load = tempest_nc_pre_load,
     .post_load = tempest_nc_post_load,
     .fields = (const VMStateField[]) {

@@ -67,6 +67,11 @@ typedef struct TempestFabricOps {
     void (*dropped)(void *opaque, int peer, const char *why);
     /* The BYEs tempest_fabric_bye() held back are queued now. */
     void (*bye_done)(void *opaque, uint32_t status);
+    /*
+     * Peers may have written into the RQ straight (tempest_fabric_rq_open):
+     * look at its tail (tempest_fabric_rq_tail).  Optional.
+     */
+    void (*rq_moved)(void *opaque);
 } TempestFabricOps;
 
 struct TempestFabric {
@@ -124,6 +129,16 @@ struct TempestFabricClass {
     void (*poll_hint)(TempestFabric *f, uint64_t addr);
     void (*batch)(TempestFabric *f, bool on);
     void *(*coll_area)(TempestFabric *f, size_t *len);
+    bool (*rq_open)(TempestFabric *f, uint64_t base, uint32_t slots,
+                    uint32_t slot_size, uint32_t tail);
+    bool (*rq_close)(TempestFabric *f, uint32_t *tail);
+    int (*rq_take)(TempestFabric *f, uint32_t *tail);
+    void (*rq_give)(TempestFabric *f, uint32_t tail);
+    bool (*rq_tail)(TempestFabric *f, uint32_t *tail);
+    uint8_t *(*direct_begin)(TempestFabric *f, unsigned peer, unsigned net,
+                             size_t len, uint32_t *seq);
+    void (*direct_end)(TempestFabric *f, unsigned peer, unsigned net,
+                       uint32_t ctl);
     /* Optional: whole-cluster checkpoint (docs/checkpoint.rst). */
     bool (*ckpt_quiet)(TempestFabric *f, uint64_t *tx, uint64_t *rx,
                        Error **errp);
@@ -280,6 +295,48 @@ bool tempest_fabric_ram_given(TempestFabric *f, unsigned peer);
  * the cluster writes it: whatever is read from it must be checked.
  */
 void *tempest_fabric_coll_area(TempestFabric *f, size_t *len);
+
+/*
+ * The RQ that peers on this host write straight into (hw/tempest/
+ * rq-lock.h, docs/fabric.rst "Straight into the receiver's RQ"), on a
+ * backend with shared-memory links and a combining area, when this
+ * node's RAM is shared; elsewhere these do nothing (open false, take 0).
+ *
+ * rq_open: the guest's RQ (base, slots, slot_size, all checked by the
+ * caller) with its tail at tail is open to peers from now on; false if
+ * it cannot be (not yet: the area comes with the link to node 0; a peer
+ * holds the lock a moment).  Cheap when open already.  rq_close: no peer
+ * writes into it from now on; true, with the tail it reached, if it was
+ * open (waits a few milliseconds at most for a peer in the middle of a
+ * write; one that holds on longer loses its link).
+ *
+ * Our own writes into an open RQ: rq_take returns 0 (not open: write as
+ * always), 1 (taken: *tail is where peers left the tail; write there,
+ * then rq_give with the new tail) or -1 (a peer is writing: try again a
+ * moment later).  rq_tail: the tail peers reached (false if not open),
+ * for rq_moved and the registers.
+ */
+bool tempest_fabric_rq_open(TempestFabric *f, uint64_t base, uint32_t slots,
+                            uint32_t slot_size, uint32_t tail);
+bool tempest_fabric_rq_close(TempestFabric *f, uint32_t *tail);
+int tempest_fabric_rq_take(TempestFabric *f, uint32_t *tail);
+void tempest_fabric_rq_give(TempestFabric *f, uint32_t tail);
+bool tempest_fabric_rq_tail(TempestFabric *f, uint32_t *tail);
+/*
+ * A DATA packet of len bytes to peer on net written straight into its RQ
+ * slot (may it go: tempest_fabric_can_send(), checked first): the slot's
+ * host address, NULL if it cannot go so (its RQ is not open, or busy, or
+ * full, or its slots too small; or frames to it are still on their way,
+ * which it must take first).  *seq: its sequence number.  The caller
+ * writes the whole slot but its first 4 bytes (CTL, the packet header's
+ * NODE, NET and SEQ as the receiver's device would), then calls
+ * direct_end with the CTL to give it (VALID | length), or 0 to give the
+ * slot back unwritten.  Nothing else may be sent in between.
+ */
+uint8_t *tempest_fabric_direct_begin(TempestFabric *f, unsigned peer,
+                                     unsigned net, size_t len, uint32_t *seq);
+void tempest_fabric_direct_end(TempestFabric *f, unsigned peer, unsigned net,
+                               uint32_t ctl);
 
 /*
  * Whole-cluster checkpoint (docs/checkpoint.rst).  tx and rx: the frames

@@ -288,6 +288,8 @@ struct TempestNCState {
     uint32_t coll_shm_count;    /* COLL_SHARED: collectives combined there */
     uint32_t coll_shm_slept;    /* COLL_SLEPT (1.17) */
     uint32_t coll_shm_woken;    /* COLL_WOKEN (1.17) */
+    uint32_t rx_peers;          /* RX_DIRECT (1.18) */
+    uint32_t tx_direct;         /* TX_DIRECT (1.18) */
     struct TempestCollWaiter *coll_waiter;
     /*
      * The vCPU that started the pending collective (it may sleep on its

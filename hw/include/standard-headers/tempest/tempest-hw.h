@@ -284,13 +284,23 @@
 #define TEMPEST_NC_COLL_SLEPT       0x1F0
 #define TEMPEST_NC_COLL_WOKEN       0x1F4
 
+/*
+ * (1.18) Packets that went straight from one node controller into the
+ * other's RQ slot, both on this host (docs/fabric.rst, "Straight into the
+ * receiver's RQ"): RX_DIRECT counts those peers wrote into this node's RQ
+ * (RX_PACKETS counts them too), TX_DIRECT those this node wrote into
+ * peers' (TX_PACKETS too).  Read-only.
+ */
+#define TEMPEST_NC_RX_DIRECT        0x1F8
+#define TEMPEST_NC_TX_DIRECT        0x1FC
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    17
+#define TEMPEST_NC_VERSION_MINOR    18
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
