@@ -115,6 +115,11 @@ unsigned am_failures(void)
 int am_finish(const char *name)
 {
     am_barrier();
+    /* (1.18) docs/fabric.rst, "Straight into the receiver's RQ" */
+    printf("node %u: %u packets from peers straight into its RQ, %u of its "
+           "own into theirs\n", (unsigned)TPPI_self_address,
+           (unsigned)nc_reg(TEMPEST_NC_RX_DIRECT),
+           (unsigned)nc_reg(TEMPEST_NC_TX_DIRECT));
     if (failures) {
         printf("%s FAILED: %u failures\n", name, failures);
         return 1;

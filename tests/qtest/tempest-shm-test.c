@@ -916,10 +916,12 @@ static QTestState *start_shared(const char *dir, unsigned id)
 
 /*
  * "The poll hint", the real path between two real nodes: node 0 names a
- * word and polls; node 1's packet goes into the ring and node 1 sets the
- * word in node 0's RAM (which it mapped), with no doorbell and nothing
- * in node 0's receive ring yet; node 0's next POLL clears the word and
- * takes the packet.  Without the hint, the same send leaves the word 0.
+ * word and polls; node 1's device writes its packet straight into node
+ * 0's RQ slot ("Straight into the receiver's RQ": node 0's RQ is open to
+ * it once node 0 polled) and sets the word in node 0's RAM (which it
+ * mapped), with no doorbell; node 0's next POLL clears the word and
+ * counts the packet (RX_DIRECT, RX_PACKETS, RQ_TAIL).  Without the hint,
+ * the same send leaves the word 0.
  */
 static void test_hint_poke(void)
 {
@@ -929,6 +931,7 @@ static void test_hint_poke(void)
     g_autofree char *p0 = g_strdup_printf("%s/node0.sock", dir);
     g_autofree char *p1 = g_strdup_printf("%s/node1.sock", dir);
     ShmPeer t = { .s = n0 };
+    uint32_t direct;
 
     for (int i = 0; i < 2; i++) {
         QTestState *s = i ? n1 : n0;
@@ -948,14 +951,27 @@ static void test_hint_poke(void)
     qtest_writeq(n0, NC(TEMPEST_NC_POLL_HINT), word);
     g_assert_cmphex(qtest_readq(n0, NC(TEMPEST_NC_POLL_HINT)), ==, word);
     qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
+    /* (The first packet may have gone straight in too, once the link was.) */
+    direct = qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT));
+    g_assert_cmpuint(direct, <=, 1);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RX_DIRECT)), ==, direct);
     node_send(n1, 1, 0, 0x801);
     g_assert_cmphex(tq_wait_mem32(n0, word, ~0, 1), ==, 1);
-    g_assert_cmphex(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SIZE), ==, 0);
+    /* In the slot already, the header's words as node 0 would write them */
+    expect_rq(&t, 1, 0x801);
+    g_assert_cmpuint(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SIZE +
+                                 TEMPEST_PKT_SEQ), ==, 1);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), ==,
+                     direct + 1);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 2);
     qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
     g_assert_cmphex(qtest_readl(n0, word), ==, 0);
-    expect_rq(&t, 1, 0x801);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RX_DIRECT)), ==,
+                     direct + 1);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RX_PACKETS)), ==, 2);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RQ_TAIL)), ==, 2);
 
-    /* Hint off: the packet waits in the ring, the word stays 0. */
+    /* Hint off: the word stays 0. */
     qtest_writeq(n0, NC(TEMPEST_NC_POLL_HINT), 0);
     qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
     node_send(n1, 2, 0, 0x802);
