@@ -251,7 +251,9 @@ static bool finish_dead(Shared *sh, pid_t pid)
     if (waitpid(pid, &st, WNOHANG) != pid) {
         return false;
     }
-    g_assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    /* (Killed from outside, it may have finished first.) */
+    g_assert_true((WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) ||
+                  (!die_step && WIFEXITED(st) && WEXITSTATUS(st) == 0));
     word = rq_load(&sh->line);
     if (rq_holder1(word) == 1) {
         t = rq_resolve(slot_ctl(sh, rq_tail(word)), &sh->rec[0],
@@ -270,9 +272,11 @@ static bool finish_dead(Shared *sh, pid_t pid)
  * in order (as the guest: wait for VALID at its head, read, free) and
  * writes packets of its own under the lock.  kill_at: after taking that
  * many packets, kill writer 0 (SIGKILL, wherever it is) and finish what
- * it held, as the device does when its link closes.  Every writer's
- * packets arrive whole, once each, in order; the killed one's are a
- * prefix.
+ * it held, as the device does when its link closes; die_step: writer 0
+ * kills itself there, and the receiver finishes what it held once it
+ * sees it dead.  Every writer's packets arrive whole, once each, in
+ * order; a dead one's are a prefix.  Returns how many of writer 0's
+ * arrived.
  */
 static uint32_t run_writers(uint32_t n, uint32_t kill_at)
 {
@@ -300,16 +304,18 @@ static uint32_t run_writers(uint32_t n, uint32_t kill_at)
         uint32_t *ctl = slot_ctl(sh, head);
         uint32_t c = __atomic_load_n(ctl, __ATOMIC_ACQUIRE), w, k;
         uint8_t *s = (uint8_t *)ctl;
-        bool all = own == own_n && next[WRITERS] == own_n &&
-                   (killed || next[0] == n);
+        bool writers = killed || next[0] == n;
 
         for (unsigned i = 1; i < WRITERS; i++) {
-            all = all && next[i] == n;
+            writers = writers && next[i] == n;
         }
-        if (all && !(c & RQ_VALID)) {
+        if (writers && own == own_n && next[WRITERS] == own_n &&
+            !(c & RQ_VALID)) {
             break;      /* (a killed writer sends no more) */
         }
-        if (own < own_n && (head & 7) == 0 && write_one(sh, RECEIVER, own)) {
+        /* Ours now and then, and all that are left once theirs are in */
+        if (own < own_n && ((head & 7) == 0 || writers) &&
+            write_one(sh, RECEIVER, own)) {
             own++;
         }
         if (!(c & RQ_VALID)) {
