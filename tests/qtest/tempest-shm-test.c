@@ -19,6 +19,8 @@
 #include "qemu/units.h"
 #include "tempest-qtest.h"
 #include "tempest-peer.h"
+#include "hw/tempest/coll-area.h"
+#include "hw/tempest/rq-lock.h"
 
 #define CLUSTER     0x5a3d0001ULL
 #define SQ0_BASE    RAM(0x100000)
@@ -1529,6 +1531,205 @@ static void test_in_place_tx(void)
     shm_stop_traced(&t);
 }
 
+/*
+ * "Straight into the receiver's RQ": a real node 0 (its RAM shared, its
+ * RQ open to peers from its RING_SETUP) and a fake node 1 whose link is
+ * in shared memory, with node 0's combining area mapped (the last
+ * descriptor of node 0's ACK): the fake node can hold node 0's RQ lock
+ * as a writer would.
+ */
+typedef struct RqPeer {
+    ShmPeer t;
+    uint8_t *area;
+    size_t area_len;
+    RqLine *line;           /* node 0's, in the area */
+    RqRecord *rec;          /* ours, in the link's header (we dialled) */
+} RqPeer;
+
+static void rq_peer_start(RqPeer *r)
+{
+    ShmPeer *t = &r->t;
+    uint8_t buf[FABRIC_HDR_SIZE + 64];
+    uint32_t flags = 0, len;
+    int passed = -1;
+
+    memset(r, 0, sizeof(*r));
+    t->m.fd = -1;
+    t->lfd = -1;
+    t->dir = g_dir_make_tmp("tempest-rq-XXXXXX", NULL);
+    t->s = start_shared(t->dir, 0);
+    setup_rings(t->s);
+    t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0,
+                            FABRIC_HELLO_SHM, &flags);
+    peer_set_timeout(t->fd, 20);
+    g_assert_cmpuint(tq_wait_reg(t->s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    peer_read_until(t->fd, FABRIC_MESH, buf, sizeof(buf));
+    peer_shm_make_good(&t->m, CLUSTER, 1, 0);
+    peer_shm_ctl(&t->m, 0)->credit_waiting = 0;
+    peer_shm_step(t->fd, FABRIC_SHM_OFFER, t->m.fd);
+    while (peer_recv_frame(t->fd, buf, sizeof(buf), &len, &passed) !=
+           FABRIC_SHM) {
+        /* (none expected) */
+    }
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, FABRIC_SHM_ACK);
+    g_assert_cmpint(passed, >=, 0);
+    r->area_len = coll_area_bytes(2);
+    r->area = mmap(NULL, r->area_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   passed, 0);
+    g_assert_true(r->area != MAP_FAILED);
+    close(passed);
+    g_assert_cmphex(fabric_ld32(r->area + COLL_AREA_H_MAGIC), ==,
+                    COLL_AREA_MAGIC);
+    peer_shm_step(t->fd, FABRIC_SHM_SWITCH, -1);
+    g_assert_cmpuint(peer_wait_shm_links(t->s, FAB, 1), ==, 1);
+    r->line = (RqLine *)(r->area + coll_area_node(2, 0) + COLL_AREA_N_RQ);
+    r->rec = (RqRecord *)(t->m.map + FABRIC_LINK_H_RQ);
+    /* Open since RING_SETUP, where the RQ is */
+    g_assert_cmphex(__atomic_load_n(&r->line->lock, __ATOMIC_SEQ_CST), ==,
+                    rq_word(0, 0));
+    g_assert_cmphex(r->line->base, ==, RQ_BASE);
+    g_assert_cmpuint(r->line->slots, ==, 16);
+    g_assert_cmpuint(r->line->slot_size, ==, TEMPEST_PKT_SIZE);
+}
+
+/* Node 0's lock word once it is want (or after TQ_WAIT_US). */
+static uint64_t rq_wait_lock(RqPeer *r, uint64_t want)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    uint64_t w;
+
+    while ((w = __atomic_load_n(&r->line->lock, __ATOMIC_SEQ_CST)) != want &&
+           g_get_monotonic_time() < end) {
+        g_usleep(500);
+    }
+    return w;
+}
+
+static void rq_peer_stop(RqPeer *r)
+{
+    munmap(r->area, r->area_len);
+    shm_stop(&r->t);
+}
+
+/* Our packet 'tag' written into node 0's RQ slot 0, CTL as it is. */
+static void rq_peer_body(RqPeer *r, uint64_t tag)
+{
+    uint8_t pkt[TEMPEST_PKT_SIZE] = { 0 };
+
+    stw_le_p(pkt + TEMPEST_PKT_NODE, 1);
+    stl_le_p(pkt + TEMPEST_PKT_SEQ, 0);
+    stq_le_p(pkt + TEMPEST_PKT_WORD1, tag);
+    qtest_memwrite(r->t.s, RQ_BASE + 4, pkt + 4, TEMPEST_PKT_SIZE - 4);
+}
+
+/*
+ * A writer that dies holding node 0's RQ lock (its link closes), at each
+ * step of a write into slot 0: node 0 finishes the slot from it and our
+ * record (rq_resolve), lets the lock go at the tail that leaves (RQ_TAIL,
+ * RX_DIRECT), and its own next packet goes to the slot after.  No state
+ * leaves a slot the guest would wait at.
+ */
+static void test_rq_writer_dies(void)
+{
+    const uint32_t v = TEMPEST_PKT_VALID | 8;
+    static const struct {
+        const char *when;
+        bool claimed, written, recorded, valid;
+        uint32_t tail;          /* where node 0 goes on */
+    } cases[] = {
+        { "after taking the lock", false, false, false, false, 0 },
+        { "after claiming slot 0", true, false, false, false, 0 },
+        { "after writing the body", true, true, false, false, 0 },
+        { "after recording it complete", true, true, true, false, 1 },
+        { "after making it VALID", true, true, true, true, 1 },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        RqPeer r;
+        QTestState *s;
+
+        g_test_message("a writer dead %s", cases[i].when);
+        rq_peer_start(&r);
+        s = r.t.s;
+        __atomic_store_n(&r.line->lock, rq_word(2, 0), __ATOMIC_SEQ_CST);
+        if (cases[i].claimed) {
+            qtest_writel(s, RQ_BASE, RQ_BUSY);
+        }
+        if (cases[i].written) {
+            rq_peer_body(&r, 0x900 + i);
+        }
+        if (cases[i].recorded) {
+            r.rec->direct[0] = 1;
+            r.rec->ctl = v;
+            __atomic_store_n(&r.rec->slot, 1, __ATOMIC_SEQ_CST);
+        }
+        if (cases[i].valid) {
+            qtest_writel(s, RQ_BASE, v);
+        }
+        close(r.t.fd);      /* dead: its link closes */
+        r.t.fd = -1;
+        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_PEERS_DOWN, ~0, 1), ==, 1);
+        g_assert_cmphex(rq_wait_lock(&r, rq_word(0, cases[i].tail)), ==,
+                        rq_word(0, cases[i].tail));
+        g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RQ_TAIL)), ==,
+                         cases[i].tail);
+        g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RX_DIRECT)), ==,
+                         cases[i].tail);
+        if (cases[i].tail) {
+            g_assert_cmphex(qtest_readl(s, RQ_BASE), ==, v);
+            g_assert_cmphex(qtest_readq(s, RQ_BASE + TEMPEST_PKT_WORD1), ==,
+                            0x900 + i);
+        } else {
+            g_assert_cmphex(qtest_readl(s, RQ_BASE), ==, 0);
+        }
+        /* Its own packet (to itself) goes to the next slot, as always. */
+        node_send(s, 0, 0, 0xa00 + i);
+        g_assert_cmphex(tq_wait_mem32(s, RQ_BASE + cases[i].tail *
+                                      TEMPEST_PKT_SIZE, ~0, v), ==, v);
+        g_assert_cmphex(qtest_readq(s, RQ_BASE + cases[i].tail *
+                                    TEMPEST_PKT_SIZE + TEMPEST_PKT_WORD1),
+                        ==, 0xa00 + i);
+        g_assert_cmphex(__atomic_load_n(&r.line->lock, __ATOMIC_SEQ_CST), ==,
+                        rq_word(0, cases[i].tail + 1));
+        rq_peer_stop(&r);
+    }
+}
+
+/*
+ * A peer that holds node 0's RQ lock and never lets go, its link alive:
+ * node 0's own packet waits (it never waits for the lock itself), and
+ * after RQ_STUCK_MS (2 s) at the same tail node 0 drops that link (a bad
+ * peer: DROPPED, the peer down), finishes the slot and delivers.
+ */
+static void test_rq_lock_held(void)
+{
+    const uint32_t v = TEMPEST_PKT_VALID | 8;
+    RqPeer r;
+    QTestState *s;
+    uint8_t buf[FABRIC_HDR_SIZE + 64];
+    ssize_t n;
+
+    rq_peer_start(&r);
+    s = r.t.s;
+    __atomic_store_n(&r.line->lock, rq_word(2, 0), __ATOMIC_SEQ_CST);
+    qtest_writel(s, RQ_BASE, RQ_BUSY);
+    node_send(s, 0, 0, 0xb00);
+    g_assert_cmphex(tq_wait_mem32(s, RQ_BASE, ~0, v), ==, v);
+    g_assert_cmphex(qtest_readq(s, RQ_BASE + TEMPEST_PKT_WORD1), ==, 0xb00);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_PEERS_DOWN, ~0, 1), ==, 1);
+    g_assert_cmphex(__atomic_load_n(&r.line->lock, __ATOMIC_SEQ_CST), ==,
+                    rq_word(0, 1));
+    /* Our end of the link is closed. */
+    while ((n = read(r.t.fd, buf, sizeof(buf))) > 0) {
+        /* what it sent before */
+    }
+    g_assert_cmpint(n, ==, 0);
+    rq_peer_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1556,5 +1757,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/in-place-rx", test_in_place_rx);
     qtest_add_func("/tempest/peer-shm/in-place-order", test_in_place_order);
     qtest_add_func("/tempest/peer-shm/in-place-tx", test_in_place_tx);
+    qtest_add_func("/tempest/peer-shm/rq-writer-dies", test_rq_writer_dies);
+    qtest_add_func("/tempest/peer-shm/rq-lock-held", test_rq_lock_held);
     return g_test_run();
 }
