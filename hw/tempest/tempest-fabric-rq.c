@@ -303,8 +303,11 @@ static uint8_t *rq_direct_begin(TempestFabric *obj, unsigned peer,
     }
     p = &f->peers[peer];
     c = p->conn;
-    if (!c || !fabric_shm_tx_idle(c) ||
-        !(ram = fabric_shm_peer_ram(c, &rbase, &rsize))) {
+    if (!c || !fabric_shm_tx_idle(c)) {
+        return NULL;
+    }
+    ram = fabric_shm_peer_ram(c, &rbase, &rsize);
+    if (!ram) {
         return NULL;
     }
     /* Nothing of ours on this network still waits in its device. */

@@ -456,13 +456,16 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
                                               TEMPEST_PKT_DATA + len, &seq);
             direct = out != NULL;
         }
+        if (!code && !direct) {
+            out = tempest_fabric_send_begin(s->fabric, dest,
+                                            TEMPEST_PKT_DATA + len);
+        }
         if (direct) {
             memcpy(out + 4, pkt + 4, TEMPEST_PKT_DATA - 4);
             stw_le_p(out + TEMPEST_PKT_NODE, s->node_id);
             out[TEMPEST_PKT_NET] = ring;
             stl_le_p(out + TEMPEST_PKT_SEQ, seq);
-        } else if (!code && (out = tempest_fabric_send_begin(
-                                 s->fabric, dest, TEMPEST_PKT_DATA + len))) {
+        } else if (out) {
             memcpy(out, pkt, TEMPEST_PKT_DATA);
         } else {
             out = pkt;
