@@ -69,7 +69,7 @@ typedef struct FabricRingCtl {
     /* The consumer's cache line */
     uint64_t head;              /* bytes taken */
     uint32_t sleeping;          /* ring the doorbell for new bytes */
-    uint32_t pad3;
+    uint32_t parsing;           /* frames taken out are being handled */
     uint64_t hint;              /* the consumer's poll hint, or 0 */
     uint32_t credit_back[2];    /* DATA credit given back, per network */
     uint8_t pad2[32];
@@ -318,6 +318,27 @@ static inline void fabric_ring_commit(FabricRing *r, size_t len)
 {
     r->pos += len;
     __atomic_store_n(&r->ctl->tail, r->pos, __ATOMIC_RELEASE);
+}
+
+/*
+ * Consumer: frames read out of the ring (head moved on) are being handled
+ * (true) or are handled (false).  Set before the read, so a producer that
+ * sees the room given back sees it (the read's release orders it).
+ */
+static inline void fabric_ring_set_parsing(FabricRing *r, bool on)
+{
+    __atomic_store_n(&r->ctl->parsing, on, __ATOMIC_RELEASE);
+}
+
+/*
+ * Producer: everything published was taken and handled (the ring empty,
+ * nothing of it being handled): a packet sent around the ring now comes
+ * after all of it.
+ */
+static inline bool fabric_ring_idle(FabricRing *r)
+{
+    return fabric_ring_room(r) == r->size &&
+           !__atomic_load_n(&r->ctl->parsing, __ATOMIC_ACQUIRE);
 }
 
 /*

@@ -272,6 +272,8 @@ void fabric_rq_absorb(FabricConn *c);
 void fabric_rq_absorb_all(FabricSocket *f);
 /* c's link closes: finish what its writer left under our RQ's lock. */
 void fabric_rq_link_gone(FabricConn *c);
+/* Our RQ's lock and state, a line appended to out (sock_dump). */
+void fabric_rq_dump(FabricSocket *f, GString *out);
 
 /* Peers may have written into our open RQ: the device looks at it. */
 static inline void fabric_rq_moved(FabricSocket *f)

@@ -364,6 +364,20 @@ static void rq_direct_end(TempestFabric *obj, unsigned peer, unsigned net,
     f->rq_w_ctl = NULL;
 }
 
+void fabric_rq_dump(FabricSocket *f, GString *out)
+{
+    RqLine *l = rq_line(f, f->node);
+
+    if (!l) {
+        return;
+    }
+    g_string_append_printf(out, "  RQ to peers: open %d held %d lock "
+                           "0x%016" PRIx64 " slots %u, locks broken %"
+                           PRIu64 "\n", f->rq_open, f->rq_held, rq_load(l),
+                           __atomic_load_n(&l->slots, __ATOMIC_RELAXED),
+                           f->rq_broken);
+}
+
 void fabric_rq_class_init(ObjectClass *oc)
 {
     TempestFabricClass *fc = TEMPEST_FABRIC_CLASS(oc);

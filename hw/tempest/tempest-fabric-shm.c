@@ -583,7 +583,7 @@ bool fabric_shm_tx_idle(FabricConn *c)
     FabricShm *sh = c->shm;
 
     return sh && sh->tx_on && sh->rx_on && !c->broken && !conn_pending(c) &&
-           !sh->reserved && fabric_ring_room(&sh->tx) == sh->tx.size;
+           !sh->reserved && fabric_ring_idle(&sh->tx);
 }
 
 /* Move queued frames into the ring while it has room. */
@@ -958,6 +958,11 @@ bool fabric_shm_drain(FabricConn *c, size_t budget)
                 max = want - sh->rx_len;
             }
         }
+        /*
+         * Until they are handled: a peer's packet written straight into
+         * the RQ must not overtake them (tempest-fabric-rq.c).
+         */
+        fabric_ring_set_parsing(&sh->rx, true);
         n = fabric_ring_read(&sh->rx, sh->rxbuf + sh->rx_len, max,
                              &ring_back);
 
@@ -970,6 +975,7 @@ bool fabric_shm_drain(FabricConn *c, size_t budget)
             shm_bell(c);
         }
         if (!n) {
+            fabric_ring_set_parsing(&sh->rx, false);
             return true;
         }
         sh->rx_len += n;
@@ -980,6 +986,7 @@ bool fabric_shm_drain(FabricConn *c, size_t budget)
             return false;   /* c and sh are gone */
         }
         sh->draining = false;
+        fabric_ring_set_parsing(&sh->rx, false);
         sh = c->shm;
         if (!sh || !sh->rx_on || !c->reading) {
             return true;
@@ -1198,6 +1205,8 @@ bool fabric_shm_start(FabricSocket *f, const FabricLinkUp *up,
 
 void fabric_shm_stop(FabricSocket *f)
 {
+    /* Its lock goes with the area: a restart opens the RQ again. */
+    f->rq_open = f->rq_held = false;
     if (f->coll_map) {
         munmap(f->coll_map, f->coll_len);
         f->coll_map = NULL;

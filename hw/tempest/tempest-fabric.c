@@ -1974,6 +1974,7 @@ static void sock_dump(TempestFabric *obj, GString *out)
                            "up, polling %d, poll hint 0x%" PRIx64 "\n",
                            f->node, f->nodes, f->state, f->peers_up,
                            f->polling, f->poll_hint);
+    fabric_rq_dump(f, out);
     for (unsigned i = 0; f->peers && i < f->nodes; i++) {
         FabricPeer *p = &f->peers[i];
         FabricConn *c = p->conn;

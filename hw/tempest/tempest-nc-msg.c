@@ -114,6 +114,14 @@ void tempest_nc_rq_close(TempestNCState *s)
     }
 }
 
+/* The RQ header's words a device writes: the source, network, number. */
+static void msg_rq_head(uint8_t *h, unsigned src, unsigned net, uint32_t seq)
+{
+    stw_le_p(h + TEMPEST_PKT_NODE, src);
+    h[TEMPEST_PKT_NET] = net;
+    stl_le_p(h + TEMPEST_PKT_SEQ, seq);
+}
+
 /*
  * Publish a packet of @len bytes into the free RQ slot at @addr: the
  * header's words the device owns (NODE, NET, SEQ, CTL) from @src, @net,
@@ -132,9 +140,7 @@ static bool msg_rq_put(TempestNCState *s, uint64_t addr, unsigned src,
     bool ok;
 
     memcpy(h, pkt, sizeof(h));
-    stw_le_p(h + TEMPEST_PKT_NODE, src);
-    h[TEMPEST_PKT_NET] = net;
-    stl_le_p(h + TEMPEST_PKT_SEQ, seq);
+    msg_rq_head(h, src, net, seq);
     /* The slot mapped once (RAM: RING_SETUP checked it), both parts in. */
     slot = address_space_map(s->dma_as, addr, &plen, true,
                              MEMTXATTRS_UNSPECIFIED);
@@ -462,9 +468,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         }
         if (direct) {
             memcpy(out + 4, pkt + 4, TEMPEST_PKT_DATA - 4);
-            stw_le_p(out + TEMPEST_PKT_NODE, s->node_id);
-            out[TEMPEST_PKT_NET] = ring;
-            stl_le_p(out + TEMPEST_PKT_SEQ, seq);
+            msg_rq_head(out, s->node_id, ring, seq);
         } else if (out) {
             memcpy(out, pkt, TEMPEST_PKT_DATA);
         } else {
