@@ -230,6 +230,31 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
     return status;
 }
 
+uint32_t nc_cmd_once(uint32_t op, const uint64_t *args, unsigned nargs,
+                     uint64_t *result, uint32_t *reason)
+{
+    uint32_t status;
+
+    if (nc_cmd_block_present) {
+        status = cmd_block(op, args, nargs, 1, result, reason);
+        if (status != CMDB_UNSET) {
+            return status;
+        }
+    }
+    for (unsigned i = 0; i < nargs; i++) {
+        nc_reg_write64(TEMPEST_NC_CMD_ARG(i), args[i]);
+    }
+    nc_reg_write(TEMPEST_NC_CMD_OP, op);
+    status = nc_reg(TEMPEST_NC_CMD_COMMIT);
+    if (status == TEMPEST_CMD_SUCCESS && result) {
+        *result = nc_reg64(TEMPEST_NC_CMD_RESULT);
+    }
+    if (status == TEMPEST_CMD_FAIL && reason) {
+        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
+    }
+    return status;
+}
+
 uint32_t nc_timer_arm(uint64_t ticks, uint64_t a, uint64_t b)
 {
     uint64_t args[3] = { ticks, a, b };

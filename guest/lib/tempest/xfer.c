@@ -149,22 +149,19 @@ int tempest_fetch_op(TPPI_NodeId home, uint64_t *addr, unsigned op,
 
     /*
      * Not nc_cmd(): its retry writes the command again.  The first
-     * COMMIT sends the request; the next reads only wait for the reply,
-     * so the bank must stay ours (IRQs masked) until SUCCESS or FAIL.
-     * While the reply travels the CPU sleeps a few microseconds between
-     * reads (each read takes QEMU's global lock, which the node
+     * COMMIT sends the request (nc_cmd_once: with CMD_BLOCK, one access;
+     * on shared memory the home node's word is changed there and then,
+     * a host atomic, and that is all); the next reads only wait for the
+     * reply, so the bank must stay ours (IRQs masked) until SUCCESS or
+     * FAIL.  While the reply travels the CPU sleeps a few microseconds
+     * between reads (each read takes QEMU's global lock, which the node
      * controller needs to take the reply in), unless it is the protocol
      * thread's CPU: sleeping there would run its interrupt handler,
      * which may use this command bank.  Other CPUs get no interrupt
      * that uses it.
      */
     flags = rt_irq_save();
-    for (i = 0; i < 5; i++) {
-        nc_reg_write(TEMPEST_NC_CMD_ARG(i), (uint32_t)args[i]);
-        nc_reg_write(TEMPEST_NC_CMD_ARG(i) + 4, (uint32_t)(args[i] >> 32));
-    }
-    nc_reg_write(TEMPEST_NC_CMD_OP, TEMPEST_CMD_FOP);
-    status = nc_reg(TEMPEST_NC_CMD_COMMIT);
+    status = nc_cmd_once(TEMPEST_CMD_FOP, args, 5, old, &reason);
     while (status == TEMPEST_CMD_RETRY) {
         if (may_sleep && ++polls > FOP_SPINS) {
             rt_cpu_sleep(FOP_SLEEP_US);
@@ -174,13 +171,11 @@ int tempest_fetch_op(TPPI_NodeId home, uint64_t *addr, unsigned op,
             }
         }
         status = nc_reg(TEMPEST_NC_CMD_COMMIT);
-    }
-    if (status == TEMPEST_CMD_SUCCESS) {
-        if (old) {
+        if (status == TEMPEST_CMD_SUCCESS && old) {
             *old = nc_reg64(TEMPEST_NC_CMD_RESULT);
+        } else if (status == TEMPEST_CMD_FAIL) {
+            reason = nc_reg(TEMPEST_NC_CMD_REASON);
         }
-    } else {
-        reason = nc_reg(TEMPEST_NC_CMD_REASON);
     }
     rt_irq_restore(flags);
     if (status == TEMPEST_CMD_SUCCESS) {

@@ -238,6 +238,18 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
                 unsigned tries, uint64_t *result, uint32_t *reason);
 
 /*
+ * nc_cmd_once: one try of a command, which stays in the calling CPU's
+ * bank: for a command whose RETRY means "begun, look again" (a
+ * fetch-and-op waiting for its home node's reply), the next look is a
+ * read of TEMPEST_NC_CMD_COMMIT.  One device access with CMD_BLOCK (1.14),
+ * else the register sequence.  The caller masks IRQs until it is done
+ * with the bank.  Returns as nc_cmd() (@nargs at most
+ * TEMPEST_NC_CMD_NUM_ARGS).
+ */
+uint32_t nc_cmd_once(uint32_t op, const uint64_t *args, unsigned nargs,
+                     uint64_t *result, uint32_t *reason);
+
+/*
  * nc_cmd_reason_name, nc_err_name: return a short description of a
  * TEMPEST_CMD_E_* reason or a TEMPEST_NC_ERR_* code ("unknown" for any
  * other value).  Never NULL.
