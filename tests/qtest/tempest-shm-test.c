@@ -917,6 +917,33 @@ static QTestState *start_shared(const char *dir, unsigned id)
 }
 
 /*
+ * Field k (0: credit on network 0 ... 8: seq_in on network 0) of peer's
+ * entry in the node's "ckpt-links" (what a checkpoint's cut is checked
+ * on).
+ */
+static uint32_t ckpt_link_field(QTestState *s, unsigned peer, unsigned k)
+{
+    QDict *r = qtest_qmp(s, "{ 'execute': 'qom-get', 'arguments': "
+                         "{ 'path': '/machine/node-controller', "
+                         "'property': 'ckpt-links' } }");
+    g_auto(GStrv) peers = NULL, f = NULL;
+    g_autofree char *want = g_strdup_printf("%u:", peer);
+    uint32_t v = UINT32_MAX;
+
+    g_assert(qdict_haskey(r, "return"));
+    peers = g_strsplit(qdict_get_str(r, "return"), " ", -1);
+    for (int i = 0; peers[i]; i++) {
+        if (g_str_has_prefix(peers[i], want)) {
+            f = g_strsplit(peers[i] + strlen(want), ",", -1);
+            g_assert_cmpuint(g_strv_length(f), ==, 10);
+            v = strtoul(f[k], NULL, 10);
+        }
+    }
+    qobject_unref(r);
+    return v;
+}
+
+/*
  * "The poll hint", the real path between two real nodes: node 0 names a
  * word and polls; node 1's device writes its packet straight into node
  * 0's RQ slot ("Straight into the receiver's RQ": node 0's RQ is open to
@@ -982,6 +1009,13 @@ static void test_hint_poke(void)
     qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
     expect_rq(&t, 2, 0x802);
     g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    /*
+     * A checkpoint's counts: the packets written straight in are in node
+     * 0's sequence numbers as in node 1's (its seq_in, their seq_out).
+     */
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), >=, 2);
+    g_assert_cmpuint(ckpt_link_field(n1, 0, 6), ==, 3);
+    g_assert_cmpuint(ckpt_link_field(n0, 1, 8), ==, 3);
     qtest_quit(n1);
     qtest_quit(n0);
     unlink(p0);
