@@ -934,9 +934,12 @@ static uint32_t ckpt_link_field(QTestState *s, unsigned peer, unsigned k)
     peers = g_strsplit(qdict_get_str(r, "return"), " ", -1);
     for (int i = 0; peers[i]; i++) {
         if (g_str_has_prefix(peers[i], want)) {
+            unsigned long n;
+
             f = g_strsplit(peers[i] + strlen(want), ",", -1);
             g_assert_cmpuint(g_strv_length(f), ==, 10);
-            v = strtoul(f[k], NULL, 10);
+            g_assert_cmpint(qemu_strtoul(f[k], NULL, 10, &n), ==, 0);
+            v = n;
         }
     }
     qobject_unref(r);
