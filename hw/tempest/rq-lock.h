@@ -147,36 +147,36 @@ static inline void rq_complete(RqRecord *rec, uint32_t *ctl, uint32_t t,
 
 /*
  * Receiver: the writer holding the lock at tail t is dead (its link
- * closed: it writes nothing more).  ctl: slot t's CTL; rec: the writer's
- * record; max_len: the largest payload a slot holds.  Returns the tail
- * to go on from, with the slot made right:
+ * closed: it writes nothing more), or we broke its hold.  ctl: slot t's
+ * CTL; rec: the writer's record; max_len: the largest payload a slot
+ * holds.  Returns the tail to go on from, with the slot made right:
  *   VALID                      -> t + 1 (it died letting go)
  *   0, recorded complete       -> t + 1 (the guest took it already)
  *   RQ_BUSY, recorded complete -> made VALID from the record, t + 1
- *   otherwise                  -> freed (0), t (it died writing)
+ *   RQ_BUSY otherwise          -> freed (0), t (it died writing)
+ *   0 otherwise                -> t
+ * RQ_BUSY changes only by a compare-and-swap, so a writer that was not
+ * dead after all and made the slot VALID meanwhile keeps it (t + 1).
  */
 static inline uint32_t rq_resolve(uint32_t *ctl, RqRecord *rec, uint32_t t,
                                   uint32_t max_len)
 {
     uint32_t c = __atomic_load_n(ctl, __ATOMIC_ACQUIRE);
     bool done = __atomic_load_n(&rec->slot, __ATOMIC_ACQUIRE) == t + 1;
-    uint32_t v = __atomic_load_n(&rec->ctl, __ATOMIC_RELAXED);
+    uint32_t v = __atomic_load_n(&rec->ctl, __ATOMIC_RELAXED), want;
 
     if (c & RQ_VALID) {
         return t + 1;
     }
-    if (done && c == 0) {
-        return t + 1;
+    if (c != RQ_BUSY) {
+        return done && c == 0 ? t + 1 : t;
     }
-    if (done && c == RQ_BUSY && (v & RQ_VALID) &&
-        (v & ~RQ_VALID) <= max_len) {
-        __atomic_store_n(ctl, v, __ATOMIC_RELEASE);
-        return t + 1;
+    want = done && (v & RQ_VALID) && (v & ~RQ_VALID) <= max_len ? v : 0;
+    if (!__atomic_compare_exchange_n(ctl, &c, want, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        return c & RQ_VALID ? t + 1 : t;
     }
-    if (c == RQ_BUSY) {
-        __atomic_store_n(ctl, 0, __ATOMIC_RELEASE);
-    }
-    return t;
+    return want ? t + 1 : t;
 }
 
 #endif /* HW_TEMPEST_RQ_LOCK_H */

@@ -201,6 +201,8 @@ static void test_resolve(void)
         { "after the guest took it", 0, t + 1, v, t + 1, 0 },
         { "recording a CTL too long", RQ_BUSY, t + 1, RQ_VALID | 999, t, 0 },
         { "recording a CTL without VALID", RQ_BUSY, t + 1, 12, t, 0 },
+        /* (not a writer's: the guest's own word, left as it is) */
+        { "leaving a CTL no writer writes", 0x1234, t + 1, v, t, 0x1234 },
     };
 
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
