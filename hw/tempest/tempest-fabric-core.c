@@ -175,7 +175,8 @@ void tempest_fabric_send_commit(TempestFabric *f, unsigned peer,
 bool tempest_fabric_rq_open(TempestFabric *f, uint64_t base, uint32_t slots,
                             uint32_t slot_size, uint32_t tail)
 {
-    return f && f->fc->rq_open && f->fc->rq_open(f, base, slots, slot_size, tail);
+    return f && f->fc->rq_open &&
+           f->fc->rq_open(f, base, slots, slot_size, tail);
 }
 
 bool tempest_fabric_rq_close(TempestFabric *f, uint32_t *tail)

@@ -1099,7 +1099,6 @@ void fabric_shm_poll(FabricSocket *f, bool polling)
     }
     /* After the flags: what came before a peer could see them is read. */
     shm_drain_all(f);
-    fabric_rq_moved(f);
 }
 
 /*
@@ -1120,6 +1119,11 @@ static void shm_poll_timeout(void *opaque)
         return;
     }
     fabric_shm_poll(f, false);
+    /*
+     * And what peers wrote into the RQ straight (a POLL's device looks
+     * itself, after the poll: tempest_nc_poll).
+     */
+    fabric_rq_moved(f);
 }
 
 void fabric_shm_exit_flush(FabricConn *c, int64_t deadline_ms)

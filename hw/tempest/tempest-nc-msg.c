@@ -590,10 +590,10 @@ static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
 void tempest_nc_poll(TempestNCState *s, bool polling)
 {
     trace_tempest_nc_poll(s->node_id, polling);
-    msg_rq_open(s);
     /* The credits the packets taken give back: one hint for them all. */
     tempest_fabric_batch(s->fabric, true);
     tempest_fabric_poll(s->fabric, polling);
+    /* After the fabric's flags: opens the RQ, takes the tail peers left. */
     tempest_nc_rq_doorbell(s);
     /*
      * Credit that came in the poll lets a waiting send ring go on now,
