@@ -186,12 +186,36 @@ static uint32_t cmd_block(uint32_t op, const uint64_t *args, unsigned nargs,
     return status;
 }
 
+/*
+ * One try of a command through the calling CPU's bank registers, its
+ * result or reason read as the status says (IRQs are the caller's).
+ */
+static uint32_t cmd_regs(uint32_t op, const uint64_t *args, unsigned nargs,
+                         uint64_t *result, uint32_t *reason)
+{
+    uint32_t status;
+
+    /* One 8-byte access an argument: each access is a VM exit. */
+    for (unsigned i = 0; i < nargs; i++) {
+        nc_reg_write64(TEMPEST_NC_CMD_ARG(i), args[i]);
+    }
+    nc_reg_write(TEMPEST_NC_CMD_OP, op);
+    status = nc_reg(TEMPEST_NC_CMD_COMMIT);
+    if (status == TEMPEST_CMD_SUCCESS && result) {
+        *result = nc_reg64(TEMPEST_NC_CMD_RESULT);
+    }
+    if (status == TEMPEST_CMD_FAIL && reason) {
+        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
+    }
+    return status;
+}
+
 uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
                 unsigned tries, uint64_t *result, uint32_t *reason)
 {
     uint32_t status;
     uint64_t flags;
-    unsigned i, n = 0;
+    unsigned n = 0;
 
     if (nargs > TEMPEST_NC_CMD_NUM_ARGS) {
         if (reason) {
@@ -205,29 +229,15 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
             return status;
         }
     }
-    flags = rt_irq_save();
     for (;;) {
-        /* One 8-byte access an argument: each access is a VM exit. */
-        for (i = 0; i < nargs; i++) {
-            nc_reg_write64(TEMPEST_NC_CMD_ARG(i), args[i]);
-        }
-        nc_reg_write(TEMPEST_NC_CMD_OP, op);
-        status = nc_reg(TEMPEST_NC_CMD_COMMIT);
-        if (status != TEMPEST_CMD_RETRY || (tries && ++n >= tries)) {
-            break;
-        }
-        rt_irq_restore(flags);
-        __asm__ volatile("yield");
         flags = rt_irq_save();
+        status = cmd_regs(op, args, nargs, result, reason);
+        rt_irq_restore(flags);
+        if (status != TEMPEST_CMD_RETRY || (tries && ++n >= tries)) {
+            return status;
+        }
+        __asm__ volatile("yield");
     }
-    if (status == TEMPEST_CMD_SUCCESS && result) {
-        *result = nc_reg64(TEMPEST_NC_CMD_RESULT);
-    }
-    if (status == TEMPEST_CMD_FAIL && reason) {
-        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
-    }
-    rt_irq_restore(flags);
-    return status;
 }
 
 uint32_t nc_cmd_once(uint32_t op, const uint64_t *args, unsigned nargs,
@@ -241,18 +251,7 @@ uint32_t nc_cmd_once(uint32_t op, const uint64_t *args, unsigned nargs,
             return status;
         }
     }
-    for (unsigned i = 0; i < nargs; i++) {
-        nc_reg_write64(TEMPEST_NC_CMD_ARG(i), args[i]);
-    }
-    nc_reg_write(TEMPEST_NC_CMD_OP, op);
-    status = nc_reg(TEMPEST_NC_CMD_COMMIT);
-    if (status == TEMPEST_CMD_SUCCESS && result) {
-        *result = nc_reg64(TEMPEST_NC_CMD_RESULT);
-    }
-    if (status == TEMPEST_CMD_FAIL && reason) {
-        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
-    }
-    return status;
+    return cmd_regs(op, args, nargs, result, reason);
 }
 
 uint32_t nc_timer_arm(uint64_t ticks, uint64_t a, uint64_t b)
