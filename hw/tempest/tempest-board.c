@@ -117,6 +117,7 @@ struct TempestMachineState {
     uint32_t credits;
     uint32_t fabric_timeout;
     uint32_t spin_us;
+    uint32_t sleep_yield_us;
     bool poll_hint;
     bool chan;
     uint64_t tagmem;
@@ -416,6 +417,7 @@ static void create_nc(TempestMachineState *tms)
     qdev_prop_set_uint32(dev, "credits", tms->credits);
     qdev_prop_set_uint32(dev, "fabric-timeout", tms->fabric_timeout);
     qdev_prop_set_uint32(dev, "spin-us", tms->spin_us);
+    qdev_prop_set_uint32(dev, "sleep-yield-us", tms->sleep_yield_us);
     qdev_prop_set_bit(dev, "poll-hint", tms->poll_hint);
     qdev_prop_set_bit(dev, "chan", tms->chan);
     qdev_prop_set_uint64(dev, "tagmem-size", tms->tagmem);
@@ -648,6 +650,7 @@ static void tempest_instance_init(Object *obj)
     tms->credits = 32;
     tms->fabric_timeout = 30000;
     tms->spin_us = 50;
+    tms->sleep_yield_us = TEMPEST_NC_SLEEP_YIELD_US;
     tms->poll_hint = true;
     tms->chan = true;
     tms->tagmem = 64 * MiB;
@@ -713,6 +716,14 @@ static void tempest_instance_init(Object *obj)
     object_property_set_description(obj, "spin-us", "How long the guest "
                                     "runtime polls for messages before it "
                                     "sleeps (a hint, NC register SPIN_US)");
+    object_property_add_uint32_ptr(obj, "sleep-yield-us",
+                                   &tms->sleep_yield_us,
+                                   OBJ_PROP_FLAG_READWRITE);
+    object_property_set_description(obj, "sleep-yield-us", "How long a "
+                                    "halted vCPU that waits for a "
+                                    "collective on shared memory yields "
+                                    "its host CPU before it sleeps (when "
+                                    "spin-us is 0; 0: it sleeps at once)");
     object_property_add_bool(obj, "poll-hint", tempest_get_poll_hint,
                              tempest_set_poll_hint);
     object_property_set_description(obj, "poll-hint", "Offer the guest the "

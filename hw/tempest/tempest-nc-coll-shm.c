@@ -432,11 +432,6 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
     }
 }
 
-static const CPUIdleSleep coll_idle_sleep = {
-    .prepare = coll_idle_prepare,
-    .woken = coll_idle_woken,
-};
-
 bool tempest_nc_coll_shm_able(TempestNCState *s)
 {
     TempestCollWaiter *w;
@@ -461,9 +456,14 @@ bool tempest_nc_coll_shm_able(TempestNCState *s)
             s->spin_us == 0) {
             CPUState *cpu;
 
+            s->coll_idle = (CPUIdleSleep) {
+                .prepare = coll_idle_prepare,
+                .woken = coll_idle_woken,
+                .yield_us = s->sleep_yield_us,
+            };
             CPU_FOREACH(cpu) {
                 cpu->idle_sleep_opaque = s;
-                cpu->idle_sleep = &coll_idle_sleep;
+                cpu->idle_sleep = &s->coll_idle;
             }
         }
     }
@@ -488,7 +488,7 @@ void tempest_nc_coll_shm_stop(TempestNCState *s)
         coll_watch_end(s);
     }
     CPU_FOREACH(cpu) {
-        if (cpu->idle_sleep == &coll_idle_sleep) {
+        if (cpu->idle_sleep == &s->coll_idle) {
             qemu_cpu_kick(cpu);         /* out of its sleep on DONE */
             cpu->idle_sleep = NULL;
         }

@@ -1011,6 +1011,8 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_UINT64("cluster-id", TempestNCState, cluster_id, 0),
     DEFINE_PROP_UINT32("credits", TempestNCState, credits, 32),
     DEFINE_PROP_UINT32("spin-us", TempestNCState, spin_us, 50),
+    DEFINE_PROP_UINT32("sleep-yield-us", TempestNCState, sleep_yield_us,
+                       TEMPEST_NC_SLEEP_YIELD_US),
     DEFINE_PROP_BOOL("poll-hint", TempestNCState, poll_hint_on, true),
     DEFINE_PROP_BOOL("chan", TempestNCState, chan_on, true),
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,

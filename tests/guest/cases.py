@@ -934,9 +934,11 @@ CASES += (
     # from its waiter thread, which the last to arrive wakes through the
     # node's WAKE word (docs/strata.rst, "A vCPU that sleeps on DONE"):
     # COLL_SLEPT and COLL_WOKEN (1.17) count both on every node (on
-    # sockets and TCP, the tree: neither).
-    + [strata(f"strata-sleep-{n}", "strata_sleep", n,
-              launch=["--spin-us", "0"],
+    # sockets and TCP, the tree: neither). The vCPU first yields its host
+    # CPU for up to sleep-yield-us (500) and sees DONE there in most
+    # collectives; "-noyield" sleeps on DONE at once.
+    + [strata(f"strata-sleep-{n}{tag}", "strata_sleep", n,
+              launch=["--spin-us", "0"] + extra,
               nodes_expect={"*": [r"^strata_sleep ok", (
                   r"area, [1-9]\d* ended with a vCPU asleep on DONE, "
                   r"[1-9]\d* by the waiter" if SHM and n > 2 else
@@ -944,7 +946,10 @@ CASES += (
                   r"\d+ by the waiter" if SHM else
                   r" 0 collectives combined in the shared area, 0 ended "
                   r"with a vCPU asleep on DONE, 0 by the waiter")]})
-       for n in (2, 5, 16)]
+       for n, tag, extra in (
+           (2, "", []), (5, "", []), (16, "", []),
+           (16, "-noyield", ["--qemu-arg=-machine",
+                             "--qemu-arg=sleep-yield-us=0"]))]
     # Strata 4.3.1: the manual's two 16-node segmented-scan examples.
     + [strata("strata-segscan-16", "strata_segscan", 16,
               nodes_expect={"*": [r"^strata_segscan ok"],
