@@ -24,7 +24,7 @@
 #include "standard-headers/tempest/tempest-hw.h"
 
 #define COLL_AREA_MAGIC     0x41534354U     /* "TCSA" */
-#define COLL_AREA_VERSION   3
+#define COLL_AREA_VERSION   4
 #define COLL_AREA_ROUNDS    4
 #define COLL_AREA_HDR       64
 

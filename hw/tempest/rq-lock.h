@@ -47,6 +47,10 @@ typedef struct RqLine {
     uint64_t base;              /* guest address of slot 0 */
     uint32_t slots;             /* a power of 2; 0: closed */
     uint32_t slot_size;         /* bytes, header included */
+    uint32_t sleeper;           /* 1: a vCPU of the receiver sleeps on the
+                                   tail (lock's low half): a writer wakes
+                                   it with a FUTEX_WAKE after letting go */
+    uint32_t pad;
 } RqLine;
 
 /* A writer's, in its side of the link's header page. */
@@ -177,6 +181,45 @@ static inline uint32_t rq_resolve(uint32_t *ctl, RqRecord *rec, uint32_t t,
         return c & RQ_VALID ? t + 1 : t;
     }
     return want ? t + 1 : t;
+}
+
+/*
+ * A receiver's vCPU that sleeps on the tail (CPUIdleSleep, docs/fabric.rst
+ * "A vCPU asleep on its RQ"): the futex word is the lock's low half.
+ * Dekker between rq_sleep_begin(), which says "asleep" and then reads the
+ * tail, and rq_sleeper(), which a writer calls after letting go with the
+ * tail moved: either the writer sees the sleeper (and wakes the word), or
+ * the sleeper sees the new tail (and does not sleep past the packet).
+ */
+static inline uint32_t *rq_tail_word(RqLine *l)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (uint32_t *)&l->lock + 1;
+#else
+    return (uint32_t *)&l->lock;
+#endif
+}
+
+/* Receiver: about to sleep; the tail to sleep on (while the word holds it). */
+static inline uint32_t rq_sleep_begin(RqLine *l)
+{
+    __atomic_store_n(&l->sleeper, 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return rq_tail(rq_load(l));
+}
+
+/* Receiver, awake: no longer asleep (then it reads the tail again). */
+static inline void rq_sleep_end(RqLine *l)
+{
+    __atomic_store_n(&l->sleeper, 0, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Writer, after rq_swap() moved the tail: must it wake the receiver? */
+static inline bool rq_sleeper(RqLine *l)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return __atomic_load_n(&l->sleeper, __ATOMIC_RELAXED) != 0;
 }
 
 #endif /* HW_TEMPEST_RQ_LOCK_H */

@@ -184,6 +184,11 @@ bool tempest_fabric_rq_close(TempestFabric *f, uint32_t *tail)
     return f && f->fc->rq_close && f->fc->rq_close(f, tail);
 }
 
+uint32_t *tempest_fabric_rq_sleep(TempestFabric *f, bool on, uint32_t *tail)
+{
+    return f && f->fc->rq_sleep ? f->fc->rq_sleep(f, on, tail) : NULL;
+}
+
 int tempest_fabric_rq_take(TempestFabric *f, uint32_t *tail)
 {
     return f && f->fc->rq_take ? f->fc->rq_take(f, tail) : 0;

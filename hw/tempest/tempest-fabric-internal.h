@@ -170,6 +170,7 @@ struct FabricSocket {
     uint64_t rq_stuck_word;     /* a lock word found held, and since when */
     int64_t rq_stuck_ms;
     uint64_t rq_broken;         /* peers' locks we broke (stuck or dead) */
+    uint64_t rq_wakes;          /* peers' vCPUs woken on their RQ's tail */
     /* A straight write of ours under way (direct_begin to direct_end): */
     unsigned rq_w_peer;
     uint32_t rq_w_tail;

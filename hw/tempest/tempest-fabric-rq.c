@@ -25,6 +25,10 @@
  */
 
 #include "qemu/osdep.h"
+#ifdef CONFIG_LINUX
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "hw/tempest/tempest-fabric.h"
@@ -53,6 +57,14 @@ static RqLine *rq_line(FabricSocket *f, unsigned node)
     /* The area is this cluster's size (checked when it was taken). */
     return (RqLine *)((uint8_t *)f->coll_map +
                       coll_area_node(f->nodes, node) + COLL_AREA_N_RQ);
+}
+
+static void rq_futex_wake(RqLine *l)
+{
+#ifdef CONFIG_LINUX
+    /* Shared (no FUTEX_PRIVATE_FLAG): the sleeper is another process. */
+    syscall(SYS_futex, rq_tail_word(l), FUTEX_WAKE, 1, NULL, NULL, 0);
+#endif
 }
 
 /* Our own RQ slot t's CTL, in our RAM, by what we published. */
@@ -237,6 +249,23 @@ static bool rq_tail_now(TempestFabric *obj, uint32_t *tail)
     return true;
 }
 
+/* Our vCPU's sleep on the tail (rq-lock.h: rq_sleep_begin, rq_sleeper). */
+static uint32_t *rq_sleep(TempestFabric *obj, bool on, uint32_t *tail)
+{
+    FabricSocket *f = SOCK(obj);
+    RqLine *l = rq_line(f, f->node);
+
+    if (!l || (on && !f->rq_open)) {
+        return NULL;
+    }
+    if (!on) {
+        rq_sleep_end(l);
+        return NULL;
+    }
+    *tail = rq_sleep_begin(l);
+    return rq_tail_word(l);
+}
+
 void fabric_rq_link_gone(FabricConn *c)
 {
     FabricSocket *f = c->fab;
@@ -359,7 +388,13 @@ static void rq_direct_end(TempestFabric *obj, unsigned peer, unsigned net,
         trace_tempest_fabric_rq_direct(f->node, peer, net,
                                        f->peers[peer].seq_out[net], t);
         f->peers[peer].seq_out[net]++;
-        fabric_shm_direct_published(c);
+        /* Its vCPU sleeps on the tail: woken, it takes the packet. */
+        if (rq_sleeper(l)) {
+            rq_futex_wake(l);
+            f->rq_wakes++;
+        } else {
+            fabric_shm_direct_published(c);
+        }
     }
     f->rq_w_ctl = NULL;
 }
@@ -372,10 +407,12 @@ void fabric_rq_dump(FabricSocket *f, GString *out)
         return;
     }
     g_string_append_printf(out, "  RQ to peers: open %d held %d lock "
-                           "0x%016" PRIx64 " slots %u, locks broken %"
-                           PRIu64 "\n", f->rq_open, f->rq_held, rq_load(l),
+                           "0x%016" PRIx64 " slots %u sleeper %u, locks "
+                           "broken %" PRIu64 ", peers woken %" PRIu64 "\n",
+                           f->rq_open, f->rq_held, rq_load(l),
                            __atomic_load_n(&l->slots, __ATOMIC_RELAXED),
-                           f->rq_broken);
+                           __atomic_load_n(&l->sleeper, __ATOMIC_RELAXED),
+                           f->rq_broken, f->rq_wakes);
 }
 
 void fabric_rq_class_init(ObjectClass *oc)
@@ -387,6 +424,7 @@ void fabric_rq_class_init(ObjectClass *oc)
     fc->rq_take = rq_take_own;
     fc->rq_give = rq_give_own;
     fc->rq_tail = rq_tail_now;
+    fc->rq_sleep = rq_sleep;
     fc->direct_begin = rq_direct_begin;
     fc->direct_end = rq_direct_end;
 }

@@ -397,7 +397,9 @@ static int coll_idle_prepare(CPUState *cpu, void *opaque, uint32_t **word,
     uint32_t *done, v;
 
     if (!a || s->coll_watcher || cpu != s->coll_cpu) {
-        return CPU_IDLE_SLEEP_NO;
+        /* No collective of its own to sleep on: the RQ's tail, then. */
+        return s->rq_idle_prepare ? s->rq_idle_prepare(s, cpu, word, val) :
+                                    CPU_IDLE_SLEEP_NO;
     }
     round = shm_round(s);
     done = shm_word(a, coll_area_round(s->num_nodes, round) +
@@ -430,6 +432,9 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
             s->coll_shm_slept++;
         }
     }
+    if (s->rq_idle_woken) {
+        s->rq_idle_woken(s, cpu);
+    }
 }
 
 bool tempest_nc_coll_shm_able(TempestNCState *s)
@@ -446,28 +451,58 @@ bool tempest_nc_coll_shm_able(TempestNCState *s)
         qemu_thread_create(&w->thread, "tempest-coll", coll_waiter_run, w,
                            QEMU_THREAD_DETACHED);
         s->coll_waiter = w;
-        /*
-         * Only where the launcher says the guest should not spin (more
-         * vCPUs than host cores, SPIN_US 0): a vCPU that spins is woken
-         * slower than the waiter thread (docs/strata.rst, "A vCPU that
-         * sleeps on DONE").
-         */
-        if (cpu_idle_sleep_supported() && qemu_tcg_mttcg_enabled() &&
-            s->spin_us == 0) {
-            CPUState *cpu;
-
-            s->coll_idle = (CPUIdleSleep) {
-                .prepare = coll_idle_prepare,
-                .woken = coll_idle_woken,
-                .yield_us = s->sleep_yield_us,
-            };
-            CPU_FOREACH(cpu) {
-                cpu->idle_sleep_opaque = s;
-                cpu->idle_sleep = &s->coll_idle;
-            }
-        }
+        tempest_nc_idle_sleep_setup(s);
     }
     return true;
+}
+
+/*
+ * The vCPUs' sleep on a shared word (DONE, or the RQ's tail), set up once
+ * the node has the combining area (its first collective there, or its RQ
+ * opened to peers).  Only where the launcher says the guest should not
+ * spin (more vCPUs than host cores, SPIN_US 0): a vCPU that spins is
+ * woken slower than the waiter thread (docs/strata.rst, "A vCPU that
+ * sleeps on DONE").
+ */
+void tempest_nc_idle_sleep_setup(TempestNCState *s)
+{
+    CPUState *cpu;
+
+    if (s->coll_idle.prepare || s->num_nodes < 2 || !shm_area(s) ||
+        !cpu_idle_sleep_supported() || !qemu_tcg_mttcg_enabled() ||
+        s->spin_us != 0) {
+        return;
+    }
+    s->coll_idle = (CPUIdleSleep) {
+        .prepare = coll_idle_prepare,
+        .woken = coll_idle_woken,
+        .yield_us = s->sleep_yield_us,
+    };
+    CPU_FOREACH(cpu) {
+        cpu->idle_sleep_opaque = s;
+        cpu->idle_sleep = &s->coll_idle;
+    }
+}
+
+/* The device goes: no vCPU sleeps on a shared word from now on. */
+static void idle_sleep_stop(TempestNCState *s)
+{
+    CPUState *cpu;
+
+    if (!s->coll_idle.prepare) {
+        return;
+    }
+    CPU_FOREACH(cpu) {
+        if (cpu->idle_sleep == &s->coll_idle) {
+            qemu_cpu_kick(cpu);         /* out of its sleep */
+            cpu->idle_sleep = NULL;
+        }
+    }
+    if (s->rq_watcher && s->rq_idle_woken) {
+        /* Its woken() is not called now: end its sleep on the tail here. */
+        s->rq_idle_woken(s, s->rq_watcher);
+    }
+    s->coll_idle.prepare = NULL;
 }
 
 /*
@@ -477,22 +512,16 @@ bool tempest_nc_coll_shm_able(TempestNCState *s)
 void tempest_nc_coll_shm_stop(TempestNCState *s)
 {
     TempestCollWaiter *w = s->coll_waiter;
-    CPUState *cpu;
 
+    if (s->coll_watcher) {
+        coll_watch_end(s);
+    }
+    idle_sleep_stop(s);
     if (!w) {
         return;
     }
     s->coll_waiter = NULL;
     w->s = NULL;
-    if (s->coll_watcher) {
-        coll_watch_end(s);
-    }
-    CPU_FOREACH(cpu) {
-        if (cpu->idle_sleep == &s->coll_idle) {
-            qemu_cpu_kick(cpu);         /* out of its sleep on DONE */
-            cpu->idle_sleep = NULL;
-        }
-    }
     if (w->sleeping) {
         shm_futex(w->word, FUTEX_WAKE, INT_MAX, NULL);
     }

@@ -198,6 +198,7 @@ void tempest_nc_coll_shm_arrive(TempestNCState *s);
 /* Has the pending one completed?  Then s->coll_shm_done runs now. */
 void tempest_nc_coll_shm_check(TempestNCState *s);
 void tempest_nc_coll_shm_stop(TempestNCState *s);
+void tempest_nc_idle_sleep_setup(TempestNCState *s);
 
 /* tempest-nc-coll.c: the control network */
 extern const TempestNCEngine tempest_nc_coll_engine;

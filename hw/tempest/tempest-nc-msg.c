@@ -97,10 +97,58 @@ static void msg_rq_open(TempestNCState *s)
 {
     TempestRing *r = &s->ring[TEMPEST_RING_RQ];
 
-    if (r->slots && !s->rq_hold) {
+    if (r->slots && !s->rq_hold &&
         tempest_fabric_rq_open(s->fabric, r->base, r->slots,
                                tempest_nc_ring_slot_size(r, TEMPEST_RING_RQ),
-                               r->idx);
+                               r->idx)) {
+        tempest_nc_idle_sleep_setup(s);     /* cheap once done */
+    }
+}
+
+/*
+ * A halted vCPU's sleep on the RQ's tail (CPUIdleSleep, target-patches/
+ * 0013; tempest-nc-coll-shm.c asks here when no collective of this vCPU
+ * is pending): a peer that writes a packet straight into the RQ wakes
+ * the vCPU's thread itself, with no doorbell and no main loop on either
+ * side; woken, the thread takes the packets (IRQ_RQ).  One vCPU at a
+ * time; under the BQL.  (s->rq_idle_prepare and s->rq_idle_woken.)
+ */
+static int msg_rq_idle_prepare(TempestNCState *s, CPUState *cpu,
+                               uint32_t **word, uint32_t *val)
+{
+    uint32_t *w, tail;
+
+    if (s->rq_watcher || s->rq_hold) {
+        return CPU_IDLE_SLEEP_NO;
+    }
+    w = tempest_fabric_rq_sleep(s->fabric, true, &tail);
+    if (!w) {
+        return CPU_IDLE_SLEEP_NO;
+    }
+    if (tail != s->ring[TEMPEST_RING_RQ].idx) {
+        /* Packets came meanwhile: take them, and look again. */
+        tempest_fabric_rq_sleep(s->fabric, false, NULL);
+        msg_rq_sync_to(s, tail);
+        return CPU_IDLE_SLEEP_AGAIN;
+    }
+    s->rq_watcher = cpu;
+    *word = w;
+    *val = tail;
+    return CPU_IDLE_SLEEP_WAIT;
+}
+
+/* Awake: no longer said asleep, then the tail read again (Dekker). */
+static void msg_rq_idle_woken(TempestNCState *s, CPUState *cpu)
+{
+    uint32_t before = s->ring[TEMPEST_RING_RQ].idx;
+
+    if (s->rq_watcher == cpu) {
+        s->rq_watcher = NULL;
+        tempest_fabric_rq_sleep(s->fabric, false, NULL);
+        tempest_nc_rq_sync(s);
+        if (s->ring[TEMPEST_RING_RQ].idx != before) {
+            s->rx_woken++;
+        }
     }
 }
 
@@ -109,6 +157,9 @@ void tempest_nc_rq_close(TempestNCState *s)
 {
     uint32_t tail;
 
+    if (s->rq_watcher) {
+        qemu_cpu_kick(s->rq_watcher);   /* out of its sleep on the tail */
+    }
     if (tempest_fabric_rq_close(s->fabric, &tail)) {
         msg_rq_sync_to(s, tail);
     }
@@ -750,6 +801,8 @@ static bool msg_realize(TempestNCState *s, Error **errp)
     s->sq_bh = qemu_bh_new(msg_sq_bh, s);
     s->tx_pkt = g_malloc(TEMPEST_PKT_MAX_SIZE);
     tempest_nc_register(s, &msg_hooks);
+    s->rq_idle_prepare = msg_rq_idle_prepare;
+    s->rq_idle_woken = msg_rq_idle_woken;
     return true;
 }
 
@@ -773,6 +826,7 @@ static void msg_reset(TempestNCState *s)
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
     s->rx_peers = 0;
+    s->rx_woken = 0;
     if (s->poll_hint) {
         tempest_nc_poll_hint(s, 0);
     }

@@ -106,6 +106,7 @@ REG32(COLL_SLEPT, TEMPEST_NC_COLL_SLEPT)
 REG32(COLL_WOKEN, TEMPEST_NC_COLL_WOKEN)
 REG32(RX_DIRECT, TEMPEST_NC_RX_DIRECT)
 REG32(TX_DIRECT, TEMPEST_NC_TX_DIRECT)
+REG32(RX_WOKEN, TEMPEST_NC_RX_WOKEN)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -364,6 +365,9 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         return true;
     case A_TX_DIRECT:
         *value = s->tx_direct;
+        return true;
+    case A_RX_WOKEN:
+        *value = s->rx_woken;
         return true;
     case A_COLL_SEQ:
         *value = s->coll_seq_done;
@@ -628,6 +632,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_COLL_WOKEN:
     case A_RX_DIRECT:
     case A_TX_DIRECT:
+    case A_RX_WOKEN:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:

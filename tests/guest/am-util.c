@@ -120,6 +120,10 @@ int am_finish(const char *name)
            "own into theirs\n", (unsigned)TPPI_self_address,
            (unsigned)nc_reg(TEMPEST_NC_RX_DIRECT),
            (unsigned)nc_reg(TEMPEST_NC_TX_DIRECT));
+    /* (1.19) docs/fabric.rst, "A vCPU asleep on its RQ" */
+    printf("node %u: woken %u times on its RQ's tail by a peer's packet\n",
+           (unsigned)TPPI_self_address,
+           (unsigned)nc_reg(TEMPEST_NC_RX_WOKEN));
     if (failures) {
         printf("%s FAILED: %u failures\n", name, failures);
         return 1;

@@ -478,6 +478,14 @@ DIRECT_BOTH = (r"^node \d+: [1-9]\d* packets from peers straight into its "
                r"RQ, \d+ of its own into theirs$" if SHM else
                r"^node \d+: 0 packets from peers straight into its RQ, 0 "
                r"of its own into theirs$")
+# ... and how often a vCPU asleep on its RQ's tail (nodes that do not
+# spin, --spin-us 0) was woken there by a peer's packet (1.19).
+WOKEN_RQ = (r"^node \d+: woken [1-9]\d* times on its RQ's tail by a "
+            r"peer's packet$" if SHM and not LINUX else
+            r"^node \d+: woken \d+ times on its RQ's tail by a peer's "
+            r"packet$" if SHM else
+            r"^node \d+: woken 0 times on its RQ's tail by a peer's "
+            r"packet$")
 
 
 def am(name, program, nodes, smp, args=(), ok=None, timeout=60,
@@ -571,6 +579,12 @@ CASES += [
                    r"0 of its own into theirs$"]),
     am("am-pingpong-smp1", "am_pingpong", 2, 1, nodes_also=[DIRECT_BOTH]),
     am("am-pingpong-smp2", "am_pingpong", 2, 2, nodes_also=[DIRECT_BOTH]),
+    # Nodes that sleep at once (as when they outnumber the host's cores):
+    # on shared memory a halted vCPU sleeps on its RQ's tail, and the
+    # peer that writes a packet straight in wakes it (docs/fabric.rst,
+    # "A vCPU asleep on its RQ").
+    am("am-pingpong-spin0", "am_pingpong", 2, 1, launch=["--spin-us", "0"],
+       nodes_also=[DIRECT_BOTH, WOKEN_RQ]),
     # Tempest 3.3.2-3.3.3: handlers sending from handlers (reply network),
     # a token per node around the ring, per-hop checks.
     am("am-ring-4", "am_ring", 4, 2, args=["200"]),

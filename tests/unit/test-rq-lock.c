@@ -9,12 +9,14 @@
  */
 #include <glib.h>
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +35,7 @@ typedef struct Shared {
     RqLine line;
     RqRecord rec[WRITERS];
     uint32_t go;
+    uint32_t taken[WRITERS];    /* the sleep test: what the receiver took */
     uint8_t rq[SLOTS][SLOT_SIZE];
 } Shared;
 
@@ -119,8 +122,9 @@ static bool write_one(Shared *sh, unsigned w, uint32_t k)
 
 static void test_layout(void)
 {
-    g_assert_cmpuint(sizeof(RqLine), ==, 24);
+    g_assert_cmpuint(sizeof(RqLine), ==, 32);
     g_assert_cmpuint(offsetof(RqLine, lock), ==, 0);
+    g_assert_cmpuint(offsetof(RqLine, sleeper), ==, 24);
     g_assert_cmpuint(sizeof(RqRecord), ==, 16);
     g_assert_cmphex(rq_word(3, 0xfffffffeU), ==, 0x3fffffffeULL);
     g_assert_cmpuint(rq_holder1(rq_word(3, 9)), ==, 3);
@@ -373,6 +377,95 @@ static uint32_t run_writers(uint32_t n, uint32_t kill_at)
     return next[0];
 }
 
+/*
+ * The receiver sleeps on the tail (a futex, with no time limit) whenever
+ * its RQ is empty, saying so first (rq_sleep_begin); each writer, having
+ * let go with the tail moved, wakes it if rq_sleeper() says it sleeps,
+ * and then waits until the receiver has taken that packet before it
+ * writes the next, so nothing else would wake the receiver: a wake-up
+ * lost between the two sides hangs the test (the alarm fails it).
+ */
+static void writer_waking(Shared *sh, unsigned w, uint32_t n)
+{
+    while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE)) {
+        sched_yield();
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        while (!write_one(sh, w, k)) {
+            sched_yield();
+        }
+        if (rq_sleeper(&sh->line)) {
+            syscall(SYS_futex, rq_tail_word(&sh->line), FUTEX_WAKE, 1,
+                    NULL, NULL, 0);
+        }
+        while (__atomic_load_n(&sh->taken[w], __ATOMIC_ACQUIRE) <= k) {
+            sched_yield();
+        }
+    }
+    _exit(0);
+}
+
+static void test_sleep(void)
+{
+    const uint32_t n = 3000;
+    Shared *sh = shared_new();
+    pid_t pid[WRITERS];
+    uint32_t next[WRITERS] = { 0 }, head = 0, sleeps = 0;
+    struct sigaction sa = { .sa_handler = on_alarm };
+
+    g_assert_cmpint(sigaction(SIGALRM, &sa, NULL), ==, 0);
+    fflush(stdout);
+    fflush(stderr);
+    for (unsigned w = 0; w < WRITERS; w++) {
+        pid[w] = fork();
+        g_assert_cmpint(pid[w], >=, 0);
+        if (pid[w] == 0) {
+            alarm(ALARM_SECONDS + 5);
+            writer_waking(sh, w, n);
+        }
+    }
+    alarm(ALARM_SECONDS);
+    __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+    while (head < WRITERS * n) {
+        uint32_t *ctl = slot_ctl(sh, head), w, k, t;
+        uint8_t *s = (uint8_t *)ctl;
+
+        if (rq_tail(rq_load(&sh->line)) == head) {
+            t = rq_sleep_begin(&sh->line);
+            if (t == head) {
+                syscall(SYS_futex, rq_tail_word(&sh->line), FUTEX_WAIT, t,
+                        NULL, NULL, 0);
+                sleeps++;
+            }
+            rq_sleep_end(&sh->line);
+            continue;
+        }
+        /* The tail moves only once the slot is VALID. */
+        g_assert_cmphex(__atomic_load_n(ctl, __ATOMIC_ACQUIRE), ==,
+                        RQ_VALID | 12);
+        memcpy(&w, s + S_WRITER, 4);
+        memcpy(&k, s + S_K, 4);
+        g_assert_cmpuint(w, <, WRITERS);
+        g_assert_cmphex(*(uint32_t *)(s + S_CHECK), ==, check_of(w, k));
+        g_assert_cmpuint(k, ==, next[w]);
+        next[w]++;
+        memset(s + 4, 0, SLOT_SIZE - 4);
+        __atomic_store_n(ctl, 0, __ATOMIC_RELEASE);
+        head++;
+        __atomic_store_n(&sh->taken[w], next[w], __ATOMIC_RELEASE);
+    }
+    alarm(0);
+    for (unsigned w = 0; w < WRITERS; w++) {
+        int st;
+
+        g_assert_cmpint(waitpid(pid[w], &st, 0), ==, pid[w]);
+        g_assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        g_assert_cmpuint(next[w], ==, n);
+    }
+    g_test_message("%u packets, the receiver slept %u times", head, sleeps);
+    munmap(sh, sizeof(*sh));
+}
+
 static void test_writers(void)
 {
     run_writers(20000, UINT32_MAX);
@@ -418,5 +511,6 @@ int main(int argc, char **argv)
     g_test_add_func("/rq-lock/writers", test_writers);
     g_test_add_func("/rq-lock/writer-killed", test_writer_killed);
     g_test_add_func("/rq-lock/writer-dies", test_writer_dies);
+    g_test_add_func("/rq-lock/sleep", test_sleep);
     return g_test_run();
 }

@@ -139,10 +139,12 @@ def _parse_bench(text, prefix):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
 
 
-def _pair_ratio(subject, reference, key):
-    """(median, min, max) of subject[i][key] / reference[i][key]: ratios
-    of measurements taken in the same round, one after the other."""
-    return _med([a[key] / b[key] for a, b in zip(subject, reference)])
+def _pair_ratio(subject, reference, key, ref_key=None):
+    """(median, min, max) of subject[i][key] / reference[i][ref_key or
+    key]: ratios of measurements taken in the same round, one after the
+    other."""
+    ref_key = ref_key or key
+    return _med([a[key] / b[ref_key] for a, b in zip(subject, reference)])
 
 
 def _medians(samples):
@@ -242,25 +244,51 @@ STRATA_METRICS = [("barrier_ns", "Barrier"),
                   ("bcast_ns", "Broadcast, one word")]
 
 
+STRATA_HOST = [("futex_ns", "host processes' barrier, sleeping at once "
+                 "(the floor of sleep-yield-us=0)"),
+               ("yield_ns", "host processes' barrier, yielding up to 500 us "
+                "(the floor of the default)")]
+
+
 def bench_strata(repeat):
+    """Per node count: the cluster's collectives against the AM round
+    trip of the same run, and the host's own barrier of as many processes
+    (guest/bench/barrier_host.c; each repeat right after the cluster's
+    run): what a barrier cannot go below on this host."""
     elf = build.guest_program("bench/strata_bench.elf")
+    host = os.path.join(os.path.dirname(elf), "barrier_host")
+    if not os.path.exists(host):
+        raise StepError(f"bench: {host} is not built")
 
     def once(n):
         return _parse_bench(_cluster(elf, n, [str(STRATA_ROUNDS)],
                                      f"strata-{n}", smp=1, mem="64M"),
                             "strata_bench")
 
+    def host_once(n):
+        return _parse_bench(_host(host, [str(n), str(STRATA_ROUNDS)], 120),
+                            "barrier_host")
+
     def key_med(samples, key):
         return _med([s[key] / 1e9 for s in samples])
 
     rows = []
     for n in STRATA_NODES:
-        samples = [once(n) for _ in range(repeat)]
+        samples, hosts = [], []
+        for _ in range(repeat):
+            samples.append(once(n))
+            hosts.append(host_once(n))
         ref = key_med(samples, "am_rtt_ns")
         rows.append((f"{n} nodes: AM round trip (reference)", ref, 1.0))
         for key, what in STRATA_METRICS:
             m = key_med(samples, key)
             rows.append((f"{n} nodes: {what}", m, m[0] / ref[0]))
+        for key, what in STRATA_HOST:
+            m = key_med(hosts, key)
+            rows.append((f"{n} nodes: {what}", m, m[0] / ref[0]))
+        rows.append((f"{n} nodes: Barrier / the host's yielding barrier",
+                     key_med(samples, "barrier_ns"),
+                     _pair_ratio(samples, hosts, "barrier_ns", "yield_ns")))
     return rows
 
 

@@ -135,6 +135,7 @@ struct TempestFabricClass {
     int (*rq_take)(TempestFabric *f, uint32_t *tail);
     void (*rq_give)(TempestFabric *f, uint32_t tail);
     bool (*rq_tail)(TempestFabric *f, uint32_t *tail);
+    uint32_t *(*rq_sleep)(TempestFabric *f, bool on, uint32_t *tail);
     uint8_t *(*direct_begin)(TempestFabric *f, unsigned peer, unsigned net,
                              size_t len, uint32_t *seq);
     void (*direct_end)(TempestFabric *f, unsigned peer, unsigned net,
@@ -315,6 +316,14 @@ void *tempest_fabric_coll_area(TempestFabric *f, size_t *len);
  * then rq_give with the new tail) or -1 (a peer is writing: try again a
  * moment later).  rq_tail: the tail peers reached (false if not open),
  * for rq_moved and the registers.
+ *
+ * rq_sleep(on): a vCPU of ours is about to sleep on the RQ's tail
+ * (CPUIdleSleep, target-patches/0013): said in our line, so that a peer
+ * that writes a packet wakes it with a FUTEX_WAKE on the tail and rings
+ * no doorbell.  Returns the futex word (NULL if the RQ is not open) and
+ * *tail, the tail read after saying so: the caller takes what arrived up
+ * to there before it sleeps, and sleeps only while the word holds it.
+ * rq_sleep(off): the vCPU is awake; the caller then reads the tail again.
  */
 bool tempest_fabric_rq_open(TempestFabric *f, uint64_t base, uint32_t slots,
                             uint32_t slot_size, uint32_t tail);
@@ -322,6 +331,7 @@ bool tempest_fabric_rq_close(TempestFabric *f, uint32_t *tail);
 int tempest_fabric_rq_take(TempestFabric *f, uint32_t *tail);
 void tempest_fabric_rq_give(TempestFabric *f, uint32_t tail);
 bool tempest_fabric_rq_tail(TempestFabric *f, uint32_t *tail);
+uint32_t *tempest_fabric_rq_sleep(TempestFabric *f, bool on, uint32_t *tail);
 /*
  * A DATA packet of len bytes to peer on net written straight into its RQ
  * slot (may it go: tempest_fabric_can_send(), checked first): the slot's

@@ -301,6 +301,7 @@ struct TempestNCState {
     uint32_t coll_shm_woken;    /* COLL_WOKEN (1.17) */
     uint32_t rx_peers;          /* RX_DIRECT (1.18) */
     uint32_t tx_direct;         /* TX_DIRECT (1.18) */
+    uint32_t rx_woken;          /* RX_WOKEN (1.19) */
     struct TempestCollWaiter *coll_waiter;
     /*
      * The vCPU that started the pending collective (it may sleep on its
@@ -309,6 +310,15 @@ struct TempestNCState {
     CPUState *coll_cpu;
     CPUState *coll_watcher;
     CPUIdleSleep coll_idle;     /* what its vCPUs' idle_sleep points to */
+    CPUState *rq_watcher;       /* the vCPU asleep on the RQ's tail */
+    /*
+     * Set by tempest-nc-msg.c: that sleep (CPUIdleSleep's prepare and
+     * woken), asked by tempest-nc-coll-shm.c when no collective of the
+     * vCPU's own is pending.
+     */
+    int (*rq_idle_prepare)(TempestNCState *s, CPUState *cpu, uint32_t **word,
+                           uint32_t *val);
+    void (*rq_idle_woken)(TempestNCState *s, CPUState *cpu);
     uint8_t *coll_watch_area;   /* ... in this area */
     uint32_t coll_watch_round;
     /* Set by tempest-nc-coll.c: the pending one completed there. */

@@ -294,13 +294,22 @@
 #define TEMPEST_NC_RX_DIRECT        0x1F8
 #define TEMPEST_NC_TX_DIRECT        0x1FC
 
+/*
+ * (1.19) Sleeps of a halted vCPU on the RQ's tail in the combining area
+ * (when the nodes do not spin, SPIN_US 0) that ended with packets a peer
+ * wrote straight into the RQ: the writer woke the vCPU's thread itself,
+ * with no doorbell (docs/fabric.rst, "A vCPU asleep on its RQ").
+ * Read-only.
+ */
+#define TEMPEST_NC_RX_WOKEN         0x200
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    18
+#define TEMPEST_NC_VERSION_MINOR    19
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
