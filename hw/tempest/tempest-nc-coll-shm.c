@@ -477,6 +477,7 @@ void tempest_nc_idle_sleep_setup(TempestNCState *s)
         .prepare = coll_idle_prepare,
         .woken = coll_idle_woken,
         .yield_us = s->sleep_yield_us,
+        .max_ms = TEMPEST_NC_SLEEP_MAX_MS,
     };
     CPU_FOREACH(cpu) {
         cpu->idle_sleep_opaque = s;

@@ -52,6 +52,15 @@
  */
 #define TEMPEST_NC_SLEEP_YIELD_US 500
 
+/*
+ * The time limit of that sleep (CPUIdleSleep.max_ms), a safety net only:
+ * a collective's waiter thread looks every 50 ms anyway, and a packet's
+ * writer that dies closes its link.  64 idle nodes sleeping on their RQs
+ * cost 4.8-9.0% of a core with QEMU's 50 ms (docs/fabric.rst, "A vCPU
+ * asleep on its RQ").
+ */
+#define TEMPEST_NC_SLEEP_MAX_MS 1000
+
 #define TYPE_TEMPEST_NC "tempest-nc"
 OBJECT_DECLARE_SIMPLE_TYPE(TempestNCState, TEMPEST_NC)
 
