@@ -723,7 +723,8 @@ static void tempest_instance_init(Object *obj)
                                     "halted vCPU that waits for a "
                                     "collective on shared memory yields "
                                     "its host CPU before it sleeps (when "
-                                    "spin-us is 0; 0: it sleeps at once)");
+                                    "spin-us is 0; 0, the default: it "
+                                    "sleeps at once)");
     object_property_add_bool(obj, "poll-hint", tempest_get_poll_hint,
                              tempest_set_poll_hint);
     object_property_set_description(obj, "poll-hint", "Offer the guest the "

@@ -134,7 +134,13 @@ static int msg_rq_idle_prepare(TempestNCState *s, CPUState *cpu,
     s->rq_watcher = cpu;
     *word = w;
     *val = tail;
-    return CPU_IDLE_SLEEP_WAIT;
+    /*
+     * At once, not after a yield: every halt of every node ends here,
+     * and with many nodes a core's worth of them yielding held up the
+     * main loops (a 64-node radix sort 5% slower, one run in five losing
+     * peers at start-up: docs/fabric.rst, "A vCPU asleep on its RQ").
+     */
+    return CPU_IDLE_SLEEP_WAIT_NOW;
 }
 
 /* Awake: no longer said asleep, then the tail read again (Dekker). */

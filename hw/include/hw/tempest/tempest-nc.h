@@ -46,11 +46,13 @@
 /*
  * How long a halted vCPU waiting for a collective on shared memory yields
  * its host CPU before it sleeps on DONE (CPUIdleSleep.yield_us), when
- * the nodes do not spin.  16 nodes on 2 cores: Barrier 134-161 us against
- * 169-224 us sleeping at once (docs/strata.rst, "Yielding before the
+ * the nodes do not spin: 0 unless asked for ("sleep-yield-us").  500 us
+ * made a 16-node Barrier on 2 cores faster (123-138 us against 157-193)
+ * but a 16-node radix sort slightly slower, and 2 runs of about 25 of a
+ * 64-node one stalled for seconds (docs/strata.rst, "Yielding before the
  * sleep").
  */
-#define TEMPEST_NC_SLEEP_YIELD_US 500
+#define TEMPEST_NC_SLEEP_YIELD_US 0
 
 /*
  * The time limit of that sleep (CPUIdleSleep.max_ms), a safety net only:
