@@ -7,10 +7,10 @@
  *   - futex: it sleeps at once (FUTEX_WAIT on the round's word; the last
  *     to arrive wakes them all with one FUTEX_WAKE): what every node of
  *     a cluster with more nodes than host cores pays when its vCPU
- *     sleeps on the shared area's DONE word (sleep-yield-us=0);
+ *     sleeps on the shared area's DONE word (by default);
  *   - yield: it gives its host CPU away (sched_yield) while the word is
  *     unchanged, for up to 500 us, then sleeps as above: the policy of a
- *     node's halted vCPU by default (sleep-yield-us, 500).
+ *     node's halted vCPU with -machine sleep-yield-us=500.
  * No guest code, no device, no emulation: the host's own cost of having
  * every one of NODES processes run once per barrier, which a cluster's
  * barrier cannot go below on the same host.

@@ -245,9 +245,9 @@ STRATA_METRICS = [("barrier_ns", "Barrier"),
 
 
 STRATA_HOST = [("futex_ns", "host processes' barrier, sleeping at once "
-                 "(the floor of sleep-yield-us=0)"),
+                 "(the floor)"),
                ("yield_ns", "host processes' barrier, yielding up to 500 us "
-                "(the floor of the default)")]
+                "first (the floor with sleep-yield-us=500)")]
 
 
 def bench_strata(repeat):
