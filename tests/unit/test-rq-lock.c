@@ -274,6 +274,32 @@ static bool finish_dead(Shared *sh, pid_t pid)
 }
 
 /*
+ * Fork the WRITERS writer processes (each runs fn(sh, w, n) and exits),
+ * arm the alarm that fails a test that stops making progress, and let
+ * them go.
+ */
+static void start_writers(Shared *sh, pid_t *pid,
+                          void (*fn)(Shared *, unsigned, uint32_t),
+                          uint32_t n)
+{
+    struct sigaction sa = { .sa_handler = on_alarm };
+
+    g_assert_cmpint(sigaction(SIGALRM, &sa, NULL), ==, 0);
+    fflush(stdout);
+    fflush(stderr);
+    for (unsigned w = 0; w < WRITERS; w++) {
+        pid[w] = fork();
+        g_assert_cmpint(pid[w], >=, 0);
+        if (pid[w] == 0) {
+            alarm(ALARM_SECONDS + 5);
+            fn(sh, w, n);
+        }
+    }
+    alarm(ALARM_SECONDS);
+    __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+}
+
+/*
  * WRITERS processes write n packets each while the receiver takes them
  * in order (as the guest: wait for VALID at its head, read, free) and
  * writes packets of its own under the lock.  kill_at: after taking that
@@ -291,21 +317,8 @@ static uint32_t run_writers(uint32_t n, uint32_t kill_at)
     uint32_t next[WRITERS + 1] = { 0 }, head = 0, own = 0, got = 0;
     uint32_t own_n = n / 4;
     bool killed = false;
-    struct sigaction sa = { .sa_handler = on_alarm };
 
-    g_assert_cmpint(sigaction(SIGALRM, &sa, NULL), ==, 0);
-    fflush(stdout);
-    fflush(stderr);
-    for (unsigned w = 0; w < WRITERS; w++) {
-        pid[w] = fork();
-        g_assert_cmpint(pid[w], >=, 0);
-        if (pid[w] == 0) {
-            alarm(ALARM_SECONDS + 5);
-            writer(sh, w, n);
-        }
-    }
-    alarm(ALARM_SECONDS);
-    __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+    start_writers(sh, pid, writer, n);
     for (;;) {
         uint32_t *ctl = slot_ctl(sh, head);
         uint32_t c = __atomic_load_n(ctl, __ATOMIC_ACQUIRE), w, k;
@@ -385,7 +398,7 @@ static uint32_t run_writers(uint32_t n, uint32_t kill_at)
  * writes the next, so nothing else would wake the receiver: a wake-up
  * lost between the two sides hangs the test (the alarm fails it).
  */
-static void writer_waking(Shared *sh, unsigned w, uint32_t n)
+static G_NORETURN void writer_waking(Shared *sh, unsigned w, uint32_t n)
 {
     while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE)) {
         sched_yield();
@@ -411,21 +424,8 @@ static void test_sleep(void)
     Shared *sh = shared_new();
     pid_t pid[WRITERS];
     uint32_t next[WRITERS] = { 0 }, head = 0, sleeps = 0;
-    struct sigaction sa = { .sa_handler = on_alarm };
 
-    g_assert_cmpint(sigaction(SIGALRM, &sa, NULL), ==, 0);
-    fflush(stdout);
-    fflush(stderr);
-    for (unsigned w = 0; w < WRITERS; w++) {
-        pid[w] = fork();
-        g_assert_cmpint(pid[w], >=, 0);
-        if (pid[w] == 0) {
-            alarm(ALARM_SECONDS + 5);
-            writer_waking(sh, w, n);
-        }
-    }
-    alarm(ALARM_SECONDS);
-    __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+    start_writers(sh, pid, writer_waking, n);
     while (head < WRITERS * n) {
         uint32_t *ctl = slot_ctl(sh, head), w, k, t;
         uint8_t *s = (uint8_t *)ctl;

@@ -21,7 +21,10 @@ never asserted).
   strata Strata's control network on 2, 4, 8 and 16 nodes (--smp 1,
          guest/bench/strata_bench.c): Barrier, CombineInt and one Broadcast,
          each against the active-message round trip (SendLeftPollBoth and
-         a reply from the handler, both nodes polling) of the same run.
+         a reply from the handler, both nodes polling) of the same run;
+         and the host's own barrier of as many processes, sleeping on a
+         futex and yielding first (guest/bench/barrier_host.c, right
+         after each cluster run): the floor of a barrier on this host.
   bulk   the transfer engine between two nodes (--smp 2, --mem 320M,
          guest/bench/bulk_bench.c): time per transfer (and MB/s) of 4 KiB
          to 64 MiB against a host memcpy and a host Unix-domain socket
