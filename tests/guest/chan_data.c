@@ -9,7 +9,9 @@
  * the paper's input naming where the NEXT data goes (2.1, with the
  * loop unrolled over two buffers, and data that came before any buffer
  * was named); an input first too short for the data (CHAN_E_TOOBIG, the
- * data kept, the output not done until it is input); on the device, data past CHAN_MAX_DATA (to 1 MiB) straight
+ * data kept, the output not done until it is input); a ping-pong's turns
+ * in one call each (chan_output_input); on the device, data past
+ * CHAN_MAX_DATA (to 1 MiB) straight
  * into the input's buffer, input first and output first (then it waits at
  * the sender until an input long enough); a channel with both ends on
  * one node; a handler that a
@@ -198,6 +200,64 @@ static void short_too_long(void)
         }
         am_barrier();
     }
+}
+
+/*
+ * chan_output_input, a ping-pong's turn: A outputs a message of each
+ * length and inputs the answer in the same call; B answers each with
+ * chan_output_input too (its input is A's next message), the last with
+ * chan_output. Data checked both ways. An answer longer than A's buffer:
+ * CHAN_E_TOOBIG, kept (BUFFERFULL) for the next chan_input. A port of
+ * the other node: CHAN_E_BADPORT. A buffer past CHAN_MAX_DATA: an output
+ * and an input. On the device every other call is one OUTPUT_INPUT
+ * instruction (chan_stats.turns), in software none.
+ */
+static void turns(void)
+{
+    static const unsigned lens[] = { 0, 1, 7, 64, 1000, CHAN_MAX_DATA };
+    const unsigned n = sizeof(lens) / sizeof(lens[0]);
+    bool dev = chan_max_data() > CHAN_MAX_DATA;
+    uint64_t t0 = cu_stat(CU_STAT(turns));
+    unsigned i;
+    int got;
+
+    if (me() == NODE_A) {
+        CU_EQ(chan_output_input(far, src, 1, dst, 1), CHAN_E_BADPORT);
+        for (i = 0; i < n; i++) {
+            cu_fill(src + 1, lens[i], 6000 + i);
+            memset(dst, 0, sizeof(dst));
+            got = chan_output_input(port, src + 1, lens[i], dst,
+                                    i == 2 ? sizeof(dst) : CHAN_MAX_DATA);
+            CU_EQ(got, (int)lens[n - 1 - i]);
+            CU_CHECK(cu_match(dst, (size_t)got, 7000 + i));
+            CU_EQ(chan_state(port), CHAN_IDLE);
+        }
+        cu_fill(src, 4, 6100);
+        CU_EQ(chan_output_input(port, src, 4, dst, 2), CHAN_E_TOOBIG);
+        CU_EQ(chan_state(port), CHAN_BUFFERFULL);
+        CU_EQ(chan_input(port, dst, 100), 100);
+        CU_CHECK(cu_match(dst, 100, 7100));
+        CU_EQ(cu_stat(CU_STAT(turns)) - t0, dev ? n : 0);
+    } else {
+        got = chan_input(port, dst, CHAN_MAX_DATA);
+        for (i = 0; i < n; i++) {
+            CU_EQ(got, (int)lens[i]);
+            CU_CHECK(cu_match(dst, (size_t)got, 6000 + i));
+            cu_fill(src + 3, lens[n - 1 - i], 7000 + i);
+            if (i + 1 < n) {
+                got = chan_output_input(port, src + 3, lens[n - 1 - i], dst,
+                                        CHAN_MAX_DATA);
+            } else {
+                CU_EQ(chan_output(port, src + 3, lens[n - 1 - i]), 0);
+            }
+        }
+        CU_EQ(chan_input(port, dst, CHAN_MAX_DATA), 4);
+        CU_CHECK(cu_match(dst, 4, 6100));
+        cu_fill(src, 100, 7100);
+        CU_EQ(chan_output(port, src, 100), 0);
+        CU_EQ(cu_stat(CU_STAT(turns)) - t0, dev ? n - 1 : 0);
+    }
+    am_barrier();
 }
 
 /*
@@ -404,6 +464,7 @@ int main(void)
     lengths();
     input_next();
     short_too_long();
+    turns();
     long_data();
     local_channel();
     handler_inline();

@@ -45,6 +45,7 @@ static const char *const op_names[] = {
     [OP_INPUT_PORT] = "chan_input_port",
     [OP_STATE] = "chan_state",
     [OP_COMPANION] = "chan_companion",
+    [OP_OUTPUT_INPUT] = "chan_output_input",
 };
 
 /* ---- accepting ---------------------------------------------------------- */
@@ -648,6 +649,22 @@ int chan_input(chan_port p, void *buf, size_t maxlen)
                           .len = maxlen };
 
     return call_checked(&r, maxlen && !buf);
+}
+
+int chan_output_input(chan_port p, const void *data, size_t len,
+                      void *buf, size_t maxlen)
+{
+    struct chan_req r = { .op = OP_OUTPUT_INPUT, .a = p, .src = data,
+                          .len = len, .dst = buf, .in_len = maxlen };
+    int rc;
+
+    if (!cp_on_device || maxlen > cp_dev_turn_max()) {
+        /* In software, or an input longer than the port's buffer. */
+        rc = chan_output(p, data, len);
+        return rc ? rc : chan_input(p, buf, maxlen);
+    }
+    return call_checked(&r, len > chan_max_data() || (len && !data) ||
+                            (maxlen && !buf));
 }
 
 int chan_set_buffer(chan_port p, void *buf, size_t size)

@@ -33,6 +33,7 @@ enum {
     OP_ALLOC, OP_ALLOC_TO, OP_ACCEPT, OP_FREE, OP_OUTPUT, OP_OUTPUT_START,
     OP_OUTPUT_WAIT, OP_INPUT, OP_SET_BUFFER, OP_INPUT_NEXT, OP_OUTPUT_PORT,
     OP_OUTPUT_PORT_START, OP_INPUT_PORT, OP_STATE, OP_COMPANION,
+    OP_OUTPUT_INPUT,
 };
 
 /* The result of a call that waits for a message. */
@@ -44,6 +45,7 @@ struct chan_req {
     const void *src;            /* output: the data */
     void *dst;                  /* input: the buffer; input_next: next */
     size_t len;                 /* its length */
+    size_t in_len;              /* output_input: the input's buffer size */
     unsigned node;              /* alloc_to, accept */
     uint32_t key;
     bool in_handler;            /* made on the protocol thread itself */
@@ -163,6 +165,13 @@ extern bool cp_on_device;
  * event completes it).
  */
 int cp_dev_exec(struct chan_req *r);
+
+/*
+ * cp_dev_turn_max: the longest input chan_output_input() makes one
+ * OUTPUT_INPUT instruction of (the data lands in the port's buffer, of
+ * this size); a longer one is an output and an input.
+ */
+size_t cp_dev_turn_max(void);
 
 /* cp_dev_stats: the device's counters into the fields they stand for. */
 void cp_dev_stats(struct chan_stats *s);

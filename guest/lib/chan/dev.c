@@ -56,7 +56,7 @@ _Static_assert(TEMPEST_CHAN_PORTS <= CHAN_PORTS, "device ports fit names");
 bool cp_on_device;
 
 /* What a call waits for on a port (struct dport mode). */
-enum { W_NONE, W_COPY, W_NEXT, W_PORT, W_OUT, W_ALLOC_TO };
+enum { W_NONE, W_COPY, W_NEXT, W_PORT, W_OUT, W_ALLOC_TO, W_TURN };
 
 /* The library's side of a device port. */
 struct dport {
@@ -90,6 +90,7 @@ static void dcreate_h(TPPI_NodeId src, int size);
 static void dcreated_h(TPPI_NodeId src, int size);
 static void dconnected_h(TPPI_NodeId src, int size);
 static void dfree_h(TPPI_NodeId src, int size);
+static int dev_input(struct chan_req *r);
 
 /* ---- names and instructions ---------------------------------------- */
 
@@ -120,13 +121,13 @@ static uint32_t dev_id(unsigned idx)
  * One instruction; returns 0 and the RESULT in *@res, or the reason it
  * failed (TEMPEST_CMD_E_*).
  */
-static uint32_t dcmd(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
-                     uint64_t *res)
+static uint32_t dcmd6(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
+                      uint64_t a4, uint64_t a5, uint64_t *res)
 {
     uint64_t result = 0;
     uint32_t reason, st;
 
-    st = nc_chan(op, port, a2, a3, &result, &reason);
+    st = nc_chan6(op, port, a2, a3, a4, a5, &result, &reason);
     if (res) {
         *res = result;
     }
@@ -134,6 +135,12 @@ static uint32_t dcmd(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
         return 0;
     }
     return reason ? reason : TEMPEST_CMD_E_BAD_OP;
+}
+
+static uint32_t dcmd(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
+                     uint64_t *res)
+{
+    return dcmd6(op, port, a2, a3, 0, 0, res);
 }
 
 /* A device reason as a CHAN_E_* code (@state: the port's, for STATE). */
@@ -481,6 +488,61 @@ static int dev_output(struct chan_req *r, bool wait)
     return wait ? wait_on(d, r, W_OUT) : 0;
 }
 
+/*
+ * chan_output_input: a ping-pong's turn in one OUTPUT_INPUT instruction
+ * (node controller 1.16): the output, and once the companion has input
+ * it the input, into the port's buffer (the spare one named next, as
+ * dev_input()'s INPUT), with one wait for the INPUT event and no OUTPUT
+ * event between.  The input's buffer is at most DEV_BUF long
+ * (cp_dev_turn_max(): chan_output_input() makes two calls of a longer
+ * one).
+ */
+static int dev_output_input(struct chan_req *r)
+{
+    int state, rc;
+    struct dport *d = dfind(r->a, &state, NULL);
+    uint64_t res;
+
+    if (!d) {
+        return CHAN_E_BADPORT;
+    }
+    if (state == CHAN_MIGRATING) {
+        return CHAN_E_MIGRATING;
+    }
+    if (state != CHAN_IDLE || d->held) {
+        return CHAN_E_STATE;
+    }
+    if (d->stray) {
+        /* After an INPUT_HERE too short (dev_event): ours again. */
+        d->stray = false;
+        dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)), (uintptr_t)d->buf,
+             DEV_BUF, NULL);
+    }
+    d->direct = NULL;
+    rc = dev_err(dcmd6(TEMPEST_CHAN_OP_OUTPUT_INPUT, dev_id(dindex(d)),
+                       (uintptr_t)r->src, r->len, (uintptr_t)d->spare,
+                       DEV_BUF, &res), state);
+    if (rc) {
+        return rc;
+    }
+    cp_stats.data_sent++;
+    cp_stats.turns++;
+    d->out_err = 0;
+    /* From here on the call is the input (deliver() reads r->len). */
+    r->op = OP_INPUT;
+    r->len = r->in_len;
+    if (res == 1) {
+        /* Input already (a companion here): no input started. */
+        return dev_input(r);
+    }
+    return wait_on(d, r, W_TURN);
+}
+
+size_t cp_dev_turn_max(void)
+{
+    return DEV_BUF;
+}
+
 static int dev_output_wait(struct chan_req *r)
 {
     int state, rc;
@@ -824,7 +886,8 @@ static void dev_event(const struct nc_event *ev)
             break;
         }
         swap_bufs(d);
-        if (!r || (d->mode != W_COPY && d->mode != W_NEXT) ||
+        if (!r || (d->mode != W_COPY && d->mode != W_NEXT &&
+                   d->mode != W_TURN) ||
             ev->b > (d->direct ? d->direct_size : DEV_BUF) ||
             (d->direct && ev->c != (uintptr_t)d->direct)) {
             cp_protocol_error("input of %llu bytes on port 0x%x: no input "
@@ -835,6 +898,15 @@ static void dev_event(const struct nc_event *ev)
         rc = deliver(d, r, (uint32_t)ev->b);
         break;
     case TEMPEST_CHAN_EV_OUTPUT:
+        if (r && d->mode == W_TURN) {
+            /*
+             * An OUTPUT_INPUT's output failed (B), or its input was
+             * refused (B 0, C why): no input started either way.
+             */
+            rc = dev_err(ev->b ? (uint32_t)ev->b : (uint32_t)ev->c, 0);
+            rc = rc ? rc : CHAN_E_ARG;
+            break;
+        }
         rc = dev_err((uint32_t)ev->b, 0);
         if (d->carrying && ev->b == 0) {
             /* Stage 4: the port sent is EMPTY here now. */
@@ -887,7 +959,8 @@ static void dev_event(const struct nc_event *ev)
          * places.  A buffer of the caller's named (direct_buffer())
          * goes back to being ours.
          */
-        if (!r || (d->mode != W_COPY && d->mode != W_NEXT)) {
+        if (!r || (d->mode != W_COPY && d->mode != W_NEXT &&
+                   d->mode != W_TURN)) {
             cp_protocol_error("too long data on port 0x%x: no input waits",
                               (unsigned)id);
             return;
@@ -940,6 +1013,8 @@ int cp_dev_exec(struct chan_req *r)
         return dev_output(r, r->op == OP_OUTPUT);
     case OP_OUTPUT_WAIT:
         return dev_output_wait(r);
+    case OP_OUTPUT_INPUT:
+        return dev_output_input(r);
     case OP_INPUT:
     case OP_INPUT_NEXT:
         return dev_input(r);

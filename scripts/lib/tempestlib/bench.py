@@ -381,10 +381,10 @@ def bench_chan(repeat):
     bulk_elf = build.guest_program("bench/bulk_bench.elf")
     lib_elf = build.guest_program("bench/libchan_bench.elf")
     rounds = []
-    libs = {"device": [], "soft": []}
+    libs = {"device": [], "turn": [], "soft": []}
     for _ in range(repeat):
         # <chan.h> on each path, A/B in the same round.
-        for path in ("device", "soft"):
+        for path in libs:
             libs[path].append(_libchan_round(lib_elf, path))
         bulk = _bulk_lines(_cluster(bulk_elf, 2, [str(BULK_MAX_MB),
                                                   str(BULK_ROUNDS)],
@@ -426,23 +426,24 @@ def bench_chan(repeat):
 
 
 def _libchan_round(elf, path):
-    """One run of libchan_bench on @path ('device' or 'soft':
+    """One run of libchan_bench on @path ('device'; 'turn', the device
+    with node 0's turns by chan_output_input; or 'soft':
     TEMPEST_CHAN=soft); its size lines."""
+    args = [str(CHAN_ROUNDS)] + (["turn"] if path == "turn" else [])
     old = os.environ.get(cluster.CHAN_ENV)
     if path == "soft":
         os.environ[cluster.CHAN_ENV] = "soft"
     else:
         os.environ.pop(cluster.CHAN_ENV, None)
     try:
-        log = _cluster(elf, 2, [str(CHAN_ROUNDS)], "libchan-" + path,
-                       smp=2, mem="128M")
+        log = _cluster(elf, 2, args, "libchan-" + path, smp=2, mem="128M")
     finally:
         if old is None:
             os.environ.pop(cluster.CHAN_ENV, None)
         else:
             os.environ[cluster.CHAN_ENV] = old
     sizes, other = _bulk_lines(log, "libchan_bench")
-    if other.get("device") != (path == "device"):
+    if other.get("device") != (path != "soft"):
         raise StepError(f"bench: libchan_bench ran off the {path} path")
     return sizes
 
@@ -454,6 +455,8 @@ def _libchan_rows(libs, rounds):
     rows = []
     for size in (4, 4080):
         for path, what in (("device", "on the device"),
+                           ("turn", "on the device, node 0's turn one "
+                            "chan_output_input"),
                            ("soft", "in software")):
             per = [lib[size]["ns"] / lib[size]["rounds"]
                    for lib in libs[path]]

@@ -230,6 +230,19 @@ int chan_output_wait(chan_port p);
 int chan_input(chan_port p, void *buf, size_t maxlen);
 
 /*
+ * chan_output_input: a ping-pong's turn: chan_output(@p, @data, @len),
+ * then chan_input(@p, @buf, @maxlen), with the same results (the
+ * output's error, if it fails, and no input; else the input's).  On the
+ * device, with @maxlen up to CHAN_MAX_DATA, it is one instruction
+ * (OUTPUT_INPUT) and one wait: the input starts when the companion has
+ * input the data, with no event between; the answer is copied from the
+ * port's buffer into @buf.  In software, or with a longer @maxlen, it is
+ * the two calls.
+ */
+int chan_output_input(chan_port p, const void *data, size_t len,
+                      void *buf, size_t maxlen);
+
+/*
  * chan_set_buffer: names the buffer [@buf, @buf + @size) as the port's
  * address (section 4): where the next data arriving on @p is stored.
  * NULL (with any @size) makes the library store it (copied out by the
@@ -328,6 +341,7 @@ struct chan_stats {
     uint64_t migrations;        /* ports moved away (stage 4 here) */
     uint64_t forwards;          /* wire-ups forwarded (stage 5) */
     uint64_t protocol_errors;   /* impossible messages (reported) */
+    uint64_t turns;             /* chan_output_input: one instruction */
     uint32_t ports_in_use;      /* non-EMPTY ports now */
 };
 

@@ -267,18 +267,27 @@ uint32_t nc_timer_arm(uint64_t ticks, uint64_t a, uint64_t b);
 
 /*
  * nc_chan: one instruction of the channel controller (TEMPEST_CMD_CHAN,
- * docs/chan.rst): @op a TEMPEST_CHAN_OP_*, @port, and its two operands;
- * waits while it answers RETRY.  Returns as nc_cmd(), the reason of a
- * failure in *@reason (0 otherwise).
+ * docs/chan.rst): @op a TEMPEST_CHAN_OP_*, @port, and its two operands
+ * (nc_chan6: four, for OUTPUT_INPUT); waits while it answers RETRY.
+ * Returns as nc_cmd(), the reason of a failure in *@reason (0
+ * otherwise).
  */
+static inline uint32_t nc_chan6(uint64_t op, uint64_t port, uint64_t a2,
+                                uint64_t a3, uint64_t a4, uint64_t a5,
+                                uint64_t *result, uint32_t *reason)
+{
+    uint64_t args[6] = { op, port, a2, a3, a4, a5 };
+
+    *reason = 0;
+    return nc_cmd(TEMPEST_CMD_CHAN, args, a4 || a5 ? 6 : 4, 0, result,
+                  reason);
+}
+
 static inline uint32_t nc_chan(uint64_t op, uint64_t port, uint64_t a2,
                                uint64_t a3, uint64_t *result,
                                uint32_t *reason)
 {
-    uint64_t args[4] = { op, port, a2, a3 };
-
-    *reason = 0;
-    return nc_cmd(TEMPEST_CMD_CHAN, args, 4, 0, result, reason);
+    return nc_chan6(op, port, a2, a3, 0, 0, result, reason);
 }
 
 /* ---- tagged memory (version 1.3, tags.c) --------------------------- */
