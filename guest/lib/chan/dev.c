@@ -459,21 +459,36 @@ static int dev_free(struct chan_req *r)
 
 /* ---- data ------------------------------------------------------------ */
 
+/*
+ * The port of an output (@r->a): IDLE and holding nothing; else NULL and
+ * the refusal in *@rc.
+ */
+static struct dport *output_port(struct chan_req *r, int *state, int *rc)
+{
+    struct dport *d = dfind(r->a, state, NULL);
+
+    *rc = !d ? CHAN_E_BADPORT :
+          *state == CHAN_MIGRATING ? CHAN_E_MIGRATING :
+          *state != CHAN_IDLE || d->held ? CHAN_E_STATE : 0;
+    return *rc ? NULL : d;
+}
+
+/* After an INPUT_HERE too short (dev_event): the port's buffer ours again. */
+static void unstray(struct dport *d)
+{
+    d->stray = false;
+    dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)), (uintptr_t)d->buf,
+         DEV_BUF, NULL);
+}
+
 static int dev_output(struct chan_req *r, bool wait)
 {
-    int state;
-    struct dport *d = dfind(r->a, &state, NULL);
+    int state, rc;
+    struct dport *d = output_port(r, &state, &rc);
     uint64_t res;
-    int rc;
 
     if (!d) {
-        return CHAN_E_BADPORT;
-    }
-    if (state == CHAN_MIGRATING) {
-        return CHAN_E_MIGRATING;
-    }
-    if (state != CHAN_IDLE || d->held) {
-        return CHAN_E_STATE;
+        return rc;
     }
     rc = dev_err(dcmd(TEMPEST_CHAN_OP_OUTPUT, dev_id(dindex(d)),
                       (uintptr_t)r->src, r->len, &res), state);
@@ -500,23 +515,14 @@ static int dev_output(struct chan_req *r, bool wait)
 static int dev_output_input(struct chan_req *r)
 {
     int state, rc;
-    struct dport *d = dfind(r->a, &state, NULL);
+    struct dport *d = output_port(r, &state, &rc);
     uint64_t res;
 
     if (!d) {
-        return CHAN_E_BADPORT;
-    }
-    if (state == CHAN_MIGRATING) {
-        return CHAN_E_MIGRATING;
-    }
-    if (state != CHAN_IDLE || d->held) {
-        return CHAN_E_STATE;
+        return rc;
     }
     if (d->stray) {
-        /* After an INPUT_HERE too short (dev_event): ours again. */
-        d->stray = false;
-        dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)), (uintptr_t)d->buf,
-             DEV_BUF, NULL);
+        unstray(d);
     }
     d->direct = NULL;
     rc = dev_err(dcmd6(TEMPEST_CHAN_OP_OUTPUT_INPUT, dev_id(dindex(d)),
@@ -687,10 +693,7 @@ static int dev_input(struct chan_req *r)
         return rc;
     }
     if (d->stray && state == CHAN_IDLE) {
-        /* After an INPUT_HERE too short (dev_event): ours again. */
-        d->stray = false;
-        dcmd(TEMPEST_CHAN_OP_BUFFER, dev_id(dindex(d)), (uintptr_t)d->buf,
-             DEV_BUF, NULL);
+        unstray(d);
         d = dfind(r->a, &state, NULL);
         if (!d) {
             return CHAN_E_BADPORT;
