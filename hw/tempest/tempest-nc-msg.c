@@ -126,10 +126,16 @@ static int msg_rq_idle_prepare(TempestNCState *s, CPUState *cpu,
         return CPU_IDLE_SLEEP_NO;
     }
     if (tail != s->ring[TEMPEST_RING_RQ].idx) {
-        /* Packets came meanwhile: take them, and look again. */
+        /*
+         * Packets came meanwhile: take them.  Their interrupt wakes the
+         * vCPU; if the guest masked it, the vCPU sleeps as usual (the
+         * doorbell wakes it): a peer that moved the tail without end must
+         * not keep this thread looping with the BQL held.
+         */
         tempest_fabric_rq_sleep(s->fabric, false, NULL);
         msg_rq_sync_to(s, tail);
-        return CPU_IDLE_SLEEP_AGAIN;
+        return s->irq_status & s->irq_enable ? CPU_IDLE_SLEEP_AGAIN :
+                                               CPU_IDLE_SLEEP_NO;
     }
     s->rq_watcher = cpu;
     *word = w;
