@@ -468,9 +468,10 @@ void tempest_nc_idle_sleep_setup(TempestNCState *s)
 {
     CPUState *cpu;
 
-    if (s->coll_idle.prepare || s->num_nodes < 2 || !shm_area(s) ||
+    /* (Cheapest first: msg_rq_open() calls it at every POLL.) */
+    if (s->coll_idle.prepare || s->spin_us != 0 || s->num_nodes < 2 ||
         !cpu_idle_sleep_supported() || !qemu_tcg_mttcg_enabled() ||
-        s->spin_us != 0) {
+        !shm_area(s)) {
         return;
     }
     s->coll_idle = (CPUIdleSleep) {
