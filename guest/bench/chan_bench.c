@@ -35,9 +35,8 @@ static bool armed;
 static uint32_t chan6(uint64_t op, uint64_t port, uint64_t a2, uint64_t a3,
                       uint64_t a4, uint64_t a5, uint64_t *result)
 {
-    uint64_t args[6] = { op, port, a2, a3, a4, a5 };
-    uint32_t reason = 0;
-    uint32_t st = nc_cmd(TEMPEST_CMD_CHAN, args, 6, 0, result, &reason);
+    uint32_t reason;
+    uint32_t st = nc_chan6(op, port, a2, a3, a4, a5, result, &reason);
 
     if (st != TEMPEST_CMD_SUCCESS) {
         printf("chan_bench: instruction %u: %s\n", (unsigned)op,

@@ -468,7 +468,7 @@ void tempest_nc_idle_sleep_setup(TempestNCState *s)
 {
     CPUState *cpu;
 
-    /* (Cheapest first: msg_rq_open() calls it at every POLL.) */
+    /* (Cheapest first: msg_rq_open() calls it at every RQ doorbell.) */
     if (s->coll_idle.prepare || s->spin_us != 0 || s->num_nodes < 2 ||
         !cpu_idle_sleep_supported() || !qemu_tcg_mttcg_enabled() ||
         !shm_area(s)) {

@@ -35,7 +35,8 @@ typedef struct Shared {
     RqLine line;
     RqRecord rec[WRITERS];
     uint32_t go;
-    uint32_t taken[WRITERS];    /* the sleep test: what the receiver took */
+    uint32_t wake;              /* the sleep test: writers wake and wait */
+    uint32_t taken[WRITERS];    /* ... for what the receiver took */
     uint8_t rq[SLOTS][SLOT_SIZE];
 } Shared;
 
@@ -223,7 +224,11 @@ static void test_resolve(void)
 
 /* ---- several processes ---------------------------------------------- */
 
-/* Writer w: packets 0 .. n-1 (or until killed), one at a time. */
+/*
+ * Writer w: packets 0 .. n-1 (or until killed), one at a time.  With
+ * sh->wake (the sleep test), after each it wakes the receiver if
+ * rq_sleeper() says it sleeps, and waits until the packet is taken.
+ */
 static G_NORETURN void writer(Shared *sh, unsigned w, uint32_t n)
 {
     while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE)) {
@@ -231,6 +236,16 @@ static G_NORETURN void writer(Shared *sh, unsigned w, uint32_t n)
     }
     for (uint32_t k = 0; k < n; k++) {
         while (!write_one(sh, w, k)) {
+            sched_yield();
+        }
+        if (!sh->wake) {
+            continue;
+        }
+        if (rq_sleeper(&sh->line)) {
+            syscall(SYS_futex, rq_tail_word(&sh->line), FUTEX_WAKE, 1,
+                    NULL, NULL, 0);
+        }
+        while (__atomic_load_n(&sh->taken[w], __ATOMIC_ACQUIRE) <= k) {
             sched_yield();
         }
     }
@@ -274,13 +289,11 @@ static bool finish_dead(Shared *sh, pid_t pid)
 }
 
 /*
- * Fork the WRITERS writer processes (each runs fn(sh, w, n) and exits),
- * arm the alarm that fails a test that stops making progress, and let
- * them go.
+ * Fork the WRITERS writer processes (each runs writer(sh, w, n)), arm
+ * the alarm that fails a test that stops making progress, and let them
+ * go.
  */
-static void start_writers(Shared *sh, pid_t *pid,
-                          void (*fn)(Shared *, unsigned, uint32_t),
-                          uint32_t n)
+static void start_writers(Shared *sh, pid_t *pid, uint32_t n)
 {
     struct sigaction sa = { .sa_handler = on_alarm };
 
@@ -292,7 +305,7 @@ static void start_writers(Shared *sh, pid_t *pid,
         g_assert_cmpint(pid[w], >=, 0);
         if (pid[w] == 0) {
             alarm(ALARM_SECONDS + 5);
-            fn(sh, w, n);
+            writer(sh, w, n);
         }
     }
     alarm(ALARM_SECONDS);
@@ -318,7 +331,7 @@ static uint32_t run_writers(uint32_t n, uint32_t kill_at)
     uint32_t own_n = n / 4;
     bool killed = false;
 
-    start_writers(sh, pid, writer, n);
+    start_writers(sh, pid, n);
     for (;;) {
         uint32_t *ctl = slot_ctl(sh, head);
         uint32_t c = __atomic_load_n(ctl, __ATOMIC_ACQUIRE), w, k;
@@ -398,26 +411,6 @@ static uint32_t run_writers(uint32_t n, uint32_t kill_at)
  * writes the next, so nothing else would wake the receiver: a wake-up
  * lost between the two sides hangs the test (the alarm fails it).
  */
-static G_NORETURN void writer_waking(Shared *sh, unsigned w, uint32_t n)
-{
-    while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE)) {
-        sched_yield();
-    }
-    for (uint32_t k = 0; k < n; k++) {
-        while (!write_one(sh, w, k)) {
-            sched_yield();
-        }
-        if (rq_sleeper(&sh->line)) {
-            syscall(SYS_futex, rq_tail_word(&sh->line), FUTEX_WAKE, 1,
-                    NULL, NULL, 0);
-        }
-        while (__atomic_load_n(&sh->taken[w], __ATOMIC_ACQUIRE) <= k) {
-            sched_yield();
-        }
-    }
-    _exit(0);
-}
-
 static void test_sleep(void)
 {
     const uint32_t n = 3000;
@@ -425,7 +418,8 @@ static void test_sleep(void)
     pid_t pid[WRITERS];
     uint32_t next[WRITERS] = { 0 }, head = 0, sleeps = 0;
 
-    start_writers(sh, pid, writer_waking, n);
+    sh->wake = 1;
+    start_writers(sh, pid, n);
     while (head < WRITERS * n) {
         uint32_t *ctl = slot_ctl(sh, head), w, k, t;
         uint8_t *s = (uint8_t *)ctl;
