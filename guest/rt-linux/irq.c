@@ -478,6 +478,19 @@ static void spin_us(uint64_t us)
     }
 }
 
+/*
+ * Here the interrupt's handler may already have run (from the spin, or
+ * the signal): @ack comes after it, which keeps the promise callers rely
+ * on, a device acknowledged after the wake-up and before the return.
+ */
+void rt_cpu_sleep_ack(uint64_t max_us, void (*ack)(void))
+{
+    rt_cpu_sleep(max_us);
+    if (ack) {
+        ack();
+    }
+}
+
 void rt_cpu_sleep(uint64_t max_us)
 {
     struct cpu *c = &cpus[my_cpu];

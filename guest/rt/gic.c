@@ -159,6 +159,14 @@ static void dispatch_pending(void)
 
     irq_depth[cpu]++;
     for (;;) {
+        /*
+         * ISR_EL1 first: QEMU reads it without its big lock, where each
+         * ICC_IAR1 read takes the lock and updates the GIC; most sleeps
+         * end with nothing (more) pending.
+         */
+        if (!rt_irq_pending()) {
+            break;
+        }
         iar = RT_READ_SYSREG(icc_iar1_el1);
         intid = iar & 0xffffff;
         if (intid >= INTID_SPURIOUS) {
@@ -389,6 +397,11 @@ void rt_wait_event(void)
 
 void rt_cpu_sleep(uint64_t max_us)
 {
+    rt_cpu_sleep_ack(max_us, NULL);
+}
+
+void rt_cpu_sleep_ack(uint64_t max_us, void (*ack)(void))
+{
     uint64_t flags, freq, cval;
 
     if (!gic_ok) {
@@ -419,6 +432,9 @@ void rt_cpu_sleep(uint64_t max_us)
         __asm__ volatile("wfi" : : : "memory");
     }
     sleep_end(rt_cpu_index());
+    if (ack) {
+        ack();
+    }
     dispatch_pending();
     if (max_us) {
         RT_WRITE_SYSREG(cntp_ctl_el0, 0);

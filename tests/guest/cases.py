@@ -417,8 +417,9 @@ CASES = [
                             r"^  thread \d+ '[^']*': state [A-Z], cpu \d+ "
                             r"ticks, wchan "]
                # the guest's stack, named from the ELF (bare metal)
-               + ([] if LINUX else [r"^  guest cpu 0: pc \w+\+0x[0-9a-f]+ "
-                                    r"< lr \w+\+0x[0-9a-f]+ < .*main\+"])}),
+               # (a name may be a compiler's clone: f.part.0)
+               + ([] if LINUX else [r"^  guest cpu 0: pc [\w.]+\+0x[0-9a-f]+ "
+                                    r"< lr [\w.]+\+0x[0-9a-f]+ < .*main\+"])}),
     Interrupt("ctrl-c", "crash_unmapped", nodes=2, args=["99"], status=130,
               timeout=60, summary=r"interrupted"),
     # A launcher killed outright (SIGKILL: no handler runs) leaves no node

@@ -19,10 +19,11 @@
  * (the node controller's SPIN_US hint; StrataSetSpin), writing the node
  * controller's POLL register on every turn (nc_poll: a fabric with shared
  * memory hands over what peers left there) and POLL = 0 when it stops,
- * then sleeps in rt_cpu_sleep() with no time limit (everything a wait
- * waits for raises one of STRATA_IRQ_BITS); the runtime runs our
- * interrupt handler, which only
- * acknowledges.  Device registers are read only after an interrupt.  Nor
+ * then sleeps in rt_cpu_sleep_ack() with no time limit (everything a
+ * wait waits for raises one of STRATA_IRQ_BITS), acknowledging right
+ * after the WFI, so that neither the GIC nor our interrupt handler (which
+ * only acknowledges, for the other sleeps) is touched.  Device registers
+ * are read only after an interrupt.  Nor
  * does the spin read a clock: under TCG every counter register (CNTPCT,
  * PMCCNTR) takes QEMU's big lock, and a vCPU doing so in a loop starves
  * the main loop that runs the node controller; the spin counts turns
@@ -327,22 +328,42 @@ static void shared_wait(bool (*done)(void *), void *arg, unsigned poll,
     }
 }
 
+static void strata_irq_ack(void)
+{
+    nc_irq_ack(STRATA_IRQ_BITS);
+}
+
+/*
+ * Each device access below takes QEMU's big lock; a 16-node barrier on 2
+ * host cores is a string of wake-ups of the nodes' QEMUs, each such
+ * access on its way (docs/strata.rst, "Fewer device accesses a wait").
+ * An acknowledgement is needed only to let WFI sleep again, and must be
+ * followed by a look at done() before the sleep (it may have cleared the
+ * interrupt of the very event waited for); an event after that look
+ * raises its interrupt, which wakes the WFI whether or not the line was
+ * already up.  So the first sleep needs no acknowledgement, and the one
+ * after a wake-up is made before the GIC is read (rt_cpu_sleep_ack: the
+ * line is down, so neither our handler nor the GIC's acknowledge and
+ * end-of-interrupt run).  @fresh: done() was false since the last
+ * acknowledgement (or with none made), and nothing ran since.
+ */
 void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
 {
     unsigned spins = 0, max_spins = strata_spin_turns;
-    bool polling = false;
+    bool polling = false, fresh;
 
     if (strata_shared) {
         shared_wait(done, arg, poll, cheap);
         return;
     }
-    nc_irq_ack(STRATA_IRQ_BITS);
     if (done(arg)) {
         return;
     }
+    fresh = true;
     for (;;) {
-        if (poll && poll_fn(poll)) {
+        if (poll && poll_fn(poll | POLL_WAIT)) {
             spins = 0;
+            fresh = false;
             if (done(arg)) {
                 break;
             }
@@ -353,6 +374,7 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
             if (done(arg)) {
                 break;
             }
+            fresh = true;
         } else if (cheap && done(arg)) {
             break;
         }
@@ -361,28 +383,32 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
             if (nc_poll_due(spins)) {
                 polling = nc_poll(true);
             }
+            fresh = false;
             continue;
         }
         spins = 0;
         /*
-         * Sleep: stop polling and acknowledge first, so anything later
-         * wakes the WFI.
+         * Sleep: stop polling (whoever said POLL 1: this spin, or the
+         * program's polls), so peers ring the doorbell again.
          */
-        /* Whoever said POLL 1 (this spin, or the program's polls). */
         polling = false;
         nc_poll(false);
-        nc_irq_ack(STRATA_IRQ_BITS);
-        if (done(arg)) {
-            return;
+        if (!fresh) {
+            nc_irq_ack(STRATA_IRQ_BITS);
+            if (done(arg)) {
+                return;
+            }
         }
         if (poll && waiting_fn(poll)) {
+            fresh = false;
             continue;
         }
         nc_rx_doorbell();
-        rt_cpu_sleep(0);
+        rt_cpu_sleep_ack(0, strata_irq_ack);
         if (done(arg)) {
             return;
         }
+        fresh = true;
     }
     if (polling) {
         nc_poll(false);

@@ -432,8 +432,11 @@ static void idle_poll_shared(void)
                         rt_time_ns() + IDLE_SLEEP_US * 1000ULL);
 }
 
-/* Handles one message of network @net if there is one. */
-static bool poll_net(unsigned net)
+/*
+ * Handles one message of network @net if there is one.  @in_wait: for
+ * strata_wait() (POLL_WAIT), so an empty poll does not idle.
+ */
+static bool poll_net_in(unsigned net, bool in_wait)
 {
     struct softq *q = &softq[net];
     struct nc_pkt *p;
@@ -477,7 +480,9 @@ static bool poll_net(unsigned net)
             if (nc_cq_peek()) {
                 strata_take_events();
             }
-            idle_poll();
+            if (!in_wait) {
+                idle_poll();
+            }
             return false;
         }
         if ((p->net & 1) == net) {
@@ -490,6 +495,11 @@ static bool poll_net(unsigned net)
             return false;
         }
     }
+}
+
+static bool poll_net(unsigned net)
+{
+    return poll_net_in(net, false);
 }
 
 /*
@@ -521,7 +531,8 @@ static bool stash(void)
 /*
  * The core's poller (strata_set_poller): handles at most one message of
  * each network in @mask; returns true if it handled one.  (poll_net()
- * also takes control events.)  POLL_STASH: stash() instead.
+ * also takes control events.)  POLL_STASH: stash() instead; POLL_WAIT:
+ * strata_wait()'s, with no idle sleep.
  */
 static bool poll_nets(unsigned mask)
 {
@@ -532,10 +543,10 @@ static bool poll_nets(unsigned mask)
     }
 
     if (mask & POLL_LEFT) {
-        any |= poll_net(NET_LEFT);
+        any |= poll_net_in(NET_LEFT, mask & POLL_WAIT);
     }
     if (mask & POLL_RIGHT) {
-        any |= poll_net(NET_RIGHT);
+        any |= poll_net_in(NET_RIGHT, mask & POLL_WAIT);
     }
     return any;
 }

@@ -77,6 +77,12 @@ extern __typeof__(tempest_client_on_protocol_thread)
 #define POLL_BOTH           (POLL_LEFT | POLL_RIGHT)
 /* Set every waiting packet aside, running no handler (data.c). */
 #define POLL_STASH          (1U << 2)
+/*
+ * From strata_wait(), which sleeps itself: an empty poll neither
+ * acknowledges the node controller's interrupts nor takes idle_poll()'s
+ * sleep (core.c's wait counts on it to see every acknowledgement).
+ */
+#define POLL_WAIT           (1U << 3)
 
 /* ---- core.c: calls nothing else of libstrata ---------------------------- */
 

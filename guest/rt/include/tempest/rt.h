@@ -336,6 +336,16 @@ bool rt_in_irq(void);
 void rt_cpu_sleep(uint64_t max_us);
 
 /*
+ * rt_cpu_sleep_ack: rt_cpu_sleep(), and once the CPU wakes @ack runs
+ * before it returns.  On bare metal it runs first (IRQs masked), before
+ * the pending interrupts are dispatched: a caller that acknowledges its
+ * device there lowers the device's line, so that its handler does not
+ * run and the GIC is not touched for it.  Under Linux (rt-linux) it runs
+ * after the handlers.
+ */
+void rt_cpu_sleep_ack(uint64_t max_us, void (*ack)(void));
+
+/*
  * rt_cpu_wake: makes CPU @cpu return from rt_cpu_sleep() (or from the
  * wait of a secondary CPU for work).  If @cpu is not sleeping it is not
  * interrupted: the wake-up is remembered and its next sleep returns at
