@@ -420,6 +420,16 @@ CASES = [
                # (a name may be a compiler's clone: f.part.0)
                + ([] if LINUX else [r"^  guest cpu 0: pc [\w.]+\+0x[0-9a-f]+ "
                                     r"< lr [\w.]+\+0x[0-9a-f]+ < .*main\+"])}),
+    # The same on 16 nodes: the launcher asks the nodes' monitors in
+    # parallel, within a bound of its own (scripts/lib/tempestlib/hang.py;
+    # one after the other, 256 nodes kept a run's stop waiting for
+    # minutes): every node is in the report, the last one too.
+    Run("timeout-report-16", "strata_forever", nodes=16, status=124,
+        timeout=8, mem="64M",
+        summary=r"timeout after 8 s; .*their threads: .*hang\.txt",
+        files={"hang.txt": [r"^node 0 \(pid \d+\): QMP answers",
+                            r"^node 15 \(pid \d+\): QMP answers"]
+               + ([] if LINUX else [r"^  guest cpu 0: pc [\w.]+\+0x"])}),
     Interrupt("ctrl-c", "crash_unmapped", nodes=2, args=["99"], status=130,
               timeout=60, summary=r"interrupted"),
     # A launcher killed outright (SIGKILL: no handler runs) leaves no node

@@ -14,17 +14,25 @@ backtrace.  Only on a timeout: nothing of it is on a run's path.
 
 import concurrent.futures
 import os
+import queue
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import threading
+import time
 
 from .ckpt import QMP, QMPError
 
 QMP_S = 3.0         # a main loop that runs answers at once
 GDB_S = 45.0        # per node; the nodes are looked at in parallel
 GDB_NODES = 8       # the first nodes only: a run's stop waits for them
+# The monitors are asked in parallel, and all of it within RECORD_S: one
+# node after the other, 256 nodes at a load average of 230 kept a run's
+# stop waiting for more than ten minutes (eighteenth session).
+QMP_WORKERS = 16
+RECORD_S = 60.0
 
 
 def _read(path):
@@ -185,20 +193,58 @@ def backtrace(pid):
         return f"  (gdb: {e})"
 
 
+def _alive(pid):
+    """False once the process has ended (a zombie included)."""
+    state = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
+    return bool(state) and state[0] not in "ZX"
+
+
+def _node(run_dir, qmp_path, i, pid, syms, data):
+    """One node's lines: its monitor, its threads, its guest's stack."""
+    if not _alive(pid):
+        return [f"node {i} (pid {pid}): ended before it was looked at"]
+    lines = [f"node {i} (pid {pid}): QMP "
+             f"{qmp_answers(qmp_path(run_dir, i))}"]
+    lines += threads(pid)
+    lines += guest_stack(qmp_path(run_dir, i), i, syms, data=data)
+    return lines
+
+
 def record(run_dir, nodes, qmp_path, program=None):
     """nodes: [(index, pid)] still running; program: the guest ELF, to
-    name the guest's stack.  Writes RUN/hang.txt."""
+    name the guest's stack.  Writes RUN/hang.txt, in at most about
+    RECORD_S (a node not looked at by then says so)."""
     lines = []
     syms = _symbols(program)
     data = _data_symbols(program)
+    todo = queue.Queue()
+    done = {}
+    for n in nodes:
+        todo.put(n)
+
+    def worker():
+        # Daemon threads: one stuck in a monitor keeps nothing waiting.
+        while True:
+            try:
+                i, pid = todo.get_nowait()
+            except queue.Empty:
+                return
+            done[i] = _node(run_dir, qmp_path, i, pid, syms, data)
+
+    workers = [threading.Thread(target=worker, daemon=True)
+               for _ in range(min(QMP_WORKERS, len(nodes)))]
+    deadline = time.monotonic() + RECORD_S
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(max(0.0, deadline - time.monotonic()))
     for i, pid in nodes:
-        lines.append(f"node {i} (pid {pid}): QMP "
-                     f"{qmp_answers(qmp_path(run_dir, i))}")
-        lines += threads(pid)
-        lines += guest_stack(qmp_path(run_dir, i), i, syms, data=data)
+        lines += done.get(i, [f"node {i} (pid {pid}): not looked at in "
+                              f"the record's {RECORD_S:g} s"])
+    gdb_nodes = [n for n in nodes[:GDB_NODES] if _alive(n[1])]
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
-        traces = list(ex.map(lambda n: backtrace(n[1]), nodes[:GDB_NODES]))
-    for (i, pid), bt in zip(nodes, traces):
+        traces = list(ex.map(lambda n: backtrace(n[1]), gdb_nodes))
+    for (i, pid), bt in zip(gdb_nodes, traces):
         lines.append(f"node {i} (pid {pid}): backtraces")
         lines.append(bt)
         try:
