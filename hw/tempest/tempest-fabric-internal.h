@@ -127,6 +127,7 @@ struct FabricSocket {
     FabricPeer *peers;
     QEMUTimer *connect_timer;
     int64_t deadline_ms;
+    int64_t progress_ms;        /* when a link of ours was last made */
     QEMUBH *close_bh;           /* closes broken links from the main loop */
     FabricDial **dials;         /* per lower node: a connect under way */
     unsigned npending;          /* entries of 'pending' */

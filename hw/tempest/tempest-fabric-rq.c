@@ -19,9 +19,14 @@
  *
  * Dead and stuck writers: a link that closes with its peer holding our
  * lock is finished from the slot and the peer's record (rq_resolve()); a
- * peer found holding it at the same tail for RQ_STUCK_MS loses its link
- * (it is then a dead writer), and so does one that holds it longer than
- * RQ_CLOSE_WAIT_MS when the RQ must close.
+ * peer found holding it at the same tail for the fabric's timeout (at
+ * least RQ_STUCK_MS) loses its link (it is then a dead writer), and so
+ * does one that holds it longer than RQ_CLOSE_WAIT_MS when the RQ must
+ * close.  Not less than the fabric's timeout: a writer's QEMU thread
+ * that the host does not run for seconds (hundreds of nodes on two
+ * cores) is alive and lets go when it runs; dropping it loses the
+ * packets it and this node send each other.  A writer that dies closes
+ * its link, which resolves the lock at once.
  */
 
 #include "qemu/osdep.h"
@@ -217,7 +222,8 @@ static int rq_take_own(TempestFabric *obj, uint32_t *tail)
     if (!f->rq_stuck_ms || seen != f->rq_stuck_word) {
         f->rq_stuck_word = seen;
         f->rq_stuck_ms = now;
-    } else if (now - f->rq_stuck_ms >= RQ_STUCK_MS &&
+    } else if (now - f->rq_stuck_ms >=
+               MAX(RQ_STUCK_MS, f->parent_obj.timeout_ms) &&
                rq_break(f, l, seen, "held our RQ's lock for seconds",
                         tail)) {
         f->rq_held = true;

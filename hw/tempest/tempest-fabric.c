@@ -661,6 +661,7 @@ static void fabric_peer_up(FabricSocket *f, FabricConn *c, unsigned id)
     c->peer = id;
     p->conn = c;
     p->relayed = false;     /* its link says when it goes */
+    f->progress_ms = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
     p->early = NULL;
     f->peers_up++;
     trace_tempest_fabric_peer_up(f->node, id, f->peers_up);
@@ -1323,7 +1324,13 @@ static bool fabric_dialling(FabricSocket *f, unsigned i)
 /*
  * Dial the lower nodes we need a link with (node 0 always, the others
  * when wanted); give up on the cluster at the deadline, and on a wanted
- * link that is not made in the fabric's timeout.
+ * link that is not made in the fabric's timeout.  That timeout counts
+ * from when the link was wanted or from when a link of ours was last
+ * made (its AUTH proved), whichever is later: on a host loaded far
+ * beyond its cores a node makes its links slowly but makes them, and a
+ * link given up to a live peer loses what either sends.  A peer that
+ * dies is reported by node 0 (GONE) whatever the timeout; a link that is
+ * never made waits at most one timeout per other node.
  */
 static void fabric_connect_tick(void *opaque)
 {
@@ -1345,7 +1352,8 @@ static void fabric_connect_tick(void *opaque)
         if (!p->wanted_ms && !(i == 0 || (f->node == 0 && forming))) {
             continue;
         }
-        if (p->wanted_ms && !forming && now - p->wanted_ms > timeout) {
+        if (p->wanted_ms && !forming &&
+            now - MAX(p->wanted_ms, f->progress_ms) > timeout) {
             fabric_peer_gone(f, i, false, 0, "no link made in time");
             continue;
         }

@@ -252,6 +252,36 @@ class KillNode(Interrupt):
                     os.kill(pid, signal.SIGKILL)
 
 
+class KillNodeUnseen(KillNode):
+    """SIGKILL one node while the launcher is stopped (SIGSTOP), so that
+    the launcher cannot stop the others: they must end by themselves,
+    within 30 s, from what their own node controllers report."""
+
+    left = ()
+
+    def interrupt(self, p, elf):
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            super().interrupt(p, elf)
+            deadline = time.monotonic() + 30
+            while True:
+                # (The launcher's command line names the ELF too.)
+                self.left = [q for q in _qemus_running(elf) if q != p.pid]
+                if not self.left or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+
+    def check(self, rc, out, run_dir):
+        ok, detail, out = super().check(rc, out, run_dir)
+        if self.left:
+            left = f"nodes still running 30 s after node {self.victim} " \
+                   f"was killed: pids {self.left}"
+            return False, "; ".join(x for x in (left, detail) if x), out
+        return ok, detail, out
+
+
 class KillLauncher(Interrupt):
     """SIGKILL the launcher itself mid-run: no node may outlive it."""
 
@@ -655,6 +685,18 @@ CASES += [
        absent=[r"\*\*\* CRASH", r"lost node"],
        stdout_expect=[r"peer-down callback: node 2",
                       r"\*\*\* node \d: send error: to node 2"]),
+    # A lost link (here: its peer killed, the launcher stopped so that it
+    # cannot end the run) ends a Strata program that polls for what that
+    # peer would send: StrataFail, not a wait for ever.
+    KillNodeUnseen("strata-link-lost", "strata_forever", nodes=3,
+                   args=["poll"], status=137, victim=2, timeout=60,
+                   mem="64M",
+                   nodes_expect={n: [rf"StrataFail: node {n}: point-to-point "
+                                     r"network: the link with a node of "
+                                     r"the partition is lost"]
+                                 for n in (0, 1)},
+                   summary=r"node 2 failed with status 137 \(killed by "
+                           r"signal 9\)"),
     # Issue 3, a node killed under the cluster: its peers report it, the
     # launcher names it and its signal, and stops the rest.
     KillNode("am-killed", "am_killed", nodes=3, args=[], status=137,

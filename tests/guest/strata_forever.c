@@ -7,7 +7,14 @@
  * node reports does not depend on how fast the host is: the radix sort
  * the case ran first finished in 2.8 s on a quiet host, before its 8 s
  * timeout.
+ *
+ * With "poll": after a barrier, every node polls for a message no node
+ * sends (guest case strata-link-lost kills one node under a stopped
+ * launcher: the others must end by themselves, StrataFail).
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "strata-util.h"
 
 static volatile int got; /* volatile: set by the handler */
@@ -18,9 +25,20 @@ static void ping_h(int from)
     got++;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     StrataInit();
+    if (argc > 1 && !strcmp(argv[1], "poll")) {
+        /* Polls for a message no node sends (case strata-link-lost). */
+        Barrier();
+        printf("node %d: waiting\n", Self);
+        fflush(stdout);
+        while (!got) {
+            PollBothTilEmpty();
+        }
+        printf("node %d: a message no node sent\n", Self);
+        return 1;
+    }
     for (;;) {
         SendBothRLPollRight((Self + 1) % PartitionSize, ping_h, Self);
         Barrier();

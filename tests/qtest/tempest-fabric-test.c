@@ -703,6 +703,66 @@ static void test_lazy_links(void)
 }
 
 /*
+ * docs/fabric.rst, "Forming the cluster": a wanted link not made in the
+ * fabric's timeout loses its peer, but that timeout counts from the last
+ * link made, not only from when the link was wanted.  Node 2 of 5 wants
+ * nodes 3 and 4 at once; node 3 dials it 2 s later (of a 3 s timeout),
+ * node 4 never does: node 4 is lost no sooner than 3 s after node 3's
+ * link, and then it is (a dead peer is still reported).
+ */
+static void test_link_deadline(void)
+{
+    const unsigned timeout_ms = 3000;
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    g_autofree char *extra = g_strdup_printf(",fabric-timeout=%u",
+                                             timeout_ms);
+    int lfd0 = peer_listen(dir, 0, 4);
+    QTestState *s = start_node(dir, 2, 5, CLUSTER, extra);
+    uint8_t buf[512];
+    gint64 linked;
+    int fd0, fd3;
+
+    fd0 = peer_accept(lfd0, 0, 2, 5, CLUSTER);
+    peer_mesh_all(fd0);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    setup_rings(s, 16);
+    put_packet(s, SQ0_BASE, 0, 3, 1, 0, 8, 0);
+    put_packet(s, SQ0_BASE, 1, 4, 2, 0, 8, 0);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_SQ0_HEAD)), ==, 2);
+    for (int i = 0; i < 2; i++) {
+        peer_read_until(fd0, FABRIC_DIAL, buf, sizeof(buf));
+        g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE + 4), ==, 3 + i);
+    }
+    g_usleep(timeout_ms * 2 / 3 * 1000);
+    linked = g_get_monotonic_time();
+    fd3 = peer_join(dir, 2, 3, 5, CLUSTER, NULL, 0);
+    peer_read_until(fd3, FABRIC_DATA, buf, sizeof(buf));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_DOWN)), ==, 0);
+
+    g_assert_cmphex(tq_wait_mem32(s, CQ_BASE, ~0, TEMPEST_EV_VALID |
+                                  TEMPEST_EV_PEER_DOWN), ==,
+                    TEMPEST_EV_VALID | TEMPEST_EV_PEER_DOWN);
+    /* Never sooner (its clock counts ms); later is the host's doing. */
+    g_assert_cmpint(g_get_monotonic_time() - linked, >=,
+                    (gint64)(timeout_ms - 1) * 1000);
+    g_assert_cmpuint(qtest_readl(s, CQ_BASE + TEMPEST_EV_NODE), ==, 4);
+    g_assert_cmpuint(qtest_readq(s, CQ_BASE + TEMPEST_EV_A), !=, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_DOWN)), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 2);
+
+    close(fd0);
+    close(fd3);
+    close(lfd0);
+    qtest_quit(s);
+    g_autofree char *p = g_strdup_printf("%s/node0.sock", dir);
+    unlink(p);
+    rmdir(dir);
+}
+
+/*
  * docs/fabric.rst, "Forming the cluster": a node that exits while a
  * packet still waits for its link holds its BYEs until the link is made
  * and the packet has gone, so its last message is not lost and node 0
@@ -989,6 +1049,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/fabric/wrong-cluster", test_wrong_cluster);
     qtest_add_func("/tempest/fabric/rendezvous", test_rendezvous);
     qtest_add_func("/tempest/fabric/lazy-links", test_lazy_links);
+    qtest_add_func("/tempest/fabric/link-deadline", test_link_deadline);
     qtest_add_func("/tempest/fabric/exit-waits-for-link",
                    test_exit_waits_for_link);
     qtest_add_func("/tempest/fabric/malformed-frames", test_malformed_frames);

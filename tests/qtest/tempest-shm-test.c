@@ -904,16 +904,26 @@ static void test_hint_unreachable(void)
 }
 
 /* Node i of two real ones, RAM in a shared memfd, polling kept 60 s. */
-static QTestState *start_shared(const char *dir, unsigned id)
+/* Node id of 2, its fabric's timeout timeout_ms (0: the default). */
+static QTestState *start_shared_timeout(const char *dir, unsigned id,
+                                        unsigned timeout_ms)
 {
+    g_autofree char *timeout = timeout_ms ?
+        g_strdup_printf(",timeout=%u", timeout_ms) : g_strdup("");
+
     return qtest_initf("-object memory-backend-memfd,id=mem,size=64M,"
                        "share=on "
                        "-object tempest-fabric-shm,id=fab,addr=unix:%s,"
                        "node-id=%u,num-nodes=2,cluster-id=%llu,"
-                       "poll-idle-ms=60000 "
+                       "poll-idle-ms=60000%s "
                        "-M tempest,node-id=%u,num-nodes=2,fabric-backend=fab,"
                        "memory-backend=mem -m 64M", dir, id,
-                       (unsigned long long)CLUSTER, id);
+                       (unsigned long long)CLUSTER, timeout, id);
+}
+
+static QTestState *start_shared(const char *dir, unsigned id)
+{
+    return start_shared_timeout(dir, id, 0);
 }
 
 /*
@@ -1583,7 +1593,7 @@ typedef struct RqPeer {
     RqRecord *rec;          /* ours, in the link's header (we dialled) */
 } RqPeer;
 
-static void rq_peer_start(RqPeer *r)
+static void rq_peer_start(RqPeer *r, unsigned timeout_ms)
 {
     ShmPeer *t = &r->t;
     uint8_t buf[FABRIC_HDR_SIZE + 64];
@@ -1594,7 +1604,7 @@ static void rq_peer_start(RqPeer *r)
     t->m.fd = -1;
     t->lfd = -1;
     t->dir = g_dir_make_tmp("tempest-rq-XXXXXX", NULL);
-    t->s = start_shared(t->dir, 0);
+    t->s = start_shared_timeout(t->dir, 0, timeout_ms);
     setup_rings(t->s);
     t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0,
                             FABRIC_HELLO_SHM, &flags);
@@ -1688,7 +1698,7 @@ static void test_rq_writer_dies(void)
         QTestState *s;
 
         g_test_message("a writer dead %s", cases[i].when);
-        rq_peer_start(&r);
+        rq_peer_start(&r, 0);
         s = r.t.s;
         __atomic_store_n(&r.line->lock, rq_word(2, 0), __ATOMIC_SEQ_CST);
         if (cases[i].claimed) {
@@ -1737,23 +1747,31 @@ static void test_rq_writer_dies(void)
 /*
  * A peer that holds node 0's RQ lock and never lets go, its link alive:
  * node 0's own packet waits (it never waits for the lock itself), and
- * after RQ_STUCK_MS (2 s) at the same tail node 0 drops that link (a bad
- * peer: DROPPED, the peer down), finishes the slot and delivers.
+ * after the fabric's timeout (here 4 s; never less: a writer the host
+ * does not run for a while is alive) at the same tail node 0 drops that
+ * link (a bad peer: DROPPED, the peer down), finishes the slot and
+ * delivers.
  */
 static void test_rq_lock_held(void)
 {
     const uint32_t v = TEMPEST_PKT_VALID | 8;
+    const unsigned timeout_ms = 4000;
     RqPeer r;
     QTestState *s;
     uint8_t buf[FABRIC_HDR_SIZE + 64];
     ssize_t n;
+    gint64 held;
 
-    rq_peer_start(&r);
+    rq_peer_start(&r, timeout_ms);
     s = r.t.s;
+    held = g_get_monotonic_time();
     __atomic_store_n(&r.line->lock, rq_word(2, 0), __ATOMIC_SEQ_CST);
     qtest_writel(s, RQ_BASE, RQ_BUSY);
     node_send(s, 0, 0, 0xb00);
     g_assert_cmphex(tq_wait_mem32(s, RQ_BASE, ~0, v), ==, v);
+    /* Not before the timeout (its clock counts ms; later is the host). */
+    g_assert_cmpint(g_get_monotonic_time() - held, >=,
+                    (gint64)(timeout_ms - 1) * 1000);
     g_assert_cmphex(qtest_readq(s, RQ_BASE + TEMPEST_PKT_WORD1), ==, 0xb00);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
     g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_PEERS_DOWN, ~0, 1), ==, 1);

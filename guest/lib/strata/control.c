@@ -190,7 +190,7 @@ static const char *cmd_reason_name(uint32_t r)
  * this node too: it exits with 0.  Otherwise: say so, give the launcher a
  * moment to record the node that failed first, and end this one.
  */
-static NORETURN node_gone(const char *what, const char *why)
+NORETURN strata_node_gone(const char *what, const char *why)
 {
     uint64_t hz, end;
 
@@ -224,7 +224,7 @@ static void coll_start(unsigned kind, unsigned fn, unsigned variant,
     st = bank_cmd(TEMPEST_CMD_COLL_START, args, 6, &reason);
     if (st != TEMPEST_CMD_SUCCESS) {
         if (reason == TEMPEST_CMD_E_NO_FABRIC) {
-            node_gone("control network", cmd_reason_name(reason));
+            strata_node_gone("control network", cmd_reason_name(reason));
         }
         StrataFail("the node controller refused a collective: %s "
                    "(status %u, reason %u)", cmd_reason_name(reason),
@@ -245,7 +245,7 @@ static bool coll_over(void)
         uint32_t e = nc_reg(TEMPEST_NC_COLL_ERROR);
 
         if (e == TEMPEST_COLL_E_PEER_DOWN) {
-            node_gone("control network", coll_error_name(e));
+            strata_node_gone("control network", coll_error_name(e));
         }
         StrataFail("control network: %s (error %u)", coll_error_name(e),
                    (unsigned)e);
@@ -569,7 +569,7 @@ static void bcast_word(uint64_t w)
         }
         if (st == TEMPEST_CMD_FAIL) {
             if (reason == TEMPEST_CMD_E_NO_FABRIC) {
-                node_gone("broadcast", cmd_reason_name(reason));
+                strata_node_gone("broadcast", cmd_reason_name(reason));
             }
             StrataFail("broadcast refused: %s", cmd_reason_name(reason));
         }

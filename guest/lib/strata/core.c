@@ -81,6 +81,7 @@ unsigned strata_spin_turns = 64;
 uint64_t strata_origin_ticks;
 unsigned strata_peers_exited;
 unsigned strata_peers_failed;
+unsigned strata_peers_lost;
 
 static unsigned random_seed = 1;
 static unsigned spin_us = DEFAULT_SPIN_US;
@@ -441,6 +442,9 @@ static void shared_event(const struct nc_event *ev)
     } else {
         __atomic_fetch_add(&strata_peers_failed, 1, __ATOMIC_RELEASE);
     }
+    if (ev->a != 0) {
+        __atomic_fetch_add(&strata_peers_lost, 1, __ATOMIC_RELEASE);
+    }
 }
 
 static int peer_event_seen(void *arg)
@@ -476,6 +480,7 @@ void strata_take_events(void)
             } else {
                 strata_peers_failed++;
             }
+            strata_peers_lost += ev.a != 0;
             if (!strata_exiting || ev.a != 0 || ev.b != 0) {
                 fprintf(stderr, "*** strata: node %d: node %u is gone (%s "
                         "%llu)\n", Self, (unsigned)ev.node,

@@ -480,6 +480,17 @@ static bool poll_net_in(unsigned net, bool in_wait)
             if (nc_cq_peek()) {
                 strata_take_events();
             }
+            if (__atomic_load_n(&strata_peers_lost, __ATOMIC_ACQUIRE)) {
+                /*
+                 * What that peer sent us may be lost with its link (one
+                 * given up on a live peer): a program polling for it
+                 * would wait for ever.  A collective would fail on it;
+                 * a poll loop ends the node here.
+                 */
+                strata_node_gone("point-to-point network",
+                                 "the link with a node of the partition "
+                                 "is lost");
+            }
             if (!in_wait) {
                 idle_poll();
             }

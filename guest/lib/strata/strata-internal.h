@@ -199,11 +199,21 @@ void strata_require(const char *call) STRATA_ISYM(strata_require);
 /*
  * strata_take_events: takes the device's control events (peers gone,
  * send errors) and counts the peers that exited with status 0 and those
- * that failed.
+ * that failed; of those, the ones whose link was lost (strata_peers_lost:
+ * what they sent us, or we them, may be lost with it).
  */
 void strata_take_events(void) STRATA_ISYM(strata_take_events);
 extern unsigned strata_peers_exited STRATA_ISYM(strata_peers_exited);
 extern unsigned strata_peers_failed STRATA_ISYM(strata_peers_failed);
+extern unsigned strata_peers_lost STRATA_ISYM(strata_peers_lost);
+
+/*
+ * strata_node_gone (control.c): a node of the partition is gone; ends
+ * this node (StrataFail "<what>: <why>", status 1), or with 0 when it is
+ * in StrataExit and the others exited with 0.
+ */
+NORETURN strata_node_gone(const char *what, const char *why)
+    STRATA_ISYM(strata_node_gone);
 
 /* ---- debug.c ------------------------------------------------------------ */
 
