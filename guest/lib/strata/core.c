@@ -254,11 +254,17 @@ static void calibrate_spin(void)
     (void)hits;
 }
 
+/* Strata's interrupt bits acknowledged (what its handler and wait do). */
+static void strata_irq_ack(void)
+{
+    nc_irq_ack(STRATA_IRQ_BITS);
+}
+
 static void nc_irq(unsigned intid, void *arg)
 {
     (void)intid;
     (void)arg;
-    nc_irq_ack(STRATA_IRQ_BITS);
+    strata_irq_ack();
 }
 
 /* Shared with libtempest: the protocol thread noted an interrupt. */
@@ -327,11 +333,6 @@ static void shared_wait(bool (*done)(void *), void *arg, unsigned poll,
         tempest_client_wait(shared_ready, &c,
                             cheap ? rt_time_ns() + SHARED_RAM_WAIT_NS : 0);
     }
-}
-
-static void strata_irq_ack(void)
-{
-    nc_irq_ack(STRATA_IRQ_BITS);
 }
 
 /*
