@@ -69,6 +69,7 @@ struct FabricConn {
     bool ep_added;              /* its socket is in the fabric's epoll set */
     bool ep_fallback;           /* epoll refused it: the main loop polls it */
     int64_t born_ms;            /* when it was made (pending ones expire) */
+    int64_t grace_ms;           /* added to its limit once (see expire) */
     uint8_t nonce[FABRIC_NONCE_SIZE];       /* ours, for this connection */
     uint8_t peer_nonce[FABRIC_NONCE_SIZE];  /* its, from its HELLO */
     uint8_t *rx;
