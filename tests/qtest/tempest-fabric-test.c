@@ -39,6 +39,15 @@ static QTestState *start_node(const char *dir, unsigned id, unsigned nodes,
                        id, nodes, fabric_kind, dir, cluster, extra);
 }
 
+/* The end of a case that used dir with node 0's socket in it. */
+static void remove_node0_dir(const char *dir)
+{
+    g_autofree char *p = g_strdup_printf("%s/node0.sock", dir);
+
+    unlink(p);
+    rmdir(dir);
+}
+
 /*
  * Over shared memory: wait until both nodes have mapped their link (the
  * memfd node 1 made, which node 0 maps only when it accepts the OFFER and
@@ -617,6 +626,27 @@ static void test_rendezvous(void)
 }
 
 /*
+ * Node id of nodes (extra: more machine options), its cluster formed by a
+ * fake node 0 listening in dir (*fd0: node 0's end, *lfd0 its listener),
+ * its rings set up.
+ */
+static QTestState *start_linked(const char *dir, unsigned id, unsigned nodes,
+                                const char *extra, int *lfd0, int *fd0)
+{
+    QTestState *s;
+
+    *lfd0 = peer_listen(dir, 0, 4);
+    s = start_node(dir, id, nodes, CLUSTER, extra);
+    *fd0 = peer_accept(*lfd0, 0, id, nodes, CLUSTER);
+    peer_mesh_all(*fd0);
+    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                 TEMPEST_FABRIC_READY), ==,
+                     TEMPEST_FABRIC_READY);
+    setup_rings(s, 16);
+    return s;
+}
+
+/*
  * docs/fabric.rst, "Forming the cluster": node 2 of 5 links only with
  * node 0 at start.  Packets for a higher node wait while node 0 passes
  * its DIAL on and that node dials, then arrive in order; node 0's DIAL
@@ -627,18 +657,11 @@ static void test_rendezvous(void)
 static void test_lazy_links(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
-    int lfd0 = peer_listen(dir, 0, 4), lfd1 = peer_listen(dir, 1, 4);
-    QTestState *s = start_node(dir, 2, 5, CLUSTER, "");
+    int lfd1 = peer_listen(dir, 1, 4), lfd0, fd0, fd1, fd3;
+    QTestState *s = start_linked(dir, 2, 5, "", &lfd0, &fd0);
     uint8_t buf[512];
-    int fd0, fd1, fd3;
 
-    fd0 = peer_accept(lfd0, 0, 2, 5, CLUSTER);
-    peer_mesh_all(fd0);
-    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_PEERS_UP)), ==, 1);
-    setup_rings(s, 16);
 
     /* Two packets for node 3: node 0 is asked to have it dial us. */
     put_packet(s, SQ0_BASE, 0, 3, 1, 0, 8, 0);
@@ -716,18 +739,11 @@ static void test_link_deadline(void)
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
     g_autofree char *extra = g_strdup_printf(",fabric-timeout=%u",
                                              timeout_ms);
-    int lfd0 = peer_listen(dir, 0, 4);
-    QTestState *s = start_node(dir, 2, 5, CLUSTER, extra);
+    int lfd0, fd0, fd3;
+    QTestState *s = start_linked(dir, 2, 5, extra, &lfd0, &fd0);
     uint8_t buf[512];
     gint64 linked;
-    int fd0, fd3;
 
-    fd0 = peer_accept(lfd0, 0, 2, 5, CLUSTER);
-    peer_mesh_all(fd0);
-    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
-    setup_rings(s, 16);
     put_packet(s, SQ0_BASE, 0, 3, 1, 0, 8, 0);
     put_packet(s, SQ0_BASE, 1, 4, 2, 0, 8, 0);
     qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
@@ -757,9 +773,7 @@ static void test_link_deadline(void)
     close(fd3);
     close(lfd0);
     qtest_quit(s);
-    g_autofree char *p = g_strdup_printf("%s/node0.sock", dir);
-    unlink(p);
-    rmdir(dir);
+    remove_node0_dir(dir);
 }
 
 /* The sockets process pid has open. */
@@ -848,8 +862,7 @@ static void test_hello_after_stall(void)
         close(fd[i]);
     }
     qtest_quit(s);
-    unlink(path);
-    rmdir(dir);
+    remove_node0_dir(dir);
 }
 
 /*
@@ -861,17 +874,10 @@ static void test_hello_after_stall(void)
 static void test_exit_waits_for_link(void)
 {
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
-    int lfd0 = peer_listen(dir, 0, 4);
-    QTestState *s = start_node(dir, 1, 3, CLUSTER, "");
+    int lfd0, fd0, fd2;
+    QTestState *s = start_linked(dir, 1, 3, "", &lfd0, &fd0);
     uint8_t buf[512];
-    int fd0, fd2;
 
-    fd0 = peer_accept(lfd0, 0, 1, 3, CLUSTER);
-    peer_mesh_all(fd0);
-    g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                 TEMPEST_FABRIC_READY), ==,
-                     TEMPEST_FABRIC_READY);
-    setup_rings(s, 16);
     put_packet(s, SQ0_BASE, 0, 2, 9, 0, 8, 0);
     qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
     peer_read_until(fd0, FABRIC_DIAL, buf, sizeof(buf));
@@ -893,9 +899,7 @@ static void test_exit_waits_for_link(void)
     close(fd0);
     close(fd2);
     close(lfd0);
-    g_autofree char *p = g_strdup_printf("%s/node0.sock", dir);
-    unlink(p);
-    rmdir(dir);
+    remove_node0_dir(dir);
 }
 
 /*
