@@ -903,8 +903,10 @@ static void test_hint_unreachable(void)
     shm_stop(&t);
 }
 
-/* Node i of two real ones, RAM in a shared memfd, polling kept 60 s. */
-/* Node id of 2, its fabric's timeout timeout_ms (0: the default). */
+/*
+ * Node id of two real ones, RAM in a shared memfd, polling kept 60 s, its
+ * fabric's timeout timeout_ms (0: the default).
+ */
 static QTestState *start_shared_timeout(const char *dir, unsigned id,
                                         unsigned timeout_ms)
 {
