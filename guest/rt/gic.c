@@ -400,25 +400,32 @@ void rt_cpu_sleep(uint64_t max_us)
     rt_cpu_sleep_ack(max_us, NULL);
 }
 
+/*
+ * rt_cpu_sleep_ack() where no interrupt can wake the CPU: without a GIC,
+ * WFE; inside a handler nothing of the handler's priority can be
+ * signalled, so WFI would not wake: spin for the time instead.
+ */
+static void sleep_without_irq(uint64_t max_us)
+{
+    uint64_t freq, cval;
+
+    if (!gic_ok) {
+        __asm__ volatile("wfe" : : : "memory");
+        return;
+    }
+    freq = RT_READ_SYSREG(cntfrq_el0);
+    cval = rt_ticks() + ((max_us ? max_us : 10) * (freq / 1000)) / 1000;
+    while (rt_ticks() < cval) {
+        __asm__ volatile("yield");
+    }
+}
+
 void rt_cpu_sleep_ack(uint64_t max_us, void (*ack)(void))
 {
     uint64_t flags, freq, cval;
 
     if (!gic_ok || irq_depth[rt_cpu_index()]) {
-        if (!gic_ok) {
-            __asm__ volatile("wfe" : : : "memory");
-        } else {
-            /*
-             * Inside a handler nothing of the handler's priority can be
-             * signalled, so WFI would not wake: spin for the time instead.
-             */
-            freq = RT_READ_SYSREG(cntfrq_el0);
-            cval = rt_ticks() +
-                   ((max_us ? max_us : 10) * (freq / 1000)) / 1000;
-            while (rt_ticks() < cval) {
-                __asm__ volatile("yield");
-            }
-        }
+        sleep_without_irq(max_us);
         if (ack) {
             ack();
         }

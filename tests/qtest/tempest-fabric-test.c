@@ -776,25 +776,6 @@ static void test_link_deadline(void)
     remove_node0_dir(dir);
 }
 
-/* The sockets process pid has open. */
-static unsigned socket_count(pid_t pid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%d/fd", (int)pid);
-    GDir *d = g_dir_open(path, 0, NULL);
-    const char *e;
-    unsigned n = 0;
-
-    g_assert(d);
-    while ((e = g_dir_read_name(d))) {
-        g_autofree char *fd = g_strdup_printf("%s/%s", path, e);
-        g_autofree char *to = g_file_read_link(fd, NULL);
-
-        n += to && g_str_has_prefix(to, "socket:");
-    }
-    g_dir_close(d);
-    return n;
-}
-
 /*
  * docs/fabric.rst, "Trust": a connection has FABRIC_HELLO_MS (10 s) to
  * send its HELLO.  A node the host does not run for longer than that
@@ -808,7 +789,6 @@ static void test_hello_after_stall(void)
 {
     enum { NODES = 80 };
     g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
-    g_autofree char *path = g_strdup_printf("%s/node0.sock", dir);
     QTestState *s = start_node(dir, 0, NODES, CLUSTER,
                                ",fabric-timeout=60000");
     pid_t pid = qtest_pid(s);
@@ -817,27 +797,19 @@ static void test_hello_after_stall(void)
     unsigned base;
     gint64 end;
 
-    /* Its listener is up: a first connection is taken. */
-    fd[1] = -1;
-    for (int i = 0; i < 2000 && fd[1] < 0; i++) {
-        fd[1] = unix_connect(path, NULL);
-        if (fd[1] < 0) {
-            g_usleep(5000);
-        }
-    }
-    g_assert_cmpint(fd[1], >=, 0);
-    base = socket_count(pid);
+    /* The first waits for its listener, which is up before it counts. */
+    fd[1] = peer_connect(dir, 0);
+    base = peer_fd_count(pid, "socket:");
     for (int i = 2; i < NODES; i++) {
-        fd[i] = unix_connect(path, NULL);
-        g_assert_cmpint(fd[i], >=, 0);
+        fd[i] = peer_connect(dir, 0);
     }
     /* Every one accepted (its born time set) before the stop. */
     end = g_get_monotonic_time() + TQ_WAIT_US;
-    while (socket_count(pid) < base + NODES - 2 &&
+    while (peer_fd_count(pid, "socket:") < base + NODES - 2 &&
            g_get_monotonic_time() < end) {
         g_usleep(10000);
     }
-    g_assert_cmpuint(socket_count(pid), >=, base + NODES - 2);
+    g_assert_cmpuint(peer_fd_count(pid, "socket:"), >=, base + NODES - 2);
 
     g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
     for (int i = 1; i < NODES; i++) {

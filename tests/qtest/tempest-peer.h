@@ -203,11 +203,8 @@ static inline void peer_handshake_finish(int fd, const FabricHello *mine,
  * Connect to node 'to' of the cluster at dir (Unix sockets) and join it
  * (peer_handshake).  Returns the socket.
  */
-static inline int peer_join_flags(const char *dir, unsigned to,
-                                  unsigned self, unsigned nodes,
-                                  uint64_t cluster, const uint8_t *key,
-                                  size_t key_len, uint32_t flags,
-                                  uint32_t *their_flags)
+/* Connect to node 'to' of the cluster at dir (Unix sockets), nothing sent. */
+static inline int peer_connect(const char *dir, unsigned to)
 {
     g_autofree char *path = g_strdup_printf("%s/node%u.sock", dir, to);
     int fd = -1;
@@ -219,6 +216,17 @@ static inline int peer_join_flags(const char *dir, unsigned to,
         }
     }
     g_assert_cmpint(fd, >=, 0);
+    return fd;
+}
+
+static inline int peer_join_flags(const char *dir, unsigned to,
+                                  unsigned self, unsigned nodes,
+                                  uint64_t cluster, const uint8_t *key,
+                                  size_t key_len, uint32_t flags,
+                                  uint32_t *their_flags)
+{
+    int fd = peer_connect(dir, to);
+
     peer_handshake(fd, to, self, nodes, cluster, key, key_len, flags,
                    their_flags);
     return fd;
@@ -553,6 +561,25 @@ static inline uint16_t peer_ring_read_frame(FabricRing *r, uint8_t *buf,
     return peer_frame_type(buf, *len);
 }
 
+/* How many of a process's open descriptors link to what starts with prefix. */
+static inline unsigned peer_fd_count(pid_t pid, const char *prefix)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/fd", (int)pid);
+    GDir *d = g_dir_open(path, 0, NULL);
+    const char *e;
+    unsigned n = 0;
+
+    g_assert(d);
+    while ((e = g_dir_read_name(d))) {
+        g_autofree char *fd = g_strdup_printf("%s/%s", path, e);
+        g_autofree char *to = g_file_read_link(fd, NULL);
+
+        n += to && g_str_has_prefix(to, prefix);
+    }
+    g_dir_close(d);
+    return n;
+}
+
 /*
  * How many of a process's mappings (or, with fds, its open descriptors)
  * are of the memfd called name.
@@ -561,30 +588,18 @@ static inline unsigned peer_memfd_count(pid_t pid, const char *name,
                                         bool fds)
 {
     g_autofree char *needle = g_strdup_printf("/memfd:%s ", name);
+    g_autofree char *path = NULL;
+    g_autofree char *text = NULL;
     unsigned n = 0;
 
-    if (!fds) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/maps", (int)pid);
-        g_autofree char *text = NULL;
-
-        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-        for (const char *p = text; (p = strstr(p, needle)); p++) {
-            n++;
-        }
-    } else {
-        g_autofree char *path = g_strdup_printf("/proc/%d/fd", (int)pid);
-        GDir *d = g_dir_open(path, 0, NULL);
-        const char *e;
-
-        g_assert(d);
-        while ((e = g_dir_read_name(d))) {
-            g_autofree char *fd = g_strdup_printf("%s/%s", path, e);
-            g_autofree char *to = g_file_read_link(fd, NULL);
-
-            /* A link reads "/memfd:NAME (deleted)". */
-            n += to && g_str_has_prefix(to, needle);
-        }
-        g_dir_close(d);
+    if (fds) {
+        /* A link reads "/memfd:NAME (deleted)". */
+        return peer_fd_count(pid, needle);
+    }
+    path = g_strdup_printf("/proc/%d/maps", (int)pid);
+    g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    for (const char *p = text; (p = strstr(p, needle)); p++) {
+        n++;
     }
     return n;
 }

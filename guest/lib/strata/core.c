@@ -429,22 +429,28 @@ void strata_require(const char *call)
 /* ---- control events ----------------------------------------------------- */
 
 /*
+ * A peer-down event counted: exited with status 0, or failed; and of
+ * those, lost with its link (word a).  Atomic: shared with libtempest,
+ * the protocol thread counts.
+ */
+static void count_peer_down(const struct nc_event *ev)
+{
+    __atomic_fetch_add(ev->a == 0 && ev->b == 0 ? &strata_peers_exited :
+                       &strata_peers_failed, 1, __ATOMIC_RELEASE);
+    if (ev->a != 0) {
+        __atomic_fetch_add(&strata_peers_lost, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/*
  * Shared with libtempest: every control event, from the protocol thread
  * after libtempest's own handling (which reports peers lost and send
  * errors on the console, so here they are only counted).
  */
 static void shared_event(const struct nc_event *ev)
 {
-    if ((ev->ctl & TEMPEST_EV_TYPE_MASK) != TEMPEST_EV_PEER_DOWN) {
-        return;
-    }
-    if (ev->a == 0 && ev->b == 0) {
-        __atomic_fetch_add(&strata_peers_exited, 1, __ATOMIC_RELEASE);
-    } else {
-        __atomic_fetch_add(&strata_peers_failed, 1, __ATOMIC_RELEASE);
-    }
-    if (ev->a != 0) {
-        __atomic_fetch_add(&strata_peers_lost, 1, __ATOMIC_RELEASE);
+    if ((ev->ctl & TEMPEST_EV_TYPE_MASK) == TEMPEST_EV_PEER_DOWN) {
+        count_peer_down(ev);
     }
 }
 
@@ -476,12 +482,7 @@ void strata_take_events(void)
         nc_cq_pop(e);
         switch (ev.ctl & TEMPEST_EV_TYPE_MASK) {
         case TEMPEST_EV_PEER_DOWN:
-            if (ev.a == 0 && ev.b == 0) {
-                strata_peers_exited++;
-            } else {
-                strata_peers_failed++;
-            }
-            strata_peers_lost += ev.a != 0;
+            count_peer_down(&ev);
             if (!strata_exiting || ev.a != 0 || ev.b != 0) {
                 fprintf(stderr, "*** strata: node %d: node %u is gone (%s "
                         "%llu)\n", Self, (unsigned)ev.node,
