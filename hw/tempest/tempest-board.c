@@ -723,7 +723,7 @@ static void tempest_instance_init(Object *obj)
                                     "halted vCPU that waits for a "
                                     "collective on shared memory yields "
                                     "its host CPU before it sleeps (when "
-                                    "spin-us is 0; 0, the default: it "
+                                    "spin-us is 0; 500 by default; 0: it "
                                     "sleeps at once)");
     object_property_add_bool(obj, "poll-hint", tempest_get_poll_hint,
                              tempest_set_poll_hint);

@@ -1006,9 +1006,10 @@ CASES += (
     # from its waiter thread, which the last to arrive wakes through the
     # node's WAKE word (docs/strata.rst, "A vCPU that sleeps on DONE"):
     # COLL_SLEPT and COLL_WOKEN (1.17) count both on every node (on
-    # sockets and TCP, the tree: neither). "-yield": the vCPU first yields
-    # its host CPU for up to 500 us (sleep-yield-us, 0 by default) and
-    # sees DONE there in most collectives.
+    # sockets and TCP, the tree: neither). The vCPU first yields its host
+    # CPU for up to 500 us (sleep-yield-us, 500 by default) and sees DONE
+    # there in most collectives; "-noyield" (sleep-yield-us=0): it sleeps
+    # on DONE at once, and its FUTEX_WAKE ends the sleep.
     + [strata(f"strata-sleep-{n}{tag}", "strata_sleep", n,
               launch=["--spin-us", "0"] + extra,
               nodes_expect={"*": [r"^strata_sleep ok", (
@@ -1020,8 +1021,8 @@ CASES += (
                   r"with a vCPU asleep on DONE, 0 by the waiter")]})
        for n, tag, extra in (
            (2, "", []), (5, "", []), (16, "", []),
-           (16, "-yield", ["--qemu-arg=-machine",
-                           "--qemu-arg=sleep-yield-us=500"]))]
+           (16, "-noyield", ["--qemu-arg=-machine",
+                             "--qemu-arg=sleep-yield-us=0"]))]
     # Strata 4.3.1: the manual's two 16-node segmented-scan examples.
     + [strata("strata-segscan-16", "strata_segscan", 16,
               nodes_expect={"*": [r"^strata_segscan ok"],

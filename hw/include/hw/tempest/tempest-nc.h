@@ -46,13 +46,13 @@
 /*
  * How long a halted vCPU waiting for a collective on shared memory yields
  * its host CPU before it sleeps on DONE (CPUIdleSleep.yield_us), when
- * the nodes do not spin: 0 unless asked for ("sleep-yield-us").  500 us
- * made a 16-node Barrier on 2 cores faster (123-138 us against 157-193)
- * but a 16-node radix sort slightly slower, and 2 runs of about 25 of a
- * 64-node one stalled for seconds (docs/strata.rst, "Yielding before the
- * sleep").
+ * the nodes do not spin ("sleep-yield-us"; 0: it sleeps at once).  500
+ * us by default since the twentieth session: a 16-node Barrier on 2
+ * cores 77-108 us against 126-173, 64 nodes 524-597 against 668-784, and
+ * the 16-, 64- and 256-node radix sorts no slower (docs/strata.rst,
+ * "Yielding before the sleep").
  */
-#define TEMPEST_NC_SLEEP_YIELD_US 0
+#define TEMPEST_NC_SLEEP_YIELD_US 500
 
 /*
  * The time limit of that sleep (CPUIdleSleep.max_ms), a safety net only:
