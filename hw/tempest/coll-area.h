@@ -13,7 +13,10 @@
  * with the collective's number + 1), then one result line per node.
  * After the rounds, one line per node: how the last to arrive wakes it
  * (version 2), and the lock and place of its RQ, which peers on this host
- * write straight into (version 3, rq-lock.h).
+ * write straight into (version 3, rq-lock.h), and how many broadcast
+ * words it has taken (version 5).  Then the broadcast ring (version 5):
+ * node 0, which orders the broadcasts, writes each word there for the
+ * others to read, instead of sending it down the tree.
  * Every node of the cluster can write all of it: whatever is read from
  * it is checked before use, and nothing depends on it being right but
  * the collective's outcome (a wrong one is a MISMATCH error).
@@ -24,7 +27,7 @@
 #include "standard-headers/tempest/tempest-hw.h"
 
 #define COLL_AREA_MAGIC     0x41534354U     /* "TCSA" */
-#define COLL_AREA_VERSION   4
+#define COLL_AREA_VERSION   5
 #define COLL_AREA_ROUNDS    4
 #define COLL_AREA_HDR       64
 
@@ -67,7 +70,27 @@ enum {
     COLL_AREA_N_WAKE = 0,           /* u32: futex of the node's waiter */
     COLL_AREA_N_WATCH = 4,          /* u32: a vCPU sleeps on DONE */
     COLL_AREA_N_RQ = 8,             /* RqLine (rq-lock.h), 8-aligned */
+    COLL_AREA_N_BTAKEN = 40,        /* u64: broadcast words taken */
+    COLL_AREA_N_BWATCH = 48,        /* u32: a vCPU sleeps on B_COUNT */
     COLL_AREA_NODE = 64,
+};
+
+/*
+ * The broadcast ring (version 5): a control line, then COLL_AREA_BSLOTS
+ * slots.  Broadcast word i (counted over the cluster's life, tree words
+ * included) goes to slot i % COLL_AREA_BSLOTS, its TAG (i + 1) written
+ * last; node 0 writes it only when every node has taken word
+ * i - COLL_AREA_BSLOTS (N_BTAKEN), and then stores B_COUNT = i + 1.
+ */
+#define COLL_AREA_BSLOTS    TEMPEST_NC_BCAST_FIFO
+enum {
+    COLL_AREA_B_COUNT = 0,          /* u32: words written (futex) */
+    COLL_AREA_B_HELD = 4,           /* u32: node 0 holds a word for room */
+    COLL_AREA_B_CTL = 64,
+    COLL_AREA_BS_TAG = 0,           /* u32: word + 1, written last */
+    COLL_AREA_BS_SRC = 4,           /* u32 */
+    COLL_AREA_BS_VALUE = 8,         /* u64 */
+    COLL_AREA_BSLOT = 16,
 };
 
 static inline size_t coll_area_round_bytes(unsigned nodes)
@@ -82,10 +105,23 @@ static inline size_t coll_area_node(unsigned nodes, unsigned node)
            (size_t)node * COLL_AREA_NODE;
 }
 
+/* The broadcast ring's control line; its slot @i is after it. */
+static inline size_t coll_area_bring(unsigned nodes)
+{
+    return coll_area_node(nodes, nodes);
+}
+
+static inline size_t coll_area_bslot(unsigned nodes, uint64_t word)
+{
+    return coll_area_bring(nodes) + COLL_AREA_B_CTL +
+           (size_t)(word % COLL_AREA_BSLOTS) * COLL_AREA_BSLOT;
+}
+
 /* The area's size for a cluster of nodes, whole pages of 64 KiB. */
 static inline size_t coll_area_bytes(unsigned nodes)
 {
-    return (coll_area_node(nodes, nodes) + 0xffff) & ~(size_t)0xffff;
+    return (coll_area_bring(nodes) + COLL_AREA_B_CTL +
+            COLL_AREA_BSLOTS * COLL_AREA_BSLOT + 0xffff) & ~(size_t)0xffff;
 }
 
 static inline size_t coll_area_round(unsigned nodes, unsigned round)

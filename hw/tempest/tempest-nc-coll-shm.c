@@ -109,6 +109,40 @@ static uint32_t shm_header(unsigned kind, unsigned fn, unsigned variant)
     return kind | fn << 8 | variant << 16;
 }
 
+/* Node @i's waiter thread: WAKE + 1, woken. */
+static void shm_wake_waiter(uint8_t *a, unsigned nodes, unsigned i)
+{
+    uint32_t *wake = shm_word(a, coll_area_node(nodes, i) + COLL_AREA_N_WAKE);
+
+    __atomic_fetch_add(wake, 1, __ATOMIC_SEQ_CST);
+    shm_futex(wake, FUTEX_WAKE, 1, NULL);
+}
+
+/*
+ * Every other node whose vCPU does not sleep on the word just moved (its
+ * line's @flag, WATCH or BWATCH, clear): its waiter thread is woken.
+ * After the word's store (Dekker: a sleeper sets @flag, then reads it).
+ * True if some node's vCPU sleeps on the word.
+ */
+static bool shm_wake_waiters(TempestNCState *s, uint8_t *a, size_t flag)
+{
+    bool watched = false;
+
+    for (unsigned i = 0; i < s->num_nodes; i++) {
+        size_t line = coll_area_node(s->num_nodes, i);
+
+        if (i == s->node_id) {
+            continue;
+        }
+        if (__atomic_load_n(shm_word(a, line + flag), __ATOMIC_SEQ_CST)) {
+            watched = true;
+        } else {
+            shm_wake_waiter(a, s->num_nodes, i);
+        }
+    }
+    return watched;
+}
+
 /* ------------------------------------------------------------------ */
 /* Combining                                                           */
 /* ------------------------------------------------------------------ */
@@ -178,17 +212,7 @@ static void shm_combine(TempestNCState *s, uint8_t *a, unsigned round)
                         __ATOMIC_SEQ_CST)) {
         shm_futex(done, FUTEX_WAKE, INT_MAX, NULL);
     }
-    for (unsigned i = 0; i < nodes; i++) {
-        size_t line = coll_area_node(nodes, i);
-        uint32_t *wake = shm_word(a, line + COLL_AREA_N_WAKE);
-
-        if (i != s->node_id &&
-            !__atomic_load_n(shm_word(a, line + COLL_AREA_N_WATCH),
-                             __ATOMIC_SEQ_CST)) {
-            __atomic_fetch_add(wake, 1, __ATOMIC_SEQ_CST);
-            shm_futex(wake, FUTEX_WAKE, 1, NULL);
-        }
-    }
+    shm_wake_waiters(s, a, COLL_AREA_N_WATCH);
     trace_tempest_nc_coll_shm(s->node_id, s->coll_seq_done, round, error);
 }
 
@@ -234,6 +258,7 @@ void tempest_nc_coll_shm_check(TempestNCState *s)
     unsigned round;
     size_t ctl;
 
+    tempest_nc_bcast_look(s);
     if (!a) {
         return;
     }
@@ -289,6 +314,206 @@ void tempest_nc_coll_shm_arrive(TempestNCState *s)
         qemu_cond_signal(&s->coll_waiter->cond);
     }
     tempest_nc_coll_shm_check(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* The broadcast ring (docs/strata.rst, "Broadcasts on shared memory") */
+/* ------------------------------------------------------------------ */
+
+static size_t bring_ctl(TempestNCState *s, size_t field)
+{
+    return coll_area_bring(s->num_nodes) + field;
+}
+
+/*
+ * Node 0, before it sends the frames of the switch: the ring starts at
+ * the words issued so far (B_COUNT), so that a node that has the frame
+ * finds B_COUNT right.
+ */
+void tempest_nc_bring_open(TempestNCState *s)
+{
+    uint8_t *a = shm_area(s);
+
+    if (a) {
+        __atomic_store_n(shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)),
+                         (uint32_t)s->bcast_issued, __ATOMIC_SEQ_CST);
+        tempest_nc_bring_hold(s, false);
+    }
+}
+
+/*
+ * Every node at the switch (tempest-nc-coll.c): the tree's last word has
+ * passed here, the next ones are read from the ring.
+ */
+void tempest_nc_bring_start(TempestNCState *s)
+{
+    s->bcast_ring_next = s->bcast_seen;
+    tempest_nc_bring_taken(s);
+    /* The waiter reads the ring from now on, collective or not. */
+    if (s->coll_waiter && s->coll_waiter->idle) {
+        qemu_cond_signal(&s->coll_waiter->cond);
+    }
+}
+
+/*
+ * Node 0: word @i of the cluster's broadcasts into its slot (the caller
+ * checked that every node has taken word i - COLL_AREA_BSLOTS), then
+ * B_COUNT, then the readers: those whose vCPU sleeps on B_COUNT with one
+ * call, the others' waiter threads.  False without the area.
+ */
+bool tempest_nc_bring_put(TempestNCState *s, uint64_t i, unsigned src,
+                          uint64_t value)
+{
+    uint8_t *a = shm_area(s);
+    size_t sl;
+    uint32_t *count;
+    bool watched;
+
+    if (!a) {
+        return false;
+    }
+    sl = coll_area_bslot(s->num_nodes, i);
+    count = shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT));
+    shm_st32(a, sl + COLL_AREA_BS_SRC, src);
+    shm_st64(a, sl + COLL_AREA_BS_VALUE, value);
+    __atomic_store_n(shm_word(a, sl + COLL_AREA_BS_TAG), (uint32_t)(i + 1),
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(count, (uint32_t)(i + 1), __ATOMIC_SEQ_CST);
+    watched = shm_wake_waiters(s, a, COLL_AREA_N_BWATCH);
+    if (watched) {
+        shm_futex(count, FUTEX_WAKE, INT_MAX, NULL);
+    }
+    trace_tempest_nc_bring_put(s->node_id, i, src, watched);
+    return true;
+}
+
+/*
+ * A reader: word @i.  1: there (*src, *value); 0: not written yet (i is
+ * not below B_COUNT, which node 0 stores after the slot, and before it
+ * sends the switch's frame: a slot of an earlier life of the area is
+ * never read); -1: its slot holds another word (only if a node's count of
+ * words taken was moved behind our back: it is lost); -2: no area.
+ */
+int tempest_nc_bring_get(TempestNCState *s, uint64_t i, unsigned *src,
+                         uint64_t *value)
+{
+    uint8_t *a = shm_area(s);
+    size_t sl;
+
+    if (!a) {
+        return -2;
+    }
+    if ((int32_t)(__atomic_load_n(shm_word(a, bring_ctl(s,
+                                                        COLL_AREA_B_COUNT)),
+                                  __ATOMIC_ACQUIRE) - (uint32_t)i) <= 0) {
+        return 0;
+    }
+    sl = coll_area_bslot(s->num_nodes, i);
+    if (__atomic_load_n(shm_word(a, sl + COLL_AREA_BS_TAG),
+                        __ATOMIC_ACQUIRE) != (uint32_t)(i + 1)) {
+        return -1;
+    }
+    *src = shm_ld32(a, sl + COLL_AREA_BS_SRC);
+    *value = shm_ld64(a, sl + COLL_AREA_BS_VALUE);
+    /* Still word i after the copy: not rewritten meanwhile. */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return shm_ld32(a, sl + COLL_AREA_BS_TAG) == (uint32_t)(i + 1) ? 1 : -1;
+}
+
+/*
+ * Node 0: the fewest words any node has taken (its line's BTAKEN; ours
+ * is s->bcast_taken), at most the words issued (a line can say anything).
+ */
+uint64_t tempest_nc_bring_least(TempestNCState *s)
+{
+    uint8_t *a = shm_area(s);
+    uint64_t m = s->bcast_taken;
+
+    for (unsigned i = 1; a && i < s->num_nodes; i++) {
+        m = MIN(m, __atomic_load_n((uint64_t *)(a + coll_area_node(
+                                       s->num_nodes, i) + COLL_AREA_N_BTAKEN),
+                                   __ATOMIC_SEQ_CST));
+    }
+    return MIN(m, s->bcast_issued);
+}
+
+/* Node 0 holds words until there is room (B_HELD), or holds none. */
+void tempest_nc_bring_hold(TempestNCState *s, bool held)
+{
+    uint8_t *a = shm_area(s);
+
+    if (a) {
+        __atomic_store_n(shm_word(a, bring_ctl(s, COLL_AREA_B_HELD)), held,
+                         __ATOMIC_SEQ_CST);
+    }
+}
+
+/*
+ * Our count of words taken, for node 0's flow control; if it holds a
+ * word for room, its waiter is woken to look (Dekker with its B_HELD).
+ */
+void tempest_nc_bring_taken(TempestNCState *s)
+{
+    uint8_t *a = shm_area(s);
+
+    if (!a || s->node_id == 0) {
+        return;
+    }
+    __atomic_store_n((uint64_t *)(a + coll_area_node(s->num_nodes,
+                                                     s->node_id) +
+                                  COLL_AREA_N_BTAKEN),
+                     s->bcast_taken, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(shm_word(a, bring_ctl(s, COLL_AREA_B_HELD)),
+                        __ATOMIC_SEQ_CST)) {
+        shm_wake_waiter(a, s->num_nodes, 0);
+    }
+}
+
+static void bring_watch(TempestNCState *s, uint8_t *a, uint32_t on)
+{
+    __atomic_store_n(shm_word(a, coll_area_node(s->num_nodes, s->node_id) +
+                                 COLL_AREA_N_BWATCH), on, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * A halted vCPU's sleep (CPUIdleSleep.also): on B_COUNT as well, so that
+ * node 0's next word wakes it with no thread in between.  Said in BWATCH
+ * first (Dekker with node 0's store of B_COUNT); the sleep holds while
+ * B_COUNT is the next word we would read, so a word written since our
+ * last look ends it at once and woken() reads it.  (Not read here: its
+ * IRQ_BCAST, raised on the vCPU's own thread, would not kick the sleep.)
+ * Under the BQL.
+ */
+static uint32_t *bring_idle_also(CPUState *cpu, void *opaque, uint32_t *val)
+{
+    TempestNCState *s = opaque;
+    uint8_t *a = s->coll_shm && s->node_id != 0 ? shm_area(s) : NULL;
+
+    if (!a || (s->bcast_watch && a != s->bcast_watch_area)) {
+        return NULL;
+    }
+    if (s->bcast_watch++ == 0) {
+        s->bcast_watch_area = a;
+        bring_watch(s, a, 1);
+    }
+    *val = (uint32_t)s->bcast_ring_next;
+    trace_tempest_nc_bring_sleep(s->node_id, *val);
+    return shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT));
+}
+
+/* Awake (CPUIdleSleep.woken): no longer on B_COUNT; then the ring read. */
+static void bring_idle_woken(TempestNCState *s)
+{
+    if (!s->bcast_watch) {
+        return;
+    }
+    if (--s->bcast_watch == 0) {
+        if (s->bcast_watch_area == shm_area(s)) {
+            bring_watch(s, s->bcast_watch_area, 0);
+        }
+        s->bcast_watch_area = NULL;
+    }
+    tempest_nc_bcast_look(s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -432,6 +657,7 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
             s->coll_shm_slept++;
         }
     }
+    bring_idle_woken(s);
     if (s->rq_idle_woken) {
         s->rq_idle_woken(s, cpu);
     }
@@ -476,6 +702,7 @@ void tempest_nc_idle_sleep_setup(TempestNCState *s)
     }
     s->coll_idle = (CPUIdleSleep) {
         .prepare = coll_idle_prepare,
+        .also = bring_idle_also,
         .woken = coll_idle_woken,
         .yield_us = s->sleep_yield_us,
         .max_ms = TEMPEST_NC_SLEEP_MAX_MS,
@@ -518,6 +745,8 @@ void tempest_nc_coll_shm_stop(TempestNCState *s)
     if (s->coll_watcher) {
         coll_watch_end(s);
     }
+    s->bcast_watch = 0;
+    s->bcast_watch_area = NULL;
     idle_sleep_stop(s);
     if (!w) {
         return;

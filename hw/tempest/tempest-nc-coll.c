@@ -282,9 +282,14 @@ static void coll_down(TempestNCState *s, const CollHeader *h,
     coll_round_free(&s->coll_round[h->seq % TEMPEST_COLL_ROUNDS]);
     coll_finish(s, error);
     if (shm && !s->coll_shm && tempest_nc_coll_shm_able(s)) {
-        /* Every node has the shared area: the next ones combine there. */
+        /*
+         * Every node has the shared area: the next ones combine there,
+         * and broadcasts come by its ring (every tree word came before
+         * this frame, on the same links).
+         */
         s->coll_shm = true;
         s->coll_shm_base = s->coll_seq_done;
+        tempest_nc_bring_start(s);
     }
 }
 
@@ -346,6 +351,9 @@ static void coll_root(TempestNCState *s, TempestCollRound *r)
     fabric_st32(b->data + 12, h.count);
     if (shm && !h.error) {
         h.dir = FABRIC_COLL_DOWN_SHM;
+        if (!s->coll_shm) {
+            tempest_nc_bring_open(s);
+        }
     }
     coll_down(s, &h, b->data + FABRIC_COLL_HDR);
     g_byte_array_free(b, true);
@@ -493,6 +501,17 @@ static uint64_t bcast_subtree_taken(TempestNCState *s)
 
 static void bcast_issue(TempestNCState *s, unsigned src, uint64_t value);
 
+/*
+ * The root: the fewest words any node may still have to take.  While the
+ * ring carries the words, every node's count in the shared area (fresher
+ * than the tree's credits, which still flow, so that the tree has them
+ * after a restore).
+ */
+static uint64_t bcast_least_taken(TempestNCState *s)
+{
+    return s->coll_shm ? tempest_nc_bring_least(s) : bcast_subtree_taken(s);
+}
+
 /* What we (and our subtree) have taken moved: tell the parent, or send. */
 static void bcast_credit(TempestNCState *s)
 {
@@ -500,6 +519,9 @@ static void bcast_credit(TempestNCState *s)
     TempestBcast *w;
 
     if (s->node_id != 0) {
+        if (s->coll_shm) {
+            tempest_nc_bring_taken(s);
+        }
         if (m - s->bcast_reported >= BCAST_CREDIT_BATCH) {
             CollHeader h = { .dir = FABRIC_BCAST_CREDIT, .lanes = 1 };
             GByteArray *b = coll_frame(&h);
@@ -510,13 +532,25 @@ static void bcast_credit(TempestNCState *s)
         }
         return;
     }
-    while ((w = QSIMPLEQ_FIRST(&s->bcast_held)) &&
-           s->bcast_issued - m < TEMPEST_NC_BCAST_FIFO) {
-        QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
-        s->bcast_holding[w->src] = false;
-        bcast_issue(s, w->src, w->value);
-        g_free(w);
-        m = bcast_subtree_taken(s);
+    for (;;) {
+        m = bcast_least_taken(s);
+        while ((w = QSIMPLEQ_FIRST(&s->bcast_held)) &&
+               s->bcast_issued - m < TEMPEST_NC_BCAST_FIFO) {
+            QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
+            s->bcast_holding[w->src] = false;
+            bcast_issue(s, w->src, w->value);
+            g_free(w);
+            m = bcast_least_taken(s);
+        }
+        if (!s->coll_shm) {
+            return;
+        }
+        /* Readers that take words wake us while we hold (Dekker). */
+        tempest_nc_bring_hold(s, w != NULL);
+        if (!w || s->bcast_issued - bcast_least_taken(s) >=
+                  TEMPEST_NC_BCAST_FIFO) {
+            return;
+        }
     }
 }
 
@@ -545,6 +579,18 @@ static void bcast_sent(TempestNCState *s)
     tempest_nc_raise(s, TEMPEST_NC_IRQ_BCAST);
 }
 
+/* A word passes this node (by the tree or the ring). */
+static void bcast_arrive(TempestNCState *s, unsigned src, uint64_t value)
+{
+    s->bcast_seen++;
+    if (src != s->node_id) {
+        bcast_enqueue(s, src, value);
+    } else {
+        s->bcast_taken++;       /* our own: taken as it passes */
+        bcast_credit(s);
+    }
+}
+
 static void bcast_down(TempestNCState *s, unsigned src, uint64_t value)
 {
     unsigned first = coll_first_child(s, s->node_id);
@@ -557,19 +603,68 @@ static void bcast_down(TempestNCState *s, unsigned src, uint64_t value)
         coll_put_entry(b, src, 0, &value, 1);
         coll_send(s, c, b, 1);
     }
-    s->bcast_seen++;
-    if (src != s->node_id) {
-        bcast_enqueue(s, src, value);
-    } else {
-        s->bcast_taken++;       /* our own: taken as it passes */
-        bcast_credit(s);
+    bcast_arrive(s, src, value);
+}
+
+/*
+ * A node reads the ring up to the last word written: each as if it came
+ * down the tree; its own tells it that its broadcast went out (node 0
+ * sends no ACK for a word it writes there).  A word the ring lost (its
+ * slot holds a later one) is counted in BCAST_LOST and passed over.
+ */
+static void bcast_ring_read(TempestNCState *s)
+{
+    unsigned src;
+    uint64_t value;
+    int r;
+
+    while ((r = tempest_nc_bring_get(s, s->bcast_ring_next, &src,
+                                     &value)) != 0 && r != -2) {
+        s->bcast_ring_next++;
+        if (r < 0 || src >= s->num_nodes) {
+            /* Counted as taken too, or node 0 would wait for it. */
+            s->bcast_seen++;
+            s->bcast_lost++;
+            s->bcast_taken++;
+            bcast_credit(s);
+            continue;
+        }
+        s->bcast_shared++;
+        trace_tempest_nc_bring_read(s->node_id, s->bcast_ring_next - 1, src);
+        bcast_arrive(s, src, value);
+        if (src == s->node_id && s->bcast_pending) {
+            bcast_sent(s);
+        }
     }
+}
+
+void tempest_nc_bcast_look(TempestNCState *s)
+{
+    if (!s->coll_shm) {
+        return;
+    }
+    if (s->node_id == 0) {
+        if (!QSIMPLEQ_EMPTY(&s->bcast_held)) {
+            bcast_credit(s);
+        }
+        return;
+    }
+    bcast_ring_read(s);
 }
 
 /* At the root: one broadcast goes out, in the order the root sends. */
 static void bcast_issue(TempestNCState *s, unsigned src, uint64_t value)
 {
     s->bcast_issued++;
+    if (s->coll_shm &&
+        tempest_nc_bring_put(s, s->bcast_issued - 1, src, value)) {
+        /* The sender finds it in the ring: no ACK. */
+        bcast_arrive(s, src, value);
+        if (src == s->node_id) {
+            bcast_sent(s);
+        }
+        return;
+    }
     bcast_down(s, src, value);
     if (src == s->node_id) {
         bcast_sent(s);
@@ -586,7 +681,7 @@ static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
     TempestBcast *w;
 
     if (QSIMPLEQ_EMPTY(&s->bcast_held) &&
-        s->bcast_issued - bcast_subtree_taken(s) < TEMPEST_NC_BCAST_FIFO) {
+        s->bcast_issued - bcast_least_taken(s) < TEMPEST_NC_BCAST_FIFO) {
         bcast_issue(s, src, value);
         return;
     }
@@ -595,6 +690,7 @@ static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
     w->value = value;
     s->bcast_holding[src] = true;
     QSIMPLEQ_INSERT_TAIL(&s->bcast_held, w, next);
+    bcast_credit(s);            /* the ring: B_HELD, and a look again */
 }
 
 static uint32_t coll_cmd_bcast(TempestNCState *s, TempestCmdBank *b)
@@ -606,6 +702,7 @@ static uint32_t coll_cmd_bcast(TempestNCState *s, TempestCmdBank *b)
         b->reason = TEMPEST_CMD_E_NO_FABRIC;
         return TEMPEST_CMD_FAIL;
     }
+    tempest_nc_bcast_look(s);
     if (s->bcast_pending) {
         return TEMPEST_CMD_RETRY;
     }
@@ -624,8 +721,10 @@ static uint32_t coll_cmd_bcast(TempestNCState *s, TempestCmdBank *b)
 
 bool tempest_nc_bcast_pop(TempestNCState *s)
 {
-    TempestBcast *w = QSIMPLEQ_FIRST(&s->bcastq);
+    TempestBcast *w;
 
+    tempest_nc_bcast_look(s);
+    w = QSIMPLEQ_FIRST(&s->bcastq);
     if (!w) {
         return false;
     }
@@ -797,7 +896,9 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
         bcast_root(s, peer, fabric_ld64(entries + 8));
         return;
     case FABRIC_BCAST_DOWN:
+        /* None after the switch: node 0 writes them in the ring. */
         if (s->node_id == 0 || peer != coll_parent(s, s->node_id) ||
+            s->coll_shm ||
             h.count != 1 || h.lanes != 1 ||
             fabric_ld32(entries) >= s->num_nodes) {
             coll_drop(s, peer, "bad broadcast");
@@ -806,7 +907,11 @@ static void coll_fabric_frame(void *opaque, unsigned peer,
         bcast_down(s, fabric_ld32(entries), fabric_ld64(entries + 8));
         return;
     case FABRIC_BCAST_CREDIT:
-        /* A child's subtree took words: never more than passed here. */
+        /*
+         * A child's subtree took words: never more than passed here
+         * (from the ring too: what the child read there, we read now).
+         */
+        tempest_nc_bcast_look(s);
         if (!coll_is_child(s, peer) || h.count != 1 || h.lanes != 1 ||
             fabric_ld32(entries) != peer ||
             fabric_ld64(entries + 8) < s->bcast_child[peer] ||
@@ -911,6 +1016,8 @@ static void coll_reset(TempestNCState *s)
     s->bcast_pending = false;
     s->bcast_sent = 0;
     s->bcast_lost = 0;
+    s->bcast_shared = 0;
+    s->bcast_ring_next = 0;
     s->bcast_src = 0;
     s->bcast_value = 0;
     s->aor_set = 0;

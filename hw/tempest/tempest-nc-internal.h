@@ -199,11 +199,31 @@ void tempest_nc_coll_shm_arrive(TempestNCState *s);
 void tempest_nc_coll_shm_check(TempestNCState *s);
 void tempest_nc_coll_shm_stop(TempestNCState *s);
 void tempest_nc_idle_sleep_setup(TempestNCState *s);
+/*
+ * The broadcast ring (docs/strata.rst, "Broadcasts on shared memory"):
+ * node 0 opens it before it sends the switch's frames; every node starts
+ * reading (node 0, writing) it at the switch; node 0 writes word @i; a
+ * reader reads word @i (1 there, 0 not yet, -1 lost, -2 no area); node 0's
+ * least count of words taken by any node; node 0 holds words for room;
+ * our count of words taken, published.
+ */
+void tempest_nc_bring_open(TempestNCState *s);
+void tempest_nc_bring_start(TempestNCState *s);
+bool tempest_nc_bring_put(TempestNCState *s, uint64_t i, unsigned src,
+                          uint64_t value);
+int tempest_nc_bring_get(TempestNCState *s, uint64_t i, unsigned *src,
+                         uint64_t *value);
+uint64_t tempest_nc_bring_least(TempestNCState *s);
+void tempest_nc_bring_hold(TempestNCState *s, bool held);
+void tempest_nc_bring_taken(TempestNCState *s);
 
 /* tempest-nc-coll.c: the control network */
 extern const TempestNCEngine tempest_nc_coll_engine;
 extern const VMStateDescription vmstate_tempest_nc_coll;
 bool tempest_nc_bcast_pop(TempestNCState *s);
+/* While broadcasts come by the ring: read what it holds (node 0: issue
+ * the words it held for room). */
+void tempest_nc_bcast_look(TempestNCState *s);
 void tempest_nc_aor_write(TempestNCState *s, uint32_t bit);
 
 /* tempest-nc-xfer.c: the transfer engine and fetch-and-op */

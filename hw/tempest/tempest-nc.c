@@ -107,6 +107,7 @@ REG32(COLL_WOKEN, TEMPEST_NC_COLL_WOKEN)
 REG32(RX_DIRECT, TEMPEST_NC_RX_DIRECT)
 REG32(TX_DIRECT, TEMPEST_NC_TX_DIRECT)
 REG32(RX_WOKEN, TEMPEST_NC_RX_WOKEN)
+REG32(BCAST_SHARED, TEMPEST_NC_BCAST_SHARED)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -384,10 +385,15 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         *value = s->coll_fanout;
         return true;
     case A_BCAST_SENT:
+        tempest_nc_bcast_look(s);
         *value = s->bcast_sent;
         return true;
     case A_BCAST_AVAIL:
+        tempest_nc_bcast_look(s);
         *value = s->bcast_len;
+        return true;
+    case A_BCAST_SHARED:
+        *value = s->bcast_shared;
         return true;
     case A_BCAST_POP:
         *value = tempest_nc_bcast_pop(s);
@@ -633,6 +639,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_RX_DIRECT:
     case A_TX_DIRECT:
     case A_RX_WOKEN:
+    case A_BCAST_SHARED:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:

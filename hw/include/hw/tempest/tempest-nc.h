@@ -351,6 +351,15 @@ struct TempestNCState {
     uint64_t bcast_issued;      /* root: words sent down */
     QSIMPLEQ_HEAD(, TempestBcast) bcast_held;   /* root: waiting for room */
     bool *bcast_holding;        /* root: per node, a word of it held */
+    /*
+     * While coll_shm: the broadcast ring in the combining area (node 0
+     * writes every word there, the others read it: tempest-nc-coll-shm.c)
+     * instead of the tree's BCAST_DOWN frames.
+     */
+    uint64_t bcast_ring_next;   /* the next word to read from it */
+    uint32_t bcast_shared;      /* BCAST_SHARED: words read from it */
+    unsigned bcast_watch;       /* vCPUs asleep on its B_COUNT (BWATCH) */
+    uint8_t *bcast_watch_area;  /* ... of this area */
     uint32_t aor_set;
     uint32_t aor_global;
     int aor_count;          /* root: nodes whose bit is set */

@@ -303,13 +303,22 @@
  */
 #define TEMPEST_NC_RX_WOKEN         0x200
 
+/*
+ * (1.20) Broadcast words this node took from the combining area's
+ * broadcast ring, which node 0 writes instead of sending them down the
+ * tree once every node combines there (docs/strata.rst, "Broadcasts on
+ * shared memory"); 0 on node 0, which writes them, and on sockets.
+ * Read-only.
+ */
+#define TEMPEST_NC_BCAST_SHARED     0x204
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    19
+#define TEMPEST_NC_VERSION_MINOR    20
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
