@@ -547,6 +547,9 @@ static void bcast_credit(TempestNCState *s)
         }
         /* Readers that take words wake us while we hold (Dekker). */
         tempest_nc_bring_hold(s, w != NULL);
+        if (w) {
+            trace_tempest_nc_bring_hold(s->node_id, s->bcast_issued, m);
+        }
         if (!w || s->bcast_issued - bcast_least_taken(s) >=
                   TEMPEST_NC_BCAST_FIFO) {
             return;

@@ -1029,8 +1029,19 @@ CASES += (
                                 0: [r"^case 1 \(E N N N\): done",
                                     r"^case 2 \(A N N N\): done"]})]
     # Strata 4.4: words, doubles and vectors (to 10,000 words, paced past
-    # the device's queue) from every node, in order; QueryBroadcast.
-    + strata_sizes("strata-bcast", "strata_bcast")
+    # the device's queue) from every node, in order; QueryBroadcast. On
+    # shared memory the words come by the combining area's ring, which
+    # node 0 writes (BCAST_SHARED counts the words a node read there;
+    # docs/strata.rst, "Broadcasts on shared memory"), on sockets and TCP
+    # down the tree.
+    + [strata(f"strata-bcast-{n}", "strata_bcast", n,
+              nodes_expect={"*": [r"^strata_bcast ok"],
+                            n - 1: [rf"^node {n - 1}: [1-9]\d* broadcast "
+                                    r"words read from the shared ring"
+                                    if SHM and n > 1 else
+                                    rf"^node {n - 1}: 0 broadcast words "
+                                    r"read from the shared ring"]})
+       for n in (1, 2, 5, 16)]
     # Strata 5: CompositeInt/Uint/Float with Min, Max, Average, Variance
     # and Median (the smaller middle value).
     + strata_sizes("strata-composite", "strata_composite")
@@ -1122,6 +1133,12 @@ CASES += (
     # 1,000,000-word BroadcastVector, the network holding the sender.
     + [strata(f"strata-bflood-{n}", "strata_bflood", n, timeout=120)
        for n in (2, 4)]
+    # The same with nodes that halt at once (SPIN_US 0): on shared memory
+    # a receiver's vCPU sleeps on the ring's count (target-patches/0013's
+    # second word), and node 0 holds words while a slow node's queue is
+    # full until that node's taking wakes it (B_HELD).
+    + [strata("strata-bflood-4-sleep", "strata_bflood", 4, timeout=120,
+              launch=["--spin-us", "0"])]
     # Partitions whose size is not a power of two: a hypercube exchange
     # that skips partners beyond the partition reaches every other node;
     # a send beyond it is never delivered and stops the cluster.
