@@ -10,6 +10,8 @@
  *      it) from node 0.
  * Every word arrives, in order, and BCAST_LOST stays 0 everywhere.
  * Prints "strata_bflood ok".
+ * Usage: strata_bflood [ROUNDS]   (of 1, the flood; default 1: a
+ * checkpoint test makes it long enough to be cut in the middle)
  */
 #include <stdlib.h>
 
@@ -85,10 +87,14 @@ static void vector(void)
     free(out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int rounds = argc > 1 ? atoi(argv[1]) : 1, r;
+
     StrataInit();
-    flood();
+    for (r = 0; r < rounds; r++) {
+        flood();
+    }
     vector();
     CHECK(nc_reg(TEMPEST_NC_BCAST_LOST) == 0, "%u broadcast words lost",
           nc_reg(TEMPEST_NC_BCAST_LOST));
