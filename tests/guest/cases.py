@@ -969,6 +969,19 @@ def strata_sizes(name, program, sizes=(1, 2, 5, 16), **kw):
     return [strata(f"{name}-{n}", program, n, **kw) for n in sizes]
 
 
+def strata_shared(name, program, what, sizes=(1, 2, 5, 16)):
+    """strata_sizes whose last node prints "node N: COUNT <what>": above 0
+    on shared memory with more than one node, 0 on sockets and TCP."""
+    def count(n):
+        return r"[1-9]\d*" if SHM and n > 1 else "0"
+
+    return [strata(f"{name}-{n}", program, n,
+                   nodes_expect={"*": [rf"^{program} ok"],
+                                 n - 1: [rf"^node {n - 1}: {count(n)} "
+                                         rf"{what}"]})
+            for n in sizes]
+
+
 RADIX = "examples/radix-sort/radix.elf"
 EXIT_GONE = [r"\*\*\* CRASH"]
 MISMATCH = (r"StrataFail: control network: the nodes started different "
@@ -990,14 +1003,8 @@ CASES += (
     # On shared memory the collectives combine in the shared area
     # (COLL_SHARED counts them; docs/strata.rst, "Combining on shared
     # counters"), on sockets and TCP on the tree.
-    + [strata(f"strata-combine-{n}", "strata_combine", n,
-              nodes_expect={"*": [r"^strata_combine ok"],
-                            n - 1: [rf"^node {n - 1}: [1-9]\d* collectives "
-                                    r"combined in the shared area"
-                                    if SHM and n > 1 else
-                                    rf"^node {n - 1}: 0 collectives "
-                                    r"combined in the shared area"]})
-       for n in (1, 2, 5, 16)]
+    + strata_shared("strata-combine", "strata_combine",
+                    "collectives combined in the shared area")
     # Strata 4.1 and 4.3 on nodes that halt at once (StrataSetSpin(0), and
     # the launcher's hint SPIN_US 0, as when the nodes outnumber the host's
     # cores). On shared memory a halted vCPU sleeps on the round's DONE
@@ -1034,14 +1041,8 @@ CASES += (
     # node 0 writes (BCAST_SHARED counts the words a node read there;
     # docs/strata.rst, "Broadcasts on shared memory"), on sockets and TCP
     # down the tree.
-    + [strata(f"strata-bcast-{n}", "strata_bcast", n,
-              nodes_expect={"*": [r"^strata_bcast ok"],
-                            n - 1: [rf"^node {n - 1}: [1-9]\d* broadcast "
-                                    r"words read from the shared ring"
-                                    if SHM and n > 1 else
-                                    rf"^node {n - 1}: 0 broadcast words "
-                                    r"read from the shared ring"]})
-       for n in (1, 2, 5, 16)]
+    + strata_shared("strata-bcast", "strata_bcast",
+                    "broadcast words read from the shared ring")
     # Strata 5: CompositeInt/Uint/Float with Min, Max, Average, Variance
     # and Median (the smaller middle value).
     + strata_sizes("strata-composite", "strata_composite")
