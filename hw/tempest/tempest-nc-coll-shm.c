@@ -258,7 +258,7 @@ void tempest_nc_coll_shm_check(TempestNCState *s)
     unsigned round;
     size_t ctl;
 
-    tempest_nc_bcast_look(s);
+    s->bcast_look(s);
     if (!a) {
         return;
     }
@@ -513,7 +513,7 @@ static void bring_idle_woken(TempestNCState *s)
         }
         s->bcast_watch_area = NULL;
     }
-    tempest_nc_bcast_look(s);
+    s->bcast_look(s);
 }
 
 /* ------------------------------------------------------------------ */

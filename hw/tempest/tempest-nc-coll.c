@@ -1101,6 +1101,7 @@ static bool coll_realize(TempestNCState *s, Error **errp)
     s->bcast_child = g_new0(uint64_t, s->num_nodes);
     s->bcast_holding = g_new0(bool, s->num_nodes);
     s->coll_shm_done = coll_shm_done;
+    s->bcast_look = tempest_nc_bcast_look;
     s->coll_vmse = qemu_add_vm_change_state_handler(coll_vm_state, s);
     tempest_nc_register(s, &coll_hooks);
     return true;

@@ -335,6 +335,8 @@ struct TempestNCState {
     /* Set by tempest-nc-coll.c: the pending one completed there. */
     void (*coll_shm_done)(TempestNCState *s, uint32_t error,
                           const uint64_t *out, unsigned nout);
+    /* ... and reads the broadcast ring (tempest-nc-coll.c's look). */
+    void (*bcast_look)(TempestNCState *s);
     QSIMPLEQ_HEAD(, TempestBcast) bcastq;
     uint32_t bcast_len;
     bool bcast_pending;
