@@ -420,6 +420,13 @@ int tempest_nc_bring_get(TempestNCState *s, uint64_t i, unsigned *src,
     return shm_ld32(a, sl + COLL_AREA_BS_TAG) == (uint32_t)(i + 1) ? 1 : -1;
 }
 
+/* Node @node's count of broadcast words taken, in its line. */
+static uint64_t *btaken_word(TempestNCState *s, uint8_t *a, unsigned node)
+{
+    return (uint64_t *)(a + coll_area_node(s->num_nodes, node) +
+                        COLL_AREA_N_BTAKEN);
+}
+
 /*
  * Node 0: the fewest words any node has taken (its line's BTAKEN; ours
  * is s->bcast_taken), at most the words issued (a line can say anything).
@@ -430,9 +437,7 @@ uint64_t tempest_nc_bring_least(TempestNCState *s)
     uint64_t m = s->bcast_taken;
 
     for (unsigned i = 1; a && i < s->num_nodes; i++) {
-        m = MIN(m, __atomic_load_n((uint64_t *)(a + coll_area_node(
-                                       s->num_nodes, i) + COLL_AREA_N_BTAKEN),
-                                   __ATOMIC_SEQ_CST));
+        m = MIN(m, __atomic_load_n(btaken_word(s, a, i), __ATOMIC_SEQ_CST));
     }
     return MIN(m, s->bcast_issued);
 }
@@ -459,10 +464,8 @@ void tempest_nc_bring_taken(TempestNCState *s)
     if (!a || s->node_id == 0) {
         return;
     }
-    __atomic_store_n((uint64_t *)(a + coll_area_node(s->num_nodes,
-                                                     s->node_id) +
-                                  COLL_AREA_N_BTAKEN),
-                     s->bcast_taken, __ATOMIC_SEQ_CST);
+    __atomic_store_n(btaken_word(s, a, s->node_id), s->bcast_taken,
+                     __ATOMIC_SEQ_CST);
     if (__atomic_load_n(shm_word(a, bring_ctl(s, COLL_AREA_B_HELD)),
                         __ATOMIC_SEQ_CST)) {
         shm_wake_waiter(a, s->num_nodes, 0);

@@ -532,8 +532,8 @@ static void bcast_credit(TempestNCState *s)
         }
         return;
     }
+    m = bcast_least_taken(s);
     for (;;) {
-        m = bcast_least_taken(s);
         while ((w = QSIMPLEQ_FIRST(&s->bcast_held)) &&
                s->bcast_issued - m < TEMPEST_NC_BCAST_FIFO) {
             QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
@@ -547,11 +547,12 @@ static void bcast_credit(TempestNCState *s)
         }
         /* Readers that take words wake us while we hold (Dekker). */
         tempest_nc_bring_hold(s, w != NULL);
-        if (w) {
-            trace_tempest_nc_bring_hold(s->node_id, s->bcast_issued, m);
+        if (!w) {
+            return;
         }
-        if (!w || s->bcast_issued - bcast_least_taken(s) >=
-                  TEMPEST_NC_BCAST_FIFO) {
+        trace_tempest_nc_bring_hold(s->node_id, s->bcast_issued, m);
+        m = bcast_least_taken(s);
+        if (s->bcast_issued - m >= TEMPEST_NC_BCAST_FIFO) {
             return;
         }
     }
