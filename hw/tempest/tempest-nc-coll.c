@@ -614,7 +614,10 @@ static void bcast_down(TempestNCState *s, unsigned src, uint64_t value)
  * A node reads the ring up to the last word written: each as if it came
  * down the tree; its own tells it that its broadcast went out (node 0
  * sends no ACK for a word it writes there).  A word the ring lost (its
- * slot holds a later one) is counted in BCAST_LOST and passed over.
+ * slot holds a later one) is counted in BCAST_LOST and passed over.  At
+ * most a ring's worth a look: node 0 never writes more ahead of what we
+ * took, so a B_COUNT beyond that (any node can write the area) costs a
+ * bounded time under the BQL per look, not up to 2^31 words.
  */
 static void bcast_ring_read(TempestNCState *s)
 {
@@ -622,8 +625,11 @@ static void bcast_ring_read(TempestNCState *s)
     uint64_t value;
     int r;
 
-    while ((r = tempest_nc_bring_get(s, s->bcast_ring_next, &src,
-                                     &value)) != 0 && r != -2) {
+    for (unsigned n = 0; n < TEMPEST_NC_BCAST_FIFO; n++) {
+        r = tempest_nc_bring_get(s, s->bcast_ring_next, &src, &value);
+        if (r == 0 || r == -2) {
+            return;
+        }
         s->bcast_ring_next++;
         if (r < 0 || src >= s->num_nodes) {
             /* Counted as taken too, or node 0 would wait for it. */
