@@ -30,7 +30,10 @@
 #include "qemu/osdep.h"
 #include <linux/futex.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "hw/core/cpu.h"
 #include "qemu/thread.h"
 #include "tempest-nc-internal.h"
 #include "fabric-proto.h"
@@ -603,6 +606,28 @@ static uint32_t *sleepers_word(TempestNCState *s, uint8_t *a, unsigned round)
                        COLL_AREA_R_SLEEPERS);
 }
 
+/*
+ * @cpu watches DONE of the pending collective's round in @a (said in
+ * WATCH; counted in SLEEPERS too if it @sleeps on the futex): DONE's
+ * word.  Then DONE is read (Dekker with the last to arrive).
+ */
+static uint32_t *coll_watch_begin(TempestNCState *s, CPUState *cpu,
+                                  uint8_t *a, bool sleeps)
+{
+    unsigned round = shm_round(s);
+
+    s->coll_watcher = cpu;
+    s->coll_watch_area = a;
+    s->coll_watch_round = round;
+    s->coll_watch_sleeps = sleeps;
+    __atomic_store_n(watch_word(s, a), 1, __ATOMIC_SEQ_CST);
+    if (sleeps) {
+        __atomic_fetch_add(sleepers_word(s, a, round), 1, __ATOMIC_SEQ_CST);
+    }
+    return shm_word(a, coll_area_round(s->num_nodes, round) +
+                       COLL_AREA_R_DONE);
+}
+
 static void coll_watch_end(TempestNCState *s)
 {
     uint8_t *a = s->coll_watch_area;
@@ -611,8 +636,10 @@ static void coll_watch_end(TempestNCState *s)
     s->coll_watch_area = NULL;
     if (a && a == shm_area(s)) {
         __atomic_store_n(watch_word(s, a), 0, __ATOMIC_SEQ_CST);
-        __atomic_fetch_sub(sleepers_word(s, a, s->coll_watch_round), 1,
-                           __ATOMIC_SEQ_CST);
+        if (s->coll_watch_sleeps) {
+            __atomic_fetch_sub(sleepers_word(s, a, s->coll_watch_round), 1,
+                               __ATOMIC_SEQ_CST);
+        }
     }
 }
 
@@ -621,7 +648,6 @@ static int coll_idle_prepare(CPUState *cpu, void *opaque, uint32_t **word,
 {
     TempestNCState *s = opaque;
     uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
-    unsigned round;
     uint32_t *done, v;
 
     if (!a || s->coll_watcher || cpu != s->coll_cpu) {
@@ -629,21 +655,15 @@ static int coll_idle_prepare(CPUState *cpu, void *opaque, uint32_t **word,
         return s->rq_idle_prepare ? s->rq_idle_prepare(s, cpu, word, val) :
                                     CPU_IDLE_SLEEP_NO;
     }
-    round = shm_round(s);
-    done = shm_word(a, coll_area_round(s->num_nodes, round) +
-                       COLL_AREA_R_DONE);
-    s->coll_watcher = cpu;
-    s->coll_watch_area = a;
-    s->coll_watch_round = round;
-    __atomic_store_n(watch_word(s, a), 1, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(sleepers_word(s, a, round), 1, __ATOMIC_SEQ_CST);
+    done = coll_watch_begin(s, cpu, a, true);
     v = __atomic_load_n(done, __ATOMIC_SEQ_CST);
     if (v == s->coll_seq_done + 1) {
         coll_watch_end(s);
         tempest_nc_coll_shm_check(s);
         return CPU_IDLE_SLEEP_AGAIN;
     }
-    trace_tempest_nc_coll_shm_watch(s->node_id, s->coll_seq_done, round);
+    trace_tempest_nc_coll_shm_watch(s->node_id, s->coll_seq_done,
+                                    s->coll_watch_round);
     *word = done;
     *val = v;
     return CPU_IDLE_SLEEP_WAIT;
@@ -664,6 +684,104 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
     if (s->rq_idle_woken) {
         s->rq_idle_woken(s, cpu);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting in a register read (COLL_WAIT, 1.21)                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The yield of a COLL_WAIT read, without the BQL: until DONE holds
+ * @dv, the RQ's tail (@rq, if watched) or B_COUNT (@bc) moves, another
+ * thread kicks the vCPU (an interrupt it raised, a pause: exit_request)
+ * or @us pass.  True if it stopped at that time limit.
+ */
+static bool coll_wait_yield(CPUState *cpu, unsigned us, uint32_t *done,
+                            uint32_t dv, uint32_t *rq, uint32_t rqv,
+                            uint32_t *bc, uint32_t bcv)
+{
+    int64_t end = get_clock() + (int64_t)us * SCALE_US;
+    bool timed_out = false;
+
+    bql_unlock();
+    while (__atomic_load_n(done, __ATOMIC_ACQUIRE) != dv &&
+           !(rq && __atomic_load_n(rq, __ATOMIC_RELAXED) != rqv) &&
+           !(bc && __atomic_load_n(bc, __ATOMIC_RELAXED) != bcv) &&
+           !qatomic_read(&cpu->exit_request)) {
+        if (get_clock() >= end) {
+            timed_out = true;
+            break;
+        }
+        sched_yield();
+    }
+    bql_lock();
+    return timed_out;
+}
+
+/*
+ * COLL_WAIT (tempest-hw.h): the vCPU that started the pending collective
+ * waits for it inside the read.  It watches the words a halted vCPU
+ * sleeps on (DONE, said in WATCH but not counted in SLEEPERS: nobody
+ * need wake a thread that yields; the RQ's tail; B_COUNT) and yields its
+ * host CPU until one moves.  This is the halted vCPU's yield
+ * (target-patches/0013) without the halt around it: no WFI, no wake-up
+ * of the vCPU, no IRQ_COLL raised and acknowledged, no COLL_STATUS read
+ * after it (docs/strata.rst, "Waiting in a register read").  Under the
+ * BQL, which the yield lets go: everything is read again after it.
+ * @cpu_access: a vCPU's read (not a transfer's).
+ */
+uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
+{
+    CPUState *cpu = current_cpu;
+    uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
+    uint32_t *done, *rq = NULL, *bc, rqv = 0, bcv = 0;
+    bool waited = false, was;
+    int r = CPU_IDLE_SLEEP_NO;
+
+    if (a && cpu_access && cpu && cpu == s->coll_cpu && !s->coll_watcher &&
+        s->sleep_yield_us && !s->spin_us && s->coll_idle.prepare) {
+        done = coll_watch_begin(s, cpu, a, false);
+        if (s->rq_idle_prepare) {
+            r = s->rq_idle_prepare(s, cpu, &rq, &rqv);
+        }
+        bc = bring_idle_also(cpu, s, &bcv);
+        if (r != CPU_IDLE_SLEEP_AGAIN) {
+            /*
+             * After a yield that ran out, the halt that follows sleeps
+             * at once (as after a sleep that timed out): one yield a
+             * wait, not two.
+             */
+            cpu->idle_timed_out =
+                coll_wait_yield(cpu, s->sleep_yield_us, done,
+                                s->coll_seq_done + 1,
+                                r == CPU_IDLE_SLEEP_NO ? NULL : rq, rqv,
+                                bc, bcv);
+            waited = true;
+        }
+        coll_watch_end(s);
+        if (bc) {
+            bring_idle_woken(s);
+        }
+        if (r != CPU_IDLE_SLEEP_NO && r != CPU_IDLE_SLEEP_AGAIN &&
+            s->rq_idle_woken) {
+            s->rq_idle_woken(s, cpu);
+        }
+    }
+    was = s->coll_shm_pending;
+    s->coll_wait_quiet = true;
+    tempest_nc_coll_shm_check(s);
+    s->coll_wait_quiet = false;
+    if (waited && was && !s->coll_shm_pending) {
+        s->coll_shm_waited++;
+    }
+    if (s->coll_status != TEMPEST_COLL_ST_PENDING &&
+        (s->irq_status & TEMPEST_NC_IRQ_COLL)) {
+        s->irq_status &= ~TEMPEST_NC_IRQ_COLL;
+        tempest_nc_update_irq(s);
+    }
+    trace_tempest_nc_coll_wait(s->node_id, s->coll_seq_done, waited,
+                               s->coll_status);
+    return s->coll_status;
 }
 
 bool tempest_nc_coll_shm_able(TempestNCState *s)

@@ -179,7 +179,10 @@ static void coll_finish(TempestNCState *s, uint32_t error)
     s->coll_status = error ? TEMPEST_COLL_ST_ERROR : TEMPEST_COLL_ST_DONE;
     s->coll_error = error;
     s->coll_seq_done++;
-    tempest_nc_raise(s, TEMPEST_NC_IRQ_COLL);
+    if (!s->coll_wait_quiet) {
+        /* (A COLL_WAIT read that sees it end returns it instead.) */
+        tempest_nc_raise(s, TEMPEST_NC_IRQ_COLL);
+    }
 }
 
 /*
@@ -1021,6 +1024,7 @@ static void coll_reset(TempestNCState *s)
     s->coll_shm_count = 0;
     s->coll_shm_slept = 0;
     s->coll_shm_woken = 0;
+    s->coll_shm_waited = 0;
     s->coll_restored = false;
     s->coll_result = 0;
     s->bcast_pending = false;

@@ -197,6 +197,8 @@ bool tempest_nc_coll_shm_able(TempestNCState *s);
 void tempest_nc_coll_shm_arrive(TempestNCState *s);
 /* Has the pending one completed?  Then s->coll_shm_done runs now. */
 void tempest_nc_coll_shm_check(TempestNCState *s);
+/* The COLL_WAIT register's read (1.21); @cpu_access: a vCPU's. */
+uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access);
 void tempest_nc_coll_shm_stop(TempestNCState *s);
 void tempest_nc_idle_sleep_setup(TempestNCState *s);
 /*

@@ -108,6 +108,7 @@ REG32(RX_DIRECT, TEMPEST_NC_RX_DIRECT)
 REG32(TX_DIRECT, TEMPEST_NC_TX_DIRECT)
 REG32(RX_WOKEN, TEMPEST_NC_RX_WOKEN)
 REG32(BCAST_SHARED, TEMPEST_NC_BCAST_SHARED)
+REG32(COLL_WAITED, TEMPEST_NC_COLL_WAITED)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -137,7 +138,7 @@ REG32(CMD_BLOCK_HI, TEMPEST_NC_CMD_BLOCK_HI)
      TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN | \
      TEMPEST_NC_FEAT_POLL_HINT | TEMPEST_NC_FEAT_BIG_SLOTS | \
      TEMPEST_NC_FEAT_CMD_BLOCK | \
-     TEMPEST_NC_FEAT_GATHER)
+     TEMPEST_NC_FEAT_GATHER | TEMPEST_NC_FEAT_COLL_WAIT)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -359,6 +360,9 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         return true;
     case A_COLL_WOKEN:
         *value = s->coll_shm_woken;
+        return true;
+    case A_COLL_WAITED:
+        *value = s->coll_shm_waited;
         return true;
     case A_RX_DIRECT:
         tempest_nc_rq_sync(s);
@@ -640,6 +644,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_TX_DIRECT:
     case A_RX_WOKEN:
     case A_BCAST_SHARED:
+    case A_COLL_WAITED:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:
@@ -764,6 +769,59 @@ static const MemoryRegionOps tempest_nc_ops = {
     .impl.unaligned = true,
 };
 
+/*
+ * The wait window (1.21): COLL_WAIT, a read a vCPU may wait in.  Its own
+ * region, without the re-entrancy guard of the register file's: the
+ * read lets the BQL go while it yields, and another vCPU of the node may
+ * use the register file (or this window) meanwhile.  Only a CPU's access
+ * waits (a DMA's attributes are unspecified: a transfer pointed at the
+ * window reads the status at once).
+ */
+static MemTxResult tempest_nc_wait_read(void *opaque, hwaddr offset,
+                                        uint64_t *data, unsigned size,
+                                        MemTxAttrs attrs)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+    hwaddr reg = TEMPEST_NC_WAIT + offset;
+
+    *data = 0;
+    if (reg != TEMPEST_NC_COLL_WAIT) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_OFFSET, reg, size);
+    } else if (size != 4) {
+        tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, reg, size);
+    } else {
+        *data = tempest_nc_coll_wait(s, !attrs.unspecified);
+    }
+    trace_tempest_nc_read(s->node_id, reg, *data, size);
+    return MEMTX_OK;
+}
+
+static MemTxResult tempest_nc_wait_write(void *opaque, hwaddr offset,
+                                         uint64_t value, unsigned size,
+                                         MemTxAttrs attrs)
+{
+    TempestNCState *s = TEMPEST_NC(opaque);
+    hwaddr reg = TEMPEST_NC_WAIT + offset;
+
+    trace_tempest_nc_write(s->node_id, reg, value, size);
+    tempest_nc_guest_error(s, reg == TEMPEST_NC_COLL_WAIT ?
+                           TEMPEST_NC_ERR_READ_ONLY :
+                           TEMPEST_NC_ERR_BAD_OFFSET, reg, size);
+    return MEMTX_OK;
+}
+
+static const MemoryRegionOps tempest_nc_wait_ops = {
+    .read_with_attrs = tempest_nc_wait_read,
+    .write_with_attrs = tempest_nc_wait_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid.min_access_size = 1,
+    .valid.max_access_size = 8,
+    .valid.unaligned = true,
+    .impl.min_access_size = 1,
+    .impl.max_access_size = 8,
+    .impl.unaligned = true,
+};
+
 static void tempest_nc_reset_hold(Object *obj, ResetType type)
 {
     TempestNCState *s = TEMPEST_NC(obj);
@@ -785,6 +843,9 @@ static void tempest_nc_init(Object *obj)
 
     memory_region_init_io(&s->iomem, obj, &tempest_nc_ops, s,
                           TYPE_TEMPEST_NC, TEMPEST_NC_SIZE);
+    memory_region_init_io(&s->wait_iomem, obj, &tempest_nc_wait_ops, s,
+                          TYPE_TEMPEST_NC "-wait", TEMPEST_NC_WAIT_SIZE);
+    s->wait_iomem.disable_reentrancy_guard = true;
     sysbus_init_mmio(sbd, &s->iomem);
     sysbus_init_irq(sbd, &s->irq);
 }
@@ -848,7 +909,10 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
      * No access of ours looks at the CPU's state: TCG need not end a
      * translation block at each one (1-3 us each otherwise).
      */
+    /* (Here, not at init: the target's page size is known by now.) */
+    memory_region_add_subregion(&s->iomem, TEMPEST_NC_WAIT, &s->wait_iomem);
     tcg_mmio_fast_register(&s->iomem);
+    tcg_mmio_fast_register(&s->wait_iomem);
     return;
 
 fail:
@@ -863,7 +927,9 @@ static void tempest_nc_unrealize(DeviceState *dev)
 {
     TempestNCState *s = TEMPEST_NC(dev);
 
+    tcg_mmio_fast_unregister(&s->wait_iomem);
     tcg_mmio_fast_unregister(&s->iomem);
+    memory_region_del_subregion(&s->iomem, &s->wait_iomem);
     tempest_nc_dump_unrealize(s);
     tempest_nc_ckpt_unrealize(s);
     migrate_del_blocker(&s->migration_blocker);

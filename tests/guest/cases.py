@@ -1013,23 +1013,30 @@ CASES += (
     # from its waiter thread, which the last to arrive wakes through the
     # node's WAKE word (docs/strata.rst, "A vCPU that sleeps on DONE"):
     # COLL_SLEPT and COLL_WOKEN (1.17) count both on every node (on
-    # sockets and TCP, the tree: neither). The vCPU first yields its host
-    # CPU for up to 500 us (sleep-yield-us, 500 by default) and sees DONE
-    # there in most collectives; "-noyield" (sleep-yield-us=0): it sleeps
-    # on DONE at once, and its FUTEX_WAKE ends the sleep.
+    # sockets and TCP, the tree: neither). By default (sleep-yield-us
+    # 500) a waiting node first yields its host CPU for up to 500 us
+    # inside a read of COLL_WAIT, and sees DONE there in most collectives
+    # (COLL_WAITED, 1.21: docs/strata.rst, "Waiting in a register read");
+    # "-noyield" (sleep-yield-us=0): the read returns at once, the vCPU
+    # halts and sleeps on DONE at once, and its FUTEX_WAKE ends the sleep.
     + [strata(f"strata-sleep-{n}{tag}", "strata_sleep", n,
               launch=["--spin-us", "0"] + extra,
               nodes_expect={"*": [r"^strata_sleep ok", (
-                  r"area, [1-9]\d* ended with a vCPU asleep on DONE, "
-                  r"[1-9]\d* by the waiter" if SHM and n > 2 else
+                  rf"area, {slept} ended with a vCPU asleep on DONE, "
+                  rf"[1-9]\d* by the waiter, {waited} in a COLL_WAIT read"
+                  if SHM and n > 2 else
                   r"area, \d+ ended with a vCPU asleep on DONE, "
-                  r"\d+ by the waiter" if SHM else
+                  r"\d+ by the waiter, \d+ in a COLL_WAIT read" if SHM else
                   r" 0 collectives combined in the shared area, 0 ended "
-                  r"with a vCPU asleep on DONE, 0 by the waiter")]})
-       for n, tag, extra in (
-           (2, "", []), (5, "", []), (16, "", []),
+                  r"with a vCPU asleep on DONE, 0 by the waiter, 0 in a "
+                  r"COLL_WAIT read")]})
+       for n, tag, extra, slept, waited in (
+           (2, "", [], r"\d+", r"\d+"),
+           (5, "", [], r"\d+", r"[1-9]\d*"),
+           (16, "", [], r"\d+", r"[1-9]\d*"),
            (16, "-noyield", ["--qemu-arg=-machine",
-                             "--qemu-arg=sleep-yield-us=0"]))]
+                             "--qemu-arg=sleep-yield-us=0"],
+            r"[1-9]\d*", "0"))]
     # Strata 4.3.1: the manual's two 16-node segmented-scan examples.
     + [strata("strata-segscan-16", "strata_segscan", 16,
               nodes_expect={"*": [r"^strata_segscan ok"],

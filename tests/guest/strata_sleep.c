@@ -9,8 +9,10 @@
  * IRQ_COLL is set (never COLL_STATUS or POLL, which would look at the
  * area themselves), so the interrupt must come from its waiter thread,
  * woken through its WAKE word by the last to arrive.  Every result is
- * checked; COLL_SLEPT and COLL_WOKEN (1.17) say how the collectives
- * ended.  Argument: the rounds (default 200).
+ * checked; COLL_SLEPT and COLL_WOKEN (1.17) and COLL_WAITED (1.21) say
+ * how the collectives ended: by default the others wait in a read of
+ * COLL_WAIT, yielding the host CPU, before they halt (docs/strata.rst,
+ * "Waiting in a register read").  Argument: the rounds (default 200).
  */
 #include <stdlib.h>
 
@@ -59,9 +61,11 @@ int main(int argc, char **argv)
         }
     }
     printf("node %d: %d rounds; %u collectives combined in the shared "
-           "area, %u ended with a vCPU asleep on DONE, %u by the waiter\n",
+           "area, %u ended with a vCPU asleep on DONE, %u by the waiter, "
+           "%u in a COLL_WAIT read\n",
            Self, rounds, (unsigned)nc_reg(TEMPEST_NC_COLL_SHARED),
            (unsigned)nc_reg(TEMPEST_NC_COLL_SLEPT),
-           (unsigned)nc_reg(TEMPEST_NC_COLL_WOKEN));
+           (unsigned)nc_reg(TEMPEST_NC_COLL_WOKEN),
+           (unsigned)nc_reg(TEMPEST_NC_COLL_WAITED));
     st_finish("strata_sleep");
 }

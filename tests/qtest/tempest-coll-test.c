@@ -361,6 +361,70 @@ static void test_one_node(void)
     qtest_quit(s);
 }
 
+/*
+ * COLL_WAIT (1.21), the wait window's register: the pending collective's
+ * status.  A qtest access is not a vCPU's, so it never waits: PENDING
+ * while pending, then DONE, which acknowledges IRQ_COLL.  The rest of
+ * the window, writes and other sizes are guest errors.
+ */
+static void test_wait_register(void)
+{
+    Cluster c;
+    QTestState *s;
+
+    start_cluster(&c, 2, 2);
+    s = c.node[0];
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_WAIT)), ==,
+                     TEMPEST_COLL_ST_IDLE);
+    g_assert_cmpuint(coll_start(s, TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD,
+                                TEMPEST_COLL_REDUCE, 5, 0, 0, 0), ==,
+                     TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_WAIT)), ==,
+                     TEMPEST_COLL_ST_PENDING);
+    g_assert_cmpuint(coll_start(c.node[1], TEMPEST_COLL_COMBINE,
+                                TEMPEST_COLL_ADD, TEMPEST_COLL_REDUCE, 7, 0,
+                                0, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_coll_wait(c.node[1]), ==, TEMPEST_COLL_ST_DONE);
+    g_assert_cmpuint(tq_coll_wait(s), ==, TEMPEST_COLL_ST_DONE);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_IRQ_STATUS)) &
+                    TEMPEST_NC_IRQ_COLL, ==, TEMPEST_NC_IRQ_COLL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_WAIT)), ==,
+                     TEMPEST_COLL_ST_DONE);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_IRQ_STATUS)) &
+                    TEMPEST_NC_IRQ_COLL, ==, 0);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_COLL_RESULT)), ==, 12);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_WAITED)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
+
+    qtest_writel(s, NC(TEMPEST_NC_COLL_WAIT), 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_READ_ONLY);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==,
+                    TEMPEST_NC_COLL_WAIT);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT + 0x10)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_OFFSET);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==,
+                    TEMPEST_NC_WAIT + 0x10);
+    qtest_writel(s, NC(TEMPEST_NC_WAIT + TEMPEST_NC_WAIT_SIZE - 4), 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_OFFSET);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_COLL_WAIT)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_SIZE);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 4);
+    /* Around the window: the command line's, and nothing. */
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT - 4)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 4);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT +
+                                      TEMPEST_NC_WAIT_SIZE)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_OFFSET);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==,
+                    TEMPEST_NC_WAIT + TEMPEST_NC_WAIT_SIZE);
+    stop_cluster(&c);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -371,6 +435,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/coll/broadcast-and-async-or",
                    test_broadcast_and_async_or);
     qtest_add_func("/tempest/coll/failures", test_failures);
+    qtest_add_func("/tempest/coll/wait-register", test_wait_register);
 
     return g_test_run();
 }

@@ -19,6 +19,7 @@ struct nc_ring nc_rings[TEMPEST_NUM_RINGS];
 uint32_t nc_pkt_payload = TEMPEST_PKT_PAYLOAD;
 uint32_t nc_rq_payload = TEMPEST_PKT_PAYLOAD;
 bool nc_gather_present;
+bool nc_coll_wait_present;
 bool nc_poll_present;
 bool nc_tag_upgrade_present;
 bool nc_cmd_block_present;
@@ -371,6 +372,8 @@ int nc_init(void)
                              nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 7U);
     nc_cmd_block_present = (features & TEMPEST_NC_FEAT_CMD_BLOCK) &&
                            nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 14U);
+    nc_coll_wait_present = (features & TEMPEST_NC_FEAT_COLL_WAIT) &&
+                           nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 21U);
     if (nc_poll_present && (features & TEMPEST_NC_FEAT_POLL_HINT) &&
         nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 9U)) {
         setup_poll_hint();

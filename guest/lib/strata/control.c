@@ -233,11 +233,9 @@ static void coll_start(unsigned kind, unsigned fn, unsigned variant,
     pend.user = user;
 }
 
-/* True (and the outcome checked) if the device's collective is over. */
-static bool coll_over(void)
+/* True (and the outcome checked) if the collective's status @st is over. */
+static bool coll_status_over(uint32_t st)
 {
-    uint32_t st = nc_reg(TEMPEST_NC_COLL_STATUS);
-
     if (st == TEMPEST_COLL_ST_PENDING) {
         return false;
     }
@@ -251,6 +249,12 @@ static bool coll_over(void)
                    (unsigned)e);
     }
     return true;
+}
+
+/* True (and the outcome checked) if the device's collective is over. */
+static bool coll_over(void)
+{
+    return coll_status_over(nc_reg(TEMPEST_NC_COLL_STATUS));
 }
 
 static bool coll_over_cb(void *arg)
@@ -323,10 +327,24 @@ static bool pending_take(void)
 }
 
 /* Waits (polling if @poll) until no collective is pending. */
+/*
+ * Waits for the pending collective, polling @poll.  First in a read of
+ * COLL_WAIT (where libstrata owns the interrupt, and with no message
+ * waiting to be polled): on shared memory, with nodes that do not spin,
+ * the device yields the host CPU inside the read until the collective
+ * ends, with no halt, wake-up, interrupt or acknowledgement
+ * (docs/strata.rst, "Waiting in a register read").  The read returns
+ * early (a packet came, a broadcast word, an interrupt, its time ran
+ * out), or at once elsewhere: then strata_wait() polls and sleeps.
+ */
 static void pending_finish(unsigned poll)
 {
     while (pend.user != CU_NONE) {
-        strata_wait(coll_over_cb, NULL, poll, false);
+        if (!nc_coll_wait_present || strata_shared ||
+            (poll && strata_msgs_waiting(poll)) ||
+            !coll_status_over(nc_reg(TEMPEST_NC_COLL_WAIT))) {
+            strata_wait(coll_over_cb, NULL, poll, false);
+        }
         pending_take();
     }
 }

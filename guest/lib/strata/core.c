@@ -417,6 +417,11 @@ void strata_wait(bool (*done)(void *), void *arg, unsigned poll, bool cheap)
     }
 }
 
+bool strata_msgs_waiting(unsigned poll)
+{
+    return waiting_fn(poll);
+}
+
 void strata_require(const char *call)
 {
     if (!strata_ready) {

@@ -181,6 +181,8 @@ NORETURN strata_exit_now(int code) STRATA_ISYM(strata_exit_now);
  */
 void strata_wait(bool (*done)(void *), void *arg, unsigned poll,
                  bool cheap) STRATA_ISYM(strata_wait);
+/* Are there messages of the networks in @poll to handle (RAM only)? */
+bool strata_msgs_waiting(unsigned poll) STRATA_ISYM(strata_msgs_waiting);
 
 /* strata_ticks: the generic timer's count; strata_ticks_to_ns: in ns. */
 static inline uint64_t strata_ticks(void)

@@ -236,6 +236,7 @@ struct TempestNCState {
 
     /*< public >*/
     MemoryRegion iomem;
+    MemoryRegion wait_iomem;    /* the wait window (1.21), inside iomem */
     qemu_irq irq;
 
     /* Properties */
@@ -310,6 +311,7 @@ struct TempestNCState {
     uint32_t coll_shm_count;    /* COLL_SHARED: collectives combined there */
     uint32_t coll_shm_slept;    /* COLL_SLEPT (1.17) */
     uint32_t coll_shm_woken;    /* COLL_WOKEN (1.17) */
+    uint32_t coll_shm_waited;   /* COLL_WAITED (1.21) */
     uint32_t rx_peers;          /* RX_DIRECT (1.18) */
     uint32_t tx_direct;         /* TX_DIRECT (1.18) */
     uint32_t rx_woken;          /* RX_WOKEN (1.19) */
@@ -332,6 +334,8 @@ struct TempestNCState {
     void (*rq_idle_woken)(TempestNCState *s, CPUState *cpu);
     uint8_t *coll_watch_area;   /* ... in this area */
     uint32_t coll_watch_round;
+    bool coll_watch_sleeps;     /* ... counted in SLEEPERS (not COLL_WAIT) */
+    bool coll_wait_quiet;       /* a COLL_WAIT read completes it: no IRQ */
     /* Set by tempest-nc-coll.c: the pending one completed there. */
     void (*coll_shm_done)(TempestNCState *s, uint32_t error,
                           const uint64_t *out, unsigned nout);

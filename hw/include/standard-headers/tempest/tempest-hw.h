@@ -312,13 +312,35 @@
  */
 #define TEMPEST_NC_BCAST_SHARED     0x204
 
+/*
+ * (1.21) Collectives this node's vCPU saw end while it yielded in a
+ * COLL_WAIT read (the wait window below).  Read-only.
+ */
+#define TEMPEST_NC_COLL_WAITED      0x208
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
+/*
+ * (1.21) The wait window: a page of its own, whose accesses the device
+ * takes without the rest of the register file's one-access-at-a-time
+ * rule, so that a vCPU may wait in one.  COLL_WAIT (read, 4 bytes): the
+ * pending collective's COLL_STATUS, after waiting for it (docs/strata.rst,
+ * "Waiting in a register read"): on a cluster that combines on shared
+ * memory, with nodes that do not spin (SPIN_US 0) and a SLEEP_YIELD time,
+ * a vCPU's read yields its host CPU until the collective ends, a packet
+ * or broadcast word comes, an interrupt is raised or that time passes.
+ * Elsewhere it reads as COLL_STATUS at once.  A read that returns DONE or
+ * ERROR acknowledges IRQ_COLL.  Anything else in the window is a guest
+ * error.
+ */
+#define TEMPEST_NC_WAIT             0x2000
+#define TEMPEST_NC_WAIT_SIZE        0x1000
+#define TEMPEST_NC_COLL_WAIT        (TEMPEST_NC_WAIT + 0x0)
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    20
+#define TEMPEST_NC_VERSION_MINOR    21
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -340,6 +362,7 @@
 #define TEMPEST_NC_FEAT_BIG_SLOTS   (1U << 14)  /* (1.11) packet slot sizes */
 #define TEMPEST_NC_FEAT_CMD_BLOCK   (1U << 15)  /* (1.14) CMD_BLOCK */
 #define TEMPEST_NC_FEAT_GATHER      (1U << 16)  /* (1.15) gather, RQ_COPY */
+#define TEMPEST_NC_FEAT_COLL_WAIT   (1U << 17)  /* (1.21) the wait window */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */

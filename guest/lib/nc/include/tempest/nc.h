@@ -116,6 +116,11 @@ extern uint32_t nc_pkt_payload;
 extern uint32_t nc_rq_payload;
 /* True once nc_init() has found TEMPEST_NC_FEAT_GATHER (1.15). */
 extern bool nc_gather_present;
+/*
+ * True once nc_init() has found TEMPEST_NC_FEAT_COLL_WAIT (1.21): a read
+ * of TEMPEST_NC_COLL_WAIT waits for the pending collective (tempest-hw.h).
+ */
+extern bool nc_coll_wait_present;
 
 /* A descriptor of a gather slot's payload (TEMPEST_GATHER_*). */
 struct nc_gather {
