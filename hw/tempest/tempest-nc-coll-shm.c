@@ -222,27 +222,33 @@ static void shm_combine(TempestNCState *s, uint8_t *a, unsigned round)
 /*
  * The round the combiner finished (R_DONE read): its results to the
  * guest.  A function of its own, so that the check, run at every POLL,
- * does not pay for clearing @out (8 KiB: the build's
- * -ftrivial-auto-var-init=zero) when nothing is done.
+ * does not pay for clearing @out (the build's -ftrivial-auto-var-init=
+ * zero) when nothing is done.  @out holds a reduction's lanes; an
+ * all-gather's word per node (up to 8 KiB, which every barrier paid to
+ * clear while it was the one array) goes on the heap.
  */
 static void __attribute__((noinline))
 coll_shm_finish(TempestNCState *s, uint8_t *a, unsigned round, size_t ctl)
 {
-    uint64_t out[TEMPEST_MAX_NODES];   /* >= TEMPEST_COLL_MAX_LANES */
+    uint64_t out[TEMPEST_COLL_MAX_LANES];
+    g_autofree uint64_t *all = NULL;
     unsigned nodes = s->num_nodes, nout = 0;
     uint32_t error;
 
-    QEMU_BUILD_BUG_ON(TEMPEST_MAX_NODES < TEMPEST_COLL_MAX_LANES);
     error = shm_ld32(a, ctl + COLL_AREA_R_ERROR);
     if (error != TEMPEST_COLL_E_NONE && error != TEMPEST_COLL_E_MISMATCH) {
         error = TEMPEST_COLL_E_MISMATCH;    /* none the combiner sets */
     }
     if (!error && s->coll_kind == TEMPEST_COLL_ALLGATHER) {
+        all = g_new(uint64_t, nodes);
         for (unsigned i = 0; i < nodes; i++) {
-            out[i] = shm_ld64(a, coll_area_out(nodes, round, i));
+            all[i] = shm_ld64(a, coll_area_out(nodes, round, i));
         }
-        nout = nodes;
-    } else if (!error) {
+        s->coll_shm_pending = false;
+        s->coll_shm_done(s, error, all, nodes);
+        return;
+    }
+    if (!error) {
         unsigned from = s->coll_variant == TEMPEST_COLL_REDUCE ? 0 :
                         s->node_id;
 
