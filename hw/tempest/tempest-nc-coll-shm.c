@@ -728,8 +728,9 @@ static bool coll_wait_yield(CPUState *cpu, unsigned us, uint32_t *done,
  * COLL_WAIT (tempest-hw.h): the vCPU that started the pending collective
  * waits for it inside the read.  It watches the words a halted vCPU
  * sleeps on (DONE, said in WATCH but not counted in SLEEPERS: nobody
- * need wake a thread that yields; the RQ's tail; B_COUNT) and yields its
- * host CPU until one moves.  This is the halted vCPU's yield
+ * need wake a thread that yields; the RQ's tail, said asleep on so that
+ * a writer rings no doorbell; B_COUNT, read only: the check after the
+ * yield reads the ring) and yields its host CPU until one moves.  This is the halted vCPU's yield
  * (target-patches/0013) without the halt around it: no WFI, no wake-up
  * of the vCPU, no IRQ_COLL raised and acknowledged, no COLL_STATUS read
  * after it (docs/strata.rst, "Waiting in a register read").  Under the
@@ -750,7 +751,10 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
         if (s->rq_idle_prepare) {
             r = s->rq_idle_prepare(s, cpu, &rq, &rqv);
         }
-        bc = bring_idle_also(cpu, s, &bcv);
+        /* B_COUNT: read, not watched (BWATCH: node 0 wakes sleepers). */
+        bc = s->coll_shm && s->node_id != 0 ?
+             shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)) : NULL;
+        bcv = (uint32_t)s->bcast_ring_next;
         if (r != CPU_IDLE_SLEEP_AGAIN) {
             /*
              * After a yield that ran out, the halt that follows sleeps
@@ -765,9 +769,6 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
             waited = true;
         }
         coll_watch_end(s);
-        if (bc) {
-            bring_idle_woken(s);
-        }
         if (r != CPU_IDLE_SLEEP_NO && r != CPU_IDLE_SLEEP_AGAIN &&
             s->rq_idle_woken) {
             s->rq_idle_woken(s, cpu);
