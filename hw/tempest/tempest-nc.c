@@ -773,7 +773,8 @@ static const MemoryRegionOps tempest_nc_ops = {
 };
 
 /*
- * The wait window (1.21): COLL_WAIT, a read a vCPU may wait in.  Its own
+ * The wait window (1.21): COLL_WAIT and COLL_GO, reads a vCPU may wait
+ * in.  Its own
  * region, without the re-entrancy guard of the register file's: the
  * read lets the BQL go while it yields, and another vCPU of the node may
  * use the register file (or this window) meanwhile.  Only a CPU's access
@@ -788,12 +789,20 @@ static MemTxResult tempest_nc_wait_read(void *opaque, hwaddr offset,
     hwaddr reg = TEMPEST_NC_WAIT + offset;
 
     *data = 0;
-    if (reg != TEMPEST_NC_COLL_WAIT) {
+    if (reg != TEMPEST_NC_COLL_WAIT && reg != TEMPEST_NC_COLL_GO) {
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_OFFSET, reg, size);
     } else if (size != 4) {
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, reg, size);
-    } else {
+    } else if (reg == TEMPEST_NC_COLL_WAIT) {
         *data = tempest_nc_coll_wait(s, !attrs.unspecified);
+    } else {
+        /* COLL_GO: CMD_COMMIT, and COLL_WAIT after a COLL_START. */
+        TempestCmdBank *b = tempest_nc_bank(s);
+        uint32_t st = tempest_nc_commit(s, b);
+
+        *data = st == TEMPEST_CMD_SUCCESS && b->op == TEMPEST_CMD_COLL_START ?
+                tempest_nc_coll_wait(s, !attrs.unspecified) :
+                TEMPEST_NC_GO_CMD + st;
     }
     trace_tempest_nc_read(s->node_id, reg, *data, size);
     return MEMTX_OK;
@@ -807,7 +816,8 @@ static MemTxResult tempest_nc_wait_write(void *opaque, hwaddr offset,
     hwaddr reg = TEMPEST_NC_WAIT + offset;
 
     trace_tempest_nc_write(s->node_id, reg, value, size);
-    tempest_nc_guest_error(s, reg == TEMPEST_NC_COLL_WAIT ?
+    tempest_nc_guest_error(s, reg == TEMPEST_NC_COLL_WAIT ||
+                           reg == TEMPEST_NC_COLL_GO ?
                            TEMPEST_NC_ERR_READ_ONLY :
                            TEMPEST_NC_ERR_BAD_OFFSET, reg, size);
     return MEMTX_OK;

@@ -361,16 +361,32 @@ static void test_one_node(void)
     qtest_quit(s);
 }
 
+/* The command bank staged with @op and @a0..@a5, not committed. */
+static void stage(QTestState *s, uint32_t op, uint64_t a0, uint64_t a1,
+                  uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
+{
+    const uint64_t args[] = { a0, a1, a2, a3, a4, a5 };
+
+    for (int i = 0; i < TEMPEST_NC_CMD_NUM_ARGS; i++) {
+        qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(i)), args[i]);
+    }
+    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), op);
+}
+
 /*
- * COLL_WAIT (1.21), the wait window's register: the pending collective's
- * status.  A qtest access is not a vCPU's, so it never waits: PENDING
- * while pending, then DONE, which acknowledges IRQ_COLL.  The rest of
- * the window, writes and other sizes are guest errors.
+ * COLL_WAIT and COLL_GO (1.21), the wait window's registers.  A qtest
+ * access is not a vCPU's, so neither waits: COLL_WAIT is the pending
+ * collective's status, PENDING while pending, then DONE, which
+ * acknowledges IRQ_COLL; COLL_GO commits the bank and, after a COLL_START
+ * that succeeded, reads as COLL_WAIT, else as TEMPEST_NC_GO_CMD plus the
+ * command's status.  The rest of the window, writes and other sizes are
+ * guest errors.
  */
 static void test_wait_register(void)
 {
     Cluster c;
     QTestState *s;
+    uint32_t go;
 
     start_cluster(&c, 2, 2);
     s = c.node[0];
@@ -394,6 +410,45 @@ static void test_wait_register(void)
                     TEMPEST_NC_IRQ_COLL, ==, 0);
     g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_COLL_RESULT)), ==, 12);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_WAITED)), ==, 0);
+
+    /* COLL_GO: a COLL_START, then the status (the other node later). */
+    stage(s, TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
+          TEMPEST_COLL_MAX | TEMPEST_COLL_REDUCE << 8, 5, 0, 0, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
+                     TEMPEST_COLL_ST_PENDING);
+    stage(c.node[1], TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
+          TEMPEST_COLL_MAX | TEMPEST_COLL_REDUCE << 8, 9, 0, 0, 0);
+    go = qtest_readl(c.node[1], NC(TEMPEST_NC_COLL_GO));
+    g_assert_true(go == TEMPEST_COLL_ST_PENDING ||
+                  go == TEMPEST_COLL_ST_DONE);
+    g_assert_cmpuint(tq_coll_wait(c.node[1]), ==, TEMPEST_COLL_ST_DONE);
+    g_assert_cmpuint(tq_coll_wait(s), ==, TEMPEST_COLL_ST_DONE);
+    g_assert_cmpuint(qtest_readq(s, NC(TEMPEST_NC_COLL_RESULT)), ==, 9);
+    /*
+     * The same read again commits the bank again: a second start while
+     * one is pending is refused, and nothing waits.
+     */
+    stage(s, TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
+          TEMPEST_COLL_OR | TEMPEST_COLL_REDUCE << 8, 0, 0, 0, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
+                     TEMPEST_COLL_ST_PENDING);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
+                     TEMPEST_NC_GO_CMD + TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), !=,
+                     TEMPEST_CMD_E_NONE);
+    g_assert_cmpuint(coll_start(c.node[1], TEMPEST_COLL_COMBINE,
+                                TEMPEST_COLL_OR, TEMPEST_COLL_REDUCE, 0, 0, 0,
+                                0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_coll_wait(s), ==, TEMPEST_COLL_ST_DONE);
+    /* ... another command: its status, plus TEMPEST_NC_GO_CMD. */
+    stage(s, TEMPEST_CMD_BCAST, 77, 0, 0, 0, 0, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
+                     TEMPEST_NC_GO_CMD + TEMPEST_CMD_SUCCESS);
+    stage(s, 0xffff, 0, 0, 0, 0, 0, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
+                     TEMPEST_NC_GO_CMD + TEMPEST_CMD_FAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,
+                     TEMPEST_CMD_E_BAD_OP);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
 
     qtest_writel(s, NC(TEMPEST_NC_COLL_WAIT), 1);
@@ -401,6 +456,11 @@ static void test_wait_register(void)
                      TEMPEST_NC_ERR_READ_ONLY);
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==,
                     TEMPEST_NC_COLL_WAIT);
+    qtest_writel(s, NC(TEMPEST_NC_COLL_GO), 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_READ_ONLY);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==,
+                    TEMPEST_NC_COLL_GO);
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT + 0x10)), ==, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_BAD_OFFSET);
@@ -412,10 +472,10 @@ static void test_wait_register(void)
     g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_COLL_WAIT)), ==, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_BAD_SIZE);
-    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 4);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 5);
     /* Around the window: the command line's, and nothing. */
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT - 4)), ==, 0);
-    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 4);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 5);
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT +
                                       TEMPEST_NC_WAIT_SIZE)), ==, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,

@@ -111,27 +111,11 @@ static inline void nc_write64(unsigned off, uint64_t v)
     *(volatile uint64_t *)(uintptr_t)(TEMPEST_NC_BASE + off) = v; /* MMIO */
 }
 
-/*
- * Runs one command on this CPU's bank; returns its status (RETRY at most
- * once: the caller loops) and the reason of a failure in *reason.
- */
-static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
-                         uint32_t *reason)
+/* The command's arguments and op into this CPU's bank (what changed). */
+static void bank_stage(uint32_t op, const uint64_t *args, unsigned nargs)
 {
-    uint64_t flags = 0;
-    uint32_t st;
     unsigned i;
 
-    if (strata_shared) {
-        /*
-         * libtempest uses this CPU's bank too (tags, transfers, timers,
-         * fetch-and-op; from its interrupt handler on a one-vCPU node):
-         * it may have written any argument, and must not write one
-         * between ours and the commit.
-         */
-        flags = rt_irq_save();
-        bank_known = false;
-    }
     __asm__ volatile("dmb osh" : : : "memory");
     for (i = 0; i < nargs; i++) {
         if (!bank_known || bank_arg[i] != args[i]) {
@@ -144,6 +128,29 @@ static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
         bank_op = op;
     }
     bank_known = true;
+}
+
+/*
+ * Runs one command on this CPU's bank; returns its status (RETRY at most
+ * once: the caller loops) and the reason of a failure in *reason.
+ */
+static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
+                         uint32_t *reason)
+{
+    uint64_t flags = 0;
+    uint32_t st;
+
+    if (strata_shared) {
+        /*
+         * libtempest uses this CPU's bank too (tags, transfers, timers,
+         * fetch-and-op; from its interrupt handler on a one-vCPU node):
+         * it may have written any argument, and must not write one
+         * between ours and the commit.
+         */
+        flags = rt_irq_save();
+        bank_known = false;
+    }
+    bank_stage(op, args, nargs);
     st = nc_reg(TEMPEST_NC_CMD_COMMIT);
     if (st == TEMPEST_CMD_FAIL) {
         *reason = nc_reg(TEMPEST_NC_CMD_REASON);
@@ -152,6 +159,17 @@ static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
         rt_irq_restore(flags);
     }
     return st;
+}
+
+/*
+ * Where a wait may be a read of COLL_WAIT or COLL_GO (1.21): libstrata
+ * owns the interrupt, and no message of @poll is waiting to be polled
+ * (the read does not poll; it returns when a packet comes).
+ */
+static bool coll_read_waits(unsigned poll)
+{
+    return nc_coll_wait_present && !strata_shared &&
+           !(poll && strata_msgs_waiting(poll));
 }
 
 static const char *coll_error_name(uint32_t e)
@@ -212,6 +230,17 @@ NORETURN strata_node_gone(const char *what, const char *why)
     strata_exit_now(1);
 }
 
+/*
+ * A blocking call (Barrier, GlobalOR, CombineInt, ...) sets go_user to
+ * its collective before it starts it: coll_start() then commits through
+ * COLL_GO, whose read waits for the collective too, and leaves what it
+ * returned in go_status for pending_finish() (GO_NONE: no such read).
+ * A split-phase Start* returns at once, as the manual says.
+ */
+#define GO_NONE 0xFFFFFFFFU
+static enum coll_user go_user = CU_NONE;
+static uint32_t go_status = GO_NONE;
+
 static void coll_start(unsigned kind, unsigned fn, unsigned variant,
                        uint64_t value, unsigned lanes, void *dest,
                        unsigned seg, enum coll_user user)
@@ -220,8 +249,27 @@ static void coll_start(unsigned kind, unsigned fn, unsigned variant,
         kind, fn | variant << 8, value, lanes, (uintptr_t)dest, seg,
     };
     uint32_t st, reason = 0;
+    bool go = go_user == user && coll_read_waits(POLL_BOTH);
 
-    st = bank_cmd(TEMPEST_CMD_COLL_START, args, 6, &reason);
+    go_user = CU_NONE;
+    go_status = GO_NONE;
+    if (go) {
+        uint32_t v;
+
+        bank_stage(TEMPEST_CMD_COLL_START, args, 6);
+        v = nc_reg(TEMPEST_NC_COLL_GO);
+        if (v < TEMPEST_NC_GO_CMD) {
+            st = TEMPEST_CMD_SUCCESS;
+            go_status = v;
+        } else {
+            st = v - TEMPEST_NC_GO_CMD;
+            if (st == TEMPEST_CMD_FAIL) {
+                reason = nc_reg(TEMPEST_NC_CMD_REASON);
+            }
+        }
+    } else {
+        st = bank_cmd(TEMPEST_CMD_COLL_START, args, 6, &reason);
+    }
     if (st != TEMPEST_CMD_SUCCESS) {
         if (reason == TEMPEST_CMD_E_NO_FABRIC) {
             strata_node_gone("control network", cmd_reason_name(reason));
@@ -329,20 +377,25 @@ static bool pending_take(void)
 /* Waits (polling if @poll) until no collective is pending. */
 /*
  * Waits for the pending collective, polling @poll.  First in a read of
- * COLL_WAIT (where libstrata owns the interrupt, and with no message
- * waiting to be polled): on shared memory, with nodes that do not spin,
- * the device yields the host CPU inside the read until the collective
- * ends, with no halt, wake-up, interrupt or acknowledgement
- * (docs/strata.rst, "Waiting in a register read").  The read returns
- * early (a packet came, a broadcast word, an interrupt, its time ran
- * out), or at once elsewhere: then strata_wait() polls and sleeps.
+ * COLL_WAIT (1.21; coll_read_waits()), unless a COLL_GO read already
+ * waited: on shared memory, with nodes that do not spin, the device
+ * yields the host CPU inside the read until the collective ends, with no
+ * halt, wake-up, interrupt or acknowledgement (docs/strata.rst, "Waiting
+ * in a register read").  The read returns early (a packet came, a
+ * broadcast word, an interrupt, its time ran out), or at once elsewhere:
+ * then strata_wait() polls and sleeps.
  */
 static void pending_finish(unsigned poll)
 {
     while (pend.user != CU_NONE) {
-        if (!nc_coll_wait_present || strata_shared ||
-            (poll && strata_msgs_waiting(poll)) ||
-            !coll_status_over(nc_reg(TEMPEST_NC_COLL_WAIT))) {
+        uint32_t st = go_status;
+
+        go_status = GO_NONE;
+        if (st == GO_NONE) {
+            st = coll_read_waits(poll) ? nc_reg(TEMPEST_NC_COLL_WAIT) :
+                                         TEMPEST_COLL_ST_PENDING;
+        }
+        if (!coll_status_over(st)) {
             strata_wait(coll_over_cb, NULL, poll, false);
         }
         pending_take();
@@ -393,6 +446,7 @@ void strata_coll_u64(unsigned fn, unsigned variant, const uint64_t *in,
 {
     pending_finish(POLL_BOTH);
     memcpy(lanes_in, in, lanes * sizeof(uint64_t));
+    go_user = CU_RAW;
     coll_start(TEMPEST_COLL_COMBINE, fn, variant, (uintptr_t)lanes_in,
                lanes, lanes_out, TEMPEST_SEG_NONE, CU_RAW);
     pending_finish(POLL_BOTH);
@@ -427,6 +481,7 @@ void Barrier(void)
 {
     strata_require("Barrier");
     STRATA_DBG_ENTER(STATE_BARRIER);
+    go_user = CU_BARRIER;
     StartBarrier();
     pending_complete(CU_BARRIER);
     STRATA_DBG_LOG(LogBarrier, "barrier done");
@@ -462,6 +517,7 @@ Bool GlobalOR(Bool not_done)
 
     strata_require("GlobalOR");
     STRATA_DBG_ENTER(STATE_BARRIER);
+    go_user = CU_GOR;
     StartGlobalOR(not_done);
     r = CompleteGlobalOR();
     STRATA_DBG_LEAVE();
@@ -522,6 +578,7 @@ int CompleteCombineInt(void)
 int CombineInt(int value, CombineOp kind)
 {
     strata_require("CombineInt");
+    go_user = CU_INT;
     StartCombineInt(value, kind);
     return CompleteCombineInt();
 }
@@ -739,6 +796,7 @@ static void gather(uint64_t value)
 {
     strata_require("Composite");
     pending_finish(POLL_BOTH);
+    go_user = CU_RAW;
     coll_start(TEMPEST_COLL_ALLGATHER, 0, 0, value, 0, gathered,
                TEMPEST_SEG_NONE, CU_RAW);
     pending_finish(POLL_BOTH);

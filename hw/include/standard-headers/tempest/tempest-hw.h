@@ -330,13 +330,20 @@
  * memory, with nodes that do not spin (SPIN_US 0) and a SLEEP_YIELD time,
  * a vCPU's read yields its host CPU until the collective ends, a packet
  * or broadcast word comes, an interrupt is raised or that time passes.
- * Elsewhere it reads as COLL_STATUS at once.  A read that returns DONE or
- * ERROR acknowledges IRQ_COLL.  Anything else in the window is a guest
- * error.
+ * Elsewhere it reads as COLL_STATUS at once.  A collective the read sees
+ * end raises no IRQ_COLL, and a read that returns DONE or ERROR
+ * acknowledges IRQ_COLL.  COLL_GO (read, 4 bytes): the start and the wait
+ * in one access: it commits the vCPU's command bank as a CMD_COMMIT read
+ * does, and if that was a COLL_START that succeeded, reads as COLL_WAIT
+ * (a value below TEMPEST_NC_GO_CMD); otherwise nothing waits and the
+ * value is TEMPEST_NC_GO_CMD plus the command's status (CMD_REASON says
+ * why it failed).  Anything else in the window is a guest error.
  */
 #define TEMPEST_NC_WAIT             0x2000
 #define TEMPEST_NC_WAIT_SIZE        0x1000
 #define TEMPEST_NC_COLL_WAIT        (TEMPEST_NC_WAIT + 0x0)
+#define TEMPEST_NC_COLL_GO          (TEMPEST_NC_WAIT + 0x4)
+#define TEMPEST_NC_GO_CMD           0x100
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
