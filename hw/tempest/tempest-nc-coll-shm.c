@@ -725,12 +725,13 @@ static bool coll_wait_yield(CPUState *cpu, unsigned us, uint32_t *done,
 }
 
 /*
- * COLL_WAIT (tempest-hw.h): the vCPU that started the pending collective
- * waits for it inside the read.  It watches the words a halted vCPU
- * sleeps on (DONE, said in WATCH but not counted in SLEEPERS: nobody
- * need wake a thread that yields; the RQ's tail, said asleep on so that
- * a writer rings no doorbell; B_COUNT, read only: the check after the
- * yield reads the ring) and yields its host CPU until one moves.  This is the halted vCPU's yield
+ * COLL_WAIT (tempest-hw.h; COLL_GO after its commit): the vCPU that
+ * started the pending collective waits for it inside the read.  It
+ * watches the words a halted vCPU sleeps on (DONE, said in WATCH but not
+ * counted in SLEEPERS: nobody need wake a thread that yields; the RQ's
+ * tail, said asleep on so that a writer rings no doorbell; B_COUNT, read
+ * only: the check after the yield reads the ring) and yields its host
+ * CPU until one moves.  This is the halted vCPU's yield
  * (target-patches/0013) without the halt around it: no WFI, no wake-up
  * of the vCPU, no IRQ_COLL raised and acknowledged, no COLL_STATUS read
  * after it (docs/strata.rst, "Waiting in a register read").  Under the

@@ -759,23 +759,26 @@ static void tempest_nc_write(void *opaque, hwaddr offset, uint64_t value,
     }
 }
 
+/* Every size reaches the callbacks, which reject the bad ones. */
+#define TEMPEST_NC_ANY_ACCESS \
+    .endianness = DEVICE_LITTLE_ENDIAN, \
+    .valid.min_access_size = 1, \
+    .valid.max_access_size = 8, \
+    .valid.unaligned = true, \
+    .impl.min_access_size = 1, \
+    .impl.max_access_size = 8, \
+    .impl.unaligned = true
+
 static const MemoryRegionOps tempest_nc_ops = {
     .read = tempest_nc_read,
     .write = tempest_nc_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    /* Every size reaches the callbacks, which reject the bad ones. */
-    .valid.min_access_size = 1,
-    .valid.max_access_size = 8,
-    .valid.unaligned = true,
-    .impl.min_access_size = 1,
-    .impl.max_access_size = 8,
-    .impl.unaligned = true,
+    TEMPEST_NC_ANY_ACCESS,
 };
 
 /*
  * The wait window (1.21): COLL_WAIT and COLL_GO, reads a vCPU may wait
- * in.  Its own
- * region, without the re-entrancy guard of the register file's: the
+ * in.  Its own region, without the re-entrancy guard of the register
+ * file's: the
  * read lets the BQL go while it yields, and another vCPU of the node may
  * use the register file (or this window) meanwhile.  Only a CPU's access
  * waits (a DMA's attributes are unspecified: a transfer pointed at the
@@ -826,13 +829,7 @@ static MemTxResult tempest_nc_wait_write(void *opaque, hwaddr offset,
 static const MemoryRegionOps tempest_nc_wait_ops = {
     .read_with_attrs = tempest_nc_wait_read,
     .write_with_attrs = tempest_nc_wait_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid.min_access_size = 1,
-    .valid.max_access_size = 8,
-    .valid.unaligned = true,
-    .impl.min_access_size = 1,
-    .impl.max_access_size = 8,
-    .impl.unaligned = true,
+    TEMPEST_NC_ANY_ACCESS,
 };
 
 static void tempest_nc_reset_hold(Object *obj, ResetType type)

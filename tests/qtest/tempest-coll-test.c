@@ -361,18 +361,6 @@ static void test_one_node(void)
     qtest_quit(s);
 }
 
-/* The command bank staged with @op and @a0..@a5, not committed. */
-static void stage(QTestState *s, uint32_t op, uint64_t a0, uint64_t a1,
-                  uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
-{
-    const uint64_t args[] = { a0, a1, a2, a3, a4, a5 };
-
-    for (int i = 0; i < TEMPEST_NC_CMD_NUM_ARGS; i++) {
-        qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(i)), args[i]);
-    }
-    qtest_writel(s, NC(TEMPEST_NC_CMD_OP), op);
-}
-
 /*
  * COLL_WAIT and COLL_GO (1.21), the wait window's registers.  A qtest
  * access is not a vCPU's, so neither waits: COLL_WAIT is the pending
@@ -412,11 +400,11 @@ static void test_wait_register(void)
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_WAITED)), ==, 0);
 
     /* COLL_GO: a COLL_START, then the status (the other node later). */
-    stage(s, TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
+    tq_stage(s, TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
           TEMPEST_COLL_MAX | TEMPEST_COLL_REDUCE << 8, 5, 0, 0, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
                      TEMPEST_COLL_ST_PENDING);
-    stage(c.node[1], TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
+    tq_stage(c.node[1], TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
           TEMPEST_COLL_MAX | TEMPEST_COLL_REDUCE << 8, 9, 0, 0, 0);
     go = qtest_readl(c.node[1], NC(TEMPEST_NC_COLL_GO));
     g_assert_true(go == TEMPEST_COLL_ST_PENDING ||
@@ -428,7 +416,7 @@ static void test_wait_register(void)
      * The same read again commits the bank again: a second start while
      * one is pending is refused, and nothing waits.
      */
-    stage(s, TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
+    tq_stage(s, TEMPEST_CMD_COLL_START, TEMPEST_COLL_COMBINE,
           TEMPEST_COLL_OR | TEMPEST_COLL_REDUCE << 8, 0, 0, 0, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
                      TEMPEST_COLL_ST_PENDING);
@@ -441,10 +429,10 @@ static void test_wait_register(void)
                                 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(tq_coll_wait(s), ==, TEMPEST_COLL_ST_DONE);
     /* ... another command: its status, plus TEMPEST_NC_GO_CMD. */
-    stage(s, TEMPEST_CMD_BCAST, 77, 0, 0, 0, 0, 0);
+    tq_stage(s, TEMPEST_CMD_BCAST, 77, 0, 0, 0, 0, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
                      TEMPEST_NC_GO_CMD + TEMPEST_CMD_SUCCESS);
-    stage(s, 0xffff, 0, 0, 0, 0, 0, 0);
+    tq_stage(s, 0xffff, 0, 0, 0, 0, 0, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_COLL_GO)), ==,
                      TEMPEST_NC_GO_CMD + TEMPEST_CMD_FAIL);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_CMD_REASON)), ==,

@@ -16,9 +16,10 @@
 #define TQ_WAIT_US      (20 * G_USEC_PER_SEC)
 
 /* Describe a command with six arguments and commit it: COMMIT's answer. */
-static inline uint32_t tq_command(QTestState *s, uint32_t op, uint64_t a0,
-                                  uint64_t a1, uint64_t a2, uint64_t a3,
-                                  uint64_t a4, uint64_t a5)
+/* The command bank staged with @op and its arguments, not committed. */
+static inline void tq_stage(QTestState *s, uint32_t op, uint64_t a0,
+                            uint64_t a1, uint64_t a2, uint64_t a3,
+                            uint64_t a4, uint64_t a5)
 {
     const uint64_t args[] = { a0, a1, a2, a3, a4, a5 };
 
@@ -26,6 +27,13 @@ static inline uint32_t tq_command(QTestState *s, uint32_t op, uint64_t a0,
         qtest_writeq(s, NC(TEMPEST_NC_CMD_ARG(i)), args[i]);
     }
     qtest_writel(s, NC(TEMPEST_NC_CMD_OP), op);
+}
+
+static inline uint32_t tq_command(QTestState *s, uint32_t op, uint64_t a0,
+                                  uint64_t a1, uint64_t a2, uint64_t a3,
+                                  uint64_t a4, uint64_t a5)
+{
+    tq_stage(s, op, a0, a1, a2, a3, a4, a5);
     return qtest_readl(s, NC(TEMPEST_NC_CMD_COMMIT));
 }
 
