@@ -778,11 +778,10 @@ static const MemoryRegionOps tempest_nc_ops = {
 /*
  * The wait window (1.21): COLL_WAIT and COLL_GO, reads a vCPU may wait
  * in.  Its own region, without the re-entrancy guard of the register
- * file's: the
- * read lets the BQL go while it yields, and another vCPU of the node may
- * use the register file (or this window) meanwhile.  Only a CPU's access
- * waits (a DMA's attributes are unspecified: a transfer pointed at the
- * window reads the status at once).
+ * file's: the read lets the BQL go while it yields, and another vCPU of
+ * the node may use the register file (or this window) meanwhile.  Only a
+ * CPU's access waits (a DMA's attributes are unspecified: a transfer
+ * pointed at the window reads the status at once).
  */
 static MemTxResult tempest_nc_wait_read(void *opaque, hwaddr offset,
                                         uint64_t *data, unsigned size,
@@ -917,9 +916,10 @@ static void tempest_nc_realize(DeviceState *dev, Error **errp)
     tempest_nc_dump_realize(s);
     /*
      * No access of ours looks at the CPU's state: TCG need not end a
-     * translation block at each one (1-3 us each otherwise).
+     * translation block at each one (1-3 us each otherwise).  (The
+     * window goes in here, not at init: the target's page size is known
+     * by now.)
      */
-    /* (Here, not at init: the target's page size is known by now.) */
     memory_region_add_subregion(&s->iomem, TEMPEST_NC_WAIT, &s->wait_iomem);
     tcg_mmio_fast_register(&s->iomem);
     tcg_mmio_fast_register(&s->wait_iomem);
