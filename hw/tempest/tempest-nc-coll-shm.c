@@ -743,7 +743,7 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
     CPUState *cpu = current_cpu;
     uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
     uint32_t *done, *rq = NULL, *bc, rqv = 0, bcv = 0;
-    bool waited = false, was;
+    bool waited = false;
     int r = CPU_IDLE_SLEEP_NO;
 
     if (a && cpu_access && cpu && cpu == s->coll_cpu && !s->coll_watcher &&
@@ -775,13 +775,11 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
             s->rq_idle_woken(s, cpu);
         }
     }
-    was = s->coll_shm_pending;
     s->coll_wait_quiet = true;
-    tempest_nc_coll_shm_check(s);
-    s->coll_wait_quiet = false;
-    if (waited && was && !s->coll_shm_pending) {
+    if (shm_check_ended(s) && waited) {
         s->coll_shm_waited++;
     }
+    s->coll_wait_quiet = false;
     if (s->coll_status != TEMPEST_COLL_ST_PENDING &&
         (s->irq_status & TEMPEST_NC_IRQ_COLL)) {
         s->irq_status &= ~TEMPEST_NC_IRQ_COLL;
