@@ -10,12 +10,14 @@
  *     message between node 0 and the last node (SendLeftPollBoth there, a
  *     reply with SendBothRLPollRight from the handler), both polling,
  *     ROUNDS times, while the other nodes wait in a barrier;
- * and prints one line:
+ * each measured right after the same phase unmeasured (timed()), and
+ * prints one line:
  *   strata_bench: nodes=N rounds=R barrier_ns=N combine_ns=N bcast_ns=N
  *   am_rtt_ns=N barrier_slept=N barrier_woken=N
- * (the last two: how many of node 0's barriers ended with its vCPU asleep
- * on the shared area's DONE word, and by its waiter thread: COLL_SLEPT
- * and COLL_WOKEN, node controller 1.17);
+ * (the last two: how many of node 0's 2 x ROUNDS + 3 barriers of the
+ * Barrier phases ended with its vCPU asleep on the shared area's DONE
+ * word, and by its waiter thread: COLL_SLEPT and COLL_WOKEN, node
+ * controller 1.17);
  * Usage: strata_bench [ROUNDS [SPIN_US]]   (default 500; SPIN_US: see
  * StrataSetSpin())
  */
@@ -25,7 +27,7 @@
 #include "tempest/nc.h"
 
 static volatile int pongs;      /* volatile: set by handlers */
-static volatile int stop;       /* volatile: set by handlers */
+static volatile int stop;       /* volatile: counted by handlers */
 
 static void pong(void)
 {
@@ -39,7 +41,7 @@ static void ping(int src)
 
 static void stop_h(void)
 {
-    stop = 1;
+    stop++;
 }
 
 static DoubleWord per_round_ns(DoubleWord start, int rounds)
@@ -48,14 +50,100 @@ static DoubleWord per_round_ns(DoubleWord start, int rounds)
            (DoubleWord)rounds;
 }
 
+static int rounds;
+static int last;
+static int sum;
+
+static void barriers(void)
+{
+    int i;
+
+    for (i = 0; i < rounds; i++) {
+        Barrier();
+    }
+}
+
+static void combines(void)
+{
+    int i;
+
+    for (i = 0; i < rounds; i++) {
+        sum += CombineInt(i, ReduceAdd);
+    }
+}
+
+static void broadcasts(void)
+{
+    int i;
+
+    for (i = 0; i < rounds; i++) {
+        if (Self == 0) {
+            Broadcast((Word)i);
+        } else {
+            sum += (int)ReceiveBroadcast();
+        }
+        if (Self == last) {
+            Broadcast((Word)i);
+        } else {
+            sum += (int)ReceiveBroadcast();
+        }
+    }
+}
+
+/*
+ * Node 0 and the last node: ROUNDS round trips; the rest in a barrier.
+ * Counts, not flags: a handler of the next phase may run in the barrier
+ * between the phases.
+ */
+static void round_trips(void)
+{
+    static int phase;
+    int i, base = pongs;
+
+    phase++;
+    if (Self == 0) {
+        for (i = 0; i < rounds; i++) {
+            SendLeftPollBoth(last, ping, Self);
+            while (pongs - base <= i) {
+                PollBothTilEmpty();
+            }
+        }
+        SendLeftPollBoth(last, stop_h);
+    } else if (Self == last) {
+        while (stop < phase) {
+            PollBothTilEmpty();
+        }
+    }
+}
+
+/*
+ * The mean time of one round of @phase (ns, on node 0), measured after
+ * the same phase once unmeasured: the first rounds of a path pay for
+ * TCG translating its code and for first touches of the receive queue's
+ * memory (2026-11-29: 300 AM round trips cold took 17-26 us each, 3000
+ * after them 6.5-9.6 us), so the figures compare warm paths.
+ */
+static DoubleWord timed(void (*phase)(void), int halve)
+{
+    DoubleWord t;
+
+    Barrier();
+    phase();
+    Barrier();
+    t = CurrentCycle64();
+    phase();
+    t = per_round_ns(t, rounds) / (DoubleWord)halve;
+    Barrier();
+    return t;
+}
+
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 ? atoi(argv[1]) : 500;
-    int last, i, sum = 0;
     uint32_t slept, woken;
-    DoubleWord t, barrier_ns, combine_ns, bcast_ns = 0, am_ns = 0;
+    DoubleWord barrier_ns, combine_ns, bcast_ns = 0, am_ns = 0;
 
     StrataInit();
+    rounds = argc > 1 ? atoi(argv[1]) : 500;
     if (argc > 2) {
         StrataSetSpin((unsigned)atoi(argv[2]));
     }
@@ -64,58 +152,15 @@ int main(int argc, char **argv)
     }
     last = PartitionSize - 1;
 
-    Barrier();
     slept = nc_reg(TEMPEST_NC_COLL_SLEPT);
     woken = nc_reg(TEMPEST_NC_COLL_WOKEN);
-    t = CurrentCycle64();
-    for (i = 0; i < rounds; i++) {
-        Barrier();
-    }
-    barrier_ns = per_round_ns(t, rounds);
+    barrier_ns = timed(barriers, 1);
     slept = nc_reg(TEMPEST_NC_COLL_SLEPT) - slept;
     woken = nc_reg(TEMPEST_NC_COLL_WOKEN) - woken;
-
-    Barrier();
-    t = CurrentCycle64();
-    for (i = 0; i < rounds; i++) {
-        sum += CombineInt(i, ReduceAdd);
-    }
-    combine_ns = per_round_ns(t, rounds);
-
+    combine_ns = timed(combines, 1);
     if (last > 0) {
-        Barrier();
-        t = CurrentCycle64();
-        for (i = 0; i < rounds; i++) {
-            if (Self == 0) {
-                Broadcast((Word)i);
-            } else {
-                sum += (int)ReceiveBroadcast();
-            }
-            if (Self == last) {
-                Broadcast((Word)i);
-            } else {
-                sum += (int)ReceiveBroadcast();
-            }
-        }
-        bcast_ns = per_round_ns(t, rounds) / 2;
-
-        Barrier();
-        if (Self == 0) {
-            t = CurrentCycle64();
-            for (i = 0; i < rounds; i++) {
-                SendLeftPollBoth(last, ping, Self);
-                while (pongs <= i) {
-                    PollBothTilEmpty();
-                }
-            }
-            am_ns = per_round_ns(t, rounds);
-            SendLeftPollBoth(last, stop_h);
-        } else if (Self == last) {
-            while (!stop) {
-                PollBothTilEmpty();
-            }
-        }
-        Barrier();
+        bcast_ns = timed(broadcasts, 2);
+        am_ns = timed(round_trips, 1);
     }
 
     if (Self == 0) {
@@ -126,6 +171,5 @@ int main(int argc, char **argv)
                (unsigned long long)combine_ns, (unsigned long long)bcast_ns,
                (unsigned long long)am_ns, (unsigned)slept, (unsigned)woken);
     }
-    (void)sum;
     StrataExit(0);
 }
