@@ -697,16 +697,21 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
 /* ------------------------------------------------------------------ */
 
 /*
- * The yield of a COLL_WAIT read, without the BQL: until DONE holds
- * @dv, the RQ's tail (@rq, if watched) or B_COUNT (@bc) moves, another
- * thread kicks the vCPU (an interrupt it raised, a pause: exit_request)
- * or @us pass.  True if it stopped at that time limit.
+ * The wait of a COLL_WAIT read, without the BQL: until DONE holds @dv,
+ * the RQ's tail (@rq, if watched) or B_COUNT (@bc) moves, another thread
+ * kicks the vCPU (an interrupt it raised, a pause: exit_request) or @us
+ * pass.  It yields the host CPU between looks (@spin false: more vCPUs
+ * than cores) or spins (@spin: the launcher gave every node a core, and
+ * the guest would spin as long).  The clock is read every few turns: a
+ * read cost more than a yield's look (2026-11-29: 4% of a 16-node
+ * barrier's host CPU).  True if it stopped at that time limit.
  */
-static bool coll_wait_yield(CPUState *cpu, unsigned us, uint32_t *done,
-                            uint32_t dv, uint32_t *rq, uint32_t rqv,
-                            uint32_t *bc, uint32_t bcv)
+static bool coll_wait_loop(CPUState *cpu, unsigned us, bool spin,
+                           uint32_t *done, uint32_t dv, uint32_t *rq,
+                           uint32_t rqv, uint32_t *bc, uint32_t bcv)
 {
     int64_t end = get_clock() + (int64_t)us * SCALE_US;
+    unsigned turns = 0, every = spin ? 256 : 4;
     bool timed_out = false;
 
     bql_unlock();
@@ -714,11 +719,15 @@ static bool coll_wait_yield(CPUState *cpu, unsigned us, uint32_t *done,
            !(rq && __atomic_load_n(rq, __ATOMIC_RELAXED) != rqv) &&
            !(bc && __atomic_load_n(bc, __ATOMIC_RELAXED) != bcv) &&
            !qatomic_read(&cpu->exit_request)) {
-        if (get_clock() >= end) {
+        if (++turns % every == 0 && get_clock() >= end) {
             timed_out = true;
             break;
         }
-        sched_yield();
+        if (spin) {
+            cpu_relax();
+        } else {
+            sched_yield();
+        }
     }
     bql_lock();
     return timed_out;
@@ -734,9 +743,13 @@ static bool coll_wait_yield(CPUState *cpu, unsigned us, uint32_t *done,
  * CPU until one moves.  This is the halted vCPU's yield
  * (target-patches/0013) without the halt around it: no WFI, no wake-up
  * of the vCPU, no IRQ_COLL raised and acknowledged, no COLL_STATUS read
- * after it (docs/strata.rst, "Waiting in a register read").  Under the
- * BQL, which the yield lets go: everything is read again after it.
- * @cpu_access: a vCPU's read (not a transfer's).
+ * after it (docs/strata.rst, "Waiting in a register read").  Where the
+ * nodes spin (SPIN_US not 0: every node has a host core) it spins for
+ * SPIN_US instead, on the same words: the last to arrive then wakes no
+ * waiter thread, and no interrupt is raised (docs/strata.rst, "Spinning
+ * in a register read").  Under the BQL, which the wait lets go:
+ * everything is read again after it.  @cpu_access: a vCPU's read (not a
+ * transfer's).
  */
 uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
 {
@@ -747,7 +760,8 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
     int r = CPU_IDLE_SLEEP_NO;
 
     if (a && cpu_access && cpu && cpu == s->coll_cpu && !s->coll_watcher &&
-        s->sleep_yield_us && !s->spin_us && s->coll_idle.prepare) {
+        (s->spin_us ? qemu_tcg_mttcg_enabled() :
+                      s->sleep_yield_us && s->coll_idle.prepare)) {
         done = coll_watch_begin(s, cpu, a, false);
         if (s->rq_idle_prepare) {
             r = s->rq_idle_prepare(s, cpu, &rq, &rqv);
@@ -762,11 +776,13 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
              * at once (as after a sleep that timed out): one yield a
              * wait, not two.
              */
-            cpu->idle_timed_out =
-                coll_wait_yield(cpu, s->sleep_yield_us, done,
-                                s->coll_seq_done + 1,
-                                r == CPU_IDLE_SLEEP_NO ? NULL : rq, rqv,
-                                bc, bcv);
+            bool out = coll_wait_loop(cpu, s->spin_us ? s->spin_us :
+                                      s->sleep_yield_us, s->spin_us != 0,
+                                      done, s->coll_seq_done + 1,
+                                      r == CPU_IDLE_SLEEP_NO ? NULL : rq, rqv,
+                                      bc, bcv);
+
+            cpu->idle_timed_out = out && !s->spin_us;
             waited = true;
         }
         coll_watch_end(s);
