@@ -697,7 +697,8 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
 /* ------------------------------------------------------------------ */
 
 /*
- * The wait of a COLL_WAIT read, without the BQL: until DONE holds @dv,
+ * The wait of a COLL_WAIT read, without the BQL: until DONE (@done, if
+ * watched: not by BCAST_WAIT) holds @dv,
  * the RQ's tail (@rq, if watched) or B_COUNT (@bc) moves, another thread
  * kicks the vCPU (an interrupt it raised, a pause: exit_request) or @us
  * pass.  It yields the host CPU between looks (@spin false: more vCPUs
@@ -715,7 +716,7 @@ static bool coll_wait_loop(CPUState *cpu, unsigned us, bool spin,
     bool timed_out = false;
 
     bql_unlock();
-    while (__atomic_load_n(done, __ATOMIC_ACQUIRE) != dv &&
+    while (!(done && __atomic_load_n(done, __ATOMIC_ACQUIRE) == dv) &&
            !(rq && __atomic_load_n(rq, __ATOMIC_RELAXED) != rqv) &&
            !(bc && __atomic_load_n(bc, __ATOMIC_RELAXED) != bcv) &&
            !qatomic_read(&cpu->exit_request)) {
@@ -751,45 +752,67 @@ static bool coll_wait_loop(CPUState *cpu, unsigned us, bool spin,
  * everything is read again after it.  @cpu_access: a vCPU's read (not a
  * transfer's).
  */
+/*
+ * May a read of the wait window wait?  A vCPU's (@cpu_access; not a
+ * transfer's), on MTTCG, where the nodes spin or else yield before they
+ * sleep (the vCPUs' sleep is set up: see tempest_nc_idle_sleep_setup).
+ */
+static bool read_may_wait(TempestNCState *s, CPUState *cpu, bool cpu_access)
+{
+    return cpu_access && cpu &&
+           (s->spin_us ? qemu_tcg_mttcg_enabled() :
+                         s->sleep_yield_us && s->coll_idle.prepare);
+}
+
+/*
+ * The wait of a read of the wait window, with the BQL held: on @done
+ * (DONE's word, or NULL) holding @dv, B_COUNT (@bc, or NULL) moving from
+ * what we would read next, and the RQ's tail, said asleep on so that a
+ * writer rings no doorbell.  False if it did not wait.
+ */
+static bool wait_read_wait(TempestNCState *s, CPUState *cpu, uint32_t *done,
+                           uint32_t dv, uint32_t *bc)
+{
+    uint32_t *rq = NULL, rqv = 0;
+    int r = CPU_IDLE_SLEEP_NO;
+    bool out;
+
+    if (s->rq_idle_prepare) {
+        r = s->rq_idle_prepare(s, cpu, &rq, &rqv);
+    }
+    if (r == CPU_IDLE_SLEEP_AGAIN) {
+        return false;       /* packets came: their interrupt is raised */
+    }
+    out = coll_wait_loop(cpu, s->spin_us ? s->spin_us : s->sleep_yield_us,
+                         s->spin_us != 0, done, dv,
+                         r == CPU_IDLE_SLEEP_NO ? NULL : rq, rqv, bc,
+                         (uint32_t)s->bcast_ring_next);
+    /*
+     * After a yield that ran out, the halt that follows sleeps at once
+     * (as after a sleep that timed out): one yield a wait, not two.
+     */
+    cpu->idle_timed_out = out && !s->spin_us;
+    if (r != CPU_IDLE_SLEEP_NO && s->rq_idle_woken) {
+        s->rq_idle_woken(s, cpu);
+    }
+    return true;
+}
+
 uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
 {
     CPUState *cpu = current_cpu;
     uint8_t *a = s->coll_shm_pending ? shm_area(s) : NULL;
-    uint32_t *done, *rq = NULL, *bc, rqv = 0, bcv = 0;
+    uint32_t *done, *bc;
     bool waited = false;
-    int r = CPU_IDLE_SLEEP_NO;
 
-    if (a && cpu_access && cpu && cpu == s->coll_cpu && !s->coll_watcher &&
-        (s->spin_us ? qemu_tcg_mttcg_enabled() :
-                      s->sleep_yield_us && s->coll_idle.prepare)) {
+    if (a && read_may_wait(s, cpu, cpu_access) && cpu == s->coll_cpu &&
+        !s->coll_watcher) {
         done = coll_watch_begin(s, cpu, a, false);
-        if (s->rq_idle_prepare) {
-            r = s->rq_idle_prepare(s, cpu, &rq, &rqv);
-        }
         /* B_COUNT: read, not watched (BWATCH: node 0 wakes sleepers). */
         bc = s->coll_shm && s->node_id != 0 ?
              shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)) : NULL;
-        bcv = (uint32_t)s->bcast_ring_next;
-        if (r != CPU_IDLE_SLEEP_AGAIN) {
-            /*
-             * After a yield that ran out, the halt that follows sleeps
-             * at once (as after a sleep that timed out): one yield a
-             * wait, not two.
-             */
-            bool out = coll_wait_loop(cpu, s->spin_us ? s->spin_us :
-                                      s->sleep_yield_us, s->spin_us != 0,
-                                      done, s->coll_seq_done + 1,
-                                      r == CPU_IDLE_SLEEP_NO ? NULL : rq, rqv,
-                                      bc, bcv);
-
-            cpu->idle_timed_out = out && !s->spin_us;
-            waited = true;
-        }
+        waited = wait_read_wait(s, cpu, done, s->coll_seq_done + 1, bc);
         coll_watch_end(s);
-        if (r != CPU_IDLE_SLEEP_NO && r != CPU_IDLE_SLEEP_AGAIN &&
-            s->rq_idle_woken) {
-            s->rq_idle_woken(s, cpu);
-        }
     }
     s->coll_wait_quiet = true;
     if (shm_check_ended(s) && waited) {
@@ -804,6 +827,35 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
     trace_tempest_nc_coll_wait(s->node_id, s->coll_seq_done, waited,
                                s->coll_status);
     return s->coll_status;
+}
+
+/*
+ * The wait of a BCAST_WAIT read (tempest_nc_bcast_wait) that found no
+ * word to pop, on a node that reads node 0's words in the combining
+ * area's ring: as COLL_WAIT's (yields or spins without the BQL), on
+ * B_COUNT, said in BWATCH as a halted vCPU's sleep on it is
+ * (bring_idle_also), so that node 0's word wakes no waiter thread of
+ * ours; on the RQ's tail; on the vCPU's exit_request.  Then the ring is
+ * read.  True if it waited.
+ */
+bool tempest_nc_bring_wait(TempestNCState *s, bool cpu_access)
+{
+    CPUState *cpu = current_cpu;
+    uint8_t *a = s->coll_shm && s->node_id != 0 ? shm_area(s) : NULL;
+    bool waited;
+
+    if (!a || !read_may_wait(s, cpu, cpu_access) ||
+        (s->bcast_watch && a != s->bcast_watch_area)) {
+        return false;
+    }
+    if (s->bcast_watch++ == 0) {
+        s->bcast_watch_area = a;
+        bring_watch(s, a, 1);
+    }
+    waited = wait_read_wait(s, cpu, NULL, 0,
+                            shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)));
+    bring_idle_woken(s);        /* out of BWATCH, and the ring read */
+    return waited;
 }
 
 bool tempest_nc_coll_shm_able(TempestNCState *s)

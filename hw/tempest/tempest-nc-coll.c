@@ -752,6 +752,28 @@ bool tempest_nc_bcast_pop(TempestNCState *s)
 }
 
 /*
+ * BCAST_WAIT (1.22; tempest-hw.h): BCAST_POP, after waiting for a word
+ * where there is none and the device may wait (tempest_nc_bring_wait:
+ * on shared memory, not node 0; docs/strata.rst, "Broadcasts received
+ * in a register read").  1: popped; 0: none.
+ */
+uint32_t tempest_nc_bcast_wait(TempestNCState *s, bool cpu_access)
+{
+    bool popped;
+
+    if (tempest_nc_bcast_pop(s)) {
+        return 1;
+    }
+    if (!tempest_nc_bring_wait(s, cpu_access)) {
+        return 0;
+    }
+    popped = tempest_nc_bcast_pop(s);
+    s->bcast_waited += popped;
+    trace_tempest_nc_bcast_wait(s->node_id, s->bcast_ring_next, popped);
+    return popped;
+}
+
+/*
  * The global OR changed: take it and pass it down the tree, so that no
  * node sends more than its fan-out of frames for one change (the root
  * does not write to every node), and nothing is sent when it did not
@@ -1025,6 +1047,7 @@ static void coll_reset(TempestNCState *s)
     s->coll_shm_slept = 0;
     s->coll_shm_woken = 0;
     s->coll_shm_waited = 0;
+    s->bcast_waited = 0;
     s->coll_restored = false;
     s->coll_result = 0;
     s->bcast_pending = false;

@@ -218,11 +218,15 @@ int tempest_nc_bring_get(TempestNCState *s, uint64_t i, unsigned *src,
 uint64_t tempest_nc_bring_least(TempestNCState *s);
 void tempest_nc_bring_hold(TempestNCState *s, bool held);
 void tempest_nc_bring_taken(TempestNCState *s);
+/* A BCAST_WAIT read's wait for node 0's next word (1.22): true if it did. */
+bool tempest_nc_bring_wait(TempestNCState *s, bool cpu_access);
 
 /* tempest-nc-coll.c: the control network */
 extern const TempestNCEngine tempest_nc_coll_engine;
 extern const VMStateDescription vmstate_tempest_nc_coll;
 bool tempest_nc_bcast_pop(TempestNCState *s);
+/* The BCAST_WAIT register's read (1.22); @cpu_access: a vCPU's. */
+uint32_t tempest_nc_bcast_wait(TempestNCState *s, bool cpu_access);
 /* While broadcasts come by the ring: read what it holds (node 0: issue
  * the words it held for room). */
 void tempest_nc_bcast_look(TempestNCState *s);

@@ -109,6 +109,7 @@ REG32(TX_DIRECT, TEMPEST_NC_TX_DIRECT)
 REG32(RX_WOKEN, TEMPEST_NC_RX_WOKEN)
 REG32(BCAST_SHARED, TEMPEST_NC_BCAST_SHARED)
 REG32(COLL_WAITED, TEMPEST_NC_COLL_WAITED)
+REG32(BCAST_WAITED, TEMPEST_NC_BCAST_WAITED)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -138,7 +139,8 @@ REG32(CMD_BLOCK_HI, TEMPEST_NC_CMD_BLOCK_HI)
      TEMPEST_NC_FEAT_TAG_UPGRADE | TEMPEST_NC_FEAT_CHAN | \
      TEMPEST_NC_FEAT_POLL_HINT | TEMPEST_NC_FEAT_BIG_SLOTS | \
      TEMPEST_NC_FEAT_CMD_BLOCK | \
-     TEMPEST_NC_FEAT_GATHER | TEMPEST_NC_FEAT_COLL_WAIT)
+     TEMPEST_NC_FEAT_GATHER | TEMPEST_NC_FEAT_COLL_WAIT | \
+     TEMPEST_NC_FEAT_BCAST_WAIT)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -363,6 +365,9 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
         return true;
     case A_COLL_WAITED:
         *value = s->coll_shm_waited;
+        return true;
+    case A_BCAST_WAITED:
+        *value = s->bcast_waited;
         return true;
     case A_RX_DIRECT:
         tempest_nc_rq_sync(s);
@@ -645,6 +650,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_RX_WOKEN:
     case A_BCAST_SHARED:
     case A_COLL_WAITED:
+    case A_BCAST_WAITED:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:
@@ -783,6 +789,13 @@ static const MemoryRegionOps tempest_nc_ops = {
  * CPU's access waits (a DMA's attributes are unspecified: a transfer
  * pointed at the window reads the status at once).
  */
+/* The wait window's registers (all read-only). */
+static bool wait_reg(hwaddr reg)
+{
+    return reg == TEMPEST_NC_COLL_WAIT || reg == TEMPEST_NC_COLL_GO ||
+           reg == TEMPEST_NC_BCAST_WAIT;
+}
+
 static MemTxResult tempest_nc_wait_read(void *opaque, hwaddr offset,
                                         uint64_t *data, unsigned size,
                                         MemTxAttrs attrs)
@@ -791,12 +804,14 @@ static MemTxResult tempest_nc_wait_read(void *opaque, hwaddr offset,
     hwaddr reg = TEMPEST_NC_WAIT + offset;
 
     *data = 0;
-    if (reg != TEMPEST_NC_COLL_WAIT && reg != TEMPEST_NC_COLL_GO) {
+    if (!wait_reg(reg)) {
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_OFFSET, reg, size);
     } else if (size != 4) {
         tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_SIZE, reg, size);
     } else if (reg == TEMPEST_NC_COLL_WAIT) {
         *data = tempest_nc_coll_wait(s, !attrs.unspecified);
+    } else if (reg == TEMPEST_NC_BCAST_WAIT) {
+        *data = tempest_nc_bcast_wait(s, !attrs.unspecified);
     } else {
         /* COLL_GO: CMD_COMMIT, and COLL_WAIT after a COLL_START. */
         TempestCmdBank *b = tempest_nc_bank(s);
@@ -818,10 +833,9 @@ static MemTxResult tempest_nc_wait_write(void *opaque, hwaddr offset,
     hwaddr reg = TEMPEST_NC_WAIT + offset;
 
     trace_tempest_nc_write(s->node_id, reg, value, size);
-    tempest_nc_guest_error(s, reg == TEMPEST_NC_COLL_WAIT ||
-                           reg == TEMPEST_NC_COLL_GO ?
-                           TEMPEST_NC_ERR_READ_ONLY :
-                           TEMPEST_NC_ERR_BAD_OFFSET, reg, size);
+    tempest_nc_guest_error(s, wait_reg(reg) ? TEMPEST_NC_ERR_READ_ONLY :
+                                              TEMPEST_NC_ERR_BAD_OFFSET,
+                           reg, size);
     return MEMTX_OK;
 }
 

@@ -1054,6 +1054,19 @@ CASES += (
     # down the tree.
     + strata_shared("strata-bcast", "strata_bcast",
                     "broadcast words read from the shared ring")
+    # The same on 2 nodes with the launcher's SPIN_US 100 ms: node 1's
+    # ReceiveBroadcast waits in a read of BCAST_WAIT, which spins until
+    # node 0 writes the word (docs/strata.rst, "Broadcasts received in a
+    # register read"): BCAST_WAITED above 0 on shared memory.
+    + [strata("strata-bcast-2-spin", "strata_bcast", 2,
+              launch=["--spin-us", "100000"],
+              nodes_expect={"*": [r"^strata_bcast ok"],
+                            1: [r"^node 1: [1-9]\d* broadcast words read "
+                                r"from the shared ring, [1-9]\d* popped in a "
+                                r"BCAST_WAIT read" if SHM else
+                                r"^node 1: 0 broadcast words read from the "
+                                r"shared ring, 0 popped in a BCAST_WAIT "
+                                r"read"]})]
     # Strata 5: CompositeInt/Uint/Float with Min, Max, Average, Variance
     # and Median (the smaller middle value).
     + strata_sizes("strata-composite", "strata_composite")

@@ -100,9 +100,13 @@ int main(void)
     /*
      * On the shared-memory fabric node 0 writes every word after the
      * first collective into the combining area's ring and the others
-     * read it there (BCAST_SHARED); on sockets none does.
+     * read it there (BCAST_SHARED), some of them popped by a read of
+     * BCAST_WAIT that waited for them (BCAST_WAITED, 1.22); on sockets
+     * none does.
      */
-    printf("node %d: %u broadcast words read from the shared ring\n", Self,
-           (unsigned)nc_reg(TEMPEST_NC_BCAST_SHARED));
+    printf("node %d: %u broadcast words read from the shared ring, %u "
+           "popped in a BCAST_WAIT read\n", Self,
+           (unsigned)nc_reg(TEMPEST_NC_BCAST_SHARED),
+           (unsigned)nc_reg(TEMPEST_NC_BCAST_WAITED));
     st_finish("strata_bcast");
 }

@@ -362,12 +362,13 @@ static void test_one_node(void)
 }
 
 /*
- * COLL_WAIT and COLL_GO (1.21), the wait window's registers.  A qtest
- * access is not a vCPU's, so neither waits: COLL_WAIT is the pending
- * collective's status, PENDING while pending, then DONE, which
- * acknowledges IRQ_COLL; COLL_GO commits the bank and, after a COLL_START
- * that succeeded, reads as COLL_WAIT, else as TEMPEST_NC_GO_CMD plus the
- * command's status.  The rest of the window, writes and other sizes are
+ * COLL_WAIT and COLL_GO (1.21) and BCAST_WAIT (1.22), the wait window's
+ * registers.  A qtest access is not a vCPU's, so none waits: COLL_WAIT
+ * is the pending collective's status, PENDING while pending, then DONE,
+ * which acknowledges IRQ_COLL; COLL_GO commits the bank and, after a
+ * COLL_START that succeeded, reads as COLL_WAIT, else as
+ * TEMPEST_NC_GO_CMD plus the command's status; BCAST_WAIT pops a word
+ * as BCAST_POP does.  The rest of the window, writes and other sizes are
  * guest errors.
  */
 static void test_wait_register(void)
@@ -439,6 +440,29 @@ static void test_wait_register(void)
                      TEMPEST_CMD_E_BAD_OP);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 0);
 
+    /*
+     * BCAST_WAIT (1.22) pops as BCAST_POP does, without waiting for a
+     * qtest: node 0's word 77 on node 1 once it came, then none; nothing
+     * on node 0 (a sender does not receive its own word).
+     */
+    g_assert_cmpuint(tq_wait_reg(c.node[1], TEMPEST_NC_BCAST_AVAIL, ~0U, 1),
+                     ==, 1);
+    g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_BCAST_WAIT)), ==, 1);
+    g_assert_cmpuint(qtest_readq(c.node[1], NC(TEMPEST_NC_BCAST_VALUE)), ==,
+                     77);
+    g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_BCAST_SRC)), ==, 0);
+    for (int n = 0; n < 2; n++) {
+        g_assert_cmpuint(qtest_readl(c.node[n], NC(TEMPEST_NC_BCAST_WAIT)), ==,
+                         0);
+        g_assert_cmpuint(qtest_readl(c.node[n], NC(TEMPEST_NC_BCAST_WAITED)),
+                         ==, 0);
+    }
+
+    qtest_writel(s, NC(TEMPEST_NC_BCAST_WAIT), 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_READ_ONLY);
+    g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_ERR_INFO)), ==,
+                    TEMPEST_NC_BCAST_WAIT);
     qtest_writel(s, NC(TEMPEST_NC_COLL_WAIT), 1);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_READ_ONLY);
@@ -460,10 +484,10 @@ static void test_wait_register(void)
     g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_COLL_WAIT)), ==, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_BAD_SIZE);
-    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 5);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 6);
     /* Around the window: the command line's, and nothing. */
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT - 4)), ==, 0);
-    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 5);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_COUNT)), ==, 6);
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_WAIT +
                                       TEMPEST_NC_WAIT_SIZE)), ==, 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,

@@ -46,7 +46,8 @@ static void test_identity(void)
                     TEMPEST_NC_FEAT_CHAN | TEMPEST_NC_FEAT_POLL_HINT |
                     TEMPEST_NC_FEAT_BIG_SLOTS |
                     TEMPEST_NC_FEAT_CMD_BLOCK | TEMPEST_NC_FEAT_GATHER |
-                    TEMPEST_NC_FEAT_COLL_WAIT);
+                    TEMPEST_NC_FEAT_COLL_WAIT |
+                    TEMPEST_NC_FEAT_BCAST_WAIT);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
                      TEMPEST_FABRIC_CONNECTING);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_CPUS)), ==, 3);

@@ -20,6 +20,7 @@ uint32_t nc_pkt_payload = TEMPEST_PKT_PAYLOAD;
 uint32_t nc_rq_payload = TEMPEST_PKT_PAYLOAD;
 bool nc_gather_present;
 bool nc_coll_wait_present;
+bool nc_bcast_wait_present;
 bool nc_poll_present;
 bool nc_tag_upgrade_present;
 bool nc_cmd_block_present;
@@ -374,6 +375,8 @@ int nc_init(void)
                            nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 14U);
     nc_coll_wait_present = (features & TEMPEST_NC_FEAT_COLL_WAIT) &&
                            nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 21U);
+    nc_bcast_wait_present = (features & TEMPEST_NC_FEAT_BCAST_WAIT) &&
+                            nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 22U);
     if (nc_poll_present && (features & TEMPEST_NC_FEAT_POLL_HINT) &&
         nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 9U)) {
         setup_poll_hint();

@@ -659,10 +659,23 @@ static bool bcast_waiting(void *arg)
     return nc_reg(TEMPEST_NC_BCAST_AVAIL) != 0;
 }
 
+/*
+ * Pops a word: with BCAST_WAIT (1.22) where a COLL_WAIT read may wait
+ * (coll_read_waits()), the device waits for one inside the read as it
+ * does for a collective (docs/strata.rst, "Broadcasts received in a
+ * register read"); a read that returns 0 (a packet came, an interrupt,
+ * the time ran out) falls back to strata_wait(), which polls and halts.
+ */
+static bool pop_word(void)
+{
+    return nc_reg(nc_bcast_wait_present && coll_read_waits(POLL_BOTH) ?
+                  TEMPEST_NC_BCAST_WAIT : TEMPEST_NC_BCAST_POP) != 0;
+}
+
 static uint64_t receive_word(void)
 {
     strata_require("ReceiveBroadcast");
-    while (!nc_reg(TEMPEST_NC_BCAST_POP)) {
+    while (!pop_word()) {
         if (nc_reg(TEMPEST_NC_BCAST_LOST)) {
             /* Only a node controller before 1.6 (or a bad peer). */
             StrataFail("broadcast words were lost: more than %d were "

@@ -312,6 +312,7 @@ struct TempestNCState {
     uint32_t coll_shm_slept;    /* COLL_SLEPT (1.17) */
     uint32_t coll_shm_woken;    /* COLL_WOKEN (1.17) */
     uint32_t coll_shm_waited;   /* COLL_WAITED (1.21) */
+    uint32_t bcast_waited;      /* BCAST_WAITED (1.22) */
     uint32_t rx_peers;          /* RX_DIRECT (1.18) */
     uint32_t tx_direct;         /* TX_DIRECT (1.18) */
     uint32_t rx_woken;          /* RX_WOKEN (1.19) */

@@ -318,6 +318,12 @@
  */
 #define TEMPEST_NC_COLL_WAITED      0x208
 
+/*
+ * (1.22) Broadcast words this node popped with a BCAST_WAIT read that
+ * waited for them (the wait window below).  Read-only.
+ */
+#define TEMPEST_NC_BCAST_WAITED     0x20C
+
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
 #define TEMPEST_NC_CMDLINE_MAX      0x1000
@@ -337,17 +343,25 @@
  * does, and if that was a COLL_START that succeeded, reads as COLL_WAIT
  * (a value below TEMPEST_NC_GO_CMD); otherwise nothing waits and the
  * value is TEMPEST_NC_GO_CMD plus the command's status (CMD_REASON says
- * why it failed).  Anything else in the window is a guest error.
+ * why it failed).  BCAST_WAIT (1.22; read, 4 bytes): BCAST_POP after
+ * waiting for a word: where COLL_WAIT would wait, on a node other than
+ * node 0 (which orders the words), a vCPU's read with no word to pop
+ * yields (or spins) until node 0 writes one into the combining area's
+ * ring, a packet comes, an interrupt is raised or that time passes; then
+ * it pops as BCAST_POP does (1: BCAST_SRC and BCAST_VALUE hold the word;
+ * 0: none).  Elsewhere it reads as BCAST_POP at once.  Anything else in
+ * the window is a guest error.
  */
 #define TEMPEST_NC_WAIT             0x2000
 #define TEMPEST_NC_WAIT_SIZE        0x1000
 #define TEMPEST_NC_COLL_WAIT        (TEMPEST_NC_WAIT + 0x0)
 #define TEMPEST_NC_COLL_GO          (TEMPEST_NC_WAIT + 0x4)
+#define TEMPEST_NC_BCAST_WAIT       (TEMPEST_NC_WAIT + 0x8)
 #define TEMPEST_NC_GO_CMD           0x100
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    21
+#define TEMPEST_NC_VERSION_MINOR    22
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -370,6 +384,7 @@
 #define TEMPEST_NC_FEAT_CMD_BLOCK   (1U << 15)  /* (1.14) CMD_BLOCK */
 #define TEMPEST_NC_FEAT_GATHER      (1U << 16)  /* (1.15) gather, RQ_COPY */
 #define TEMPEST_NC_FEAT_COLL_WAIT   (1U << 17)  /* (1.21) the wait window */
+#define TEMPEST_NC_FEAT_BCAST_WAIT  (1U << 18)  /* (1.22) BCAST_WAIT */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */

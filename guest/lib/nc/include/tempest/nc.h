@@ -121,6 +121,11 @@ extern bool nc_gather_present;
  * of TEMPEST_NC_COLL_WAIT waits for the pending collective (tempest-hw.h).
  */
 extern bool nc_coll_wait_present;
+/*
+ * True once nc_init() has found TEMPEST_NC_FEAT_BCAST_WAIT (1.22): a read
+ * of TEMPEST_NC_BCAST_WAIT pops a broadcast word after waiting for one.
+ */
+extern bool nc_bcast_wait_present;
 
 /* A descriptor of a gather slot's payload (TEMPEST_GATHER_*). */
 struct nc_gather {
