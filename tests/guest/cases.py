@@ -1057,7 +1057,8 @@ CASES += (
     # The same on 2 nodes with the launcher's SPIN_US 100 ms: node 1's
     # ReceiveBroadcast waits in a read of BCAST_WAIT, which spins until
     # node 0 writes the word (docs/strata.rst, "Broadcasts received in a
-    # register read"): BCAST_WAITED above 0 on shared memory.
+    # register read"): BCAST_WAITED above 0 on shared memory (the late
+    # words, broadcast 20 ms after a barrier, come while it spins).
     + [strata("strata-bcast-2-spin", "strata_bcast", 2,
               launch=["--spin-us", "100000"],
               nodes_expect={"*": [r"^strata_bcast ok"],

@@ -3,14 +3,17 @@
  * Strata section 4.4 (broadcast): every node in turn broadcasts words,
  * doubles and vectors (1 to 10,000 words, past the device's 4096-word
  * queue) that every other node receives in order; QueryBroadcast; the
- * broadcaster's own ReceiveBroadcastVector returns at once.
+ * broadcaster's own ReceiveBroadcastVector returns at once; words that
+ * come while the others wait for them.
  */
 #include <string.h>
 
 #include "strata-util.h"
 #include "tempest/nc.h"
+#include "tempest/rt.h"
 
 #define BIG     10000
+#define LATE    10
 
 static Word vin[BIG], vout[BIG];
 
@@ -94,6 +97,26 @@ int main(void)
             for (i = 0; i < 5; i++) {
                 CHECK(ReceiveBroadcast() == (Word)i, "queued word %d", i);
             }
+        }
+    }
+    /*
+     * Late words: node 0 broadcasts 20 ms after a barrier, so that the
+     * others are already waiting for them (where the nodes spin, inside
+     * a read of BCAST_WAIT: its 100 ms spin of strata-bcast-2-spin).
+     */
+    for (i = 0; i < LATE; i++) {
+        Barrier();
+        if (Self == 0) {
+            uint64_t t = rt_time_ns() + 20000000ULL;
+
+            while (rt_time_ns() < t) {
+                PollBothTilEmpty();
+            }
+            Broadcast((Word)(0x1a7e0000U + i));
+        } else {
+            w = ReceiveBroadcast();
+            CHECK(w == (Word)(0x1a7e0000U + i), "late word %d: %08x", i,
+                  (unsigned)w);
         }
     }
     QueryBroadcast();
