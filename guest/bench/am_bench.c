@@ -16,6 +16,11 @@
  *     (timer_late_ns), with timer_late_msgs handlers started between
  *     the deadline and it.  tests/guest/am_timers.c checks the order;
  *     these figures are measured here.
+ * With the stream its packets sent, how many of them the device wrote
+ * straight into the receiver's RQ slot and how many times a send waited
+ * for credit (TX_PACKETS, TX_DIRECT, TX_STALLS: stream_tx, stream_direct,
+ * stream_stalls; on 2026-11-29 98-99% went straight in, in fast and
+ * slow runs alike).
  * Each round trip figure is taken after a phase just like it, unmeasured:
  * the first round trips of a path pay for TCG translating its guest code
  * and for first touches of the receive queue's memory (on 2026-11-28 the
@@ -24,6 +29,7 @@
  * reported too, as rtt_full_cold_ns.  Prints one line:
  *   am_bench: rtt_empty_ns=N rtt_full_ns=N oneway_ns=N rate=N
  *             timer_late_ns=N timer_late_msgs=N rtt_full_cold_ns=N
+ *             stream_tx=N stream_direct=N stream_stalls=N
  * Usage: am_bench [ROUNDS [STREAM [SPIN_US [full]]]] (SPIN_US: see
  * tempest_set_spin_us()).  With "full", only the 4096-byte round trips
  * run (ROUNDS of them; one line "am_bench: rtt_full_ns=N"), to profile
@@ -34,6 +40,7 @@
 #include <string.h>
 
 #include "tempest.h"
+#include "tempest/nc.h"
 #include "tempest/rt.h"
 
 static uint32_t buf[TPPI_MAX_AM_BYTES / 4];
@@ -222,6 +229,7 @@ static int always(void *arg)
 int main(int argc, char **argv)
 {
     uint64_t empty, full, cold, one;
+    uint32_t tx, direct, stalls;
 
     if (argc > 1) {
         rounds = (unsigned)atoi(argv[1]);
@@ -253,15 +261,22 @@ int main(int argc, char **argv)
     empty = timed(start_empty) / rounds;
     cold = timed(start_full) / (rounds / 4);    /* warms up the next */
     full = timed(start_full) / (rounds / 4);
+    tx = nc_reg(TEMPEST_NC_TX_PACKETS);
+    direct = nc_reg(TEMPEST_NC_TX_DIRECT);
+    stalls = nc_reg(TEMPEST_NC_TX_STALLS);
     one = timed(start_stream) / stream;
+    tx = nc_reg(TEMPEST_NC_TX_PACKETS) - tx;
+    direct = nc_reg(TEMPEST_NC_TX_DIRECT) - direct;
+    stalls = nc_reg(TEMPEST_NC_TX_STALLS) - stalls;
     (void)timed(start_storm);
     printf("am_bench: rtt_empty_ns=%llu rtt_full_ns=%llu oneway_ns=%llu "
            "rate=%llu timer_late_ns=%llu timer_late_msgs=%u "
-           "rtt_full_cold_ns=%llu\n",
+           "rtt_full_cold_ns=%llu stream_tx=%u stream_direct=%u "
+           "stream_stalls=%u\n",
            (unsigned long long)empty, (unsigned long long)full,
            (unsigned long long)one,
            (unsigned long long)(1000000000ULL / (one ? one : 1)),
            (unsigned long long)late_ns, late_msgs,
-           (unsigned long long)cold);
+           (unsigned long long)cold, tx, direct, stalls);
     return 0;
 }
