@@ -697,11 +697,10 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
 /* ------------------------------------------------------------------ */
 
 /*
- * The wait of a COLL_WAIT read, without the BQL: until DONE (@done, if
- * watched: not by BCAST_WAIT) holds @dv,
- * the RQ's tail (@rq, if watched) or B_COUNT (@bc) moves, another thread
- * kicks the vCPU (an interrupt it raised, a pause: exit_request) or @us
- * pass.  It yields the host CPU between looks (@spin false: more vCPUs
+ * The wait of a read of the wait window, without the BQL: until DONE
+ * (@done, if watched: not by BCAST_WAIT) holds @dv, the RQ's tail (@rq,
+ * if watched) or B_COUNT (@bc) moves, another thread kicks the vCPU (an
+ * interrupt it raised, a pause: exit_request) or @us pass.  It yields the host CPU between looks (@spin false: more vCPUs
  * than cores) or spins (@spin: the launcher gave every node a core, and
  * the guest would spin as long).  The clock is read every few turns: a
  * read cost more than a yield's look (2026-11-29: 4% of a 16-node
@@ -734,24 +733,6 @@ static bool coll_wait_loop(CPUState *cpu, unsigned us, bool spin,
     return timed_out;
 }
 
-/*
- * COLL_WAIT (tempest-hw.h; COLL_GO after its commit): the vCPU that
- * started the pending collective waits for it inside the read.  It
- * watches the words a halted vCPU sleeps on (DONE, said in WATCH but not
- * counted in SLEEPERS: nobody need wake a thread that yields; the RQ's
- * tail, said asleep on so that a writer rings no doorbell; B_COUNT, read
- * only: the check after the yield reads the ring) and yields its host
- * CPU until one moves.  This is the halted vCPU's yield
- * (target-patches/0013) without the halt around it: no WFI, no wake-up
- * of the vCPU, no IRQ_COLL raised and acknowledged, no COLL_STATUS read
- * after it (docs/strata.rst, "Waiting in a register read").  Where the
- * nodes spin (SPIN_US not 0: every node has a host core) it spins for
- * SPIN_US instead, on the same words: the last to arrive then wakes no
- * waiter thread, and no interrupt is raised (docs/strata.rst, "Spinning
- * in a register read").  Under the BQL, which the wait lets go:
- * everything is read again after it.  @cpu_access: a vCPU's read (not a
- * transfer's).
- */
 /*
  * May a read of the wait window wait?  A vCPU's (@cpu_access; not a
  * transfer's), on MTTCG, where the nodes spin or else yield before they
@@ -798,6 +779,24 @@ static bool wait_read_wait(TempestNCState *s, CPUState *cpu, uint32_t *done,
     return true;
 }
 
+/*
+ * COLL_WAIT (tempest-hw.h; COLL_GO after its commit): the vCPU that
+ * started the pending collective waits for it inside the read.  It
+ * watches the words a halted vCPU sleeps on (DONE, said in WATCH but not
+ * counted in SLEEPERS: nobody need wake a thread that yields; the RQ's
+ * tail, said asleep on so that a writer rings no doorbell; B_COUNT, read
+ * only: the check after the yield reads the ring) and yields its host
+ * CPU until one moves.  This is the halted vCPU's yield
+ * (target-patches/0013) without the halt around it: no WFI, no wake-up
+ * of the vCPU, no IRQ_COLL raised and acknowledged, no COLL_STATUS read
+ * after it (docs/strata.rst, "Waiting in a register read").  Where the
+ * nodes spin (SPIN_US not 0: every node has a host core) it spins for
+ * SPIN_US instead, on the same words: the last to arrive then wakes no
+ * waiter thread, and no interrupt is raised (docs/strata.rst, "Spinning
+ * in a register read").  Under the BQL, which the wait lets go:
+ * everything is read again after it.  @cpu_access: a vCPU's read (not a
+ * transfer's).
+ */
 uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
 {
     CPUState *cpu = current_cpu;

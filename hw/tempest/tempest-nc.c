@@ -781,14 +781,6 @@ static const MemoryRegionOps tempest_nc_ops = {
     TEMPEST_NC_ANY_ACCESS,
 };
 
-/*
- * The wait window (1.21): COLL_WAIT and COLL_GO, reads a vCPU may wait
- * in.  Its own region, without the re-entrancy guard of the register
- * file's: the read lets the BQL go while it yields, and another vCPU of
- * the node may use the register file (or this window) meanwhile.  Only a
- * CPU's access waits (a DMA's attributes are unspecified: a transfer
- * pointed at the window reads the status at once).
- */
 /* The wait window's registers (all read-only). */
 static bool wait_reg(hwaddr reg)
 {
@@ -796,6 +788,15 @@ static bool wait_reg(hwaddr reg)
            reg == TEMPEST_NC_BCAST_WAIT;
 }
 
+/*
+ * The wait window (1.21): COLL_WAIT, COLL_GO and BCAST_WAIT (1.22),
+ * reads a vCPU may wait in.  Its own region, without the re-entrancy
+ * guard of the register file's: the read lets the BQL go while it
+ * yields, and another vCPU of the node may use the register file (or
+ * this window) meanwhile.  Only a CPU's access waits (a DMA's attributes
+ * are unspecified: a transfer pointed at the window reads the status at
+ * once).
+ */
 static MemTxResult tempest_nc_wait_read(void *opaque, hwaddr offset,
                                         uint64_t *data, unsigned size,
                                         MemTxAttrs attrs)

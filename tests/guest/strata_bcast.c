@@ -43,6 +43,15 @@ static void vector_round(int from, int n)
           "vector of %d from node %d: %d words wrong", n, from, bad);
 }
 
+static void poll_for_ms(unsigned ms)
+{
+    uint64_t t = rt_time_ns() + ms * 1000000ULL;
+
+    while (rt_time_ns() < t) {
+        PollBothTilEmpty();
+    }
+}
+
 int main(void)
 {
     static const int lengths[] = { 1, 2, 7, 64, 4097, BIG, 3 };
@@ -100,36 +109,41 @@ int main(void)
         }
     }
     /*
-     * Late words: node 0 broadcasts 20 ms after a barrier, so that the
-     * others are already waiting for them (where the nodes spin, inside
-     * a read of BCAST_WAIT: its 100 ms spin of strata-bcast-2-spin).
+     * Late words and late arrivals: node 0 broadcasts 20 ms after a
+     * barrier, and arrives at the next one 20 ms late, so that the others
+     * are already waiting (where the nodes spin, inside reads of
+     * BCAST_WAIT and COLL_GO: their 100 ms spin in strata-bcast-2-spin).
      */
     for (i = 0; i < LATE; i++) {
         Barrier();
         if (Self == 0) {
-            uint64_t t = rt_time_ns() + 20000000ULL;
-
-            while (rt_time_ns() < t) {
-                PollBothTilEmpty();
-            }
+            poll_for_ms(20);
             Broadcast((Word)(0x1a7e0000U + i));
         } else {
             w = ReceiveBroadcast();
             CHECK(w == (Word)(0x1a7e0000U + i), "late word %d: %08x", i,
                   (unsigned)w);
         }
+        Barrier();
+        if (Self == 0) {
+            poll_for_ms(20);
+        }
+        Barrier();
     }
     QueryBroadcast();
     /*
      * On the shared-memory fabric node 0 writes every word after the
      * first collective into the combining area's ring and the others
      * read it there (BCAST_SHARED), some of them popped by a read of
-     * BCAST_WAIT that waited for them (BCAST_WAITED, 1.22); on sockets
-     * none does.
+     * BCAST_WAIT that waited for them (BCAST_WAITED, 1.22), as
+     * collectives end in reads of COLL_WAIT (COLL_WAITED, 1.21); on
+     * sockets none does.
      */
     printf("node %d: %u broadcast words read from the shared ring, %u "
-           "popped in a BCAST_WAIT read\n", Self,
+           "popped in a BCAST_WAIT read, %u collectives ended in a "
+           "COLL_WAIT read\n", Self,
            (unsigned)nc_reg(TEMPEST_NC_BCAST_SHARED),
-           (unsigned)nc_reg(TEMPEST_NC_BCAST_WAITED));
+           (unsigned)nc_reg(TEMPEST_NC_BCAST_WAITED),
+           (unsigned)nc_reg(TEMPEST_NC_COLL_WAITED));
     st_finish("strata_bcast");
 }

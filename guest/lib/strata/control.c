@@ -163,12 +163,15 @@ static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
 
 /*
  * Where a wait may be a read of COLL_WAIT or COLL_GO (1.21): libstrata
- * owns the interrupt, and no message of @poll is waiting to be polled
- * (the read does not poll; it returns when a packet comes).
+ * owns the interrupt, no message of @poll is waiting to be polled (the
+ * read does not poll; it returns when a packet comes), and the program
+ * spins where the device would (a read spins where the launcher told
+ * the nodes to; after StrataSetSpin(0) a wait halts at once).
  */
 static bool coll_read_waits(unsigned poll)
 {
     return nc_coll_wait_present && !strata_shared &&
+           (strata_spin_turns || !strata_device_spins) &&
            !(poll && strata_msgs_waiting(poll));
 }
 

@@ -78,6 +78,7 @@ bool strata_ready;
 bool strata_shared;
 bool strata_exiting;
 unsigned strata_spin_turns = 64;
+bool strata_device_spins;
 uint64_t strata_origin_ticks;
 unsigned strata_peers_exited;
 unsigned strata_peers_failed;
@@ -565,6 +566,7 @@ void strata_core_start(void)
      * thread waking, which pays while every node has a host core.
      */
     spin_us = nc_spin_us(spin_us);
+    strata_device_spins = spin_us != 0;
     calibrate_spin();
     strata_ready = true;
 }

@@ -101,6 +101,12 @@ extern bool strata_ready STRATA_ISYM(strata_ready);
 extern bool strata_exiting STRATA_ISYM(strata_exiting);
 /* Turns of an idle wait loop in the spin time (StrataSetSpin). */
 extern unsigned strata_spin_turns STRATA_ISYM(strata_spin_turns);
+/*
+ * True if the launcher told the node to spin (SPIN_US not 0): the node
+ * controller's wait reads then spin too, which a program that said
+ * StrataSetSpin(0) does not want.
+ */
+extern bool strata_device_spins STRATA_ISYM(strata_device_spins);
 /* The generic timer at the time origin (end of StrataInit's barrier). */
 extern uint64_t strata_origin_ticks STRATA_ISYM(strata_origin_ticks);
 
