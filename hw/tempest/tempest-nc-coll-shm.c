@@ -700,11 +700,12 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
  * The wait of a read of the wait window, without the BQL: until DONE
  * (@done, if watched: not by BCAST_WAIT) holds @dv, the RQ's tail (@rq,
  * if watched) or B_COUNT (@bc) moves, another thread kicks the vCPU (an
- * interrupt it raised, a pause: exit_request) or @us pass.  It yields the host CPU between looks (@spin false: more vCPUs
- * than cores) or spins (@spin: the launcher gave every node a core, and
- * the guest would spin as long).  The clock is read every few turns: a
- * read cost more than a yield's look (2026-11-29: 4% of a 16-node
- * barrier's host CPU).  True if it stopped at that time limit.
+ * interrupt it raised, a pause: exit_request) or @us pass.  It yields
+ * the host CPU between looks (@spin false: more vCPUs than cores) or
+ * spins (@spin: the launcher gave every node a core, and the guest would
+ * spin as long).  The clock is read every few turns: a read cost more
+ * than a yield's look (2026-11-29: 4% of a 16-node barrier's host CPU).
+ * True if it stopped at that time limit.
  */
 static bool coll_wait_loop(CPUState *cpu, unsigned us, bool spin,
                            uint32_t *done, uint32_t dv, uint32_t *rq,
