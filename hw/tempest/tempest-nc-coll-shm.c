@@ -488,6 +488,27 @@ static void bring_watch(TempestNCState *s, uint8_t *a, uint32_t on)
 }
 
 /*
+ * A wait on B_COUNT begins (a halted vCPU's sleep, a BCAST_WAIT read):
+ * said in BWATCH while any is under way, so that node 0 wakes no waiter
+ * thread of ours for its next word.  B_COUNT's word, or NULL where this
+ * node does not read the ring (node 0, sockets).  bring_idle_woken()
+ * ends it.  Under the BQL.
+ */
+static uint32_t *bring_watch_begin(TempestNCState *s)
+{
+    uint8_t *a = s->coll_shm && s->node_id != 0 ? shm_area(s) : NULL;
+
+    if (!a || (s->bcast_watch && a != s->bcast_watch_area)) {
+        return NULL;
+    }
+    if (s->bcast_watch++ == 0) {
+        s->bcast_watch_area = a;
+        bring_watch(s, a, 1);
+    }
+    return shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT));
+}
+
+/*
  * A halted vCPU's sleep (CPUIdleSleep.also): on B_COUNT as well, so that
  * node 0's next word wakes it with no thread in between.  Said in BWATCH
  * first (Dekker with node 0's store of B_COUNT); the sleep holds while
@@ -499,21 +520,20 @@ static void bring_watch(TempestNCState *s, uint8_t *a, uint32_t on)
 static uint32_t *bring_idle_also(CPUState *cpu, void *opaque, uint32_t *val)
 {
     TempestNCState *s = opaque;
-    uint8_t *a = s->coll_shm && s->node_id != 0 ? shm_area(s) : NULL;
+    uint32_t *count = bring_watch_begin(s);
 
-    if (!a || (s->bcast_watch && a != s->bcast_watch_area)) {
+    if (!count) {
         return NULL;
-    }
-    if (s->bcast_watch++ == 0) {
-        s->bcast_watch_area = a;
-        bring_watch(s, a, 1);
     }
     *val = (uint32_t)s->bcast_ring_next;
     trace_tempest_nc_bring_sleep(s->node_id, *val);
-    return shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT));
+    return count;
 }
 
-/* Awake (CPUIdleSleep.woken): no longer on B_COUNT; then the ring read. */
+/*
+ * Awake (CPUIdleSleep.woken; the end of a BCAST_WAIT read's wait): no
+ * longer on B_COUNT; then the ring read.
+ */
 static void bring_idle_woken(TempestNCState *s)
 {
     if (!s->bcast_watch) {
@@ -841,19 +861,17 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
 bool tempest_nc_bring_wait(TempestNCState *s, bool cpu_access)
 {
     CPUState *cpu = current_cpu;
-    uint8_t *a = s->coll_shm && s->node_id != 0 ? shm_area(s) : NULL;
+    uint32_t *count;
     bool waited;
 
-    if (!a || !read_may_wait(s, cpu, cpu_access) ||
-        (s->bcast_watch && a != s->bcast_watch_area)) {
+    if (!read_may_wait(s, cpu, cpu_access)) {
         return false;
     }
-    if (s->bcast_watch++ == 0) {
-        s->bcast_watch_area = a;
-        bring_watch(s, a, 1);
+    count = bring_watch_begin(s);
+    if (!count) {
+        return false;
     }
-    waited = wait_read_wait(s, cpu, NULL, 0,
-                            shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)));
+    waited = wait_read_wait(s, cpu, NULL, 0, count);
     bring_idle_woken(s);        /* out of BWATCH, and the ring read */
     return waited;
 }
