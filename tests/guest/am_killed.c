@@ -4,8 +4,15 @@
  * prints "waiting" and waits; the test harness kills one node's QEMU with
  * SIGKILL; the others print libtempest's "*** node K: lost node J
  * (connection lost)" and leave with status 0 once they have seen it.
+ *
+ * With "nocb": no tempest_on_peer_down() callback, and every node waits
+ * for a count no handler ever raises.  libtempest must end the others by
+ * itself once the link is lost (guest cases am-link-lost-smp{1,2}, under
+ * a stopped launcher): "the link with node J is lost", status 1.
  */
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "am-util.h"
 
@@ -17,12 +24,20 @@ static void on_down(TPPI_NodeId node)
     lost++;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    tempest_on_peer_down(on_down);
+    bool nocb = argc > 1 && !strcmp(argv[1], "nocb");
+
+    if (!nocb) {
+        tempest_on_peer_down(on_down);
+    }
     am_barrier();
     printf("waiting\n");
     fflush(stdout);
     am_wait_count(&lost, 1);
+    if (nocb) {
+        printf("node %u: a count no handler raises\n", TPPI_self_address);
+        return 2;
+    }
     return 0;
 }

@@ -165,11 +165,15 @@ class Interrupt(Run):
         run_dir = os.path.join(runs, self.name)
         shutil.rmtree(run_dir, ignore_errors=True)
         os.makedirs(run_dir)
-        # A private copy of the ELF marks this run's QEMUs in /proc.
+        # A private copy of the ELF marks this run's QEMUs in /proc; on
+        # Linux nodes (whose QEMU command line does not name the program)
+        # the run directory they share does.
         elf = os.path.join(run_dir, "interrupt-marker.elf")
         shutil.copy(prog(self.program), elf)
         cmd = self.command(run_dir)
         cmd[-1 - len(self.args)] = elf
+        if LINUX:
+            elf = f"path={os.path.abspath(run_dir)},"
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True,
                              stdin=subprocess.DEVNULL,
@@ -700,6 +704,29 @@ CASES += [
                                      r"network: the link with a node of "
                                      r"the partition is lost"]
                                  for n in (0, 1)},
+                   summary=r"node 2 failed with status 137 \(killed by "
+                           r"signal 9\)"),
+    # The same for libtempest and libam programs that wait for what the
+    # killed node would send, with no peer-down callback: the library ends
+    # the others itself (status 1), where before they waited for ever.
+    *[KillNodeUnseen(f"am-link-lost-smp{smp}", "am_killed", nodes=3,
+                     smp=smp, args=["nocb"], status=137, victim=2,
+                     timeout=60, mem="64M",
+                     nodes_expect={n: [rf"\*\*\* tempest: node {n}: the "
+                                       r"link with node 2 is lost: ending "
+                                       r"this node \(status 1"]
+                                   for n in (0, 1)},
+                     absent=[r"a count no handler raises"],
+                     summary=r"node 2 failed with status 137 \(killed by "
+                             r"signal 9\)")
+      for smp in (1, 2)],
+    KillNodeUnseen("am-gam-link-lost", "gam_forever", nodes=3,
+                   status=137, victim=2, timeout=60, mem="64M",
+                   nodes_expect={n: [rf"\*\*\* am: node {n}: the link with "
+                                     r"node 2 is lost: ending this node "
+                                     r"\(status 1\)"]
+                                 for n in (0, 1)},
+                   absent=[r"a request no node sent"],
                    summary=r"node 2 failed with status 137 \(killed by "
                            r"signal 9\)"),
     # Issue 3, a node killed under the cluster: its peers report it, the

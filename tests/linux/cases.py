@@ -363,7 +363,8 @@ def case_gdb(runs):
 # cases.py, TEMPEST_LINUX=1 boots every cluster with --linux) and checked
 # the same way: messaging, Strata (barriers, scans, reductions, the radix
 # sort), block access faults that run a handler in the process and
-# resume, bulk transfers, fetch-and-op, FLASH, channels, GAM.
+# resume, bulk transfers, fetch-and-op, FLASH, channels, GAM; a lost
+# link ending the nodes that wait for it.
 GUEST_CASES = [
     "hello-4", "am-pingpong-smp1", "am-pingpong-smp2", "am-ring-4",
     "am-storm-all-4-smp2", "am-items-smp2", "am-timers-2",
@@ -375,6 +376,7 @@ GUEST_CASES = [
     "xfer-chan-ring-2", "xfer-fop-4", "xfer-memcpy-4", "flash-fig4-4",
     "chan-data-smp2", "chan-migrate-3", "am-gam-pingpong-2",
     "am-gam-bulk-2", "both-4-smp2", "am-gather-smp2",
+    "am-link-lost-smp2", "am-gam-link-lost",
 ]
 
 

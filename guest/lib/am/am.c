@@ -91,6 +91,8 @@ static unsigned spin_turns;
 /* Spin turns a microsecond when most turns write no POLL (a guess). */
 #define AM_HINT_TURNS_PER_US    16
 static unsigned idle_polls;
+/* A link lost: its node + 1 (end_link_lost), or 0. */
+static uint32_t lost_node;
 
 static struct {
     enum am_ctx kind;
@@ -347,6 +349,22 @@ static bool stash(void)
     return any;
 }
 
+/*
+ * A link lost (its peer killed, or a link the fabric gave up on a live
+ * peer): what the peer sent may be lost with it, so a program polling for
+ * it would poll for ever.  The node ends at the first poll that finds
+ * nothing else to run, as Strata's poll loops do.  A peer that exited,
+ * with any status, ends nothing.
+ */
+static void __attribute__((noreturn)) end_link_lost(uint32_t node)
+{
+    libam_report("the link with node %u is lost: ending this node "
+                 "(status 1)", (unsigned)node);
+    fflush(stderr);
+    nc_failure_pause();
+    rt_exit(1);
+}
+
 static void take_event(void)
 {
     struct nc_event *e = nc_cq_peek();
@@ -363,6 +381,9 @@ static void take_event(void)
             libam_report("node %u is gone (%s %llu)", (unsigned)ev.node,
                          ev.a ? "connection lost" : "exit status",
                          (unsigned long long)(ev.a ? 1 : ev.b));
+        }
+        if (ev.a != 0) {
+            lost_node = ev.node + 1;
         }
         break;
     case TEMPEST_EV_SEND_ERROR:
@@ -407,6 +428,9 @@ static bool poll_once(void)
     }
     /* Nothing here: the device may use the slots freed so far. */
     nc_rx_doorbell();
+    if (lost_node) {
+        end_link_lost(lost_node - 1);
+    }
     return false;
 }
 

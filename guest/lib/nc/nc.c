@@ -422,3 +422,12 @@ bool nc_ready(void)
 {
     return ready;
 }
+
+void nc_failure_pause(void)
+{
+    uint64_t end = rt_time_ns() + 500000000ULL;
+
+    while (rt_time_ns() < end) {
+        rt_cpu_sleep(100000);
+    }
+}

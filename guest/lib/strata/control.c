@@ -213,8 +213,6 @@ static const char *cmd_reason_name(uint32_t r)
  */
 NORETURN strata_node_gone(const char *what, const char *why)
 {
-    uint64_t hz, end;
-
     /* Shared with libtempest, its protocol thread passes the event on. */
     strata_await_peer_events(200);
     strata_take_events();
@@ -225,11 +223,7 @@ NORETURN strata_node_gone(const char *what, const char *why)
     }
     fprintf(stderr, "StrataFail: node %d: %s: %s\n", Self, what, why);
     fflush(stderr);
-    __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(hz));
-    end = strata_ticks() + hz / 2;
-    while (strata_ticks() < end) {
-        rt_cpu_sleep(100000);
-    }
+    nc_failure_pause();
     strata_exit_now(1);
 }
 

@@ -120,6 +120,9 @@ static uint32_t waiters_futile;
 static uint64_t wait_since[TEMPEST_MAX_CPUS];
 uint32_t tppi_sq_waiters;       /* CPUs waiting for room in SQ0 */
 static tempest_peer_down_fn peer_down_fn;
+/* A link lost with no peer-down callback: its node + 1 (end_link_lost). */
+static uint32_t lost_unhandled;
+static bool ending;                 /* end_link_lost() has begun */
 /* Another library on the same rings (tempest/client.h), or NULL. */
 static const struct tempest_client *client;
 static uint32_t client_irq_bits;    /* its bits, once registered */
@@ -750,7 +753,29 @@ static void peer_down_event(const struct nc_event *ev)
     fn = __atomic_load_n(&peer_down_fn, __ATOMIC_ACQUIRE);
     if (fn) {
         fn(ev->node);
+    } else if (ev->a != 0) {
+        __atomic_store_n(&lost_unhandled, ev->node + 1, __ATOMIC_RELEASE);
     }
+}
+
+/*
+ * A link lost (its peer killed, or a link the fabric gave up on a live
+ * peer) and no tempest_on_peer_down() callback: what the peer sent may be
+ * lost with the link, so a program waiting for it would wait for ever.
+ * The node ends once the protocol thread has nothing left to handle, as
+ * Strata's poll loops do.  (A peer that exited, with any status, ends
+ * nothing: what it sent was delivered.)
+ */
+static void __attribute__((noreturn)) end_link_lost(uint32_t node)
+{
+    ending = true;
+    printf("*** tempest: node %u: the link with node %u is lost: ending this "
+           "node (status 1; a program that can go on without it says so "
+           "with tempest_on_peer_down)\n", TPPI_self_address,
+           (unsigned)node);
+    fflush(stdout);
+    nc_failure_pause();
+    rt_exit(1);
 }
 
 static void send_error_event(const struct nc_event *ev)
@@ -924,6 +949,9 @@ static bool pt_step(void)
         pkt_last = true;
         handle_packet(p, p);
         return true;
+    }
+    if (__atomic_load_n(&lost_unhandled, __ATOMIC_ACQUIRE) && !ending) {
+        end_link_lost(lost_unhandled - 1);
     }
     return false;
 }

@@ -669,8 +669,12 @@ int tempest_flush(unsigned max_ms);
 /*
  * tempest_on_peer_down: makes the protocol thread call fn(node) when the
  * node controller reports that @node is gone (TEMPEST_EV_PEER_DOWN), after
- * the report "*** node K: lost node J" on the console.  @fn NULL: only
- * the report.  Returns the previous callback.
+ * the report "*** node K: lost node J" on the console.  @fn NULL (the
+ * default): only the report, and a lost link (not a peer that exited)
+ * ends this node with status 1 once the protocol thread has nothing else
+ * to handle, since what the peer sent may be lost with the link.  A
+ * program that can go on without the peer sets a callback.  Returns the
+ * previous callback.
  */
 typedef void (*tempest_peer_down_fn)(TPPI_NodeId node);
 tempest_peer_down_fn tempest_on_peer_down(tempest_peer_down_fn fn);

@@ -268,6 +268,13 @@ const char *nc_cmd_reason_name(uint32_t reason);
 const char *nc_err_name(uint32_t err);
 
 /*
+ * nc_failure_pause: a node that ends because a peer is gone (the
+ * libraries' "link lost" ends) waits about half a second first, so that
+ * the launcher records the node that failed first, not this one.
+ */
+void nc_failure_pause(void);
+
+/*
  * nc_timer_arm: arms one device timer (TEMPEST_CMD_TIMER_ARM) to post a
  * TEMPEST_EV_TIMER event carrying @a and @b to the CQ after @ticks ticks.
  * Tries once.  Returns TEMPEST_CMD_SUCCESS, TEMPEST_CMD_RETRY (every
