@@ -123,6 +123,7 @@ static tempest_peer_down_fn peer_down_fn;
 /* A link lost with no peer-down callback: its node + 1 (end_link_lost). */
 static uint32_t lost_unhandled;
 static bool ending;                 /* end_link_lost() has begun */
+static bool at_exit;                /* the program's exit() has begun */
 /* Another library on the same rings (tempest/client.h), or NULL. */
 static const struct tempest_client *client;
 static uint32_t client_irq_bits;    /* its bits, once registered */
@@ -131,6 +132,13 @@ static bool pt_running;             /* pt_main() has set IRQ_ENABLE */
 
 static void peer_down_event(const struct nc_event *ev);
 static void send_error_event(const struct nc_event *ev);
+static void lost_grace_over(void);
+/*
+ * How long a lost link leaves a program that waits some other way: 1 s,
+ * on a device timer of its own (its event's B word the tag).
+ */
+#define LOST_GRACE_TICKS    1000000
+#define LOST_GRACE_TAG      0x4c4f5354ULL   /* "LOST" */
 
 /* Handlers of control events, by type (tppi_on_event). */
 static tppi_event_fn event_fns[TPPI_EV_TYPES] = {
@@ -753,8 +761,13 @@ static void peer_down_event(const struct nc_event *ev)
     fn = __atomic_load_n(&peer_down_fn, __ATOMIC_ACQUIRE);
     if (fn) {
         fn(ev->node);
-    } else if (ev->a != 0) {
+    } else if (ev->a != 0 &&
+               !__atomic_load_n(&lost_unhandled, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&lost_unhandled, ev->node + 1, __ATOMIC_RELEASE);
+        /* (Refused only when every device timer is armed: no grace.) */
+        (void)nc_timer_arm(LOST_GRACE_TICKS, 0, LOST_GRACE_TAG);
+        /* Waiters look again: one whose condition fails ends the node. */
+        wake_waiters();
     }
 }
 
@@ -762,13 +775,19 @@ static void peer_down_event(const struct nc_event *ev)
  * A link lost (its peer killed, or a link the fabric gave up on a live
  * peer) and no tempest_on_peer_down() callback: what the peer sent may be
  * lost with the link, so a program waiting for it would wait for ever.
- * The node ends once the protocol thread has nothing left to handle, as
- * Strata's poll loops do.  (A peer that exited, with any status, ends
- * nothing: what it sent was delivered.)
+ * The node ends when a wait of the program (tempest_wait and its kin)
+ * finds its condition false and nothing left to handle, as Strata's poll
+ * loops do, or, for a program that waits some other way, LOST_GRACE_TICKS
+ * after the report unless it has ended by itself.  (A peer that exited,
+ * with any status, ends nothing: what it sent normally came first.)
  */
 static void __attribute__((noreturn)) end_link_lost(uint32_t node)
 {
-    ending = true;
+    if (__atomic_exchange_n(&ending, true, __ATOMIC_ACQ_REL)) {
+        for (;;) {
+            rt_cpu_sleep(100000);   /* another CPU ends the node */
+        }
+    }
     printf("*** tempest: node %u: the link with node %u is lost: ending this "
            "node (status 1; a program that can go on without it says so "
            "with tempest_on_peer_down)\n", TPPI_self_address,
@@ -777,6 +796,15 @@ static void __attribute__((noreturn)) end_link_lost(uint32_t node)
     nc_failure_pause();
     rt_exit(1);
 }
+
+/* The grace after the report is over: the program has not ended. */
+static void lost_grace_over(void)
+{
+    if (!__atomic_load_n(&at_exit, __ATOMIC_ACQUIRE) && !ending) {
+        end_link_lost(lost_unhandled - 1);
+    }
+}
+
 
 static void send_error_event(const struct nc_event *ev)
 {
@@ -794,6 +822,10 @@ static void handle_event(struct nc_event *e)
     tppi_event_fn fn;
 
     nc_cq_pop(e);
+    if (type == TEMPEST_EV_TIMER && ev.b == LOST_GRACE_TAG) {
+        lost_grace_over();
+        return;
+    }
     fn = type < TPPI_EV_TYPES ? event_fns[type] : NULL;
     if (fn) {
         fn(&ev);
@@ -949,9 +981,6 @@ static bool pt_step(void)
         pkt_last = true;
         handle_packet(p, p);
         return true;
-    }
-    if (__atomic_load_n(&lost_unhandled, __ATOMIC_ACQUIRE) && !ending) {
-        end_link_lost(lost_unhandled - 1);
     }
     return false;
 }
@@ -1193,6 +1222,21 @@ bool tppi_spin_masked(int (*cond)(void *arg), void *arg)
     return met;
 }
 
+/*
+ * A wait of the program whose condition is false: if a link was lost
+ * (and no callback set), nothing is left to handle and the program is
+ * not exiting, the node ends here.  Not for a client's waits (Strata
+ * sharing the rings fails its own way, StrataFail).
+ */
+static void lost_wait_check(void)
+{
+    if (__atomic_load_n(&lost_unhandled, __ATOMIC_ACQUIRE) && !ending &&
+        !client && !__atomic_load_n(&at_exit, __ATOMIC_ACQUIRE) &&
+        !pt_pending()) {
+        end_link_lost(lost_unhandled - 1);
+    }
+}
+
 int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     unsigned cpu = rt_cpu_id();
@@ -1231,6 +1275,7 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
             rt_irq_restore(flags);
             return met ? 1 : 0;
         }
+        lost_wait_check();
         if (!(__atomic_load_n(&waiters, __ATOMIC_SEQ_CST) & (1U << cpu))) {
             /*
              * A wake-up took our mark while cond() ran: one in its block
@@ -1313,6 +1358,7 @@ int tempest_flush(unsigned max_ms)
 
 static void flush_at_exit(void)
 {
+    __atomic_store_n(&at_exit, true, __ATOMIC_RELEASE);
     tempest_flush(1000);
 }
 

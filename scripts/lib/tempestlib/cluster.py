@@ -1073,8 +1073,21 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                if first_fail.signal else "")
         if first_fail.panicked:
             how = " (its kernel panicked)"
+        # Nodes that ended by themselves meanwhile (a lost link ends a
+        # node that waits for it), by status; the rest were stopped.
+        ended = {}
+        for n in ns:
+            if n is not first_fail and not n.killed and n.status is not None:
+                ended.setdefault(n.status, []).append(str(n.index))
+        also = "".join(f"; node{'s' if len(ix) > 1 else ''} {', '.join(ix)} "
+                       f"ended by {'themselves' if len(ix) > 1 else 'itself'}"
+                       f" with status {st}"
+                       for st, ix in sorted(ended.items()))
+        stopped = ("the others were stopped" if
+                   sum(len(ix) for ix in ended.values()) < len(ns) - 1
+                   else "none was left to stop")
         summary = (f"node {first_fail.index} failed with status {status}{how} "
-                   f"after {elapsed:.2f} s; the others were stopped "
+                   f"after {elapsed:.2f} s{also}; {stopped} "
                    f"(log: {rel(first_fail.log_path)})")
     elif interrupted:
         status = STATUS_INTERRUPTED
