@@ -1842,6 +1842,16 @@ static void fabric_bye_check(FabricSocket *f)
     if (left && qemu_clock_get_ms(QEMU_CLOCK_REALTIME) < f->bye_deadline_ms) {
         return;
     }
+    for (unsigned i = 0; left && i < f->nodes; i++) {
+        FabricPeer *p = &f->peers[i];
+
+        if (p->early && !p->gone) {
+            /* Said, not silent: that peer may wait for what it lacks. */
+            warn_report("tempest fabric: node %u exits without its last %u "
+                        "bytes of frames for node %u (no link in %d ms)",
+                        f->node, p->early->len, i, FABRIC_BYE_LINK_MS);
+        }
+    }
     f->bye_waiting = false;
     fabric_send_byes(f, f->bye_status);
     f->ops->bye_done(f->opaque, f->bye_status);

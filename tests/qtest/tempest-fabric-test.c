@@ -875,6 +875,38 @@ static void test_exit_waits_for_link(void)
 }
 
 /*
+ * The same with a peer that never joins: after FABRIC_BYE_LINK_MS (5 s)
+ * the node gives up on the link, says on stderr which frames it exits
+ * without ("exits without its last N bytes of frames for node 2"), says
+ * BYE to node 0 and ends with its status: not a wait for ever.
+ */
+static void test_exit_gives_up_link(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-fabric-XXXXXX", NULL);
+    int lfd0, fd0;
+    QTestState *s = start_linked(dir, 1, 3, "", &lfd0, &fd0);
+    uint8_t buf[512];
+    gint64 t0;
+
+    put_packet(s, SQ0_BASE, 0, 2, 9, 0, 8, 0);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    peer_read_until(fd0, FABRIC_DIAL, buf, sizeof(buf));
+    qtest_set_expected_status(s, 4);
+    t0 = g_get_monotonic_time();
+    qtest_writel(s, NC(TEMPEST_NC_EXIT), 4);
+    peer_set_timeout(fd0, 15);
+    peer_read_until(fd0, FABRIC_BYE, buf, sizeof(buf));
+    g_assert_cmpuint(fabric_ld32(buf + FABRIC_HDR_SIZE), ==, 4);
+    /* Not before the link's time was up (a wait of the node's own). */
+    g_assert_cmpint(g_get_monotonic_time() - t0, >=, 4500 * 1000);
+    qtest_wait_qemu(s);
+    qtest_quit(s);
+    close(fd0);
+    close(lfd0);
+    remove_node0_dir(dir);
+}
+
+/*
  * Part 1: a node of another cluster cannot join; the cluster reports that
  * it could not form, instead of waiting forever.
  */
@@ -1120,6 +1152,8 @@ int main(int argc, char **argv)
                    test_hello_after_stall);
     qtest_add_func("/tempest/fabric/exit-waits-for-link",
                    test_exit_waits_for_link);
+    qtest_add_func("/tempest/fabric/exit-gives-up-link",
+                   test_exit_gives_up_link);
     qtest_add_func("/tempest/fabric/malformed-frames", test_malformed_frames);
     qtest_add_func("/tempest/fabric/timers", test_timers);
 
