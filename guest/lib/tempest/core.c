@@ -805,7 +805,6 @@ static void lost_grace_over(void)
     }
 }
 
-
 static void send_error_event(const struct nc_event *ev)
 {
     __atomic_fetch_add(&tppi_stats.send_errors, 1, __ATOMIC_RELAXED);

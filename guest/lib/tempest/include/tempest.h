@@ -671,10 +671,11 @@ int tempest_flush(unsigned max_ms);
  * node controller reports that @node is gone (TEMPEST_EV_PEER_DOWN), after
  * the report "*** node K: lost node J" on the console.  @fn NULL (the
  * default): only the report, and a lost link (not a peer that exited)
- * ends this node with status 1 once the protocol thread has nothing else
- * to handle, since what the peer sent may be lost with the link.  A
- * program that can go on without the peer sets a callback.  Returns the
- * previous callback.
+ * ends this node with status 1, since what the peer sent may be lost
+ * with the link: at the program's next tempest_wait*() whose condition
+ * is false with nothing left to handle, or one second after the report
+ * (not once exit() has begun).  A program that can go on without the
+ * peer sets a callback.  Returns the previous callback.
  */
 typedef void (*tempest_peer_down_fn)(TPPI_NodeId node);
 tempest_peer_down_fn tempest_on_peer_down(tempest_peer_down_fn fn);
