@@ -713,6 +713,18 @@ CASES += [
                                      r"the partition is lost"]
                                  for n in (0, 1)},
                    summary=LOST_SUMMARY),
+    # A Strata message handler that calls a barrier while its node waits
+    # in another one fails at once, instead of taking the other's place in
+    # the wait (node 1 never joins: the wait would last for ever).
+    Run("strata-nested-coll", "strata_forever", nodes=2, smp=1,
+        args=["nested"], mem="64M", status=255, timeout=60,
+        summary=r"node 0 failed with status 255",
+        nodes_expect={0: [r"StrataFail: node 0: a message handler "
+                          r"called a control-network operation "
+                          r"\(.*\) while this node waited for "
+                          r"another one"]},
+        absent=[r"nested barrier returned", r"never joined",
+                r"timed out"]),
     # The same for libtempest and libam programs that wait for what the
     # killed node would send, with no peer-down callback: the library ends
     # the others itself (status 1), where before they waited for ever.

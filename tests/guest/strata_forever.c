@@ -11,6 +11,12 @@
  * With "poll": after a barrier, every node polls for a message no node
  * sends (guest case strata-link-lost kills one node under a stopped
  * launcher: the others must end by themselves, StrataFail).
+ *
+ * With "nested" (2 nodes): node 0 waits in a Barrier that node 1 never
+ * joins; node 1 sends it a message whose handler calls Barrier() too.
+ * Node 0 must fail at once (StrataFail: a message handler called a
+ * control-network operation while this node waited for another one)
+ * instead of waiting for ever (guest case strata-nested-coll).
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +29,13 @@ static void ping_h(int from)
 {
     (void)from;
     got++;
+}
+
+static void nested_h(int from)
+{
+    (void)from;
+    Barrier();      /* inside node 0's wait for its own Barrier */
+    printf("node %d: a nested barrier returned\n", Self);
 }
 
 int main(int argc, char **argv)
@@ -38,6 +51,19 @@ int main(int argc, char **argv)
         }
         printf("node %d: a message no node sent\n", Self);
         return 1;
+    }
+    if (argc > 1 && !strcmp(argv[1], "nested")) {
+        printf("node %d: waiting\n", Self);
+        fflush(stdout);
+        if (Self == 0) {
+            Barrier();
+            printf("node %d: a barrier node 1 never joined\n", Self);
+            return 1;
+        }
+        SendBothRLPollBoth(0, nested_h, Self);
+        for (;;) {
+            PollBothTilEmpty();
+        }
     }
     for (;;) {
         SendBothRLPollRight((Self + 1) % PartitionSize, ping_h, Self);

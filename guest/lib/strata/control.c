@@ -382,8 +382,27 @@ static bool pending_take(void)
  * broadcast word, an interrupt, its time ran out), or at once elsewhere:
  * then strata_wait() polls and sleeps.
  */
+/*
+ * pending_finish()'s waits in progress: handlers run in them.  A handler
+ * that then starts or waits for a control-network operation would finish
+ * the one waited for inside the wait, and take its place in it (the wait
+ * would go on for the handler's, and its results would be overwritten):
+ * it fails, clearly, instead of a hang or a wrong result.
+ */
+static unsigned coll_waits;
+
+static void nested_check(void)
+{
+    if (coll_waits) {
+        StrataFail("node %d: a message handler called a control-network "
+                   "operation (a barrier, combine, scan, composite or "
+                   "exit) while this node waited for another one", Self);
+    }
+}
+
 static void pending_finish(unsigned poll)
 {
+    nested_check();
     while (pend.user != CU_NONE) {
         uint32_t st = go_status;
 
@@ -393,7 +412,9 @@ static void pending_finish(unsigned poll)
                                          TEMPEST_COLL_ST_PENDING;
         }
         if (!coll_status_over(st)) {
+            coll_waits++;
             strata_wait(coll_over_cb, NULL, poll, false);
+            coll_waits--;
         }
         pending_take();
     }
