@@ -1902,6 +1902,9 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
             (p->waiting && (p->state != TEMPEST_CHAN_ST_IDLE ||
                             p->incoming)) ||
             p->out_len > TEMPEST_CHAN_MAX_DATA ||
+            /* A pre-send's data is read again at a resend (WIRE). */
+            (p->presend && !p->out_port &&
+             !chan_buffer_ok(s, p->out_addr, p->out_len)) ||
             (p->then_in && (p->state != TEMPEST_CHAN_ST_OUTPUTTING ||
                             p->out_port ||
                             !chan_buffer_ok(s, p->then_addr,

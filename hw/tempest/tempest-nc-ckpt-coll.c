@@ -276,7 +276,12 @@ static bool ckpt_load_coll(TempestNCState *s, CkptReader *r, Error **errp)
     s->coll_fn = get8(r);
     s->coll_variant = get8(r);
     s->coll_lanes = get32(r);
-    if (s->coll_lanes > TEMPEST_COLL_MAX_LANES) {
+    if (s->coll_lanes > TEMPEST_COLL_MAX_LANES ||
+        (s->coll_vector &&
+         !tempest_nc_in_ram(s, s->coll_dest,
+                            (uint64_t)(s->coll_kind == TEMPEST_COLL_ALLGATHER ?
+                                       s->num_nodes : s->coll_lanes) * 8))) {
+        /* (The completion writes there: RAM only, as COLL_START checks.) */
         goto bad;
     }
     for (int i = 0; i < TEMPEST_COLL_ROUNDS && !r->bad; i++) {

@@ -275,7 +275,9 @@ static void coll_down(TempestNCState *s, const CollHeader *h,
 
     if (!error) {
         if (s->coll_vector) {
-            if (!tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
+            /* (Checked again here: coll_dest may come from a restore.) */
+            if (!tempest_nc_in_ram(s, s->coll_dest, nout * 8) ||
+                !tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
                 error = TEMPEST_COLL_E_DMA;
             }
         } else {
@@ -1087,7 +1089,8 @@ static void coll_shm_done(TempestNCState *s, uint32_t error,
                           const uint64_t *out, unsigned nout)
 {
     if (!error && s->coll_vector) {
-        if (!tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
+        if (!tempest_nc_in_ram(s, s->coll_dest, nout * 8) ||
+            !tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
             error = TEMPEST_COLL_E_DMA;
         }
     } else if (!error) {

@@ -1320,6 +1320,7 @@ static int xfer_vmstate_post_load(void *opaque, int version_id)
         in->sys_cost = 0;
         in->split = 0;      /* done when taken: never under way */
         in->buf_done = false;
+        in->chan = false;   /* not in the stream (g_malloc'd: set it) */
         in->buf = in->typed && !in->waiting ? xfer_buf_of(s, in) : NULL;
         if (ret || !xfer_in_loaded_ok(s, in) ||
             s->xfer_in_count[in->src] >= TEMPEST_XFER_MAX_OUT ||

@@ -205,6 +205,64 @@ static void test_other_node_refused(void)
     tq_remove_state(path);
 }
 
+/*
+ * A checkpoint is input like any other: one whose collective result
+ * address (where the collective's completion writes) lies outside RAM is
+ * refused at its load, and QEMU ends, instead of the device later writing
+ * there (a register of another device, say).  Here: a vector sum run on
+ * one node, saved, and the saved address changed in the file to the first
+ * byte past RAM.
+ */
+static void test_bad_coll_dest_refused(void)
+{
+    const char *args = "-M tempest,tagmem=0 -m 64M";
+    const uint64_t src = RAM(0x200000), dest = RAM(0x1234560);
+    char *path = tq_state_file("tempest-ckpt");
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree char *status = NULL;
+    g_autofree char *data = NULL;
+    QTestState *s = qtest_init(args), *d;
+    uint8_t want[11], *at;
+    gsize len;
+
+    qtest_writeq(s, src, 41);
+    g_assert_cmpuint(tq_command(s, TEMPEST_CMD_COLL_START,
+                                TEMPEST_COLL_COMBINE, TEMPEST_COLL_ADD, src,
+                                1, dest, 0), ==, TEMPEST_CMD_SUCCESS);
+    g_assert_cmpuint(tq_coll_wait(s), ==, TEMPEST_COLL_ST_DONE);
+    g_assert_cmpuint(qtest_readq(s, dest), ==, 41);
+    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
+    g_assert_null(set_mode(s, true));
+    qtest_qmp_assert_success(s, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': %s}}", uri);
+    status = migration_end(s);
+    g_assert_cmpstr(status, ==, "completed");
+    qtest_quit(s);
+
+    /* The blob's coll_vector, coll_dest (little-endian), kind, fn. */
+    want[0] = 1;
+    for (int i = 0; i < 8; i++) {
+        want[1 + i] = dest >> (8 * i);
+    }
+    want[9] = TEMPEST_COLL_COMBINE;
+    want[10] = TEMPEST_COLL_ADD;
+    g_assert(g_file_get_contents(path, &data, &len, NULL));
+    at = memmem(data, len, want, sizeof(want));
+    g_assert(at);
+    g_assert_null(memmem(at + 1, len - (at + 1 - (uint8_t *)data), want,
+                         sizeof(want)));
+    stq_le_p(at + 1, RAM(64 << 20));
+    g_assert(g_file_set_contents(path, data, len, NULL));
+
+    d = qtest_initf("%s -incoming defer", args);
+    qtest_set_expected_status(d, EXIT_FAILURE);
+    qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
+                             "'arguments': {'uri': %s}}", uri);
+    qtest_wait_qemu(d);
+    qtest_quit(d);
+    tq_remove_state(path);
+}
+
 static QTestState *start_pair_node(const char *dir, unsigned id,
                                    const char *extra)
 {
@@ -341,6 +399,8 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/tempest/ckpt/not-at-rest", test_not_at_rest);
     qtest_add_func("/tempest/ckpt/save-load", test_save_load);
+    qtest_add_func("/tempest/ckpt/bad-coll-dest-refused",
+                   test_bad_coll_dest_refused);
     qtest_add_func("/tempest/ckpt/other-node-refused",
                    test_other_node_refused);
     qtest_add_func("/tempest/ckpt/shared-round-restored",
