@@ -47,6 +47,18 @@ static void msg_rq_sync_to(TempestNCState *s, uint32_t tail)
     if (!n) {
         return;
     }
+    if (n > r->slots) {
+        /*
+         * A tail no writer can have reached (more than the ring ahead,
+         * or behind): a peer wrote the lock word wrongly.  Not believed:
+         * the device's next own write publishes its own tail again.
+         */
+        s->dropped++;
+        s->last_drop = "an RQ tail out of range in the lock word";
+        s->last_drop_peer = -1;
+        trace_tempest_nc_rq_tail_refused(s->node_id, r->idx, tail);
+        return;
+    }
     trace_tempest_nc_rx_peers(s->node_id, n, tail);
     r->idx = tail;
     s->rx_packets += n;

@@ -1787,6 +1787,33 @@ static void test_rq_lock_held(void)
     rq_peer_stop(&r);
 }
 
+/*
+ * A tail no writer can have reached, in the lock word a peer can write
+ * (here: 1000, far beyond node 0's 0 and the ring's slots): the device
+ * does not believe it (counted in DROPPED, the guest's RQ_TAIL stays),
+ * writes its own next packet where it was going to, and publishes its
+ * own tail again.  Before, the guest's tail jumped to 1000 and its next
+ * packet went into a slot the guest was not reading.
+ */
+static void test_rq_tail_refused(void)
+{
+    const uint32_t v = TEMPEST_PKT_VALID | 8;
+    RqPeer r;
+    QTestState *s;
+
+    rq_peer_start(&r, 0);
+    s = r.t.s;
+    __atomic_store_n(&r.line->lock, rq_word(0, 1000), __ATOMIC_SEQ_CST);
+    node_send(s, 0, 0, 0xb01);
+    g_assert_cmphex(tq_wait_mem32(s, RQ_BASE, ~0, v), ==, v);
+    g_assert_cmphex(qtest_readq(s, RQ_BASE + TEMPEST_PKT_WORD1), ==, 0xb01);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RQ_TAIL)), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RX_DIRECT)), ==, 0);
+    g_assert_cmphex(rq_wait_lock(&r, rq_word(0, 1)), ==, rq_word(0, 1));
+    rq_peer_stop(&r);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1816,5 +1843,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/in-place-tx", test_in_place_tx);
     qtest_add_func("/tempest/peer-shm/rq-writer-dies", test_rq_writer_dies);
     qtest_add_func("/tempest/peer-shm/rq-lock-held", test_rq_lock_held);
+    qtest_add_func("/tempest/peer-shm/rq-tail-refused",
+                   test_rq_tail_refused);
     return g_test_run();
 }
