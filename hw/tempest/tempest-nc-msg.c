@@ -47,11 +47,13 @@ static void msg_rq_sync_to(TempestNCState *s, uint32_t tail)
     if (!n) {
         return;
     }
-    if (n > r->slots) {
+    if ((int32_t)n < 0) {
         /*
-         * A tail no writer can have reached (more than the ring ahead,
-         * or behind): a peer wrote the lock word wrongly.  Not believed:
-         * the device's next own write publishes its own tail again.
+         * A tail behind the one the device last saw (writers only move
+         * it on; more than a ring ahead is possible, the guest having
+         * taken packets the device has not counted yet): a peer wrote
+         * the lock word wrongly.  Not believed: the device's next own
+         * write publishes its own tail again.
          */
         s->dropped++;
         s->last_drop = "an RQ tail out of range in the lock word";

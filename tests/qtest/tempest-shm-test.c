@@ -1788,12 +1788,12 @@ static void test_rq_lock_held(void)
 }
 
 /*
- * A tail no writer can have reached, in the lock word a peer can write
- * (here: 1000, far beyond node 0's 0 and the ring's slots): the device
- * does not believe it (counted in DROPPED, the guest's RQ_TAIL stays),
- * writes its own next packet where it was going to, and publishes its
- * own tail again.  Before, the guest's tail jumped to 1000 and its next
- * packet went into a slot the guest was not reading.
+ * A tail no writer can have left, in the lock word a peer can write: 16
+ * behind node 0's 0 (writers only move it on).  The device does not
+ * believe it (counted in DROPPED, the guest's RQ_TAIL stays), writes its
+ * own next packet where it was going to, and publishes its own tail
+ * again.  Before, the guest's RQ_TAIL went back and RX_PACKETS grew by
+ * about 2^32.
  */
 static void test_rq_tail_refused(void)
 {
@@ -1803,13 +1803,14 @@ static void test_rq_tail_refused(void)
 
     rq_peer_start(&r, 0);
     s = r.t.s;
-    __atomic_store_n(&r.line->lock, rq_word(0, 1000), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&r.line->lock, rq_word(0, -16), __ATOMIC_SEQ_CST);
     node_send(s, 0, 0, 0xb01);
     g_assert_cmphex(tq_wait_mem32(s, RQ_BASE, ~0, v), ==, v);
     g_assert_cmphex(qtest_readq(s, RQ_BASE + TEMPEST_PKT_WORD1), ==, 0xb01);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RQ_TAIL)), ==, 1);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RX_DIRECT)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RX_PACKETS)), ==, 1);
     g_assert_cmphex(rq_wait_lock(&r, rq_word(0, 1)), ==, rq_word(0, 1));
     rq_peer_stop(&r);
 }
