@@ -17,6 +17,8 @@
 
 #define NCPATH      "/machine/node-controller"
 #define CQ_BASE     RAM(0x120000)
+/* One node, without a fabric. */
+#define ONE_NODE    "-M tempest,tagmem=0 -m 64M"
 
 /* qom-set checkpoint; NULL on success, else the error's text. */
 static char *set_mode(QTestState *s, bool on)
@@ -116,7 +118,6 @@ static void test_not_at_rest(void)
  */
 static void test_save_load(void)
 {
-    const char *args = "-M tempest,tagmem=0 -m 64M";
     const uint64_t src = RAM(0x200000), buf = RAM(0x300000);
     char *path = tq_state_file("tempest-ckpt");
     g_autofree char *uri = g_strdup_printf("file:%s", path);
@@ -124,7 +125,7 @@ static void test_save_load(void)
     g_autofree char *status = NULL;
     g_autofree char *loaded = NULL;
     g_autofree char *quiet = NULL;
-    QTestState *s = qtest_init(args), *d;
+    QTestState *s = qtest_init(ONE_NODE), *d;
 
     g_assert_cmpuint(tq_command3(s, TEMPEST_CMD_RING_SETUP, TEMPEST_RING_CQ,
                                  CQ_BASE, 8), ==, TEMPEST_CMD_SUCCESS);
@@ -154,7 +155,7 @@ static void test_save_load(void)
     g_assert(!get_bool(s, "checkpoint"));
     qtest_quit(s);
 
-    d = qtest_initf("%s -incoming defer", args);
+    d = qtest_initf("%s -incoming defer", ONE_NODE);
     qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
                              "'arguments': {'uri': %s}}", uri);
     loaded = migration_end(d);
@@ -166,20 +167,10 @@ static void test_save_load(void)
     tq_remove_state(path);
 }
 
-/*
- * The checkpoint state names its node: loaded into another node (here:
- * the saved node id changed in the file) the load fails and QEMU ends.
- */
-static void test_other_node_refused(void)
+/* Saves stopped node s in checkpoint mode to uri, and ends it. */
+static void save_quit(QTestState *s, const char *uri)
 {
-    const char *args = "-M tempest,tagmem=0 -m 64M";
-    char *path = tq_state_file("tempest-ckpt");
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
     g_autofree char *status = NULL;
-    g_autofree char *data = NULL;
-    QTestState *s = qtest_init(args), *d;
-    gsize len;
-    char *at;
 
     qtest_qmp_assert_success(s, "{'execute': 'stop'}");
     g_assert_null(set_mode(s, true));
@@ -188,20 +179,40 @@ static void test_other_node_refused(void)
     status = migration_end(s);
     g_assert_cmpstr(status, ==, "completed");
     qtest_quit(s);
+}
 
+/* A node started with args loads uri: the load fails and QEMU ends. */
+static void load_refused(const char *args, const char *uri)
+{
+    QTestState *d = qtest_initf("%s -incoming defer", args);
+
+    qtest_set_expected_status(d, EXIT_FAILURE);
+    qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
+                             "'arguments': {'uri': %s}}", uri);
+    qtest_wait_qemu(d);
+    qtest_quit(d);
+}
+
+/*
+ * The checkpoint state names its node: loaded into another node (here:
+ * the saved node id changed in the file) the load fails and QEMU ends.
+ */
+static void test_other_node_refused(void)
+{
+    char *path = tq_state_file("tempest-ckpt");
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree char *data = NULL;
+    gsize len;
+    char *at;
+
+    save_quit(qtest_init(ONE_NODE), uri);
     /* magic "NCCK", version, node id: make it node 7's. */
     g_assert(g_file_get_contents(path, &data, &len, NULL));
     at = memmem(data, len, "NCCK", 4);
     g_assert(at && at + 12 <= data + len);
     at[8] = 7;
     g_assert(g_file_set_contents(path, data, len, NULL));
-
-    d = qtest_initf("%s -incoming defer", args);
-    qtest_set_expected_status(d, EXIT_FAILURE);
-    qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
-                             "'arguments': {'uri': %s}}", uri);
-    qtest_wait_qemu(d);
-    qtest_quit(d);
+    load_refused(ONE_NODE, uri);
     tq_remove_state(path);
 }
 
@@ -215,13 +226,11 @@ static void test_other_node_refused(void)
  */
 static void test_bad_coll_dest_refused(void)
 {
-    const char *args = "-M tempest,tagmem=0 -m 64M";
     const uint64_t src = RAM(0x200000), dest = RAM(0x1234560);
     char *path = tq_state_file("tempest-ckpt");
     g_autofree char *uri = g_strdup_printf("file:%s", path);
-    g_autofree char *status = NULL;
     g_autofree char *data = NULL;
-    QTestState *s = qtest_init(args), *d;
+    QTestState *s = qtest_init(ONE_NODE);
     uint8_t want[11], *at;
     gsize len;
 
@@ -231,14 +240,7 @@ static void test_bad_coll_dest_refused(void)
                                 1, dest, 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(tq_coll_wait(s), ==, TEMPEST_COLL_ST_DONE);
     g_assert_cmpuint(qtest_readq(s, dest), ==, 41);
-    qtest_qmp_assert_success(s, "{'execute': 'stop'}");
-    g_assert_null(set_mode(s, true));
-    qtest_qmp_assert_success(s, "{'execute': 'migrate', 'arguments': "
-                             "{'uri': %s}}", uri);
-    status = migration_end(s);
-    g_assert_cmpstr(status, ==, "completed");
-    qtest_quit(s);
-
+    save_quit(s, uri);
     /* The blob's coll_vector, coll_dest (little-endian), kind, fn. */
     want[0] = 1;
     for (int i = 0; i < 8; i++) {
@@ -253,13 +255,7 @@ static void test_bad_coll_dest_refused(void)
                          sizeof(want)));
     stq_le_p(at + 1, RAM(64 << 20));
     g_assert(g_file_set_contents(path, data, len, NULL));
-
-    d = qtest_initf("%s -incoming defer", args);
-    qtest_set_expected_status(d, EXIT_FAILURE);
-    qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
-                             "'arguments': {'uri': %s}}", uri);
-    qtest_wait_qemu(d);
-    qtest_quit(d);
+    load_refused(ONE_NODE, uri);
     tq_remove_state(path);
 }
 
