@@ -39,10 +39,10 @@ static void in_packet_free(TempestInPacket *p)
  * receiver's RQ"): the RQ's tail is where they left it.  Each counts as
  * received, and the guest hears of them as of any other.
  */
-static void msg_rq_sync_to(TempestNCState *s, uint32_t tail)
+static void msg_rq_sync_to(TempestNCState *s, uint32_t tail, bool held)
 {
     TempestRing *r = &s->ring[TEMPEST_RING_RQ];
-    uint32_t n = tail - r->idx;
+    uint32_t n = tail - r->idx, t;
 
     if (!n) {
         return;
@@ -52,13 +52,17 @@ static void msg_rq_sync_to(TempestNCState *s, uint32_t tail)
          * A tail behind the one the device last saw (writers only move
          * it on; more than a ring ahead is possible, the guest having
          * taken packets the device has not counted yet): a peer wrote
-         * the lock word wrongly.  Not believed: the device's next own
-         * write publishes its own tail again.
+         * the lock word wrongly.  Not believed, and the word is put
+         * right (held: at the device's give, after its write), so that
+         * peers do not write behind the guest.
          */
         s->dropped++;
-        s->last_drop = "an RQ tail out of range in the lock word";
+        s->last_drop = "an RQ tail behind ours in the lock word";
         s->last_drop_peer = -1;
         trace_tempest_nc_rq_tail_refused(s->node_id, r->idx, tail);
+        if (!held && tempest_fabric_rq_take(s->fabric, &t) > 0) {
+            tempest_fabric_rq_give(s->fabric, r->idx);
+        }
         return;
     }
     trace_tempest_nc_rx_peers(s->node_id, n, tail);
@@ -73,7 +77,7 @@ void tempest_nc_rq_sync(TempestNCState *s)
     uint32_t tail;
 
     if (tempest_fabric_rq_tail(s->fabric, &tail)) {
-        msg_rq_sync_to(s, tail);
+        msg_rq_sync_to(s, tail, false);
     }
 }
 
@@ -94,7 +98,7 @@ static bool msg_rq_lock(TempestNCState *s, bool *locked)
 
     *locked = got > 0;
     if (got > 0) {
-        msg_rq_sync_to(s, tail);
+        msg_rq_sync_to(s, tail, true);
     }
     return got >= 0;
 }
@@ -147,7 +151,7 @@ static int msg_rq_idle_prepare(TempestNCState *s, CPUState *cpu,
          * not keep this thread looping with the BQL held.
          */
         tempest_fabric_rq_sleep(s->fabric, false, NULL);
-        msg_rq_sync_to(s, tail);
+        msg_rq_sync_to(s, tail, false);
         return s->irq_status & s->irq_enable ? CPU_IDLE_SLEEP_AGAIN :
                                                CPU_IDLE_SLEEP_NO;
     }
@@ -187,7 +191,7 @@ void tempest_nc_rq_close(TempestNCState *s)
         qemu_cpu_kick(s->rq_watcher);   /* out of its sleep on the tail */
     }
     if (tempest_fabric_rq_close(s->fabric, &tail)) {
-        msg_rq_sync_to(s, tail);
+        msg_rq_sync_to(s, tail, true);     /* closed: nothing to put right */
     }
 }
 

@@ -1790,10 +1790,10 @@ static void test_rq_lock_held(void)
 /*
  * A tail no writer can have left, in the lock word a peer can write: 16
  * behind node 0's 0 (writers only move it on).  The device does not
- * believe it (counted in DROPPED, the guest's RQ_TAIL stays), writes its
- * own next packet where it was going to, and publishes its own tail
- * again.  Before, the guest's RQ_TAIL went back and RX_PACKETS grew by
- * about 2^32.
+ * believe it (counted once in DROPPED, the guest's RQ_TAIL stays) and
+ * puts the word right at once (so that other peers do not write behind
+ * the guest); its next packet goes where it was going to.  Before, the
+ * guest's RQ_TAIL went back and RX_PACKETS grew by about 2^32.
  */
 static void test_rq_tail_refused(void)
 {
@@ -1804,6 +1804,11 @@ static void test_rq_tail_refused(void)
     rq_peer_start(&r, 0);
     s = r.t.s;
     __atomic_store_n(&r.line->lock, rq_word(0, -16), __ATOMIC_SEQ_CST);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RQ_TAIL)), ==, 0);
+    g_assert_cmphex(__atomic_load_n(&r.line->lock, __ATOMIC_SEQ_CST), ==,
+                    rq_word(0, 0));
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_RQ_TAIL)), ==, 0);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_DROPPED)), ==, 1);
     node_send(s, 0, 0, 0xb01);
     g_assert_cmphex(tq_wait_mem32(s, RQ_BASE, ~0, v), ==, v);
     g_assert_cmphex(qtest_readq(s, RQ_BASE + TEMPEST_PKT_WORD1), ==, 0xb01);
