@@ -725,6 +725,15 @@ CASES += [
                           r"another one"]},
         absent=[r"nested barrier returned", r"never joined",
                 r"timed out"]),
+    # The same with the program's operation split-phase (StartCombineInt)
+    # while it polls: the handler's CombineInt would take its place.
+    Run("strata-nested-split", "strata_forever", nodes=2, smp=1,
+        args=["nested-split"], mem="64M", status=255, timeout=60,
+        summary=r"node 0 failed with status 255",
+        nodes_expect={0: [r"StrataFail: node 0: a control-network "
+                          r"operation started in a message handler while "
+                          r"one started by the program was pending"]},
+        absent=[r"the handler's sum", r"timed out"]),
     # The same for libtempest and libam programs that wait for what the
     # killed node would send, with no peer-down callback: the library ends
     # the others itself (status 1), where before they waited for ever.

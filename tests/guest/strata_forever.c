@@ -17,6 +17,13 @@
  * Node 0 must fail at once (StrataFail: a message handler called a
  * control-network operation while this node waited for another one)
  * instead of waiting for ever (guest case strata-nested-coll).
+ *
+ * With "nested-split" (2 nodes): node 0 starts a CombineInt it does not
+ * wait for (StartCombineInt) and polls; node 1 sends it a message whose
+ * handler calls CombineInt.  Node 0 must fail (StrataFail: an operation
+ * started in a message handler while one started by the program was
+ * pending) instead of the handler's taking the program's place
+ * (strata-nested-split).
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +36,13 @@ static void ping_h(int from)
 {
     (void)from;
     got++;
+}
+
+static void nested_split_h(int from)
+{
+    (void)from;
+    printf("node %d: the handler's sum %d\n", Self,
+           CombineInt(1, ReduceAdd));
 }
 
 static void nested_h(int from)
@@ -51,6 +65,18 @@ int main(int argc, char **argv)
         }
         printf("node %d: a message no node sent\n", Self);
         return 1;
+    }
+    if (argc > 1 && !strcmp(argv[1], "nested-split")) {
+        printf("node %d: waiting\n", Self);
+        fflush(stdout);
+        if (Self == 0) {
+            StartCombineInt(5, ReduceAdd);
+        } else {
+            SendBothRLPollBoth(0, nested_split_h, Self);
+        }
+        for (;;) {
+            PollBothTilEmpty();
+        }
     }
     if (argc > 1 && !strcmp(argv[1], "nested")) {
         printf("node %d: waiting\n", Self);

@@ -40,6 +40,7 @@ struct pending {
     int next;               /* first element of the chunk in progress */
     int lanes;              /* elements in the chunk in progress */
     SegmentType seg;
+    unsigned depth;         /* handlers running when it was started */
 };
 
 static struct pending pend;
@@ -275,6 +276,9 @@ static void coll_start(unsigned kind, unsigned fn, unsigned variant,
                    "(status %u, reason %u)", cmd_reason_name(reason),
                    (unsigned)st, (unsigned)reason);
     }
+    if (pend.user == CU_NONE) {
+        pend.depth = strata_handler_depth;  /* (not a vector's next chunk) */
+    }
     pend.user = user;
 }
 
@@ -400,6 +404,24 @@ static void nested_check(void)
     }
 }
 
+/*
+ * Before a new operation starts (finishing a pending one first): one
+ * pending that was started at another handler depth (the program's
+ * split-phase one, and now a handler's; or the reverse) would be finished
+ * here and its result replaced by the new one's.
+ */
+static void start_check(void)
+{
+    nested_check();     /* (inside a wait: said as such) */
+    if (pend.user != CU_NONE && pend.depth != strata_handler_depth) {
+        StrataFail("node %d: a control-network operation started %s while "
+                   "one started %s was pending", Self,
+                   strata_handler_depth ? "in a message handler" :
+                                          "by the program",
+                   pend.depth ? "in a message handler" : "by the program");
+    }
+}
+
 static void pending_finish(unsigned poll)
 {
     nested_check();
@@ -431,6 +453,7 @@ static void start_after_pending(const char *call)
 #else
     (void)call;
 #endif
+    start_check();
     pending_finish(POLL_NONE);
 }
 
@@ -462,6 +485,7 @@ static void pending_complete(enum coll_user user)
 void strata_coll_u64(unsigned fn, unsigned variant, const uint64_t *in,
                      uint64_t *out, unsigned lanes)
 {
+    start_check();
     pending_finish(POLL_BOTH);
     memcpy(lanes_in, in, lanes * sizeof(uint64_t));
     go_user = CU_RAW;
@@ -612,6 +636,7 @@ void StartCombineVector(int to[], int from[], CombineOp kind,
     if (to == NULL || from == NULL) {
         StrataFail("StartCombineVector: NULL vector");
     }
+    start_check();
     pending_finish(POLL_BOTH);
     STRATA_DBG_LOG(LogCombine, "vector combine %s start (%d elements, "
                    "segment %d)", op_names[kind], num_elements,
@@ -826,6 +851,7 @@ void ReceiveBroadcastVector(Word to[], int num_elements)
 static void gather(uint64_t value)
 {
     strata_require("Composite");
+    start_check();
     pending_finish(POLL_BOTH);
     go_user = CU_RAW;
     coll_start(TEMPEST_COLL_ALLGATHER, 0, 0, value, 0, gathered,

@@ -78,6 +78,7 @@ bool strata_ready;
 bool strata_shared;
 bool strata_exiting;
 unsigned strata_spin_turns = 64;
+unsigned strata_handler_depth;
 bool strata_device_spins;
 uint64_t strata_origin_ticks;
 unsigned strata_peers_exited;

@@ -70,7 +70,6 @@ static void sink(const struct nc_pkt *p);
 static struct softq softq[2];
 static uint32_t softq_lock;     /* strata_shared: the sink is another thread */
 static uint64_t sink_dropped;   /* strata_shared: no memory for a packet */
-static unsigned handler_depth;   /* handlers running, nested */
 static unsigned idle_polls;      /* empty polls in a row */
 static bool polling;            /* the node controller was told (POLL) */
 static unsigned poll_turn;       /* idle polls, for nc_poll_due() */
@@ -216,9 +215,9 @@ static void dispatch(struct nc_pkt *p, struct nc_pkt *slot)
             nc_rq_pop(slot);
         }
         if (h) {
-            handler_depth++;
+            strata_handler_depth++;
             ((am_handler)h)(a[0], a[1], a[2], a[3]);
-            handler_depth--;
+            strata_handler_depth--;
         }
         return;
     }
@@ -230,9 +229,9 @@ static void dispatch(struct nc_pkt *p, struct nc_pkt *slot)
             nc_rq_pop(slot);
         }
         if (ok) {
-            handler_depth++;
+            strata_handler_depth++;
             port_arrived(PortAndOffsetPort(pao), (int)(len / 4));
-            handler_depth--;
+            strata_handler_depth--;
         }
         return;
     }
@@ -694,7 +693,7 @@ static void send_pkt(const struct send_mode *m, unsigned proc, uint8_t kind,
 {
     struct room_arg ra = { m };
     unsigned tries = 0, i, mask;
-    bool nested = handler_depth > 0, deep = handler_depth >= MAX_NEST;
+    bool nested = strata_handler_depth > 0, deep = strata_handler_depth >= MAX_NEST;
 
     for (;;) {
         for (i = 0; i < 2; i++) {

@@ -101,6 +101,8 @@ extern bool strata_ready STRATA_ISYM(strata_ready);
 extern bool strata_exiting STRATA_ISYM(strata_exiting);
 /* Turns of an idle wait loop in the spin time (StrataSetSpin). */
 extern unsigned strata_spin_turns STRATA_ISYM(strata_spin_turns);
+/* Message handlers running, nested (data.c counts them). */
+extern unsigned strata_handler_depth STRATA_ISYM(strata_handler_depth);
 /*
  * True if the launcher told the node to spin (SPIN_US not 0): the node
  * controller's wait reads then spin too, which a program that said
