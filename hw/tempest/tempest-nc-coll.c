@@ -239,6 +239,17 @@ static bool coll_results(TempestNCState *s, const CollHeader *h,
     return false;
 }
 
+/*
+ * A vector collective's @nout results into the guest's coll_dest, checked
+ * against RAM here as at COLL_START: coll_dest may come from a restore.
+ */
+static bool coll_dest_write(TempestNCState *s, const uint64_t *out,
+                            unsigned nout)
+{
+    return tempest_nc_in_ram(s, s->coll_dest, nout * 8) &&
+           tempest_nc_dma_write(s, s->coll_dest, out, nout * 8);
+}
+
 static void coll_down(TempestNCState *s, const CollHeader *h,
                       const uint8_t *entries)
 {
@@ -275,9 +286,7 @@ static void coll_down(TempestNCState *s, const CollHeader *h,
 
     if (!error) {
         if (s->coll_vector) {
-            /* (Checked again here: coll_dest may come from a restore.) */
-            if (!tempest_nc_in_ram(s, s->coll_dest, nout * 8) ||
-                !tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
+            if (!coll_dest_write(s, out, nout)) {
                 error = TEMPEST_COLL_E_DMA;
             }
         } else {
@@ -1089,8 +1098,7 @@ static void coll_shm_done(TempestNCState *s, uint32_t error,
                           const uint64_t *out, unsigned nout)
 {
     if (!error && s->coll_vector) {
-        if (!tempest_nc_in_ram(s, s->coll_dest, nout * 8) ||
-            !tempest_nc_dma_write(s, s->coll_dest, out, nout * 8)) {
+        if (!coll_dest_write(s, out, nout)) {
             error = TEMPEST_COLL_E_DMA;
         }
     } else if (!error) {

@@ -25,6 +25,7 @@
  * pending) instead of the handler's taking the program's place
  * (strata-nested-split).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,27 +67,20 @@ int main(int argc, char **argv)
         printf("node %d: a message no node sent\n", Self);
         return 1;
     }
-    if (argc > 1 && !strcmp(argv[1], "nested-split")) {
+    if (argc > 1 && !strncmp(argv[1], "nested", 6)) {
+        bool split = !strcmp(argv[1], "nested-split");
+
         printf("node %d: waiting\n", Self);
         fflush(stdout);
-        if (Self == 0) {
+        if (Self != 0) {
+            SendBothRLPollBoth(0, split ? nested_split_h : nested_h, Self);
+        } else if (split) {
             StartCombineInt(5, ReduceAdd);
         } else {
-            SendBothRLPollBoth(0, nested_split_h, Self);
-        }
-        for (;;) {
-            PollBothTilEmpty();
-        }
-    }
-    if (argc > 1 && !strcmp(argv[1], "nested")) {
-        printf("node %d: waiting\n", Self);
-        fflush(stdout);
-        if (Self == 0) {
             Barrier();
             printf("node %d: a barrier node 1 never joined\n", Self);
             return 1;
         }
-        SendBothRLPollBoth(0, nested_h, Self);
         for (;;) {
             PollBothTilEmpty();
         }

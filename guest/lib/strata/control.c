@@ -375,17 +375,6 @@ static bool pending_take(void)
     return true;
 }
 
-/* Waits (polling if @poll) until no collective is pending. */
-/*
- * Waits for the pending collective, polling @poll.  First in a read of
- * COLL_WAIT (1.21; coll_read_waits()), unless a COLL_GO read already
- * waited: on shared memory, with nodes that do not spin, the device
- * yields the host CPU inside the read until the collective ends, with no
- * halt, wake-up, interrupt or acknowledgement (docs/strata.rst, "Waiting
- * in a register read").  The read returns early (a packet came, a
- * broadcast word, an interrupt, its time ran out), or at once elsewhere:
- * then strata_wait() polls and sleeps.
- */
 /*
  * pending_finish()'s waits in progress: handlers run in them.  A handler
  * that then starts or waits for a control-network operation would finish
@@ -422,6 +411,17 @@ static void start_check(void)
     }
 }
 
+/* Waits (polling if @poll) until no collective is pending. */
+/*
+ * Waits for the pending collective, polling @poll.  First in a read of
+ * COLL_WAIT (1.21; coll_read_waits()), unless a COLL_GO read already
+ * waited: on shared memory, with nodes that do not spin, the device
+ * yields the host CPU inside the read until the collective ends, with no
+ * halt, wake-up, interrupt or acknowledgement (docs/strata.rst, "Waiting
+ * in a register read").  The read returns early (a packet came, a
+ * broadcast word, an interrupt, its time ran out), or at once elsewhere:
+ * then strata_wait() polls and sleeps.
+ */
 static void pending_finish(unsigned poll)
 {
     nested_check();

@@ -693,7 +693,8 @@ static void send_pkt(const struct send_mode *m, unsigned proc, uint8_t kind,
 {
     struct room_arg ra = { m };
     unsigned tries = 0, i, mask;
-    bool nested = strata_handler_depth > 0, deep = strata_handler_depth >= MAX_NEST;
+    bool nested = strata_handler_depth > 0;
+    bool deep = strata_handler_depth >= MAX_NEST;
 
     for (;;) {
         for (i = 0; i < 2; i++) {
