@@ -50,7 +50,10 @@ typedef struct RqLine {
     uint32_t sleeper;           /* 1: a vCPU of the receiver sleeps on the
                                    tail (lock's low half): a writer wakes
                                    it with a FUTEX_WAKE after letting go */
-    uint32_t pad;
+    uint32_t peeks;             /* 1: the receiver's guest polls and reads
+                                   its RQ's slots on every turn (POLL with
+                                   POLL_PEEKS): a writer that finds no
+                                   sleeper pokes neither hint nor bell */
 } RqLine;
 
 /* A writer's, in its side of the link's header page. */
@@ -220,6 +223,25 @@ static inline bool rq_sleeper(RqLine *l)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return __atomic_load_n(&l->sleeper, __ATOMIC_RELAXED) != 0;
+}
+
+/*
+ * Receiver: its guest reads the slots itself while it polls (@on), or not
+ * (then it reads the tail after: the same Dekker as the sleeper's, so a
+ * writer that saw "peeks" wrote before that look).
+ */
+static inline void rq_peeks_set(RqLine *l, bool on)
+{
+    if (__atomic_load_n(&l->peeks, __ATOMIC_RELAXED) != on) {
+        __atomic_store_n(&l->peeks, on, __ATOMIC_SEQ_CST);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Writer, after rq_sleeper() (its fence): does the receiver look itself? */
+static inline bool rq_peeks(RqLine *l)
+{
+    return __atomic_load_n(&l->peeks, __ATOMIC_RELAXED) != 0;
 }
 
 #endif /* HW_TEMPEST_RQ_LOCK_H */

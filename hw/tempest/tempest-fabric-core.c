@@ -189,6 +189,13 @@ uint32_t *tempest_fabric_rq_sleep(TempestFabric *f, bool on, uint32_t *tail)
     return f && f->fc->rq_sleep ? f->fc->rq_sleep(f, on, tail) : NULL;
 }
 
+void tempest_fabric_rq_peeks(TempestFabric *f, bool on)
+{
+    if (f && f->fc->rq_peeks) {
+        f->fc->rq_peeks(f, on);
+    }
+}
+
 int tempest_fabric_rq_take(TempestFabric *f, uint32_t *tail)
 {
     return f && f->fc->rq_take ? f->fc->rq_take(f, tail) : 0;

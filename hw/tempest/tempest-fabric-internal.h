@@ -15,6 +15,7 @@
 #include "hw/tempest/tempest-fabric.h"
 #include "fabric-proto.h"
 #include "rq-lock.h"
+#include "coll-area.h"
 
 #define FABRIC_RX_BUF       (1 * MiB)   /* grows for larger frames */
 #define FABRIC_READ_BUDGET  (256 * KiB)
@@ -173,6 +174,7 @@ struct FabricSocket {
     int64_t rq_stuck_ms;
     uint64_t rq_broken;         /* peers' locks we broke (stuck or dead) */
     uint64_t rq_wakes;          /* peers' vCPUs woken on their RQ's tail */
+    uint64_t rq_unpoked;        /* packets to peers that read the RQ */
     /* A straight write of ours under way (direct_begin to direct_end): */
     unsigned rq_w_peer;
     uint32_t rq_w_tail;
@@ -273,6 +275,30 @@ void fabric_rq_class_init(ObjectClass *oc);
 /* c's peer's packets written straight in, counted into its seq_in. */
 void fabric_rq_absorb(FabricConn *c);
 void fabric_rq_absorb_all(FabricSocket *f);
+/* Node's RQ line in the combining area, or NULL without one. */
+static inline RqLine *fabric_rq_line(FabricSocket *f, unsigned node)
+{
+    if (!f->shm || !f->coll_map || node >= f->nodes) {
+        return NULL;
+    }
+    /* The area is this cluster's size (checked when it was taken). */
+    return (RqLine *)((uint8_t *)f->coll_map +
+                      coll_area_node(f->nodes, node) + COLL_AREA_N_RQ);
+}
+
+/*
+ * Our guest reads its RQ's slots itself while it polls (rq_peeks), or
+ * not (the caller reads the tail after).  Inline: the shared-memory
+ * links clear it when the guest stops polling.
+ */
+static inline void fabric_rq_peeks(FabricSocket *f, bool on)
+{
+    RqLine *l = fabric_rq_line(f, f->node);
+
+    if (l) {
+        rq_peeks_set(l, on);
+    }
+}
 /* c's link closes: finish what its writer left under our RQ's lock. */
 void fabric_rq_link_gone(FabricConn *c);
 /* Our RQ's lock and state, a line appended to out (sock_dump). */

@@ -53,16 +53,6 @@ QEMU_BUILD_BUG_ON(FABRIC_LINK_H_RQ + 2 * sizeof(RqRecord) > FABRIC_LINK_HDR);
 QEMU_BUILD_BUG_ON(RQ_VALID != TEMPEST_PKT_VALID);
 QEMU_BUILD_BUG_ON(RQ_BUSY & (TEMPEST_PKT_VALID | TEMPEST_PKT_LEN_MASK));
 
-/* Node's RQ line in the combining area, or NULL without one. */
-static RqLine *rq_line(FabricSocket *f, unsigned node)
-{
-    if (!f->shm || !f->coll_map || node >= f->nodes) {
-        return NULL;
-    }
-    /* The area is this cluster's size (checked when it was taken). */
-    return (RqLine *)((uint8_t *)f->coll_map +
-                      coll_area_node(f->nodes, node) + COLL_AREA_N_RQ);
-}
 
 static void rq_futex_wake(RqLine *l)
 {
@@ -140,7 +130,7 @@ static bool rq_open(TempestFabric *obj, uint64_t base, uint32_t slots,
                     uint32_t slot_size, uint32_t tail)
 {
     FabricSocket *f = SOCK(obj);
-    RqLine *l = rq_line(f, f->node);
+    RqLine *l = fabric_rq_line(f, f->node);
     uint32_t t;
 
     if (f->rq_open) {
@@ -173,7 +163,7 @@ static bool rq_open(TempestFabric *obj, uint64_t base, uint32_t slots,
 static bool rq_close(TempestFabric *obj, uint32_t *tail)
 {
     FabricSocket *f = SOCK(obj);
-    RqLine *l = rq_line(f, f->node);
+    RqLine *l = fabric_rq_line(f, f->node);
     int64_t until;
     uint64_t seen;
 
@@ -205,7 +195,7 @@ static bool rq_close(TempestFabric *obj, uint32_t *tail)
 static int rq_take_own(TempestFabric *obj, uint32_t *tail)
 {
     FabricSocket *f = SOCK(obj);
-    RqLine *l = rq_line(f, f->node);
+    RqLine *l = fabric_rq_line(f, f->node);
     int64_t now;
     uint64_t seen;
 
@@ -239,7 +229,7 @@ static void rq_give_own(TempestFabric *obj, uint32_t tail)
 
     if (f->rq_open && f->rq_held) {
         f->rq_held = false;
-        __atomic_store_n(&rq_line(f, f->node)->lock, rq_word(0, tail),
+        __atomic_store_n(&fabric_rq_line(f, f->node)->lock, rq_word(0, tail),
                          __ATOMIC_RELEASE);
     }
 }
@@ -251,7 +241,7 @@ static bool rq_tail_now(TempestFabric *obj, uint32_t *tail)
     if (!f->rq_open) {
         return false;
     }
-    *tail = rq_tail(rq_load(rq_line(f, f->node)));
+    *tail = rq_tail(rq_load(fabric_rq_line(f, f->node)));
     return true;
 }
 
@@ -259,7 +249,7 @@ static bool rq_tail_now(TempestFabric *obj, uint32_t *tail)
 static uint32_t *rq_sleep(TempestFabric *obj, bool on, uint32_t *tail)
 {
     FabricSocket *f = SOCK(obj);
-    RqLine *l = rq_line(f, f->node);
+    RqLine *l = fabric_rq_line(f, f->node);
 
     if (!l || (on && !f->rq_open)) {
         return NULL;
@@ -272,10 +262,16 @@ static uint32_t *rq_sleep(TempestFabric *obj, bool on, uint32_t *tail)
     return rq_tail_word(l);
 }
 
+/* Our guest reads its RQ's slots itself while it polls (rq-lock.h). */
+static void rq_peeks_own(TempestFabric *obj, bool on)
+{
+    fabric_rq_peeks(SOCK(obj), on);
+}
+
 void fabric_rq_link_gone(FabricConn *c)
 {
     FabricSocket *f = c->fab;
-    RqLine *l = rq_line(f, f->node);
+    RqLine *l = fabric_rq_line(f, f->node);
     uint64_t w;
     uint32_t t;
 
@@ -328,7 +324,7 @@ static uint8_t *rq_direct_begin(TempestFabric *obj, unsigned peer,
     FabricSocket *f = SOCK(obj);
     FabricPeer *p;
     FabricConn *c;
-    RqLine *l = rq_line(f, peer);
+    RqLine *l = fabric_rq_line(f, peer);
     uint64_t rbase, rsize, base, addr;
     uint32_t t, slots, size;
     uint8_t *ram;
@@ -380,7 +376,7 @@ static void rq_direct_end(TempestFabric *obj, unsigned peer, unsigned net,
 {
     FabricSocket *f = SOCK(obj);
     FabricConn *c = f->peers[peer].conn;
-    RqLine *l = rq_line(f, peer);
+    RqLine *l = fabric_rq_line(f, peer);
     uint32_t t = f->rq_w_tail;
 
     assert(peer == f->rq_w_peer && f->rq_w_ctl);
@@ -394,10 +390,16 @@ static void rq_direct_end(TempestFabric *obj, unsigned peer, unsigned net,
         trace_tempest_fabric_rq_direct(f->node, peer, net,
                                        f->peers[peer].seq_out[net], t);
         f->peers[peer].seq_out[net]++;
-        /* Its vCPU sleeps on the tail: woken, it takes the packet. */
+        /*
+         * Its vCPU sleeps on the tail: woken, it takes the packet.  Its
+         * guest polls and reads the slots itself: it sees the packet with
+         * no hint (a POLL's device access and the hint's cache line).
+         */
         if (rq_sleeper(l)) {
             rq_futex_wake(l);
             f->rq_wakes++;
+        } else if (rq_peeks(l)) {
+            f->rq_unpoked++;
         } else {
             fabric_shm_direct_published(c);
         }
@@ -407,18 +409,20 @@ static void rq_direct_end(TempestFabric *obj, unsigned peer, unsigned net,
 
 void fabric_rq_dump(FabricSocket *f, GString *out)
 {
-    RqLine *l = rq_line(f, f->node);
+    RqLine *l = fabric_rq_line(f, f->node);
 
     if (!l) {
         return;
     }
     g_string_append_printf(out, "  RQ to peers: open %d held %d lock "
-                           "0x%016" PRIx64 " slots %u sleeper %u, locks "
-                           "broken %" PRIu64 ", peers woken %" PRIu64 "\n",
+                           "0x%016" PRIx64 " slots %u sleeper %u peeks %u, "
+                           "locks broken %" PRIu64 ", peers woken %" PRIu64
+                           ", packets to peers that looked %" PRIu64 "\n",
                            f->rq_open, f->rq_held, rq_load(l),
                            __atomic_load_n(&l->slots, __ATOMIC_RELAXED),
                            __atomic_load_n(&l->sleeper, __ATOMIC_RELAXED),
-                           f->rq_broken, f->rq_wakes);
+                           __atomic_load_n(&l->peeks, __ATOMIC_RELAXED),
+                           f->rq_broken, f->rq_wakes, f->rq_unpoked);
 }
 
 void fabric_rq_class_init(ObjectClass *oc)
@@ -431,6 +435,7 @@ void fabric_rq_class_init(ObjectClass *oc)
     fc->rq_give = rq_give_own;
     fc->rq_tail = rq_tail_now;
     fc->rq_sleep = rq_sleep;
+    fc->rq_peeks = rq_peeks_own;
     fc->direct_begin = rq_direct_begin;
     fc->direct_end = rq_direct_end;
 }

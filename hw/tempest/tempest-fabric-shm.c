@@ -1025,6 +1025,9 @@ static void shm_drain_bh(void *opaque)
 static void shm_set_polling(FabricSocket *f, bool polling)
 {
     f->polling = polling;
+    if (!polling) {
+        fabric_rq_peeks(f, false);  /* (the caller reads the tail after) */
+    }
     for (unsigned i = 0; i < f->nodes; i++) {
         FabricConn *c = f->peers[i].conn;
 

@@ -176,7 +176,7 @@ void tempest_nc_rq_doorbell(TempestNCState *s);
  */
 void tempest_nc_rq_sync(TempestNCState *s);
 void tempest_nc_rq_close(TempestNCState *s);
-void tempest_nc_poll(TempestNCState *s, bool polling);
+void tempest_nc_poll(TempestNCState *s, bool polling, bool peeks);
 /* The POLL_HINT register's 8-byte write (docs/fabric.rst "The poll hint"). */
 void tempest_nc_poll_hint(TempestNCState *s, uint64_t addr);
 /* The RQ_COPY register's 8-byte write: the descriptor's address (1.15). */

@@ -668,9 +668,14 @@ static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
  * through the packet callback, so a polling node sees a message without
  * its QEMU's main loop waking.
  */
-void tempest_nc_poll(TempestNCState *s, bool polling)
+void tempest_nc_poll(TempestNCState *s, bool polling, bool peeks)
 {
-    trace_tempest_nc_poll(s->node_id, polling);
+    trace_tempest_nc_poll(s->node_id, polling, peeks);
+    /*
+     * Said before the tail is read below (rq-lock.h: rq_peeks_set): a
+     * peer that saw "peeks" wrote before that look.
+     */
+    tempest_fabric_rq_peeks(s->fabric, polling && peeks);
     /* The credits the packets taken give back: one hint for them all. */
     tempest_fabric_batch(s->fabric, true);
     tempest_fabric_poll(s->fabric, polling);

@@ -140,7 +140,7 @@ REG32(CMD_BLOCK_HI, TEMPEST_NC_CMD_BLOCK_HI)
      TEMPEST_NC_FEAT_POLL_HINT | TEMPEST_NC_FEAT_BIG_SLOTS | \
      TEMPEST_NC_FEAT_CMD_BLOCK | \
      TEMPEST_NC_FEAT_GATHER | TEMPEST_NC_FEAT_COLL_WAIT | \
-     TEMPEST_NC_FEAT_BCAST_WAIT)
+     TEMPEST_NC_FEAT_BCAST_WAIT | TEMPEST_NC_FEAT_POLL_PEEKS)
 #define CMD_ARGS_END TEMPEST_NC_CMD_ARG(TEMPEST_NC_CMD_NUM_ARGS)
 
 /* The engines, in the order they are realized (and reset). */
@@ -580,11 +580,12 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         tempest_nc_rq_doorbell(s);
         return;
     case A_POLL:
-        if (value > 1) {
+        if (value > (1 | TEMPEST_NC_POLL_PEEKS) ||
+            value == TEMPEST_NC_POLL_PEEKS) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_BAD_VALUE, offset, 4);
             return;
         }
-        tempest_nc_poll(s, value);
+        tempest_nc_poll(s, value & 1, value & TEMPEST_NC_POLL_PEEKS);
         tempest_nc_coll_shm_check(s);
         return;
     case A_CMD_OP:

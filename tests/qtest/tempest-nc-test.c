@@ -47,7 +47,8 @@ static void test_identity(void)
                     TEMPEST_NC_FEAT_BIG_SLOTS |
                     TEMPEST_NC_FEAT_CMD_BLOCK | TEMPEST_NC_FEAT_GATHER |
                     TEMPEST_NC_FEAT_COLL_WAIT |
-                    TEMPEST_NC_FEAT_BCAST_WAIT);
+                    TEMPEST_NC_FEAT_BCAST_WAIT |
+                    TEMPEST_NC_FEAT_POLL_PEEKS);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_FABRIC_STATE)), ==,
                      TEMPEST_FABRIC_CONNECTING);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_NUM_CPUS)), ==, 3);
@@ -135,13 +136,21 @@ static void test_access_rights(void)
     qtest_writel(s, NC(TEMPEST_NC_CMDLINE), 0x41414141);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_READ_ONLY);
-    /* POLL takes 1 (polling) or 0 (not), and cannot be read. */
+    /*
+     * POLL takes 1 (polling), 1 | POLL_PEEKS (1.23) or 0 (not), and cannot
+     * be read; POLL_PEEKS without polling is a bad value, as any other.
+     */
     qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
     qtest_writel(s, NC(TEMPEST_NC_POLL), 1);
+    qtest_writel(s, NC(TEMPEST_NC_POLL), 1 | TEMPEST_NC_POLL_PEEKS);
     qtest_writel(s, NC(TEMPEST_NC_POLL), 0);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_NONE);
-    qtest_writel(s, NC(TEMPEST_NC_POLL), 2);
+    qtest_writel(s, NC(TEMPEST_NC_POLL), TEMPEST_NC_POLL_PEEKS);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
+                     TEMPEST_NC_ERR_BAD_VALUE);
+    qtest_writel(s, NC(TEMPEST_NC_ERR_STATUS), 0);
+    qtest_writel(s, NC(TEMPEST_NC_POLL), 4);
     g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_ERR_STATUS)), ==,
                      TEMPEST_NC_ERR_BAD_VALUE);
     g_assert_cmphex(qtest_readl(s, NC(TEMPEST_NC_POLL)), ==, 0);

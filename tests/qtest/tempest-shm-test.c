@@ -1015,22 +1015,45 @@ static void test_hint_poke(void)
     g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RX_PACKETS)), ==, 2);
     g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RQ_TAIL)), ==, 2);
 
+    /*
+     * Polling and reading its slots itself (POLL_PEEKS, 1.23): the packet
+     * goes straight into the slot and the word stays 0 (no POLL asked
+     * for); the counts follow at the next POLL.  A POLL without it: the
+     * next packet sets the word again.
+     */
+    qtest_writel(n0, NC(TEMPEST_NC_POLL), 1 | TEMPEST_NC_POLL_PEEKS);
+    node_send(n1, 2, 0, 0x802);
+    g_assert_cmpuint(tq_wait_reg(n1, TEMPEST_NC_TX_PACKETS, ~0, 3), ==, 3);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), ==,
+                     direct + 2);
+    expect_rq(&t, 2, 0x802);
+    g_assert_cmphex(qtest_readl(n0, word), ==, 0);
+    qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RX_DIRECT)), ==,
+                     direct + 2);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_RQ_TAIL)), ==, 3);
+    node_send(n1, 3, 0, 0x803);
+    g_assert_cmphex(tq_wait_mem32(n0, word, ~0, 1), ==, 1);
+    expect_rq(&t, 3, 0x803);
+    qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
+    g_assert_cmphex(qtest_readl(n0, word), ==, 0);
+
     /* Hint off: the word stays 0. */
     qtest_writeq(n0, NC(TEMPEST_NC_POLL_HINT), 0);
     qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
-    node_send(n1, 2, 0, 0x802);
-    g_assert_cmpuint(tq_wait_reg(n1, TEMPEST_NC_TX_PACKETS, ~0, 3), ==, 3);
+    node_send(n1, 4, 0, 0x804);
+    g_assert_cmpuint(tq_wait_reg(n1, TEMPEST_NC_TX_PACKETS, ~0, 5), ==, 5);
     g_assert_cmphex(qtest_readl(n0, word), ==, 0);
     qtest_writel(n0, NC(TEMPEST_NC_POLL), 1);
-    expect_rq(&t, 2, 0x802);
+    expect_rq(&t, 4, 0x804);
     g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
     /*
      * A checkpoint's counts: the packets written straight in are in node
      * 0's sequence numbers as in node 1's (its seq_in, their seq_out).
      */
-    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), >=, 2);
-    g_assert_cmpuint(ckpt_link_field(n1, 0, 6), ==, 3);
-    g_assert_cmpuint(ckpt_link_field(n0, 1, 8), ==, 3);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), >=, 4);
+    g_assert_cmpuint(ckpt_link_field(n1, 0, 6), ==, 5);
+    g_assert_cmpuint(ckpt_link_field(n0, 1, 8), ==, 5);
     qtest_quit(n1);
     qtest_quit(n0);
     unlink(p0);

@@ -22,6 +22,7 @@ bool nc_gather_present;
 bool nc_coll_wait_present;
 bool nc_bcast_wait_present;
 bool nc_poll_present;
+bool nc_poll_peeks_present;
 bool nc_tag_upgrade_present;
 bool nc_cmd_block_present;
 bool nc_polling;
@@ -369,6 +370,9 @@ int nc_init(void)
                     TEMPEST_PKT_DATA;
     nc_poll_present = (features & TEMPEST_NC_FEAT_POLL) &&
                       nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 5U);
+    nc_poll_peeks_present = nc_poll_present &&
+                            (features & TEMPEST_NC_FEAT_POLL_PEEKS) &&
+                            nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 23U);
     nc_tag_upgrade_present = (features & TEMPEST_NC_FEAT_TAG_UPGRADE) &&
                              nc_reg(TEMPEST_NC_VERSION) >= ((1U << 16) | 7U);
     nc_cmd_block_present = (features & TEMPEST_NC_FEAT_CMD_BLOCK) &&

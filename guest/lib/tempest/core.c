@@ -53,7 +53,6 @@
 
 #define NC_IRQ_BITS         (TEMPEST_NC_IRQ_RQ | TEMPEST_NC_IRQ_CQ | \
                              TEMPEST_NC_IRQ_SQ)
-#define PT_CPU_DEDICATED    1
 #define WAKE_EVERY          64      /* handlers between looks at waiters */
 #define WAKE_IDLE_NS        10000   /* shortest deferral: wake_after_work */
 #define WAKE_LATE_MAX_NS    1000000 /* longest deferral */
@@ -110,7 +109,7 @@ static struct reasm *reasm;     /* [node * 2 + net] */
 static struct backlog backlog;
 static unsigned pt_cpu;
 static bool dedicated;
-static bool started;
+uint8_t tppi_pt_mode;           /* TPPI_PT_*: tppi_on_protocol_thread() */
 static unsigned spin_us = TEMPEST_SPIN_US_DEFAULT;
 static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
@@ -232,18 +231,7 @@ tempest_peer_down_fn tempest_on_peer_down(tempest_peer_down_fn fn)
 /* ---- where are we ---------------------------------------------------- */
 
 /* A one-vCPU node's fault hook runs the protocol thread's work itself. */
-static volatile bool pt_inline;
-
-bool tppi_on_protocol_thread(void)
-{
-    unsigned cpu = rt_cpu_id();
-
-    if (cpu != pt_cpu || !started) {
-        return false;
-    }
-    /* pt_inline first: the common case on a one-vCPU node, no call. */
-    return dedicated || pt_inline || rt_in_irq();
-}
+volatile bool tppi_pt_inline;
 
 /*
  * With a CPU of its own the protocol thread sleeps (IRQ_SQ, or the time,
@@ -276,7 +264,7 @@ bool tppi_in_message_handler(void)
 
 bool tppi_started(void)
 {
-    return started;
+    return tppi_pt_mode != TPPI_PT_NONE;
 }
 
 bool tppi_protocol_dedicated(void)
@@ -850,6 +838,7 @@ struct spin {
     uint64_t handled;       /* handlers run, when start was taken */
     unsigned turns;
     bool quiet;             /* no POLL writes (not the polling CPU) */
+    bool peeks;             /* the loop reads the RQ's slots every turn */
 };
 
 /* True while the node controller has been told the CPU polls. */
@@ -875,6 +864,7 @@ static void spin_begin(struct spin *sp)
     sp->handled = spin_work();
     sp->turns = 0;
     sp->quiet = false;
+    sp->peeks = false;
 }
 
 /*
@@ -904,7 +894,7 @@ static inline __attribute__((always_inline)) bool spin_turn(struct spin *sp)
     }
     if (!sp->quiet && (pkt_last ? nc_poll_due(sp->turns) :
                        nc_poll_idle_due(sp->turns))) {
-        polling = nc_poll(true);
+        polling = sp->peeks ? nc_poll_peek() : nc_poll(true);
     }
     __asm__ volatile("yield");
     return true;
@@ -1030,20 +1020,44 @@ static void nc_irq(unsigned intid, void *arg)
     wake_waiters();
 }
 
+/*
+ * nc_irq() without the acknowledgement, on a one-vCPU node: no interrupt
+ * was taken.  @doorbell: give the freed slots back now (RQ_DOORBELL), as
+ * the interrupt does.  wait_spin() does not after each burst: its spin
+ * writes POLL, which gives them back too, at least every NC_POLL_EVERY
+ * turns, and it rings the doorbell once when it ends; in a stream that
+ * saved a device access every other message (docs/fabric.rst, "Fewer
+ * lookups, twenty-fourth session").
+ */
+static void pt_run_inline(bool doorbell)
+{
+    tppi_pt_inline = true;
+    while (pt_step()) {
+        /* the fault first: its work is the first of every step */
+    }
+    if (doorbell) {
+        nc_rx_doorbell();
+    }
+    wake_waiters();
+    tppi_pt_inline = false;
+}
+
+/* RQ_DOORBELL, if slots were freed, with the interrupt's work kept out. */
+static void rx_doorbell_masked(void)
+{
+    uint64_t flags = rt_irq_save();
+
+    nc_rx_doorbell();
+    rt_irq_restore(flags);
+}
+
 void tppi_run_protocol_thread(void)
 {
     if (dedicated) {
         rt_cpu_wake(pt_cpu);
         return;
     }
-    /* nc_irq() without the acknowledgement: no interrupt was taken. */
-    pt_inline = true;
-    while (pt_step()) {
-        /* the fault first: its work is the first of every step */
-    }
-    nc_rx_doorbell();
-    wake_waiters();
-    pt_inline = false;
+    pt_run_inline(true);
 }
 
 static void pt_main(void *arg)
@@ -1078,6 +1092,7 @@ static void pt_main(void *arg)
         wake_sq_waiters();
         if (!spinning) {
             spin_begin(&sp);
+            sp.peeks = true;        /* pt_step() reads the RQ every turn */
             spinning = true;
         }
         if (spin_turn(&sp)) {
@@ -1140,6 +1155,7 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
     bool irq_off;
 
     spin_begin(&sp);
+    sp.peeks = true;        /* pt_pending() reads the RQ every turn */
     /*
      * The spin looks at the rings itself (pt_pending), so the node
      * controller's interrupt is off while it lasts: a message taken
@@ -1182,11 +1198,12 @@ static bool wait_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
              */
             uint64_t flags = rt_irq_save();
 
-            tppi_run_protocol_thread();
+            pt_run_inline(false);
             rt_irq_restore(flags);
         }
     }
     spin_end();
+    rx_doorbell_masked();   /* what the spin's handlers freed */
     if (irq_off) {
         irq_back_on();
     }
@@ -1307,7 +1324,7 @@ void tempest_wait(int (*cond)(void *arg), void *arg)
 int tempest_client_register(const struct tempest_client *c)
 {
     if (c == NULL || c->packet == NULL || c->proto == 0 || c->proto > 15 ||
-        !started || client != NULL) {
+        tppi_pt_mode == TPPI_PT_NONE || client != NULL) {
         return -1;
     }
     /*
@@ -1389,7 +1406,7 @@ static void tempest_init(void)
         rt_exit(1);
     }
     spin_us = nc_spin_us(spin_us);
-    started = true;
+    tppi_pt_mode = dedicated ? TPPI_PT_DEDICATED : TPPI_PT_ONE_CPU;
     atexit(flush_at_exit);
     if (dedicated) {
         if (rt_cpu_call(PT_CPU_DEDICATED, pt_main, NULL) != 0) {

@@ -103,8 +103,35 @@ struct tppi_work {
 /* tppi_on_work: sets class @cls's work.  From a TPPI_REGISTER constructor. */
 void tppi_on_work(unsigned cls, const struct tppi_work *w);
 
-/* True if the caller is running on the protocol thread. */
-bool tppi_on_protocol_thread(void);
+/*
+ * Where the protocol thread runs (core.c sets it in tempest_init()):
+ * nowhere yet; on CPU 0, from the node controller's interrupt or inline
+ * (a one-vCPU node: no other CPU runs); on CPU 1, its own.
+ */
+enum { TPPI_PT_NONE, TPPI_PT_ONE_CPU, TPPI_PT_DEDICATED };
+#define PT_CPU_DEDICATED    1
+extern uint8_t tppi_pt_mode;
+/* A one-vCPU node runs the protocol thread's work outside an interrupt. */
+extern volatile bool tppi_pt_inline;
+
+/*
+ * True if the caller is running on the protocol thread.  Inline: every
+ * send and every TPPI_recv_ asks, and under TCG a call into another
+ * page and its return each cost a lookup (docs/fabric.rst, "Fewer
+ * lookups, twenty-fourth session"); a handler run inline asks nothing
+ * of the runtime.
+ */
+static inline bool tppi_on_protocol_thread(void)
+{
+    switch (tppi_pt_mode) {
+    case TPPI_PT_ONE_CPU:
+        return tppi_pt_inline || rt_in_irq();
+    case TPPI_PT_DEDICATED:
+        return rt_cpu_id() == PT_CPU_DEDICATED;
+    default:
+        return false;
+    }
+}
 
 /*
  * rt_text_contains(@pc) for a handler's address, with *@seen the last

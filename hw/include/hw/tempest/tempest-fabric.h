@@ -136,6 +136,7 @@ struct TempestFabricClass {
     void (*rq_give)(TempestFabric *f, uint32_t tail);
     bool (*rq_tail)(TempestFabric *f, uint32_t *tail);
     uint32_t *(*rq_sleep)(TempestFabric *f, bool on, uint32_t *tail);
+    void (*rq_peeks)(TempestFabric *f, bool on);
     uint8_t *(*direct_begin)(TempestFabric *f, unsigned peer, unsigned net,
                              size_t len, uint32_t *seq);
     void (*direct_end)(TempestFabric *f, unsigned peer, unsigned net,
@@ -324,6 +325,14 @@ void *tempest_fabric_coll_area(TempestFabric *f, size_t *len);
  * *tail, the tail read after saying so: the caller takes what arrived up
  * to there before it sleeps, and sleeps only while the word holds it.
  * rq_sleep(off): the vCPU is awake; the caller then reads the tail again.
+ *
+ * rq_peeks(on): our guest polls and reads its RQ's slots itself on every
+ * turn (POLL with POLL_PEEKS, 1.23): a peer that writes a packet straight
+ * in then sets neither our poll hint nor our doorbell (a vCPU asleep on
+ * the tail is still woken).  rq_peeks(off), before the caller reads the
+ * tail (POLL without it, and when the guest stops polling): peers poke
+ * again.  The backend clears it itself when the guest stops polling
+ * without a word.
  */
 bool tempest_fabric_rq_open(TempestFabric *f, uint64_t base, uint32_t slots,
                             uint32_t slot_size, uint32_t tail);
@@ -332,6 +341,7 @@ int tempest_fabric_rq_take(TempestFabric *f, uint32_t *tail);
 void tempest_fabric_rq_give(TempestFabric *f, uint32_t tail);
 bool tempest_fabric_rq_tail(TempestFabric *f, uint32_t *tail);
 uint32_t *tempest_fabric_rq_sleep(TempestFabric *f, bool on, uint32_t *tail);
+void tempest_fabric_rq_peeks(TempestFabric *f, bool on);
 /*
  * A DATA packet of len bytes to peer on net written straight into its RQ
  * slot (may it go: tempest_fabric_can_send(), checked first): the slot's

@@ -129,6 +129,8 @@
 #define TEMPEST_NC_SQ_DOORBELL      0x084   /* write n: send ring n has work */
 #define TEMPEST_NC_RQ_DOORBELL      0x088   /* write any value: slots freed */
 #define TEMPEST_NC_POLL             0x08C   /* write 1: polling, 0: not (1.5) */
+/* POLL: and the CPU reads its RQ's slots on every turn itself (1.23). */
+#define TEMPEST_NC_POLL_PEEKS       0x2
 #define TEMPEST_NC_SQ0_HEAD         0x090   /* next slot the device reads */
 #define TEMPEST_NC_SQ1_HEAD         0x094
 #define TEMPEST_NC_RQ_TAIL          0x098   /* next slot the device writes */
@@ -361,7 +363,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    22
+#define TEMPEST_NC_VERSION_MINOR    23
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
@@ -385,6 +387,7 @@
 #define TEMPEST_NC_FEAT_GATHER      (1U << 16)  /* (1.15) gather, RQ_COPY */
 #define TEMPEST_NC_FEAT_COLL_WAIT   (1U << 17)  /* (1.21) the wait window */
 #define TEMPEST_NC_FEAT_BCAST_WAIT  (1U << 18)  /* (1.22) BCAST_WAIT */
+#define TEMPEST_NC_FEAT_POLL_PEEKS  (1U << 19)  /* (1.23) POLL_PEEKS */
 
 /* TEMPEST_NC_FABRIC_STATE values */
 #define TEMPEST_FABRIC_CONNECTING   1   /* waiting for the other nodes */

@@ -166,6 +166,8 @@ uint32_t nc_rq_copy(struct nc_copy *d, void *dst, const void *src,
 
 /* True once nc_init() has found TEMPEST_NC_FEAT_POLL (see nc_poll). */
 extern bool nc_poll_present;
+/* True once nc_init() has found TEMPEST_NC_FEAT_POLL_PEEKS (nc_poll_peek). */
+extern bool nc_poll_peeks_present;
 /*
  * The poll hint (TEMPEST_NC_POLL_HINT, 1.9): a word of guest RAM that
  * peers on this host set when a POLL would find something; NULL when the
@@ -533,6 +535,25 @@ static inline bool nc_poll(bool on)
         nc_reg_write(TEMPEST_NC_POLL, on ? 1 : 0);
         nc_polling = on;
     }
+    return true;
+}
+
+/*
+ * nc_poll_peek: nc_poll(true) from a loop that also reads the RQ's slots
+ * itself on every turn (nc_rq_peek): a peer on this host that writes a
+ * packet straight into a slot (docs/fabric.rst) then sets neither the
+ * poll hint nor the doorbell, which would only cost this loop a POLL; the
+ * device's counters and IRQ_RQ follow at the next POLL or doorbell
+ * (1.23, TEMPEST_NC_POLL_PEEKS).  Only for such a loop: a loop that
+ * waits for IRQ_RQ must say nc_poll(true).  nc_poll(true) before 1.23.
+ */
+static inline bool nc_poll_peek(void)
+{
+    if (!nc_poll_peeks_present) {
+        return nc_poll(true);
+    }
+    nc_reg_write(TEMPEST_NC_POLL, 1 | TEMPEST_NC_POLL_PEEKS);
+    nc_polling = true;
     return true;
 }
 
