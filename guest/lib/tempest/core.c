@@ -1027,7 +1027,7 @@ static void nc_irq(unsigned intid, void *arg)
  * writes POLL, which gives them back too, at least every NC_POLL_EVERY
  * turns, and it rings the doorbell once when it ends; in a stream that
  * saved a device access every other message (docs/fabric.rst, "Fewer
- * lookups, twenty-fourth session").
+ * device accesses and lookups, twenty-fourth session").
  */
 static void pt_run_inline(bool doorbell)
 {

@@ -114,7 +114,8 @@ struct cursor {
 /*
  * A few words (W items: word-aligned, a multiple of 4) copied here: under
  * TCG a call of memcpy(), in another page, and its return each cost a
- * lookup (docs/fabric.rst, "Fewer lookups, twenty-fourth session").
+ * lookup (docs/fabric.rst, "Fewer device accesses and lookups,
+ * twenty-fourth session").
  */
 #define SMALL_COPY      32
 

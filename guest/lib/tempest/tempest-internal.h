@@ -118,8 +118,8 @@ extern volatile bool tppi_pt_inline;
  * True if the caller is running on the protocol thread.  Inline: every
  * send and every TPPI_recv_ asks, and under TCG a call into another
  * page and its return each cost a lookup (docs/fabric.rst, "Fewer
- * lookups, twenty-fourth session"); a handler run inline asks nothing
- * of the runtime.
+ * device accesses and lookups, twenty-fourth session"); a handler run
+ * inline asks nothing of the runtime.
  */
 static inline bool tppi_on_protocol_thread(void)
 {
