@@ -195,7 +195,7 @@ void rt_irq_handle(void)
     dispatch_pending();
 }
 
-bool rt_in_irq(void)
+RT_HOT_TX bool rt_in_irq(void)
 {
     return irq_depth[rt_cpu_index()] != 0;
 }

@@ -33,6 +33,15 @@ SECTIONS
         KEEP(*(.text.boot))
         *(.text.unlikely .text.unlikely.*)
         *(.text.startup .text.startup.*)
+        /* The message path's two groups, a page each (rt.h, RT_HOT_TX). */
+        . = ALIGN(4096);
+        __hot_rx_start = .;
+        *(.text.hot.tempest_rx)
+        __hot_rx_end = .;
+        . = ALIGN(4096);
+        __hot_tx_start = .;
+        *(.text.hot.tempest_tx)
+        __hot_tx_end = .;
         *(.text .text.*)
         KEEP(*(.text.vectors))
         *(.gnu.linkonce.t.*)
@@ -198,3 +207,7 @@ ASSERT(__tls_align <= RT_TLS_ALIGN, "TLS alignment above RT_TLS_ALIGN")
 ASSERT(__stacks_start % 4096 == 0, "stacks not page aligned")
 ASSERT(__exc_stacks_start % 16 == 0, "exception stacks not aligned")
 ASSERT(rt_vectors % 2048 == 0, "exception vectors not 2 KiB aligned")
+ASSERT(__hot_rx_end - __hot_rx_start <= 4096,
+       "RT_HOT_RX code outgrew its page (rt.h)")
+ASSERT(__hot_tx_end - __hot_tx_start <= 4096,
+       "RT_HOT_TX code outgrew its page (rt.h)")

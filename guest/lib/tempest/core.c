@@ -257,7 +257,7 @@ void tppi_pt_pause(unsigned us)
     }
 }
 
-bool tppi_in_message_handler(void)
+RT_HOT_RX bool tppi_in_message_handler(void)
 {
     return cur.active && tppi_on_protocol_thread();
 }
@@ -308,7 +308,7 @@ static void report_overrun(int want)
                 (unsigned)cur.size, cur.src);
 }
 
-int TPPI_recv_W(void)
+RT_HOT_RX int TPPI_recv_W(void)
 {
     uint32_t w = 0;
 
@@ -471,7 +471,7 @@ void tppi_drain_to_backlog(void)
 /* wake_after_work: when a deferred wake-up is due (0: none). */
 static uint64_t wake_due;
 
-static void wake_waiters(void)
+RT_HOT_RX static void wake_waiters(void)
 {
     uint32_t w;
     unsigned cpu;
@@ -572,7 +572,7 @@ static void wake_idle_check(unsigned turn)
 }
 
 /* Wakes the computation CPUs waiting for SQ0 once it has room. */
-static void wake_sq_waiters(void)
+RT_HOT_RX static void wake_sq_waiters(void)
 {
     uint32_t w;
     unsigned cpu;
@@ -589,8 +589,9 @@ static void wake_sq_waiters(void)
     }
 }
 
-static void run_handler(TPPI_NodeId src, uintptr_t pc, const uint8_t *data,
-                        uint32_t size, struct nc_pkt *slot)
+RT_HOT_RX static void run_handler(TPPI_NodeId src, uintptr_t pc,
+                                  const uint8_t *data, uint32_t size,
+                                  struct nc_pkt *slot)
 {
     static uintptr_t text_seen = 1;
 
@@ -641,7 +642,7 @@ static void bad_packet(const struct nc_pkt *p, const char *why)
  * Handles one packet.  @slot: the RQ slot @p is (freed here, or after
  * the handler), or NULL when @p is a copy from the backlog.
  */
-static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
+RT_HOT_RX static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
 {
     uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
     uint8_t kind = p->kind;
@@ -927,7 +928,7 @@ static inline __attribute__((always_inline)) bool pt_pending(void)
 }
 
 /* Runs at most one event's handler; returns false if there was nothing. */
-static bool pt_step(void)
+RT_HOT_RX static bool pt_step(void)
 {
     struct nc_event *e;
     struct nc_pkt *p, *big;
@@ -1001,7 +1002,7 @@ static void client_tell(uint32_t st)
 }
 
 /* The node controller's interrupt. */
-static void nc_irq(unsigned intid, void *arg)
+RT_HOT_RX static void nc_irq(unsigned intid, void *arg)
 {
     uint32_t st = client_pending();
 

@@ -311,9 +311,9 @@ static void post_gather(TPPI_NodeId dest, uintptr_t handler,
 }
 
 /* Puts the checked message of @total bytes into the send ring. */
-static void post_segs(TPPI_NodeId dest, uintptr_t handler,
-                      const tempest_item *segs, unsigned nsegs,
-                      const void *const *ba, int total)
+RT_HOT_TX static void post_segs(TPPI_NodeId dest, uintptr_t handler,
+                                const tempest_item *segs, unsigned nsegs,
+                                const void *const *ba, int total)
 {
     bool on_pt = tppi_on_protocol_thread();
     unsigned net = on_pt ? TEMPEST_NET_REPLY : TEMPEST_NET_REQUEST;
@@ -425,8 +425,8 @@ static int post_with_blocks(TPPI_NodeId dest, uintptr_t handler,
     return 0;
 }
 
-int tempest_send_items(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
-                   const tempest_item *segs, unsigned nsegs)
+RT_HOT_TX int tempest_send_items(TPPI_NodeId dest, TPPI_MessageHandlerPtr pc,
+                                 const tempest_item *segs, unsigned nsegs)
 {
     static uintptr_t text_seen = 1;
     uintptr_t handler = (uintptr_t)pc;

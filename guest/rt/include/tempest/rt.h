@@ -355,4 +355,16 @@ void rt_cpu_sleep_ack(uint64_t max_us, void (*ack)(void));
  */
 void rt_cpu_wake(unsigned cpu);
 
+/*
+ * RT_HOT_TX, RT_HOT_RX: puts a function in the message path's send or
+ * receive group of code, each in a 4 KiB page of its own on bare metal
+ * (tempest.ld.S): under TCG a call or a jump into another page costs a
+ * lookup of the next translated block, and so does a function that
+ * crosses a page (docs/fabric.rst, "Fewer device accesses and lookups,
+ * twenty-fourth session").  For the runtime's and libraries' own hot
+ * paths; each group must fit in its page (tempest.ld.S asserts it).
+ */
+#define RT_HOT_TX   __attribute__((section(".text.hot.tempest_tx")))
+#define RT_HOT_RX   __attribute__((section(".text.hot.tempest_rx")))
+
 #endif /* TEMPEST_RT_H */
