@@ -26,6 +26,7 @@ bool nc_poll_peeks_present;
 bool nc_tag_upgrade_present;
 bool nc_cmd_block_present;
 bool nc_polling;
+bool nc_poll_peeking;
 volatile uint32_t *nc_poll_hint;
 
 static bool ready;

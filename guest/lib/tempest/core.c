@@ -893,8 +893,15 @@ static inline __attribute__((always_inline)) bool spin_turn(struct spin *sp)
             return false;
         }
     }
-    if (!sp->quiet && (pkt_last ? nc_poll_due(sp->turns) :
-                       nc_poll_idle_due(sp->turns))) {
+    /*
+     * A loop that does not read the RQ itself (tppi_spin_masked, which
+     * waits for the interrupt) nested in one that said POLL_PEEKS says
+     * POLL 1 at once: peers then poke again, and their packets raise
+     * IRQ_RQ at the next POLL, not up to NC_POLL_EVERY turns later.
+     */
+    if (!sp->quiet && ((pkt_last ? nc_poll_due(sp->turns) :
+                        nc_poll_idle_due(sp->turns)) ||
+                       (!sp->peeks && nc_poll_peeking))) {
         polling = sp->peeks ? nc_poll_peek() : nc_poll(true);
     }
     __asm__ volatile("yield");

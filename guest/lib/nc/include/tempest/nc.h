@@ -182,6 +182,8 @@ extern bool nc_cmd_block_present;
 extern bool nc_tag_upgrade_present;
 /* What the node controller was last told through POLL (see nc_poll). */
 extern bool nc_polling;
+/* ... and whether that was POLL_PEEKS (nc_poll_peek). */
+extern bool nc_poll_peeking;
 
 /* ---- registers ----------------------------------------------------- */
 
@@ -534,6 +536,7 @@ static inline bool nc_poll(bool on)
     if (on || nc_polling) {
         nc_reg_write(TEMPEST_NC_POLL, on ? 1 : 0);
         nc_polling = on;
+        nc_poll_peeking = false;
     }
     return true;
 }
@@ -545,7 +548,9 @@ static inline bool nc_poll(bool on)
  * poll hint nor the doorbell, which would only cost this loop a POLL; the
  * device's counters and IRQ_RQ follow at the next POLL or doorbell
  * (1.23, TEMPEST_NC_POLL_PEEKS).  Only for such a loop: a loop that
- * waits for IRQ_RQ must say nc_poll(true).  nc_poll(true) before 1.23.
+ * waits for IRQ_RQ must say nc_poll(true), on its first turn if
+ * nc_poll_peeking (a peeking loop it is nested in said so last).
+ * nc_poll(true) before 1.23.
  */
 static inline bool nc_poll_peek(void)
 {
@@ -554,6 +559,7 @@ static inline bool nc_poll_peek(void)
     }
     nc_reg_write(TEMPEST_NC_POLL, 1 | TEMPEST_NC_POLL_PEEKS);
     nc_polling = true;
+    nc_poll_peeking = true;
     return true;
 }
 
