@@ -214,10 +214,12 @@ bool tempest_fabric_rq_tail(TempestFabric *f, uint32_t *tail)
 }
 
 uint8_t *tempest_fabric_direct_begin(TempestFabric *f, unsigned peer,
-                                     unsigned net, size_t len, uint32_t *seq)
+                                     unsigned net, size_t len, uint32_t *seq,
+                                     bool *full)
 {
-    return f && f->fc->direct_begin ? f->fc->direct_begin(f, peer, net, len, seq)
-                               : NULL;
+    *full = false;
+    return f && f->fc->direct_begin ?
+           f->fc->direct_begin(f, peer, net, len, seq, full) : NULL;
 }
 
 void tempest_fabric_direct_end(TempestFabric *f, unsigned peer, unsigned net,

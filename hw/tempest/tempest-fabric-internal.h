@@ -175,6 +175,7 @@ struct FabricSocket {
     uint64_t rq_broken;         /* peers' locks we broke (stuck or dead) */
     uint64_t rq_wakes;          /* peers' vCPUs woken on their RQ's tail */
     uint64_t rq_unpoked;        /* packets to peers that read the RQ */
+    uint64_t rq_full;           /* packets that found a peer's RQ full */
     /* A straight write of ours under way (direct_begin to direct_end): */
     unsigned rq_w_peer;
     uint32_t rq_w_tail;

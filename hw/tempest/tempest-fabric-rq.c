@@ -319,7 +319,8 @@ void fabric_rq_absorb_all(FabricSocket *f)
 /* ------------------------------------------------------------------ */
 
 static uint8_t *rq_direct_begin(TempestFabric *obj, unsigned peer,
-                                unsigned net, size_t len, uint32_t *seq)
+                                unsigned net, size_t len, uint32_t *seq,
+                                bool *full)
 {
     FabricSocket *f = SOCK(obj);
     FabricPeer *p;
@@ -358,9 +359,15 @@ static uint8_t *rq_direct_begin(TempestFabric *obj, unsigned peer,
     addr = base + (uint64_t)(t & (slots - 1)) * size;
     if (!slots || (slots & (slots - 1)) || size < len || addr < base ||
         addr & 3 || addr < rbase || addr - rbase > rsize ||
-        rsize - (addr - rbase) < len ||
-        !rq_claim((uint32_t *)(ram + (addr - rbase)))) {
-        /* Closed, too small, or full (its slot t not freed yet). */
+        rsize - (addr - rbase) < len) {
+        /* Closed or too small. */
+        rq_swap(l, rq_word(f->node + 1, t), rq_word(0, t));
+        return NULL;
+    }
+    if (!rq_claim((uint32_t *)(ram + (addr - rbase)))) {
+        /* Full: its slot t not freed yet. */
+        *full = true;
+        f->rq_full++;
         rq_swap(l, rq_word(f->node + 1, t), rq_word(0, t));
         return NULL;
     }
@@ -417,12 +424,14 @@ void fabric_rq_dump(FabricSocket *f, GString *out)
     g_string_append_printf(out, "  RQ to peers: open %d held %d lock "
                            "0x%016" PRIx64 " slots %u sleeper %u peeks %u, "
                            "locks broken %" PRIu64 ", peers woken %" PRIu64
-                           ", packets to peers that looked %" PRIu64 "\n",
+                           ", packets to peers that looked %" PRIu64
+                           ", found full %" PRIu64 "\n",
                            f->rq_open, f->rq_held, rq_load(l),
                            __atomic_load_n(&l->slots, __ATOMIC_RELAXED),
                            __atomic_load_n(&l->sleeper, __ATOMIC_RELAXED),
                            __atomic_load_n(&l->peeks, __ATOMIC_RELAXED),
-                           f->rq_broken, f->rq_wakes, f->rq_unpoked);
+                           f->rq_broken, f->rq_wakes, f->rq_unpoked,
+                           f->rq_full);
 }
 
 void fabric_rq_class_init(ObjectClass *oc)

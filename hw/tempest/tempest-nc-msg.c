@@ -20,6 +20,8 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
+#include "qemu/rcu.h"
+#include "system/runstate.h"
 #include "tempest-nc-internal.h"
 #include "trace.h"
 
@@ -494,13 +496,118 @@ static uint32_t msg_gather(TempestNCState *s, uint64_t addr, uint32_t room,
 }
 
 /* Send what the guest put in send ring 'ring' (= its network). */
+/* Forgets send ring @ring's mapping (msg_sq_cache). */
+static void msg_sq_uncache(TempestNCState *s, unsigned ring)
+{
+    if (s->sq_cache_len[ring]) {
+        address_space_cache_destroy(&s->sq_cache[ring]);
+        s->sq_cache_len[ring] = 0;
+    }
+}
+
+/*
+ * Send ring @ring's RAM, mapped once and kept while the ring stays where
+ * it is (RING_SETUP checked that it is RAM; a reset, a new RING_SETUP or
+ * a loaded state that moves it is seen here).  A slot read or freed is
+ * then a memcpy() or a store, not a walk of the address space: that walk
+ * was about a tenth of a sending vCPU's time in a stream of small
+ * messages (docs/fabric.rst, "The send ring mapped once").  NULL if the
+ * ring is not in one RAM region: the caller takes the slow way.
+ */
+static MemoryRegionCache *msg_sq_cache(TempestNCState *s, unsigned ring)
+{
+    TempestRing *r = &s->ring[ring];
+    MemoryRegionCache *c = &s->sq_cache[ring];
+    uint64_t len = (uint64_t)r->slots * tempest_nc_ring_slot_size(r, ring);
+
+    if (s->sq_cache_len[ring] == len && s->sq_cache_base[ring] == r->base) {
+        return c;
+    }
+    msg_sq_uncache(s, ring);
+    if (!len) {
+        return NULL;
+    }
+    RCU_READ_LOCK_GUARD();
+    if (address_space_cache_init(c, s->dma_as, r->base, len, true) < len ||
+        !c->ptr) {
+        address_space_cache_destroy(c);
+        return NULL;
+    }
+    s->sq_cache_base[ring] = r->base;
+    s->sq_cache_len[ring] = len;
+    return c;
+}
+
+/* @len bytes of the send ring at @addr (inside it), through @c if set. */
+static bool msg_sq_read(TempestNCState *s, MemoryRegionCache *c,
+                        uint64_t base, uint64_t addr, void *buf, size_t len)
+{
+    if (c) {
+        return address_space_read_cached(c, addr - base, buf, len) ==
+               MEMTX_OK;
+    }
+    return tempest_nc_dma_read(s, addr, buf, len);
+}
+
+/* The send slot at @addr is the guest's again: its CTL word 0. */
+static bool msg_sq_free(TempestNCState *s, MemoryRegionCache *c,
+                        uint64_t base, uint64_t addr)
+{
+    MemTxResult res = MEMTX_OK;
+
+    if (!c) {
+        return tempest_nc_dma_store_ctl(s, addr, 0);
+    }
+    address_space_stl_le_cached(c, addr - base, 0, MEMTXATTRS_UNSPECIFIED,
+                                &res);
+    address_space_cache_invalidate(c, addr - base, 4);
+    return res == MEMTX_OK;
+}
+
+/*
+ * Holding for room (docs/fabric.rst): the packet at the ring's head found
+ * its receiver's RQ full (tempest_fabric_direct_begin's full).  Its guest
+ * frees slots as it reads them, and through the link the packet would
+ * cost the receiver's QEMU a copy, and both main loops wake-ups, each
+ * time the receiver is the slower one: it stays in the ring, as for
+ * credit, and is tried again at the guest's next SQ_DOORBELL or POLL, or
+ * when the hold timer fires: after MSG_HOLD_MIN_NS, twice as long each
+ * time it still finds the RQ full.  Once a look MSG_HOLD_MAX_NS after the
+ * last still finds no room (the reader stopped: about 2 ms in all), the
+ * packet goes through the link, as before there was holding, and waits
+ * in the receiver's device.
+ */
+#define MSG_HOLD_MIN_NS     (20 * SCALE_US)
+#define MSG_HOLD_MAX_NS     (1 * SCALE_MS)
+
+static bool msg_sq_hold(TempestNCState *s, unsigned ring, unsigned dest)
+{
+    if (s->sq_hold_ns >= MSG_HOLD_MAX_NS && !timer_pending(s->sq_hold_timer)) {
+        return false;
+    }
+    s->sq_wait[ring] = dest;
+    s->tx_stalls++;
+    if (!timer_pending(s->sq_hold_timer)) {
+        s->sq_hold_ns = s->sq_hold_ns ? s->sq_hold_ns * 2 : MSG_HOLD_MIN_NS;
+        timer_mod(s->sq_hold_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                                    s->sq_hold_ns);
+    }
+    trace_tempest_nc_sq_hold(s->node_id, ring, dest, s->ring[ring].idx,
+                             s->sq_hold_ns);
+    return true;
+}
+
 static void msg_sq_send(TempestNCState *s, unsigned ring)
 {
     TempestRing *r = &s->ring[ring];
-    uint32_t payload = tempest_nc_ring_slot_size(r, ring) - TEMPEST_PKT_DATA;
-    bool was_waiting = s->sq_wait[ring] >= 0;
-    uint32_t sent = 0;
+    uint32_t payload, sent = 0;
+    bool was_waiting;
+    MemoryRegionCache *c;
 
+    assert(ring <= TEMPEST_RING_SQ1);   /* callers checked */
+    payload = tempest_nc_ring_slot_size(r, ring) - TEMPEST_PKT_DATA;
+    was_waiting = s->sq_wait[ring] >= 0;
+    c = msg_sq_cache(s, ring);
     s->sq_wait[ring] = -1;
     for (uint32_t n = 0; n < r->slots; n++) {
         uint64_t addr = tempest_nc_ring_slot(r, ring);
@@ -508,7 +615,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         uint32_t ctl, len, dest, code = 0, seq = 0;
         bool direct = false;
 
-        if (!tempest_nc_dma_read(s, addr, pkt, TEMPEST_PKT_DATA)) {
+        if (!msg_sq_read(s, c, r->base, addr, pkt, TEMPEST_PKT_DATA)) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
             return;
         }
@@ -539,9 +646,15 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
          * ring ("Straight into the ring"); else in tx_pkt.
          */
         if (!code) {
+            bool full;
+
             out = tempest_fabric_direct_begin(s->fabric, dest, ring,
-                                              TEMPEST_PKT_DATA + len, &seq);
+                                              TEMPEST_PKT_DATA + len, &seq,
+                                              &full);
             direct = out != NULL;
+            if (full && msg_sq_hold(s, ring, dest)) {
+                break;
+            }
         }
         if (!code && !direct) {
             out = tempest_fabric_send_begin(s->fabric, dest,
@@ -562,8 +675,8 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
                               &ndesc);
             trace_tempest_nc_tx_gather(s->node_id, ring, r->idx, ndesc, len);
         } else if (!code && len &&
-                   !tempest_nc_dma_read(s, addr + TEMPEST_PKT_DATA,
-                                        out + TEMPEST_PKT_DATA, len)) {
+                   !msg_sq_read(s, c, r->base, addr + TEMPEST_PKT_DATA,
+                                out + TEMPEST_PKT_DATA, len)) {
             if (direct) {
                 tempest_fabric_direct_end(s->fabric, dest, ring, 0);
             }
@@ -592,15 +705,17 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
                                     TEMPEST_PKT_DATA + len);
             }
         }
-        /* The slot is the guest's again. */
-        if (!tempest_nc_dma_store_ctl(s, addr, 0)) {
+        if (!msg_sq_free(s, c, r->base, addr)) {
             tempest_nc_guest_error(s, TEMPEST_NC_ERR_DMA, addr, 4);
             return;
         }
         r->idx++;
     }
-    if (was_waiting && sent) {
-        tempest_nc_raise(s, TEMPEST_NC_IRQ_SQ);
+    if (sent) {
+        s->sq_hold_ns = 0;
+        if (was_waiting) {
+            tempest_nc_raise(s, TEMPEST_NC_IRQ_SQ);
+        }
     }
 }
 
@@ -651,6 +766,17 @@ static void msg_sq_resume(TempestNCState *s)
 static void msg_sq_bh(void *opaque)
 {
     msg_sq_resume(opaque);
+}
+
+static void msg_sq_hold_timer(void *opaque)
+{
+    /*
+     * No DMA while the VM is stopped: once it runs, the guest's doorbell
+     * (its wait rings again at least every millisecond) looks again.
+     */
+    if (runstate_is_running()) {
+        msg_sq_resume(opaque);
+    }
 }
 
 static void msg_fabric_credit(void *opaque, unsigned peer, unsigned net)
@@ -834,6 +960,7 @@ static bool msg_realize(TempestNCState *s, Error **errp)
     QTAILQ_INIT(&s->inq[1]);
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->sq_bh = qemu_bh_new(msg_sq_bh, s);
+    s->sq_hold_timer = timer_new_ns(QEMU_CLOCK_REALTIME, msg_sq_hold_timer, s);
     s->tx_pkt = g_malloc(TEMPEST_PKT_MAX_SIZE);
     tempest_nc_register(s, &msg_hooks);
     s->rq_idle_prepare = msg_rq_idle_prepare;
@@ -846,7 +973,10 @@ static void msg_unrealize(TempestNCState *s)
     tempest_nc_rq_close(s);
     msg_drop_packets(s);
     g_clear_pointer(&s->sq_bh, qemu_bh_delete);
+    g_clear_pointer(&s->sq_hold_timer, timer_free);
     g_clear_pointer(&s->tx_pkt, g_free);
+    msg_sq_uncache(s, TEMPEST_RING_SQ0);
+    msg_sq_uncache(s, TEMPEST_RING_SQ1);
 }
 
 /*
@@ -859,6 +989,8 @@ static void msg_reset(TempestNCState *s)
     tempest_nc_rq_close(s);
     memset(s->ring, 0, sizeof(s->ring));
     s->sq_wait[0] = s->sq_wait[1] = -1;
+    timer_del(s->sq_hold_timer);
+    s->sq_hold_ns = 0;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
     s->rx_peers = 0;
     s->rx_woken = 0;

@@ -138,7 +138,7 @@ struct TempestFabricClass {
     uint32_t *(*rq_sleep)(TempestFabric *f, bool on, uint32_t *tail);
     void (*rq_peeks)(TempestFabric *f, bool on);
     uint8_t *(*direct_begin)(TempestFabric *f, unsigned peer, unsigned net,
-                             size_t len, uint32_t *seq);
+                             size_t len, uint32_t *seq, bool *full);
     void (*direct_end)(TempestFabric *f, unsigned peer, unsigned net,
                        uint32_t ctl);
     /* Optional: whole-cluster checkpoint (docs/checkpoint.rst). */
@@ -351,10 +351,13 @@ void tempest_fabric_rq_peeks(TempestFabric *f, bool on);
  * writes the whole slot but its first 4 bytes (CTL, the packet header's
  * NODE, NET and SEQ as the receiver's device would), then calls
  * direct_end with the CTL to give it (VALID | length), or 0 to give the
- * slot back unwritten.  Nothing else may be sent in between.
+ * slot back unwritten.  Nothing else may be sent in between.  *full, set
+ * with NULL: its RQ is open but full (the caller may wait for room rather
+ * than send another way: docs/fabric.rst, "Holding for room").
  */
 uint8_t *tempest_fabric_direct_begin(TempestFabric *f, unsigned peer,
-                                     unsigned net, size_t len, uint32_t *seq);
+                                     unsigned net, size_t len, uint32_t *seq,
+                                     bool *full);
 void tempest_fabric_direct_end(TempestFabric *f, unsigned peer, unsigned net,
                                uint32_t ctl);
 

@@ -288,6 +288,9 @@ struct TempestNCState {
     QTAILQ_HEAD(, TempestEvent) evq;
     uint32_t evq_len;
     int32_t sq_wait[2];     /* node an SQ waits for credit from, or -1 */
+    /* An SQ held for room in a reader's RQ: look again then (msg_sq_hold) */
+    QEMUTimer *sq_hold_timer;   /* QEMU_CLOCK_REALTIME */
+    int64_t sq_hold_ns;         /* its interval now, 0 after a send */
     bool rq_hold;           /* migration: queue arriving packets only */
 
     /* Control network (tempest-nc-coll.c) */
@@ -453,6 +456,14 @@ struct TempestNCState {
      * 8 KiB for every slot looked at.
      */
     uint8_t *tx_pkt;
+    /*
+     * Each send ring's guest RAM, mapped once (tempest-nc-msg.c,
+     * msg_sq_cache): sq_cache_len 0 until the ring is read, and again
+     * when its place changes.
+     */
+    MemoryRegionCache sq_cache[2];
+    uint64_t sq_cache_base[2];
+    uint64_t sq_cache_len[2];
     Error *migration_blocker;   /* tempest-nc-ckpt.c */
 
     /* Whole-cluster checkpoint (tempest-nc-ckpt.c, docs/checkpoint.rst) */
