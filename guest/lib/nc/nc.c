@@ -436,3 +436,15 @@ void nc_failure_pause(void)
         rt_cpu_sleep(100000);
     }
 }
+
+/* Every NC_FREE_BATCH slots freed (nc.h). */
+void nc_rx_give_back(void)
+{
+    if (!nc_polling) {
+        nc_rx_doorbell();
+    } else if (nc_poll_peeking) {
+        nc_poll_peek();
+    } else {
+        nc_poll(true);
+    }
+}

@@ -63,6 +63,8 @@ TPPI_NodeId TPPI_self_address;
 unsigned TPPI_num_nodes;
 
 struct tempest_stats tppi_stats;
+struct tppi_sent tppi_sent[2];
+__thread bool tppi_pt_self;
 
 /* The message being handled: TPPI_recv_* and F items read from it. */
 struct cur_msg {
@@ -108,8 +110,13 @@ static uint8_t cur_copy[TEMPEST_PKT_MAX_PAYLOAD];
 static struct reasm *reasm;     /* [node * 2 + net] */
 static struct backlog backlog;
 static unsigned pt_cpu;
-static bool dedicated;
 uint8_t tppi_pt_mode;           /* TPPI_PT_*: tppi_on_protocol_thread() */
+
+/* The protocol thread has a CPU of its own (pt_main() on CPU 1). */
+static inline bool dedicated(void)
+{
+    return tppi_pt_mode == TPPI_PT_DEDICATED;
+}
 static unsigned spin_us = TEMPEST_SPIN_US_DEFAULT;
 static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */
@@ -210,6 +217,12 @@ void tempest_get_stats(struct tempest_stats *s)
 {
     if (s) {
         *s = tppi_stats;
+        for (unsigned net = 0; net < 2; net++) {
+            s->msgs_sent += __atomic_load_n(&tppi_sent[net].msgs,
+                                            __ATOMIC_RELAXED);
+            s->pkts_sent += __atomic_load_n(&tppi_sent[net].pkts,
+                                            __ATOMIC_RELAXED);
+        }
     }
 }
 
@@ -221,6 +234,11 @@ unsigned tempest_protocol_cpu(void)
 void tempest_set_spin_us(unsigned us)
 {
     spin_us = us;
+}
+
+unsigned tppi_spin_us(void)
+{
+    return spin_us;
 }
 
 tempest_peer_down_fn tempest_on_peer_down(tempest_peer_down_fn fn)
@@ -247,7 +265,7 @@ void tppi_pt_pause(unsigned us)
 {
     uint64_t end;
 
-    if (dedicated || rt_in_irq()) {
+    if (dedicated() || rt_in_irq()) {
         rt_cpu_sleep(us);
         return;
     }
@@ -269,12 +287,12 @@ bool tppi_started(void)
 
 bool tppi_protocol_dedicated(void)
 {
-    return dedicated;
+    return dedicated();
 }
 
 void tppi_wake_protocol_thread(void)
 {
-    if (dedicated) {
+    if (dedicated()) {
         rt_cpu_wake(pt_cpu);
     } else {
         rt_irq_raise(NC_INTID);
@@ -898,8 +916,14 @@ static inline __attribute__((always_inline)) bool spin_turn(struct spin *sp)
      * waits for the interrupt) nested in one that said POLL_PEEKS says
      * POLL 1 at once: peers then poke again, and their packets raise
      * IRQ_RQ at the next POLL, not up to NC_POLL_EVERY turns later.
+     * One that reads it (sp->peeks) sees the rest of a message in its
+     * slots, or the poll hint set by a packet that is not there yet (a
+     * peer's device holds it): no POLL on every turn after a packet,
+     * which in a stream cost the reader a device access in every gap
+     * and the writer its RQ line's cache line (docs/fabric.rst, "The
+     * send ring mapped once").
      */
-    if (!sp->quiet && ((pkt_last ? nc_poll_due(sp->turns) :
+    if (!sp->quiet && ((pkt_last && !sp->peeks ? nc_poll_due(sp->turns) :
                         nc_poll_idle_due(sp->turns)) ||
                        (!sp->peeks && nc_poll_peeking))) {
         polling = sp->peeks ? nc_poll_peek() : nc_poll(true);
@@ -1018,7 +1042,7 @@ RT_HOT_RX static void nc_irq(unsigned intid, void *arg)
     nc_irq_ack(NC_IRQ_BITS | (st & client_irq_bits));
     client_tell(st);
     wake_sq_waiters();
-    if (dedicated) {
+    if (dedicated()) {
         return;         /* pt_main() does the work after its sleep */
     }
     while (pt_step()) {
@@ -1061,7 +1085,7 @@ static void rx_doorbell_masked(void)
 
 void tppi_run_protocol_thread(void)
 {
-    if (dedicated) {
+    if (dedicated()) {
         rt_cpu_wake(pt_cpu);
         return;
     }
@@ -1075,6 +1099,7 @@ static void pt_main(void *arg)
     bool worked = false;
 
     (void)arg;
+    tppi_pt_self = true;
     nc_irq_enable(NC_IRQ_BITS);
     __atomic_store_n(&pt_running, true, __ATOMIC_RELEASE);
     for (;;) {
@@ -1231,14 +1256,14 @@ bool tppi_spin_masked(int (*cond)(void *arg), void *arg)
      * With a CPU of its own the protocol thread polls the rings itself:
      * a POLL write here would only take QEMU's lock from it.
      */
-    sp.quiet = dedicated;
+    sp.quiet = dedicated();
     while (!(met = cond(arg) != 0) && spin_turn(&sp)) {
         /*
          * On a CPU the protocol thread shares, its interrupt (a device
          * event, or the one a fault raised in software) shows in ISR_EL1:
          * let it run now rather than after the spin.
          */
-        if (!dedicated && irq_pending()) {
+        if (!dedicated() && irq_pending()) {
             rt_cpu_sleep(0);    /* pending: runs the handler, returns */
         }
     }
@@ -1279,7 +1304,7 @@ int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
          * Spin again after every wake-up: the node is busy then, and the
          * next message (a reply, the next ping) is likely near.
          */
-        if (!dedicated && cpu == pt_cpu && !rt_irq_masked() &&
+        if (!dedicated() && cpu == pt_cpu && !rt_irq_masked() &&
             wait_spin(cond, arg, deadline)) {
             return 1;
         }
@@ -1339,7 +1364,7 @@ int tempest_client_register(const struct tempest_client *c)
      * A dedicated protocol thread sets IRQ_ENABLE when it starts, which
      * may be after main() began: the client's bits go in after that.
      */
-    while (dedicated && !__atomic_load_n(&pt_running, __ATOMIC_ACQUIRE)) {
+    while (dedicated() && !__atomic_load_n(&pt_running, __ATOMIC_ACQUIRE)) {
         rt_cpu_sleep(10);
     }
     __atomic_store_n(&client, c, __ATOMIC_RELEASE);
@@ -1356,7 +1381,7 @@ int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline)
 
 bool tempest_client_polled(void)
 {
-    return !dedicated && rt_cpu_id() == pt_cpu;
+    return !dedicated() && rt_cpu_id() == pt_cpu;
 }
 
 bool tempest_client_on_protocol_thread(void)
@@ -1406,17 +1431,16 @@ static void tempest_init(void)
         rt_exit(1);
     }
     rt_irq_register(NC_INTID, nc_irq, NULL);
-    dedicated = rt_cpus_online() >= 2;
-    pt_cpu = dedicated ? PT_CPU_DEDICATED : 0;
+    tppi_pt_mode = rt_cpus_online() >= 2 ? TPPI_PT_DEDICATED : TPPI_PT_ONE_CPU;
+    pt_cpu = dedicated() ? PT_CPU_DEDICATED : 0;
     if (rt_irq_enable_spi(NC_INTID, pt_cpu, false) != 0) {
         printf("*** tempest: node %u: cannot route the node controller's "
                "interrupt to CPU %u: stopping\n", TPPI_self_address, pt_cpu);
         rt_exit(1);
     }
     spin_us = nc_spin_us(spin_us);
-    tppi_pt_mode = dedicated ? TPPI_PT_DEDICATED : TPPI_PT_ONE_CPU;
     atexit(flush_at_exit);
-    if (dedicated) {
+    if (dedicated()) {
         if (rt_cpu_call(PT_CPU_DEDICATED, pt_main, NULL) != 0) {
             printf("*** tempest: node %u: CPU 1 cannot run the protocol "
                    "thread: stopping\n", TPPI_self_address);

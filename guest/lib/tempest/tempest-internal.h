@@ -111,6 +111,11 @@ void tppi_on_work(unsigned cls, const struct tppi_work *w);
 enum { TPPI_PT_NONE, TPPI_PT_ONE_CPU, TPPI_PT_DEDICATED };
 #define PT_CPU_DEDICATED    1
 extern uint8_t tppi_pt_mode;
+/*
+ * True on the CPU that runs pt_main() (a dedicated protocol thread): a
+ * thread-local load, where rt_cpu_id() was a call and its return.
+ */
+extern __thread bool tppi_pt_self;
 /* A one-vCPU node runs the protocol thread's work outside an interrupt. */
 extern volatile bool tppi_pt_inline;
 
@@ -127,7 +132,7 @@ static inline bool tppi_on_protocol_thread(void)
     case TPPI_PT_ONE_CPU:
         return tppi_pt_inline || rt_in_irq();
     case TPPI_PT_DEDICATED:
-        return rt_cpu_id() == PT_CPU_DEDICATED;
+        return tppi_pt_self;
     default:
         return false;
     }
@@ -217,6 +222,21 @@ void tppi_report(uint64_t *counter, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 extern struct tempest_stats tppi_stats;
+
+/* How long a polling CPU spins before it sleeps (tempest_set_spin_us). */
+unsigned tppi_spin_us(void);
+
+/*
+ * The messages and packets sent on each network, counted under its send
+ * ring's lock with plain stores (send.c): on a node of several vCPUs an
+ * atomic add is a call into QEMU under TCG, twice a message.
+ * tempest_get_stats() adds them into msgs_sent and pkts_sent.
+ */
+struct tppi_sent {
+    uint64_t msgs;
+    uint64_t pkts;
+};
+extern struct tppi_sent tppi_sent[2];
 
 /*
  * CPUs (bit per CPU) whose computation code waits for room in SQ0: the

@@ -469,6 +469,21 @@ static inline void nc_rx_doorbell(void)
 extern uint32_t nc_pops_misplaced;
 void nc_pop_misplaced(unsigned ring, const void *slot);
 
+/*
+ * nc_rx_give_back: the slots freed so far given back to the device
+ * (every NC_FREE_BATCH of them): by RQ_DOORBELL, or, while this CPU
+ * polls, by a POLL as the CPU said it last.  A reader that is never idle
+ * (a stream faster than it) writes no other POLL: without these its
+ * device would count it as not polling after the fabric's idle period
+ * (1 ms), and a peer on this host whose packet found the RQ full would
+ * ring its link's doorbell, a socket both QEMUs' main loops then work
+ * for, rather than set the poll hint; and what such a peer left in the
+ * link's ring would wait there until the RQ was empty (docs/fabric.rst,
+ * "A reader that is never idle").  Out of line: it runs once a batch, and
+ * the hot code of a reader must fit its page (rt.h, RT_HOT_RX).
+ */
+void nc_rx_give_back(void);
+
 static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
 {
     struct nc_ring *r = &nc_rings[ring];
@@ -480,7 +495,7 @@ static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
     __atomic_store_n(ctl, 0, __ATOMIC_RELEASE);
     r->next++;
     if (++r->freed >= NC_FREE_BATCH) {
-        nc_rx_doorbell();
+        nc_rx_give_back();
     }
 }
 
@@ -523,6 +538,18 @@ static inline void nc_cq_pop(struct nc_event *e)
  * too), else returns true.  Each call is a device access: under TCG it
  * takes QEMU's global lock.
  */
+/*
+ * A POLL write does what RQ_DOORBELL does too (the device looks at the
+ * RQ and CQ again): the slots freed so far are given back by it.
+ */
+static inline void nc_poll_write(uint32_t v)
+{
+    nc_rings[TEMPEST_RING_RQ].freed = 0;
+    nc_rings[TEMPEST_RING_CQ].freed = 0;
+    __asm__ volatile("dmb oshst" : : : "memory");
+    nc_reg_write(TEMPEST_NC_POLL, v);
+}
+
 static inline bool nc_poll(bool on)
 {
     if (!nc_poll_present) {
@@ -534,7 +561,7 @@ static inline bool nc_poll(bool on)
      * would not ring it until the device's 1 ms fallback).
      */
     if (on || nc_polling) {
-        nc_reg_write(TEMPEST_NC_POLL, on ? 1 : 0);
+        nc_poll_write(on ? 1 : 0);
         nc_polling = on;
         nc_poll_peeking = false;
     }
@@ -557,11 +584,13 @@ static inline bool nc_poll_peek(void)
     if (!nc_poll_peeks_present) {
         return nc_poll(true);
     }
-    nc_reg_write(TEMPEST_NC_POLL, 1 | TEMPEST_NC_POLL_PEEKS);
+    nc_poll_write(1 | TEMPEST_NC_POLL_PEEKS);
     nc_polling = true;
     nc_poll_peeking = true;
     return true;
 }
+
+
 
 /*
  * nc_poll_due: should turn @turn (counted from the loop's last work) of a
