@@ -572,25 +572,34 @@ static bool msg_sq_free(TempestNCState *s, MemoryRegionCache *c,
  * time the receiver is the slower one: it stays in the ring, as for
  * credit, and is tried again at the guest's next SQ_DOORBELL or POLL, or
  * when the hold timer fires: after MSG_HOLD_MIN_NS, twice as long each
- * time it still finds the RQ full.  Once a look MSG_HOLD_MAX_NS after the
- * last still finds no room (the reader stopped: about 2 ms in all), the
- * packet goes through the link, as before there was holding, and waits
- * in the receiver's device.
+ * time it still finds the RQ full, up to MSG_HOLD_MAX_NS.  A hold that
+ * has lasted the property hold-ms (2 ms; 0: no holding) lets the packet
+ * go through the link, as before there was holding, to wait in the
+ * receiver's device: a reader that stopped costs our main loop no more
+ * than a wake-up a millisecond while it lasts.
  */
 #define MSG_HOLD_MIN_NS     (20 * SCALE_US)
 #define MSG_HOLD_MAX_NS     (1 * SCALE_MS)
 
 static bool msg_sq_hold(TempestNCState *s, unsigned ring, unsigned dest)
 {
-    if (s->sq_hold_ns >= MSG_HOLD_MAX_NS && !timer_pending(s->sq_hold_timer)) {
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (!s->hold_ms) {
+        return false;
+    }
+    if (!s->sq_hold_since[ring]) {
+        s->sq_hold_since[ring] = now;
+    } else if (now - s->sq_hold_since[ring] >=
+               (int64_t)s->hold_ms * SCALE_MS) {
         return false;
     }
     s->sq_wait[ring] = dest;
     s->tx_stalls++;
     if (!timer_pending(s->sq_hold_timer)) {
-        s->sq_hold_ns = s->sq_hold_ns ? s->sq_hold_ns * 2 : MSG_HOLD_MIN_NS;
-        timer_mod(s->sq_hold_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                                    s->sq_hold_ns);
+        s->sq_hold_ns = MIN(s->sq_hold_ns ? s->sq_hold_ns * 2 : MSG_HOLD_MIN_NS,
+                            MSG_HOLD_MAX_NS);
+        timer_mod(s->sq_hold_timer, now + s->sq_hold_ns);
     }
     trace_tempest_nc_sq_hold(s->node_id, ring, dest, s->ring[ring].idx,
                              s->sq_hold_ns);
@@ -711,11 +720,13 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         }
         r->idx++;
     }
-    if (sent) {
+    if (sent || s->sq_wait[ring] < 0) {
+        /* It moved, or holds no more: a hold begins again from now. */
+        s->sq_hold_since[ring] = 0;
         s->sq_hold_ns = 0;
-        if (was_waiting) {
-            tempest_nc_raise(s, TEMPEST_NC_IRQ_SQ);
-        }
+    }
+    if (was_waiting && sent) {
+        tempest_nc_raise(s, TEMPEST_NC_IRQ_SQ);
     }
 }
 
@@ -990,7 +1001,7 @@ static void msg_reset(TempestNCState *s)
     memset(s->ring, 0, sizeof(s->ring));
     s->sq_wait[0] = s->sq_wait[1] = -1;
     timer_del(s->sq_hold_timer);
-    s->sq_hold_ns = 0;
+    s->sq_hold_ns = s->sq_hold_since[0] = s->sq_hold_since[1] = 0;
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
     s->rx_peers = 0;
     s->rx_woken = 0;

@@ -905,13 +905,17 @@ static void test_hint_unreachable(void)
 
 /*
  * Node id of two real ones, RAM in a shared memfd, polling kept 60 s, its
- * fabric's timeout timeout_ms (0: the default).
+ * fabric's timeout timeout_ms (0: the default), its node controller's
+ * hold-ms hold_ms (0: the default).
  */
-static QTestState *start_shared_timeout(const char *dir, unsigned id,
-                                        unsigned timeout_ms)
+static QTestState *start_shared_opts(const char *dir, unsigned id,
+                                     unsigned timeout_ms, unsigned hold_ms)
 {
     g_autofree char *timeout = timeout_ms ?
         g_strdup_printf(",timeout=%u", timeout_ms) : g_strdup("");
+    g_autofree char *hold = hold_ms ?
+        g_strdup_printf(" -global tempest-nc.hold-ms=%u", hold_ms) :
+        g_strdup("");
 
     return qtest_initf("-object memory-backend-memfd,id=mem,size=64M,"
                        "share=on "
@@ -919,13 +923,19 @@ static QTestState *start_shared_timeout(const char *dir, unsigned id,
                        "node-id=%u,num-nodes=2,cluster-id=%llu,"
                        "poll-idle-ms=60000%s "
                        "-M tempest,node-id=%u,num-nodes=2,fabric-backend=fab,"
-                       "memory-backend=mem -m 64M", dir, id,
-                       (unsigned long long)CLUSTER, timeout, id);
+                       "memory-backend=mem -m 64M%s", dir, id,
+                       (unsigned long long)CLUSTER, timeout, id, hold);
+}
+
+static QTestState *start_shared_timeout(const char *dir, unsigned id,
+                                        unsigned timeout_ms)
+{
+    return start_shared_opts(dir, id, timeout_ms, 0);
 }
 
 static QTestState *start_shared(const char *dir, unsigned id)
 {
-    return start_shared_timeout(dir, id, 0);
+    return start_shared_opts(dir, id, 0, 0);
 }
 
 /*
@@ -1059,6 +1069,120 @@ static void test_hint_poke(void)
     unlink(p0);
     unlink(p1);
     rmdir(dir);
+}
+
+/*
+ * Two real nodes with hold-ms hold_ms (node 1 the sender); node 1 fills
+ * node 0's RQ (16 slots, none freed), tags tag + 0..15, the first packet
+ * making the link; returns node 1's TX_DIRECT.
+ */
+static uint32_t hold_start(const char *dir, unsigned hold_ms,
+                           QTestState **n0, QTestState **n1, uint64_t tag)
+{
+    ShmPeer t;
+    uint32_t direct;
+
+    *n0 = start_shared_opts(dir, 0, 0, hold_ms);
+    *n1 = start_shared_opts(dir, 1, 0, hold_ms);
+    t.s = *n0;
+    for (int i = 0; i < 2; i++) {
+        QTestState *s = i ? *n1 : *n0;
+
+        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_rings(s);
+    }
+    node_send(*n1, 0, 0, tag);
+    g_assert_cmpuint(peer_wait_shm_links(*n0, FAB, 1), ==, 1);
+    g_assert_cmpuint(peer_wait_shm_links(*n1, FAB, 1), ==, 1);
+    expect_rq(&t, 0, tag);
+    for (unsigned i = 1; i < 16; i++) {
+        node_send(*n1, i, 0, tag + i);
+        expect_rq(&t, i, tag + i);
+    }
+    direct = qtest_readl(*n1, NC(TEMPEST_NC_TX_DIRECT));
+    g_assert_cmpuint(direct, >=, 15);
+    g_assert_cmpuint(qtest_readl(*n1, NC(TEMPEST_NC_TX_STALLS)), ==, 0);
+    return direct;
+}
+
+static void hold_stop(const char *dir, QTestState *n0, QTestState *n1)
+{
+    g_autofree char *p0 = g_strdup_printf("%s/node0.sock", dir);
+    g_autofree char *p1 = g_strdup_printf("%s/node1.sock", dir);
+
+    qtest_quit(n1);
+    qtest_quit(n0);
+    unlink(p0);
+    unlink(p1);
+    rmdir(dir);
+}
+
+/*
+ * Holding for room (docs/fabric.rst): a packet that finds its receiver's
+ * RQ full stays in the sender's SQ slot (TX_STALLS counts each look)
+ * rather than go through the link, and goes straight into the first slot
+ * the receiver's guest frees (a store of 0, no device access), at the
+ * sender's hold timer: no doorbell of either guest.  hold-ms is long
+ * here, so the hold does not end by itself.
+ */
+static void test_rq_full_holds(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-hold-XXXXXX", NULL);
+    QTestState *n0, *n1;
+    ShmPeer t;
+    uint32_t direct = hold_start(dir, 600000, &n0, &n1, 0xa00);
+
+    t.s = n0;
+    node_send(n1, 0, 0, 0xa10);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
+    g_assert_cmphex(qtest_readl(n1, SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 16);
+    qtest_writel(n1, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_STALLS)), >=, 2);
+    g_assert_cmphex(qtest_readl(n1, SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
+    /* Nothing of it at node 0: its slot 0 still holds the first packet. */
+    g_assert_cmphex(qtest_readq(n0, RQ_BASE + TEMPEST_PKT_WORD1), ==, 0xa00);
+
+    qtest_writel(n0, RQ_BASE, 0);
+    g_assert_cmphex(tq_wait_mem32(n1, SQ0_BASE, ~0, 0), ==, 0);
+    expect_rq(&t, 0, 0xa10);
+    g_assert_cmpuint(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SEQ), ==, 16);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), ==,
+                     direct + 1);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 17);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    hold_stop(dir, n0, n1);
+}
+
+/*
+ * A hold ends by itself once it has lasted hold-ms (1 ms here) with no
+ * room: the packet goes through the link, as without holding, and waits
+ * in the receiver's device until its guest frees a slot and says so
+ * (RQ_DOORBELL).  Order is kept: it is packet 16 of node 1.
+ */
+static void test_rq_full_gives_up(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-hold-XXXXXX", NULL);
+    QTestState *n0, *n1;
+    ShmPeer t;
+    uint32_t direct = hold_start(dir, 1, &n0, &n1, 0xb00);
+
+    t.s = n0;
+    node_send(n1, 0, 0, 0xb10);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
+    g_assert_cmphex(tq_wait_mem32(n1, SQ0_BASE, ~0, 0), ==, 0);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 17);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), ==, direct);
+    g_assert_cmphex(qtest_readq(n0, RQ_BASE + TEMPEST_PKT_WORD1), ==, 0xb00);
+
+    qtest_writel(n0, RQ_BASE, 0);
+    qtest_writel(n0, NC(TEMPEST_NC_RQ_DOORBELL), 1);
+    expect_rq(&t, 0, 0xb10);
+    g_assert_cmpuint(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SEQ), ==, 16);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    hold_stop(dir, n0, n1);
 }
 
 /* A frame into ring 0, with the doorbell if the node sleeps. */
@@ -1856,6 +1980,9 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/hint-unreachable",
                    test_hint_unreachable);
     qtest_add_func("/tempest/peer-shm/hint-poke", test_hint_poke);
+    qtest_add_func("/tempest/peer-shm/rq-full-holds", test_rq_full_holds);
+    qtest_add_func("/tempest/peer-shm/rq-full-gives-up",
+                   test_rq_full_gives_up);
     /*
      * Last: the device fails these two today (see their comments), and
      * they make assertions non-fatal for what follows them.

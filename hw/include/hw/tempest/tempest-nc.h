@@ -256,6 +256,7 @@ struct TempestNCState {
     MemoryRegion *ram_mr;           /* link "ram": the guest's RAM */
     uint64_t cluster_id;
     uint32_t credits;
+    uint32_t hold_ms;           /* "hold-ms": a packet waits for room (0: not) */
     uint32_t fabric_timeout_ms;
     uint32_t spin_us;               /* "spin-us": the SPIN_US hint */
     uint32_t sleep_yield_us;        /* "sleep-yield-us": CPUIdleSleep's */
@@ -291,6 +292,7 @@ struct TempestNCState {
     /* An SQ held for room in a reader's RQ: look again then (msg_sq_hold) */
     QEMUTimer *sq_hold_timer;   /* QEMU_CLOCK_REALTIME */
     int64_t sq_hold_ns;         /* its interval now, 0 after a send */
+    int64_t sq_hold_since[2];   /* when each SQ's hold began, or 0 */
     bool rq_hold;           /* migration: queue arriving packets only */
 
     /* Control network (tempest-nc-coll.c) */
