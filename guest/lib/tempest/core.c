@@ -920,8 +920,8 @@ static inline __attribute__((always_inline)) bool spin_turn(struct spin *sp)
      * slots, or the poll hint set by a packet that is not there yet (a
      * peer's device holds it): no POLL on every turn after a packet,
      * which in a stream cost the reader a device access in every gap
-     * and the writer its RQ line's cache line (docs/fabric.rst, "The
-     * send ring mapped once").
+     * and the writer its RQ line's cache line (docs/fabric.rst, "A
+     * reader that is never idle").
      */
     if (!sp->quiet && ((pkt_last && !sp->peeks ? nc_poll_due(sp->turns) :
                         nc_poll_idle_due(sp->turns)) ||
