@@ -781,12 +781,19 @@ static void msg_sq_bh(void *opaque)
 
 static void msg_sq_hold_timer(void *opaque)
 {
-    /*
-     * No DMA while the VM is stopped: once it runs, the guest's doorbell
-     * (its wait rings again at least every millisecond) looks again.
-     */
+    /* No DMA while the VM is stopped: msg_vm_state looks again. */
     if (runstate_is_running()) {
         msg_sq_resume(opaque);
+    }
+}
+
+/* Running again: a send ring that waits looks again (a skipped hold). */
+static void msg_vm_state(void *opaque, bool running, RunState state)
+{
+    TempestNCState *s = opaque;
+
+    if (running && (s->sq_wait[0] >= 0 || s->sq_wait[1] >= 0)) {
+        qemu_bh_schedule(s->sq_bh);
     }
 }
 
@@ -909,6 +916,7 @@ static uint32_t msg_cmd_ring_setup(TempestNCState *s, TempestCmdBank *b)
     s->ring[ring].shift = shift;
     if (ring <= TEMPEST_RING_SQ1) {
         s->sq_wait[ring] = -1;
+        s->sq_hold_since[ring] = 0;
     } else if (ring == TEMPEST_RING_RQ) {
         msg_rq_open(s);
         msg_rq_deliver(s);
@@ -972,6 +980,7 @@ static bool msg_realize(TempestNCState *s, Error **errp)
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->sq_bh = qemu_bh_new(msg_sq_bh, s);
     s->sq_hold_timer = timer_new_ns(QEMU_CLOCK_REALTIME, msg_sq_hold_timer, s);
+    s->msg_vmse = qemu_add_vm_change_state_handler(msg_vm_state, s);
     s->tx_pkt = g_malloc(TEMPEST_PKT_MAX_SIZE);
     tempest_nc_register(s, &msg_hooks);
     s->rq_idle_prepare = msg_rq_idle_prepare;
@@ -985,6 +994,7 @@ static void msg_unrealize(TempestNCState *s)
     msg_drop_packets(s);
     g_clear_pointer(&s->sq_bh, qemu_bh_delete);
     g_clear_pointer(&s->sq_hold_timer, timer_free);
+    g_clear_pointer(&s->msg_vmse, qemu_del_vm_change_state_handler);
     g_clear_pointer(&s->tx_pkt, g_free);
     msg_sq_uncache(s, TEMPEST_RING_SQ0);
     msg_sq_uncache(s, TEMPEST_RING_SQ1);

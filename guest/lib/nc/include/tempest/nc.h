@@ -560,10 +560,15 @@ static inline bool nc_poll(bool on)
      * the node marked polling because another loop marked it (its peers
      * would not ring it until the device's 1 ms fallback).
      */
+    /*
+     * The flags first: a handler that interrupts this and frees its
+     * NC_FREE_BATCH-th slot (nc_rx_give_back) says what this says, not
+     * POLL 1 after a POLL 0 that would then be the CPU's last word.
+     */
     if (on || nc_polling) {
-        nc_poll_write(on ? 1 : 0);
         nc_polling = on;
         nc_poll_peeking = false;
+        nc_poll_write(on ? 1 : 0);
     }
     return true;
 }
@@ -584,9 +589,9 @@ static inline bool nc_poll_peek(void)
     if (!nc_poll_peeks_present) {
         return nc_poll(true);
     }
-    nc_poll_write(1 | TEMPEST_NC_POLL_PEEKS);
     nc_polling = true;
     nc_poll_peeking = true;
+    nc_poll_write(1 | TEMPEST_NC_POLL_PEEKS);
     return true;
 }
 
