@@ -1074,7 +1074,9 @@ static void test_hint_poke(void)
 /*
  * Two real nodes with hold-ms hold_ms (node 1 the sender); node 1 fills
  * node 0's RQ (16 slots, none freed), tags tag + 0..15, the first packet
- * making the link; returns node 1's TX_DIRECT.
+ * making the link, and sends a 17th, tag + 0x10, from its SQ slot 0,
+ * which finds the RQ full (TX_STALLS counts each look: the hold timer's
+ * too, from 20 us on).  Returns node 1's TX_DIRECT before the 17th.
  */
 static uint32_t hold_start(const char *dir, unsigned hold_ms,
                            QTestState **n0, QTestState **n1, uint64_t tag)
@@ -1104,6 +1106,8 @@ static uint32_t hold_start(const char *dir, unsigned hold_ms,
     direct = qtest_readl(*n1, NC(TEMPEST_NC_TX_DIRECT));
     g_assert_cmpuint(direct, >=, 15);
     g_assert_cmpuint(qtest_readl(*n1, NC(TEMPEST_NC_TX_STALLS)), ==, 0);
+    node_send(*n1, 0, 0, tag + 0x10);
+    g_assert_cmpuint(qtest_readl(*n1, NC(TEMPEST_NC_TX_STALLS)), >=, 1);
     return direct;
 }
 
@@ -1136,9 +1140,6 @@ static void test_rq_full_holds(void)
     uint32_t direct = hold_start(dir, 600000, &n0, &n1, 0xa00);
 
     t.s = n0;
-    /* (Each look counts: the hold timer's too, from 20 us on.) */
-    node_send(n1, 0, 0, 0xa10);
-    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_STALLS)), >=, 1);
     g_assert_cmphex(qtest_readl(n1, SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
     g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 16);
     g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), ==, direct);
@@ -1183,8 +1184,6 @@ static void test_rq_full_gives_up(void)
     uint32_t direct = hold_start(dir, 1, &n0, &n1, 0xb00);
 
     t.s = n0;
-    node_send(n1, 0, 0, 0xb10);
-    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_STALLS)), >=, 1);
     g_assert_cmphex(tq_wait_mem32(n1, SQ0_BASE, ~0, 0), ==, 0);
     g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 17);
     g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_DIRECT)), ==, direct);
