@@ -20,6 +20,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/main-loop.h"
+#include "qemu/bitmap.h"
 #include "qemu/rcu.h"
 #include "system/runstate.h"
 #include "tempest-nc-internal.h"
@@ -585,13 +586,19 @@ static bool msg_sq_hold(TempestNCState *s, unsigned ring, unsigned dest)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
-    if (!s->hold_ms) {
+    /*
+     * Not again for a peer a hold gave up on until a packet went into
+     * its RQ: one that keeps its RQ full while it gives credit back (a
+     * peer's lines are its own) would hold each packet for hold-ms.
+     */
+    if (!s->hold_ms || test_bit(dest, s->hold_off)) {
         return false;
     }
     if (!s->sq_hold_since[ring]) {
         s->sq_hold_since[ring] = now;
     } else if (now - s->sq_hold_since[ring] >=
                (int64_t)s->hold_ms * SCALE_MS) {
+        set_bit(dest, s->hold_off);
         return false;
     }
     s->sq_wait[ring] = dest;
@@ -704,6 +711,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
             sent++;
             if (direct) {
                 s->tx_direct++;
+                clear_bit(dest, s->hold_off);
                 tempest_fabric_direct_end(s->fabric, dest, ring,
                                           TEMPEST_PKT_VALID | len);
             } else if (out != pkt) {
@@ -981,6 +989,7 @@ static bool msg_realize(TempestNCState *s, Error **errp)
     s->sq_bh = qemu_bh_new(msg_sq_bh, s);
     s->sq_hold_timer = timer_new_ns(QEMU_CLOCK_REALTIME, msg_sq_hold_timer, s);
     s->msg_vmse = qemu_add_vm_change_state_handler(msg_vm_state, s);
+    s->hold_off = bitmap_new(s->num_nodes);
     s->tx_pkt = g_malloc(TEMPEST_PKT_MAX_SIZE);
     tempest_nc_register(s, &msg_hooks);
     s->rq_idle_prepare = msg_rq_idle_prepare;
@@ -995,6 +1004,7 @@ static void msg_unrealize(TempestNCState *s)
     g_clear_pointer(&s->sq_bh, qemu_bh_delete);
     g_clear_pointer(&s->sq_hold_timer, timer_free);
     g_clear_pointer(&s->msg_vmse, qemu_del_vm_change_state_handler);
+    g_clear_pointer(&s->hold_off, g_free);
     g_clear_pointer(&s->tx_pkt, g_free);
     msg_sq_uncache(s, TEMPEST_RING_SQ0);
     msg_sq_uncache(s, TEMPEST_RING_SQ1);
@@ -1012,6 +1022,7 @@ static void msg_reset(TempestNCState *s)
     s->sq_wait[0] = s->sq_wait[1] = -1;
     timer_del(s->sq_hold_timer);
     s->sq_hold_ns = s->sq_hold_since[0] = s->sq_hold_since[1] = 0;
+    bitmap_zero(s->hold_off, s->num_nodes);
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;
     s->rx_peers = 0;
     s->rx_woken = 0;

@@ -293,6 +293,7 @@ struct TempestNCState {
     QEMUTimer *sq_hold_timer;   /* QEMU_CLOCK_REALTIME */
     int64_t sq_hold_ns;         /* its interval now, 0 after a send */
     int64_t sq_hold_since[2];   /* when each SQ's hold began, or 0 */
+    unsigned long *hold_off;    /* peers a hold gave up on (bit a node) */
     VMChangeStateEntry *msg_vmse;   /* a hold looks again on resume */
     bool rq_hold;           /* migration: queue arriving packets only */
 
