@@ -496,7 +496,6 @@ static uint32_t msg_gather(TempestNCState *s, uint64_t addr, uint32_t room,
     return got == len ? 0 : TEMPEST_NC_ERR_BAD_LEN;
 }
 
-/* Send what the guest put in send ring 'ring' (= its network). */
 /* Forgets send ring @ring's mapping (msg_sq_cache). */
 static void msg_sq_uncache(TempestNCState *s, unsigned ring)
 {
@@ -613,6 +612,7 @@ static bool msg_sq_hold(TempestNCState *s, unsigned ring, unsigned dest)
     return true;
 }
 
+/* Send what the guest put in send ring 'ring' (= its network). */
 static void msg_sq_send(TempestNCState *s, unsigned ring)
 {
     TempestRing *r = &s->ring[ring];

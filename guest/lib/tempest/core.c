@@ -117,6 +117,7 @@ static inline bool dedicated(void)
 {
     return tppi_pt_mode == TPPI_PT_DEDICATED;
 }
+
 static unsigned spin_us = TEMPEST_SPIN_US_DEFAULT;
 static unsigned handlers_since_wake;
 static uint32_t waiters;        /* CPUs sleeping in tempest_wait() */

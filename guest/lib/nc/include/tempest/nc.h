@@ -529,16 +529,6 @@ static inline void nc_cq_pop(struct nc_event *e)
 }
 
 /*
- * nc_poll: tells the node controller that the calling CPU polls the rings
- * (@on: take what peers left in shared memory now; the device moves it
- * into the RQ and CQ and raises IRQ_RQ / IRQ_CQ as usual) or stops
- * polling (!@on: it is about to sleep or to compute; peers ring the
- * doorbell from now on).  Writes TEMPEST_NC_POLL; does nothing and
- * returns false when the device has no POLL register (before nc_init()
- * too), else returns true.  Each call is a device access: under TCG it
- * takes QEMU's global lock.
- */
-/*
  * A POLL write does what RQ_DOORBELL does too (the device looks at the
  * RQ and CQ again): the slots freed so far are given back by it.
  */
@@ -550,6 +540,16 @@ static inline void nc_poll_write(uint32_t v)
     nc_reg_write(TEMPEST_NC_POLL, v);
 }
 
+/*
+ * nc_poll: tells the node controller that the calling CPU polls the rings
+ * (@on: take what peers left in shared memory now; the device moves it
+ * into the RQ and CQ and raises IRQ_RQ / IRQ_CQ as usual) or stops
+ * polling (!@on: it is about to sleep or to compute; peers ring the
+ * doorbell from now on).  Writes TEMPEST_NC_POLL; does nothing and
+ * returns false when the device has no POLL register (before nc_init()
+ * too), else returns true.  Each call is a device access: under TCG it
+ * takes QEMU's global lock.
+ */
 static inline bool nc_poll(bool on)
 {
     if (!nc_poll_present) {
@@ -558,10 +558,8 @@ static inline bool nc_poll(bool on)
     /*
      * 0 only if 1 was said, by whoever said it: a sleeper must not leave
      * the node marked polling because another loop marked it (its peers
-     * would not ring it until the device's 1 ms fallback).
-     */
-    /*
-     * The flags first: a handler that interrupts this and frees its
+     * would not ring it until the device's 1 ms fallback).  The flags
+     * first: a handler that interrupts this and frees its
      * NC_FREE_BATCH-th slot (nc_rx_give_back) says what this says, not
      * POLL 1 after a POLL 0 that would then be the CPU's last word.
      */
@@ -594,8 +592,6 @@ static inline bool nc_poll_peek(void)
     nc_poll_write(1 | TEMPEST_NC_POLL_PEEKS);
     return true;
 }
-
-
 
 /*
  * nc_poll_due: should turn @turn (counted from the loop's last work) of a
