@@ -572,8 +572,9 @@ static bool msg_sq_free(TempestNCState *s, MemoryRegionCache *c,
  * time the receiver is the slower one: it stays in the ring, as for
  * credit, and is tried again at the guest's next SQ_DOORBELL or POLL, or
  * when the hold timer fires: after MSG_HOLD_MIN_NS, twice as long each
- * time it still finds the RQ full, up to MSG_HOLD_MAX_NS.  A hold that
- * has lasted the property hold-ms (2 ms; 0: no holding) lets the packet
+ * time it still finds the RQ full, up to MSG_HOLD_MAX_NS.  Off by
+ * default (hold-ms 0: a restored checkpoint hung with 2, docs/fabric.rst).
+ * A hold that has lasted the property hold-ms lets the packet
  * go through the link, as before there was holding, to wait in the
  * receiver's device: a reader that stopped costs our main loop no more
  * than a wake-up a millisecond while it lasts.
