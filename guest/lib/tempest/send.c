@@ -83,9 +83,9 @@ static void sq_wait(unsigned net, bool on_pt, bool (*ready)(unsigned))
             continue;
         }
         /*
-         * The device holds the ring while the receiver's RQ is full and
-         * that guest reads it (docs/fabric.rst, "Holding for room"): room
-         * comes soon.  While this node may spin (tempest_set_spin_us)
+         * The device may hold the ring while the receiver's RQ is full
+         * (its hold-ms, docs/fabric.rst, "Holding for room"): room comes
+         * soon.  While this node may spin (tempest_set_spin_us)
          * ring again every SQ_SPINS turns, rather than sleep until the
          * device's hold timer moves the ring and raises IRQ_SQ.
          */
