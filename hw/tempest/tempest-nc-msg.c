@@ -572,12 +572,11 @@ static bool msg_sq_free(TempestNCState *s, MemoryRegionCache *c,
  * time the receiver is the slower one: it stays in the ring, as for
  * credit, and is tried again at the guest's next SQ_DOORBELL or POLL, or
  * when the hold timer fires: after MSG_HOLD_MIN_NS, twice as long each
- * time it still finds the RQ full, up to MSG_HOLD_MAX_NS.  Off by
- * default (hold-ms 0: a restored checkpoint hung with 2, docs/fabric.rst).
- * A hold that has lasted the property hold-ms lets the packet
- * go through the link, as before there was holding, to wait in the
- * receiver's device: a reader that stopped costs our main loop no more
- * than a wake-up a millisecond while it lasts.
+ * time it still finds the RQ full, up to MSG_HOLD_MAX_NS.  A hold that
+ * has lasted the property hold-ms lets the packet go through the link,
+ * as before there was holding, to wait in the receiver's device: a
+ * reader that stopped costs our main loop no more than a wake-up a
+ * millisecond while it lasts.
  */
 #define MSG_HOLD_MIN_NS     (20 * SCALE_US)
 #define MSG_HOLD_MAX_NS     (1 * SCALE_MS)
@@ -783,20 +782,24 @@ static void msg_sq_resume(TempestNCState *s)
     }
 }
 
+/*
+ * Nothing is sent while the VM is stopped (credit that comes back, a
+ * peer gone, a hold's timer, a state just loaded): msg_vm_state looks
+ * again at cont.  A checkpoint's cut is checked and saved while the
+ * cluster is stopped (docs/checkpoint.rst), and a packet written then
+ * into a peer's RQ, uncounted, would be in the sender's saved state and
+ * not the receiver's, or sent by a node that is loading its state to one
+ * that has not loaded its own: the receiver then drops every later
+ * packet of that sender as out of sequence.
+ */
 static void msg_sq_bh(void *opaque)
 {
-    msg_sq_resume(opaque);
-}
-
-static void msg_sq_hold_timer(void *opaque)
-{
-    /* No DMA while the VM is stopped: msg_vm_state looks again. */
     if (runstate_is_running()) {
         msg_sq_resume(opaque);
     }
 }
 
-/* Running again: a send ring that waits looks again (a skipped hold). */
+/* Running again: a send ring that waits looks again (a skipped send). */
 static void msg_vm_state(void *opaque, bool running, RunState state)
 {
     TempestNCState *s = opaque;
@@ -988,7 +991,7 @@ static bool msg_realize(TempestNCState *s, Error **errp)
     QTAILQ_INIT(&s->inq[1]);
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->sq_bh = qemu_bh_new(msg_sq_bh, s);
-    s->sq_hold_timer = timer_new_ns(QEMU_CLOCK_REALTIME, msg_sq_hold_timer, s);
+    s->sq_hold_timer = timer_new_ns(QEMU_CLOCK_REALTIME, msg_sq_bh, s);
     s->msg_vmse = qemu_add_vm_change_state_handler(msg_vm_state, s);
     s->hold_off = bitmap_new(s->num_nodes);
     s->tx_pkt = g_malloc(TEMPEST_PKT_MAX_SIZE);

@@ -1122,7 +1122,7 @@ static const Property tempest_nc_properties[] = {
     DEFINE_PROP_UINT32("fabric-timeout", TempestNCState, fabric_timeout_ms,
                        30000),
     DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),
-    DEFINE_PROP_UINT32("hold-ms", TempestNCState, hold_ms, 0),
+    DEFINE_PROP_UINT32("hold-ms", TempestNCState, hold_ms, 2),
     DEFINE_PROP_UINT64("tagmem-size", TempestNCState, tagmem_size, 0),
     DEFINE_PROP_UINT64("sys-space", TempestNCState, xfer_sys_max, 1 * MiB),
 };

@@ -905,11 +905,13 @@ static void test_hint_unreachable(void)
 
 /*
  * Node id of two real ones, RAM in a shared memfd, polling kept 60 s, its
- * fabric's timeout timeout_ms (0: the default), its node controller's
- * hold-ms hold_ms (0: the default).
+ * fabric's timeout timeout_ms (0: the default) and more of its options
+ * (fab: "" or ",name=value..."), its node controller's hold-ms hold_ms
+ * (0: the default).
  */
 static QTestState *start_shared_opts(const char *dir, unsigned id,
-                                     unsigned timeout_ms, unsigned hold_ms)
+                                     unsigned timeout_ms, unsigned hold_ms,
+                                     const char *fab)
 {
     g_autofree char *timeout = timeout_ms ?
         g_strdup_printf(",timeout=%u", timeout_ms) : g_strdup("");
@@ -921,21 +923,21 @@ static QTestState *start_shared_opts(const char *dir, unsigned id,
                        "share=on "
                        "-object tempest-fabric-shm,id=fab,addr=unix:%s,"
                        "node-id=%u,num-nodes=2,cluster-id=%llu,"
-                       "poll-idle-ms=60000%s "
+                       "poll-idle-ms=60000%s%s "
                        "-M tempest,node-id=%u,num-nodes=2,fabric-backend=fab,"
                        "memory-backend=mem -m 64M%s", dir, id,
-                       (unsigned long long)CLUSTER, timeout, id, hold);
+                       (unsigned long long)CLUSTER, timeout, fab, id, hold);
 }
 
 static QTestState *start_shared_timeout(const char *dir, unsigned id,
                                         unsigned timeout_ms)
 {
-    return start_shared_opts(dir, id, timeout_ms, 0);
+    return start_shared_opts(dir, id, timeout_ms, 0, "");
 }
 
 static QTestState *start_shared(const char *dir, unsigned id)
 {
-    return start_shared_opts(dir, id, 0, 0);
+    return start_shared_opts(dir, id, 0, 0, "");
 }
 
 /*
@@ -1084,8 +1086,8 @@ static uint32_t hold_start(const char *dir, unsigned hold_ms,
     ShmPeer t;
     uint32_t direct;
 
-    *n0 = start_shared_opts(dir, 0, 0, hold_ms);
-    *n1 = start_shared_opts(dir, 1, 0, hold_ms);
+    *n0 = start_shared_opts(dir, 0, 0, hold_ms, "");
+    *n1 = start_shared_opts(dir, 1, 0, hold_ms, "");
     t.s = *n0;
     for (int i = 0; i < 2; i++) {
         QTestState *s = i ? *n1 : *n0;
@@ -1193,6 +1195,75 @@ static void test_rq_full_gives_up(void)
     qtest_writel(n0, NC(TEMPEST_NC_RQ_DOORBELL), 1);
     expect_rq(&t, 0, 0xb10);
     g_assert_cmpuint(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SEQ), ==, 16);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    hold_stop(dir, n0, n1);
+}
+
+/* Node 0's guest frees its 16 RQ slots and says so (RQ_DOORBELL). */
+static void rq_free_all(QTestState *s)
+{
+    for (unsigned i = 0; i < 16; i++) {
+        qtest_writel(s, RQ_BASE + i * TEMPEST_PKT_SIZE, 0);
+    }
+    qtest_writel(s, NC(TEMPEST_NC_RQ_DOORBELL), 1);
+}
+
+/*
+ * A stopped node sends nothing (docs/checkpoint.rst).  Node 1 (16
+ * credits, hold-ms 1) fills node 0's RQ (16 slots) straight, then 16
+ * packets go through the link (the first after its hold gave up) and
+ * wait in node 0's device, and the 33rd waits for credit.  Node 1
+ * stopped, node 0's guest frees its slots twice: all the credit comes
+ * back, and the packet stays in its SQ slot until cont.  A packet sent
+ * while the cluster is stopped for a checkpoint, or by a node that has
+ * loaded its state to one that has not, would be in one side's saved
+ * state and not in the other's, and the receiver would drop every later
+ * packet of that sender as out of sequence.
+ */
+static void test_stopped_sends_nothing(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-hold-XXXXXX", NULL);
+    QTestState *n0 = start_shared_opts(dir, 0, 0, 1, ",credits=16");
+    QTestState *n1 = start_shared_opts(dir, 1, 0, 1, ",credits=16");
+    ShmPeer t = { .s = n0 };
+    uint32_t stalls;
+
+    for (int i = 0; i < 2; i++) {
+        QTestState *s = i ? n1 : n0;
+
+        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_rings(s);
+    }
+    for (unsigned i = 0; i < 16; i++) {
+        node_send(n1, i, 0, 0xc00 + i);
+        expect_rq(&t, i, 0xc00 + i);
+    }
+    for (unsigned i = 16; i < 32; i++) {
+        node_send(n1, i % 16, 0, 0xc00 + i);
+        g_assert_cmphex(tq_wait_mem32(n1, SQ0_BASE + (i % 16) *
+                                      TEMPEST_PKT_SIZE, ~0, 0), ==, 0);
+    }
+    stalls = qtest_readl(n1, NC(TEMPEST_NC_TX_STALLS));
+    node_send(n1, 0, 0, 0xc20);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_STALLS)), ==,
+                     stalls + 1);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 32);
+
+    qtest_qmp_assert_success(n1, "{ 'execute': 'stop' }");
+    rq_free_all(n0);
+    expect_rq(&t, 15, 0xc1f);
+    rq_free_all(n0);
+    g_usleep(50 * 1000);
+    g_assert_cmphex(qtest_readl(n1, SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 32);
+    g_assert_cmphex(qtest_readl(n0, RQ_BASE), ==, 0);
+
+    qtest_qmp_assert_success(n1, "{ 'execute': 'cont' }");
+    expect_rq(&t, 0, 0xc20);
+    g_assert_cmpuint(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SEQ), ==, 32);
+    g_assert_cmpuint(qtest_readl(n1, NC(TEMPEST_NC_TX_PACKETS)), ==, 33);
     g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
     hold_stop(dir, n0, n1);
 }
@@ -1995,6 +2066,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/rq-full-holds", test_rq_full_holds);
     qtest_add_func("/tempest/peer-shm/rq-full-gives-up",
                    test_rq_full_gives_up);
+    qtest_add_func("/tempest/peer-shm/stopped-sends-nothing",
+                   test_stopped_sends_nothing);
     /*
      * Last: the device fails these two today (see their comments), and
      * they make assertions non-fatal for what follows them.
