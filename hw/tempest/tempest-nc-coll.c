@@ -546,6 +546,16 @@ static void bcast_credit(TempestNCState *s)
         }
         return;
     }
+    /*
+     * Not while the VM is stopped: a word that readers' counts let go
+     * then, written into the shared ring with no frame, could miss the
+     * saved state of a reader that had looked for the last time before
+     * a checkpoint (docs/fabric.rst, "Nothing is sent while stopped").
+     * coll_vm_state looks again at cont.
+     */
+    if (s->coll_shm && !runstate_is_running()) {
+        return;
+    }
     m = bcast_least_taken(s);
     for (;;) {
         while ((w = QSIMPLEQ_FIRST(&s->bcast_held)) &&
@@ -1108,11 +1118,12 @@ static void coll_shm_done(TempestNCState *s, uint32_t error,
 }
 
 /*
- * A checkpoint's restored cluster runs: a round whose own contribution
- * is in and whose subtree has reported goes up now (a collective that
- * was pending in the shared combining area was saved as such a round:
- * the restored cluster combines on the tree until the next collective
- * says otherwise).  Not at the load: the launcher lets the nodes run
+ * Running again: the broadcast words node 0 held while stopped go out
+ * (bcast_credit).  A checkpoint's restored cluster runs: a round whose
+ * own contribution is in and whose subtree has reported goes up now (a
+ * collective that was pending in the shared combining area was saved as
+ * such a round: the restored cluster combines on the tree until the next
+ * collective says otherwise).  Not at the load: the launcher lets the nodes run
  * only once every node has loaded its state, and a round sent before
  * could reach a node still loading, whose load then lost it (its parent
  * waited for it for ever).
@@ -1121,7 +1132,13 @@ static void coll_vm_state(void *opaque, bool running, RunState state)
 {
     TempestNCState *s = opaque;
 
-    if (!running || !s->coll_restored) {
+    if (!running) {
+        return;
+    }
+    if (s->node_id == 0 && !QSIMPLEQ_EMPTY(&s->bcast_held)) {
+        bcast_credit(s);        /* words held while stopped */
+    }
+    if (!s->coll_restored) {
         return;
     }
     s->coll_restored = false;
