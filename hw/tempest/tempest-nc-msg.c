@@ -799,12 +799,19 @@ static void msg_sq_bh(void *opaque)
     }
 }
 
-/* Running again: a send ring that waits looks again (a skipped send). */
+/*
+ * Running again: a send ring that waits looks again (a skipped send); a
+ * hold begins afresh (the time stopped is not the reader's).
+ */
 static void msg_vm_state(void *opaque, bool running, RunState state)
 {
     TempestNCState *s = opaque;
 
-    if (running && (s->sq_wait[0] >= 0 || s->sq_wait[1] >= 0)) {
+    if (!running) {
+        return;
+    }
+    s->sq_hold_since[0] = s->sq_hold_since[1] = 0;
+    if (s->sq_wait[0] >= 0 || s->sq_wait[1] >= 0) {
         qemu_bh_schedule(s->sq_bh);
     }
 }
