@@ -8,7 +8,8 @@
  * checkpoint mode saved and loaded with its ckpt-id, leaving the mode
  * when it runs again; a loaded checkpoint of another node refused; a
  * collective saved from the shared combining area goes up only once its
- * restored node runs, and completes.
+ * restored node runs, and completes; a packet saved waiting in its send
+ * slot is sent only once its restored node runs, and lands in order.
  */
 
 #include "qemu/osdep.h"
@@ -17,6 +18,8 @@
 
 #define NCPATH      "/machine/node-controller"
 #define CQ_BASE     RAM(0x120000)
+#define SQ0_BASE    RAM(0x100000)
+#define RQ_BASE     RAM(0x200000)
 /* One node, without a fabric. */
 #define ONE_NODE    "-M tempest,tagmem=0 -m 64M"
 
@@ -390,6 +393,123 @@ static void test_shared_round_restored(void)
     rmdir(dir2);
 }
 
+/* Node 1's packet of tag @tag to node 0, from SQ0 slot @slot. */
+static void pair_send(QTestState *s, unsigned slot, uint64_t tag)
+{
+    uint64_t addr = SQ0_BASE + slot * TEMPEST_PKT_SIZE;
+
+    qtest_writew(s, addr + TEMPEST_PKT_NODE, 0);
+    qtest_writeq(s, addr + TEMPEST_PKT_WORD1, tag);
+    qtest_writel(s, addr, TEMPEST_PKT_VALID | 8);
+    qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
+}
+
+/*
+ * docs/checkpoint.rst, "Restoring", for a send ring (docs/fabric.rst,
+ * "Nothing is sent while stopped"): node 1 fills node 0's RQ (16 slots)
+ * straight, and its 17th packet waits in its send slot for room (holding
+ * for room; RAM shared, as the launcher makes it).  Both are saved.
+ * Restored with node 1 loaded first, node 1 sends node 0 nothing while
+ * node 0 loads (sent then, at node 1's load, it reached a node whose
+ * load then reset what it had taken: every later packet of node 1 was
+ * dropped as out of sequence, ckpt/moved's hang).  Once both run and
+ * node 0's guest frees slot 0, the packet lands there, number 16.
+ */
+static void test_held_send_restored(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-ckpt-XXXXXX", NULL);
+    g_autofree char *dir2 = g_dir_make_tmp("tempest-ckpt-XXXXXX", NULL);
+    const char *opts = " -object memory-backend-memfd,id=mem,size=64M,"
+                       "share=on -machine memory-backend=mem"
+                       " -global tempest-nc.hold-ms=600000";
+    g_autofree char *in_opts = g_strdup_printf("%s -incoming defer", opts);
+    char *path[2];
+    char *uri[2];
+    QTestState *s[2], *d[2];
+    uint64_t tx, rx;
+    gint64 end;
+
+    for (int i = 0; i < 2; i++) {
+        path[i] = tq_state_file("tempest-ckpt");
+        uri[i] = g_strdup_printf("file:%s", path[i]);
+        s[i] = start_pair_node(dir, i, opts);
+    }
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpuint(tq_wait_reg(s[i], TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        g_assert_cmpuint(tq_command3(s[i], TEMPEST_CMD_RING_SETUP,
+                                     TEMPEST_RING_SQ0, SQ0_BASE, 16), ==,
+                         TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(tq_command3(s[i], TEMPEST_CMD_RING_SETUP,
+                                     TEMPEST_RING_RQ, RQ_BASE, 16), ==,
+                         TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(tq_command3(s[i], TEMPEST_CMD_RING_SETUP,
+                                     TEMPEST_RING_CQ, CQ_BASE, 16), ==,
+                         TEMPEST_CMD_SUCCESS);
+    }
+    for (unsigned i = 0; i < 16; i++) {
+        pair_send(s[1], i, 0xd00 + i);
+        g_assert_cmphex(tq_wait_mem32(s[0], RQ_BASE + i * TEMPEST_PKT_SIZE,
+                                      ~0, TEMPEST_PKT_VALID | 8), ==,
+                        TEMPEST_PKT_VALID | 8);
+    }
+    pair_send(s[1], 0, 0xd10);
+    g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_TX_STALLS)), >=, 1);
+    g_assert_cmphex(qtest_readl(s[1], SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_TX_DIRECT)), >=, 1);
+
+    for (int i = 0; i < 2; i++) {
+        qtest_qmp_assert_success(s[i], "{'execute': 'stop'}");
+    }
+    for (int i = 0; i < 2; i++) {
+        qtest_qmp_assert_success(s[i], "{'execute': 'qom-set', "
+                                 "'arguments': {'path': %s, 'property': "
+                                 "'ckpt-id', 'value': 98}}", NCPATH);
+        g_assert_null(set_mode(s[i], true));
+    }
+    for (int i = 0; i < 2; i++) {
+        migrate_to(s[i], uri[i], false);
+    }
+    for (int i = 0; i < 2; i++) {
+        qtest_quit(s[i]);
+        d[i] = start_pair_node(dir2, i, in_opts);
+    }
+
+    migrate_to(d[1], uri[1], true);
+    /* Give a node that sent at its load the time to reach node 0. */
+    end = g_get_monotonic_time() + G_USEC_PER_SEC;
+    do {
+        g_usleep(10000);
+        get_counts(d[0], &tx, &rx);
+    } while (!rx && g_get_monotonic_time() < end);
+    g_assert_cmpuint(rx, ==, 0);
+    get_counts(d[1], &tx, &rx);
+    g_assert_cmpuint(tx, ==, 0);
+    g_assert_cmphex(qtest_readl(d[1], SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
+
+    migrate_to(d[0], uri[0], true);
+    for (int i = 1; i >= 0; i--) {
+        g_assert_cmpuint(get_id(d[i]), ==, 98);
+        qtest_qmp_assert_success(d[i], "{'execute': 'cont'}");
+    }
+    qtest_writel(d[0], RQ_BASE, 0);
+    g_assert_cmphex(tq_wait_mem32(d[0], RQ_BASE, ~0, TEMPEST_PKT_VALID | 8),
+                    ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmphex(qtest_readq(d[0], RQ_BASE + TEMPEST_PKT_WORD1), ==,
+                    0xd10);
+    g_assert_cmpuint(qtest_readl(d[0], RQ_BASE + TEMPEST_PKT_SEQ), ==, 16);
+    g_assert_cmphex(qtest_readl(d[1], SQ0_BASE), ==, 0);
+    g_assert_cmpuint(qtest_readl(d[0], NC(TEMPEST_NC_DROPPED)), ==, 0);
+    for (int i = 0; i < 2; i++) {
+        qtest_quit(d[i]);
+        tq_remove_state(path[i]);
+        g_free(uri[i]);
+    }
+    rmdir(dir);
+    rmdir(dir2);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -401,5 +521,7 @@ int main(int argc, char **argv)
                    test_other_node_refused);
     qtest_add_func("/tempest/ckpt/shared-round-restored",
                    test_shared_round_restored);
+    qtest_add_func("/tempest/ckpt/held-send-restored",
+                   test_held_send_restored);
     return g_test_run();
 }
