@@ -293,6 +293,49 @@ static void migrate_to(QTestState *s, const char *uri, bool in)
 }
 
 /*
+ * The pair s stopped, given ckpt-id @id, put in checkpoint mode and saved
+ * to uri, then quit; d started on dir2 (with @extra) to load them, node
+ * 1 loaded first.  A restored node sends its peers nothing before its
+ * cont: for a second, nothing reaches node 0, which has not loaded, and
+ * node 1 sent no frame.
+ */
+static void save_restart_first(QTestState **s, QTestState **d, char **uri,
+                               const char *dir2, int id, const char *extra)
+{
+    g_autofree char *in = g_strdup_printf("%s -incoming defer", extra);
+    uint64_t tx, rx;
+    gint64 end;
+
+    for (int i = 0; i < 2; i++) {
+        qtest_qmp_assert_success(s[i], "{'execute': 'stop'}");
+    }
+    for (int i = 0; i < 2; i++) {
+        qtest_qmp_assert_success(s[i], "{'execute': 'qom-set', "
+                                 "'arguments': {'path': %s, 'property': "
+                                 "'ckpt-id', 'value': %d}}", NCPATH, id);
+        g_assert_null(set_mode(s[i], true));
+    }
+    for (int i = 0; i < 2; i++) {
+        migrate_to(s[i], uri[i], false);
+    }
+    for (int i = 0; i < 2; i++) {
+        qtest_quit(s[i]);
+        d[i] = start_pair_node(dir2, i, in);
+    }
+
+    migrate_to(d[1], uri[1], true);
+    /* Give a node that sent at its load the time to reach node 0. */
+    end = g_get_monotonic_time() + G_USEC_PER_SEC;
+    do {
+        g_usleep(10000);
+        get_counts(d[0], &tx, &rx);
+    } while (!rx && g_get_monotonic_time() < end);
+    g_assert_cmpuint(rx, ==, 0);
+    get_counts(d[1], &tx, &rx);
+    g_assert_cmpuint(tx, ==, 0);
+}
+
+/*
  * docs/checkpoint.rst, "Restoring" (a restored node sends its peers
  * nothing before its cont), for the control network's round saved from
  * the shared combining area (docs/strata.rst, "Combining on shared
@@ -310,8 +353,6 @@ static void test_shared_round_restored(void)
     char *path[2];
     char *uri[2];
     QTestState *s[2], *d[2];
-    uint64_t tx, rx;
-    gint64 end;
     int n;
 
     for (int i = 0; i < 2; i++) {
@@ -343,33 +384,7 @@ static void test_shared_round_restored(void)
                                 0, 0), ==, TEMPEST_CMD_SUCCESS);
     g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_COLL_STATUS)), ==,
                      TEMPEST_COLL_ST_PENDING);
-    for (int i = 0; i < 2; i++) {
-        qtest_qmp_assert_success(s[i], "{'execute': 'stop'}");
-    }
-    for (int i = 0; i < 2; i++) {
-        qtest_qmp_assert_success(s[i], "{'execute': 'qom-set', "
-                                 "'arguments': {'path': %s, 'property': "
-                                 "'ckpt-id', 'value': 99}}", NCPATH);
-        g_assert_null(set_mode(s[i], true));
-    }
-    for (int i = 0; i < 2; i++) {
-        migrate_to(s[i], uri[i], false);
-    }
-    for (int i = 0; i < 2; i++) {
-        qtest_quit(s[i]);
-        d[i] = start_pair_node(dir2, i, " -incoming defer");
-    }
-
-    migrate_to(d[1], uri[1], true);
-    /* Give a node that sent at its load the time to reach node 0. */
-    end = g_get_monotonic_time() + G_USEC_PER_SEC;
-    do {
-        g_usleep(10000);
-        get_counts(d[0], &tx, &rx);
-    } while (!rx && g_get_monotonic_time() < end);
-    g_assert_cmpuint(rx, ==, 0);
-    get_counts(d[1], &tx, &rx);
-    g_assert_cmpuint(tx, ==, 0);
+    save_restart_first(s, d, uri, dir2, 99, "");
 
     migrate_to(d[0], uri[0], true);
     for (int i = 1; i >= 0; i--) {
@@ -422,12 +437,9 @@ static void test_held_send_restored(void)
     const char *opts = " -object memory-backend-memfd,id=mem,size=64M,"
                        "share=on -machine memory-backend=mem"
                        " -global tempest-nc.hold-ms=600000";
-    g_autofree char *in_opts = g_strdup_printf("%s -incoming defer", opts);
     char *path[2];
     char *uri[2];
     QTestState *s[2], *d[2];
-    uint64_t tx, rx;
-    gint64 end;
 
     for (int i = 0; i < 2; i++) {
         path[i] = tq_state_file("tempest-ckpt");
@@ -459,33 +471,7 @@ static void test_held_send_restored(void)
     g_assert_cmphex(qtest_readl(s[1], SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
     g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_TX_DIRECT)), >=, 1);
 
-    for (int i = 0; i < 2; i++) {
-        qtest_qmp_assert_success(s[i], "{'execute': 'stop'}");
-    }
-    for (int i = 0; i < 2; i++) {
-        qtest_qmp_assert_success(s[i], "{'execute': 'qom-set', "
-                                 "'arguments': {'path': %s, 'property': "
-                                 "'ckpt-id', 'value': 98}}", NCPATH);
-        g_assert_null(set_mode(s[i], true));
-    }
-    for (int i = 0; i < 2; i++) {
-        migrate_to(s[i], uri[i], false);
-    }
-    for (int i = 0; i < 2; i++) {
-        qtest_quit(s[i]);
-        d[i] = start_pair_node(dir2, i, in_opts);
-    }
-
-    migrate_to(d[1], uri[1], true);
-    /* Give a node that sent at its load the time to reach node 0. */
-    end = g_get_monotonic_time() + G_USEC_PER_SEC;
-    do {
-        g_usleep(10000);
-        get_counts(d[0], &tx, &rx);
-    } while (!rx && g_get_monotonic_time() < end);
-    g_assert_cmpuint(rx, ==, 0);
-    get_counts(d[1], &tx, &rx);
-    g_assert_cmpuint(tx, ==, 0);
+    save_restart_first(s, d, uri, dir2, 98, opts);
     g_assert_cmphex(qtest_readl(d[1], SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
 
     migrate_to(d[0], uri[0], true);

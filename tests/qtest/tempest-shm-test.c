@@ -929,6 +929,19 @@ static QTestState *start_shared_opts(const char *dir, unsigned id,
                        (unsigned long long)CLUSTER, timeout, fab, id, hold);
 }
 
+/* Two real nodes' clusters formed, and their rings set up. */
+static void pair_ready(QTestState *n0, QTestState *n1)
+{
+    for (int i = 0; i < 2; i++) {
+        QTestState *s = i ? n1 : n0;
+
+        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
+                                     TEMPEST_FABRIC_READY), ==,
+                         TEMPEST_FABRIC_READY);
+        setup_rings(s);
+    }
+}
+
 static QTestState *start_shared_timeout(const char *dir, unsigned id,
                                         unsigned timeout_ms)
 {
@@ -989,14 +1002,7 @@ static void test_hint_poke(void)
     ShmPeer t = { .s = n0 };
     uint32_t direct;
 
-    for (int i = 0; i < 2; i++) {
-        QTestState *s = i ? n1 : n0;
-
-        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                     TEMPEST_FABRIC_READY), ==,
-                         TEMPEST_FABRIC_READY);
-        setup_rings(s);
-    }
+    pair_ready(n0, n1);
     /* The first packet makes the link (links are made on first use). */
     node_send(n1, 0, 0, 0x800);
     t.seq = 0;
@@ -1089,14 +1095,7 @@ static uint32_t hold_start(const char *dir, unsigned hold_ms,
     *n0 = start_shared_opts(dir, 0, 0, hold_ms, "");
     *n1 = start_shared_opts(dir, 1, 0, hold_ms, "");
     t.s = *n0;
-    for (int i = 0; i < 2; i++) {
-        QTestState *s = i ? *n1 : *n0;
-
-        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                     TEMPEST_FABRIC_READY), ==,
-                         TEMPEST_FABRIC_READY);
-        setup_rings(s);
-    }
+    pair_ready(*n0, *n1);
     node_send(*n1, 0, 0, tag);
     g_assert_cmpuint(peer_wait_shm_links(*n0, FAB, 1), ==, 1);
     g_assert_cmpuint(peer_wait_shm_links(*n1, FAB, 1), ==, 1);
@@ -1228,14 +1227,7 @@ static void test_stopped_sends_nothing(void)
     ShmPeer t = { .s = n0 };
     uint32_t stalls;
 
-    for (int i = 0; i < 2; i++) {
-        QTestState *s = i ? n1 : n0;
-
-        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_FABRIC_STATE, ~0,
-                                     TEMPEST_FABRIC_READY), ==,
-                         TEMPEST_FABRIC_READY);
-        setup_rings(s);
-    }
+    pair_ready(n0, n1);
     for (unsigned i = 0; i < 16; i++) {
         node_send(n1, i, 0, 0xc00 + i);
         expect_rq(&t, i, 0xc00 + i);
