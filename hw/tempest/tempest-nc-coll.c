@@ -1123,10 +1123,10 @@ static void coll_shm_done(TempestNCState *s, uint32_t error,
  * own contribution is in and whose subtree has reported goes up now (a
  * collective that was pending in the shared combining area was saved as
  * such a round: the restored cluster combines on the tree until the next
- * collective says otherwise).  Not at the load: the launcher lets the nodes run
- * only once every node has loaded its state, and a round sent before
- * could reach a node still loading, whose load then lost it (its parent
- * waited for it for ever).
+ * collective says otherwise).  Not at the load: the launcher lets the
+ * nodes run only once every node has loaded its state, and a round sent
+ * before could reach a node still loading, whose load then lost it (its
+ * parent waited for it for ever).
  */
 static void coll_vm_state(void *opaque, bool running, RunState state)
 {

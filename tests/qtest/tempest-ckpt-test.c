@@ -419,6 +419,13 @@ static void pair_send(QTestState *s, unsigned slot, uint64_t tag)
     qtest_writel(s, NC(TEMPEST_NC_SQ_DOORBELL), TEMPEST_RING_SQ0);
 }
 
+/* Node 0's RQ slot @slot, once a packet is there (its CTL word). */
+static uint32_t pair_landed(QTestState *s, unsigned slot)
+{
+    return tq_wait_mem32(s, RQ_BASE + slot * TEMPEST_PKT_SIZE, ~0,
+                         TEMPEST_PKT_VALID | 8);
+}
+
 /*
  * docs/checkpoint.rst, "Restoring", for a send ring (docs/fabric.rst,
  * "Nothing is sent while stopped"): node 1 fills node 0's RQ (16 slots)
@@ -428,7 +435,7 @@ static void pair_send(QTestState *s, unsigned slot, uint64_t tag)
  * node 0 loads (sent then, at node 1's load, it reached a node whose
  * load then reset what it had taken: every later packet of node 1 was
  * dropped as out of sequence, ckpt/moved's hang).  Once both run and
- * node 0's guest frees slot 0, the packet lands there, number 16.
+ * node 0's guest frees the first slot, the packet lands there, in order.
  */
 static void test_held_send_restored(void)
 {
@@ -440,6 +447,9 @@ static void test_held_send_restored(void)
     char *path[2];
     char *uri[2];
     QTestState *s[2], *d[2];
+    uint64_t at;
+    unsigned w = 0;
+    gint64 end;
 
     for (int i = 0; i < 2; i++) {
         path[i] = tq_state_file("tempest-ckpt");
@@ -460,32 +470,47 @@ static void test_held_send_restored(void)
                                      TEMPEST_RING_CQ, CQ_BASE, 16), ==,
                          TEMPEST_CMD_SUCCESS);
     }
+    /*
+     * Links are made on first use, and a hold needs the shared-memory
+     * one and all the credit back: packets, each read and freed, until
+     * one goes straight in (w of them; the RQ is empty after).
+     */
+    end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    do {
+        pair_send(s[1], w % 16, 0xc00 + w);
+        g_assert_cmphex(pair_landed(s[0], w % 16), ==, TEMPEST_PKT_VALID | 8);
+        qtest_writel(s[0], RQ_BASE + (w % 16) * TEMPEST_PKT_SIZE, 0);
+        qtest_writel(s[0], NC(TEMPEST_NC_RQ_DOORBELL), 1);
+        w++;
+    } while (!qtest_readl(s[1], NC(TEMPEST_NC_TX_DIRECT)) &&
+             g_get_monotonic_time() < end);
+    g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_TX_DIRECT)), >=, 1);
     for (unsigned i = 0; i < 16; i++) {
-        pair_send(s[1], i, 0xd00 + i);
-        g_assert_cmphex(tq_wait_mem32(s[0], RQ_BASE + i * TEMPEST_PKT_SIZE,
-                                      ~0, TEMPEST_PKT_VALID | 8), ==,
+        pair_send(s[1], (w + i) % 16, 0xd00 + i);
+        g_assert_cmphex(pair_landed(s[0], (w + i) % 16), ==,
                         TEMPEST_PKT_VALID | 8);
     }
-    pair_send(s[1], 0, 0xd10);
+    pair_send(s[1], w % 16, 0xd10);
     g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_TX_STALLS)), >=, 1);
-    g_assert_cmphex(qtest_readl(s[1], SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
-    g_assert_cmpuint(qtest_readl(s[1], NC(TEMPEST_NC_TX_DIRECT)), >=, 1);
+    g_assert_cmphex(qtest_readl(s[1], SQ0_BASE + (w % 16) * TEMPEST_PKT_SIZE),
+                    ==, TEMPEST_PKT_VALID | 8);
 
     save_restart_first(s, d, uri, dir2, 98, opts);
-    g_assert_cmphex(qtest_readl(d[1], SQ0_BASE), ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmphex(qtest_readl(d[1], SQ0_BASE + (w % 16) * TEMPEST_PKT_SIZE),
+                    ==, TEMPEST_PKT_VALID | 8);
 
     migrate_to(d[0], uri[0], true);
     for (int i = 1; i >= 0; i--) {
         g_assert_cmpuint(get_id(d[i]), ==, 98);
         qtest_qmp_assert_success(d[i], "{'execute': 'cont'}");
     }
-    qtest_writel(d[0], RQ_BASE, 0);
-    g_assert_cmphex(tq_wait_mem32(d[0], RQ_BASE, ~0, TEMPEST_PKT_VALID | 8),
-                    ==, TEMPEST_PKT_VALID | 8);
-    g_assert_cmphex(qtest_readq(d[0], RQ_BASE + TEMPEST_PKT_WORD1), ==,
-                    0xd10);
-    g_assert_cmpuint(qtest_readl(d[0], RQ_BASE + TEMPEST_PKT_SEQ), ==, 16);
-    g_assert_cmphex(qtest_readl(d[1], SQ0_BASE), ==, 0);
+    at = RQ_BASE + (w % 16) * TEMPEST_PKT_SIZE;
+    qtest_writel(d[0], at, 0);
+    g_assert_cmphex(pair_landed(d[0], w % 16), ==, TEMPEST_PKT_VALID | 8);
+    g_assert_cmphex(qtest_readq(d[0], at + TEMPEST_PKT_WORD1), ==, 0xd10);
+    g_assert_cmpuint(qtest_readl(d[0], at + TEMPEST_PKT_SEQ), ==, w + 16);
+    g_assert_cmphex(qtest_readl(d[1], SQ0_BASE + (w % 16) * TEMPEST_PKT_SIZE),
+                    ==, 0);
     g_assert_cmpuint(qtest_readl(d[0], NC(TEMPEST_NC_DROPPED)), ==, 0);
     for (int i = 0; i < 2; i++) {
         qtest_quit(d[i]);
