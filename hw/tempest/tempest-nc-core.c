@@ -213,11 +213,20 @@ static void nc_drop_events(TempestNCState *s)
     s->evq_len = 0;
 }
 
-/* The RQ or CQ was full: every engine looks again, then the CQ. */
+/*
+ * The RQ or CQ was full: every engine looks again, then the CQ.  Not
+ * while the VM is stopped (msg_vm_state arms it again at cont): a packet
+ * moved from the queue into the RQ gives its sender a credit back, and
+ * at a restore's load that credit (a CREDIT frame once 8 are owed) could
+ * reach a peer still loading, whose load then lost it.
+ */
 static void nc_retry(void *opaque)
 {
     TempestNCState *s = opaque;
 
+    if (!runstate_is_running()) {
+        return;
+    }
     for (unsigned i = 0; i < s->nhooks; i++) {
         if (s->hooks[i]->retry) {
             s->hooks[i]->retry(s);

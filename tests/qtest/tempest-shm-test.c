@@ -1198,6 +1198,33 @@ static void test_rq_full_gives_up(void)
     hold_stop(dir, n0, n1);
 }
 
+/*
+ * A packet waiting in the receiver's device for room is not moved into
+ * its RQ while the receiver is stopped (docs/fabric.rst, "Nothing is
+ * sent while stopped": moving it gives its sender a credit back, which at
+ * a restore could reach a peer still loading), even with the slot freed
+ * meanwhile; at cont it lands, with no doorbell.
+ */
+static void test_queue_waits_while_stopped(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("tempest-hold-XXXXXX", NULL);
+    QTestState *n0, *n1;
+    ShmPeer t;
+
+    hold_start(dir, 1, &n0, &n1, 0xe00);
+    t.s = n0;
+    g_assert_cmphex(tq_wait_mem32(n1, SQ0_BASE, ~0, 0), ==, 0);
+    qtest_qmp_assert_success(n0, "{ 'execute': 'stop' }");
+    qtest_writel(n0, RQ_BASE, 0);
+    g_usleep(50 * 1000);
+    g_assert_cmphex(qtest_readl(n0, RQ_BASE), ==, 0);
+    qtest_qmp_assert_success(n0, "{ 'execute': 'cont' }");
+    expect_rq(&t, 0, 0xe10);
+    g_assert_cmpuint(qtest_readl(n0, RQ_BASE + TEMPEST_PKT_SEQ), ==, 16);
+    g_assert_cmpuint(qtest_readl(n0, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    hold_stop(dir, n0, n1);
+}
+
 /* Node 0's guest frees its 16 RQ slots and says so (RQ_DOORBELL). */
 static void rq_free_all(QTestState *s)
 {
@@ -2060,6 +2087,8 @@ int main(int argc, char **argv)
                    test_rq_full_gives_up);
     qtest_add_func("/tempest/peer-shm/stopped-sends-nothing",
                    test_stopped_sends_nothing);
+    qtest_add_func("/tempest/peer-shm/queue-waits-while-stopped",
+                   test_queue_waits_while_stopped);
     /*
      * Last: the device fails these two today (see their comments), and
      * they make assertions non-fatal for what follows them.
