@@ -454,6 +454,9 @@ class Node:
         self.sigkilled = False    # ... and SIGTERM did not end it
         self.signal = None        # the signal that ended it, if any
         self.reader = None
+        self.err_reader = None    # QEMU's own messages (not --shell's)
+        self.log = None           # the node log both readers write
+        self.log_lock = threading.Lock()
         self.booted = None        # Linux: seconds from start to the program
         self.panicked = False     # Linux: the kernel panicked
 
@@ -840,29 +843,41 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                     out.write(raw.decode("utf-8", "replace"))
                     out.flush()
 
+    def log_line(node, raw):
+        """One line into the node's log and, if echoed, to out."""
+        with node.log_lock:
+            if node.log.closed:     # a reader the launcher gave up on
+                return
+            node.log.write(raw)
+            node.log.flush()
+        if echo and shell is None:
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            with print_lock:
+                out.write(f"[node {node.index:>{width}}] {text}\n")
+                out.flush()
+
     def pump(node):
         if node.index == shell:
             return pump_raw(node)
-        prefix = f"[node {node.index:>{width}}] "
-        with open(node.log_path, "wb") as log:
-            for raw in iter(node.proc.stdout.readline, b""):
-                if lrun and node.booted is None and BOOTED in raw:
-                    node.booted = time.monotonic() - t0
-                if lrun and PANIC in raw:
-                    node.panicked = True
-                raw, record = split_record(raw)
-                if record is not None:
-                    with print_lock:
-                        records.take(node.index, record)
-                    if not raw:
-                        continue
-                log.write(raw)
-                log.flush()
-                if echo and shell is None:
-                    text = raw.decode("utf-8", "replace").rstrip("\r\n")
-                    with print_lock:
-                        out.write(prefix + text + "\n")
-                        out.flush()
+        for raw in iter(node.proc.stdout.readline, b""):
+            if lrun and node.booted is None and BOOTED in raw:
+                node.booted = time.monotonic() - t0
+            if lrun and PANIC in raw:
+                node.panicked = True
+            raw, record = split_record(raw)
+            if record is not None:
+                with print_lock:
+                    records.take(node.index, record)
+                if not raw:
+                    continue
+            log_line(node, raw)
+
+    def pump_err(node):
+        """QEMU's own messages (its stderr) in whole lines: on the
+        console's pipe, written a byte at a time by the UART, one could
+        land inside a line of the guest's, and split a record."""
+        for raw in iter(node.proc.stderr.readline, b""):
+            log_line(node, raw)
 
     # Sockets live in a short private directory (Unix paths are limited
     # to 108 bytes; mkdtemp makes it 0700); the cluster's key, a random
@@ -939,7 +954,9 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
             n.proc = subprocess.Popen(n.cmd, stdin=None if n.index == shell
                                       else subprocess.DEVNULL,
                                       stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT,
+                                      stderr=subprocess.STDOUT
+                                      if n.index == shell else
+                                      subprocess.PIPE,
                                       # the --shell node reads the
                                       # terminal: it must be in the
                                       # foreground group (QEMU puts the
@@ -948,6 +965,11 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                                       process_group=None
                                       if n.index == shell else 0)
             watchdog.watch(n.proc.pid)
+            if n.index != shell:
+                n.log = open(n.log_path, "wb")
+                n.err_reader = threading.Thread(target=pump_err, args=(n,),
+                                                daemon=True)
+                n.err_reader.start()
             n.reader = threading.Thread(target=pump, args=(n,), daemon=True)
             n.reader.start()
         if restore:
@@ -1038,8 +1060,12 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         if watchdog:
             watchdog.close()
         for n in ns:
-            if n.reader:
-                n.reader.join(timeout=5)
+            for r in (n.reader, n.err_reader):
+                if r:
+                    r.join(timeout=5)
+            if n.log:
+                with n.log_lock:
+                    n.log.close()
         shutil.rmtree(sock_dir, ignore_errors=True)
         if in_main:
             signal.signal(signal.SIGINT, old_int)
