@@ -69,26 +69,6 @@ static uint64_t get_id(QTestState *s)
     return v;
 }
 
-static char *migration_end(QTestState *s)
-{
-    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-
-    for (;;) {
-        QDict *rsp = qtest_qmp(s, "{'execute': 'query-migrate'}");
-        QDict *ret = qdict_get_qdict(rsp, "return");
-        const char *st = ret ? qdict_get_try_str(ret, "status") : NULL;
-        char *status = g_strdup(st ? st : "none");
-
-        qobject_unref(rsp);
-        if (!strcmp(status, "completed") || !strcmp(status, "failed") ||
-            g_get_monotonic_time() > end) {
-            return status;
-        }
-        g_free(status);
-        g_usleep(1000);
-    }
-}
-
 /*
  * Checkpoint mode needs a stopped VM and a formed cluster: a node of two
  * whose peer never came says so, in ckpt-status and in the refusal.
@@ -152,7 +132,7 @@ static void test_save_load(void)
     g_assert(get_bool(s, "checkpoint"));
     qtest_qmp_assert_success(s, "{'execute': 'migrate', 'arguments': "
                              "{'uri': %s}}", uri);
-    status = migration_end(s);
+    status = tq_migration_end(s);
     g_assert_cmpstr(status, ==, "completed");
     qtest_qmp_assert_success(s, "{'execute': 'cont'}");
     g_assert(!get_bool(s, "checkpoint"));
@@ -161,7 +141,7 @@ static void test_save_load(void)
     d = qtest_initf("%s -incoming defer", ONE_NODE);
     qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
                              "'arguments': {'uri': %s}}", uri);
-    loaded = migration_end(d);
+    loaded = tq_migration_end(d);
     g_assert_cmpstr(loaded, ==, "completed");
     g_assert_cmpuint(get_id(d), ==, 12345);
     qtest_qmp_assert_success(d, "{'execute': 'cont'}");
@@ -179,7 +159,7 @@ static void save_quit(QTestState *s, const char *uri)
     g_assert_null(set_mode(s, true));
     qtest_qmp_assert_success(s, "{'execute': 'migrate', 'arguments': "
                              "{'uri': %s}}", uri);
-    status = migration_end(s);
+    status = tq_migration_end(s);
     g_assert_cmpstr(status, ==, "completed");
     qtest_quit(s);
 }
@@ -288,7 +268,7 @@ static void migrate_to(QTestState *s, const char *uri, bool in)
         qtest_qmp_assert_success(s, "{'execute': 'migrate', "
                                  "'arguments': {'uri': %s}}", uri);
     }
-    status = migration_end(s);
+    status = tq_migration_end(s);
     g_assert_cmpstr(status, ==, "completed");
 }
 

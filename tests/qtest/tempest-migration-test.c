@@ -19,27 +19,6 @@
 #define BLK         (1 << TEMPEST_TAG_BLK_SHIFT)
 #define TICKS(n)    ((int64_t)(n) * TEMPEST_TICK_NS)
 
-/* Poll query-migrate until it has ended: completed, failed or cancelled. */
-static char *migration_end(QTestState *s)
-{
-    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
-
-    for (;;) {
-        QDict *rsp = qtest_qmp(s, "{'execute': 'query-migrate'}");
-        QDict *ret = qdict_get_qdict(rsp, "return");
-        const char *st = ret ? qdict_get_try_str(ret, "status") : NULL;
-        char *status = g_strdup(st ? st : "none");
-
-        qobject_unref(rsp);
-        if (!strcmp(status, "completed") || !strcmp(status, "failed") ||
-            !strcmp(status, "cancelled") || g_get_monotonic_time() > end) {
-            return status;
-        }
-        g_free(status);
-        g_usleep(1000);
-    }
-}
-
 /* Stop the node and save it to path; returns how the migration ended. */
 static char *save_node(QTestState *s, const char *path)
 {
@@ -51,7 +30,7 @@ static char *save_node(QTestState *s, const char *path)
                     "{'uri': %s}}", uri);
     g_assert(qdict_haskey(rsp, "return"));
     qobject_unref(rsp);
-    return migration_end(s);
+    return tq_migration_end(s);
 }
 
 /* A second QEMU with the same machine, loaded from path, then running. */
@@ -63,7 +42,7 @@ static QTestState *restore_node(const char *args, const char *path)
 
     qtest_qmp_assert_success(d, "{'execute': 'migrate-incoming', "
                              "'arguments': {'uri': %s}}", uri);
-    status = migration_end(d);
+    status = tq_migration_end(d);
     g_assert_cmpstr(status, ==, "completed");
     qtest_qmp_assert_success(d, "{'execute': 'cont'}");
     return d;

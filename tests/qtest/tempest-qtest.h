@@ -9,6 +9,7 @@
 
 #include "qemu/bswap.h"
 #include "libqtest.h"
+#include "qobject/qdict.h"
 #include "standard-headers/tempest/tempest-hw.h"
 
 #define NC(off)         (TEMPEST_NC_BASE + (off))
@@ -127,6 +128,51 @@ static inline void tq_remove_image(char *path)
 
     unlink(path);
     rmdir(dir);
+}
+
+/* The string @key of the "return" of QMP command @cmd, or "none". */
+static inline char *tq_qmp_str(QTestState *s, const char *cmd,
+                               const char *key)
+{
+    QDict *rsp = qtest_qmp(s, "{'execute': %s}", cmd);
+    QDict *ret = qdict_get_qdict(rsp, "return");
+    const char *v = ret ? qdict_get_try_str(ret, key) : NULL;
+    char *copy = g_strdup(v ? v : "none");
+
+    qobject_unref(rsp);
+    return copy;
+}
+
+/*
+ * Poll query-migrate until the migration has ended (completed, failed or
+ * cancelled; or the wait ran out), and return its status.  QEMU reports
+ * the end before its migration thread puts the run state back: until
+ * then the VM is still "finish-migrate" and 'cont' is refused ("Migration
+ * is not finalized yet"), so this also waits for that.
+ */
+static inline char *tq_migration_end(QTestState *s)
+{
+    gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
+    char *status;
+
+    for (;;) {
+        status = tq_qmp_str(s, "query-migrate", "status");
+        if (!strcmp(status, "completed") || !strcmp(status, "failed") ||
+            !strcmp(status, "cancelled") || g_get_monotonic_time() > end) {
+            break;
+        }
+        g_free(status);
+        g_usleep(1000);
+    }
+    while (g_get_monotonic_time() < end) {
+        g_autofree char *run = tq_qmp_str(s, "query-status", "status");
+
+        if (strcmp(run, "finish-migrate")) {
+            break;
+        }
+        g_usleep(1000);
+    }
+    return status;
 }
 
 /* A path for a saved VM state, in a new directory named after @prefix. */

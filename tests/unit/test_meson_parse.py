@@ -5,6 +5,8 @@ also once meson pads the index (ten test programs or more).  With eleven
 qtest programs the runner once recorded only the last two programs'
 subtests (13 of 89), silently."""
 
+import contextlib
+import io
 import os
 import sys
 import unittest
@@ -35,6 +37,22 @@ class MesonParseTest(unittest.TestCase):
             "      ERROR           22.41s")
         self.assertEqual((m.group(1), m.group(2)),
                          ("qtest-aarch64/tempest-peer-test", "ERROR"))
+
+    def test_why_first(self):
+        """A program that bails out: its assertion is printed first, not
+        lost above the last 6000 characters of other tests' noise (a CI
+        failure once showed only the noise)."""
+        bail = ("Bail out! ERROR:../tests/qtest/tempest-migration-test.c:"
+                "715:test_xfer_system_space: assertion failed")
+        out = "\u25b6 12/15 /x OK\n" + bail + "\n" + "noise\n" * 3000
+        text = testing._broken_text(out)
+        self.assertTrue(text.startswith("why:\n" + bail + "\n...\n"))
+        self.assertTrue(text.endswith(out))
+        self.assertEqual(testing._broken_text("noise\n"), "noise\n")
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            testing.Results(False).record("qtest/x", False, "ERROR", text)
+        self.assertIn(bail, printed.getvalue().splitlines()[2])
 
 
 if __name__ == "__main__":

@@ -396,7 +396,7 @@ class AgentTest(unittest.TestCase):
             self.assertEqual(relay.cmd("qom-get", path=slurm.ckpt.NC_PATH,
                                        property="checkpoint"), False)
             for name, args, why in (
-                    ("query-status", {}, "not a command task 0 may relay"),
+                    ("system_reset", {}, "not a command task 0 may relay"),
                     ("human-monitor-command", {"command-line": "info"},
                      "not a command"),
                     ("migrate", {"uri": "exec:true"}, "only to or from a "

@@ -210,6 +210,16 @@ def check_cut(conns):
                                     f"{y[4 + net]}: not a consistent cut")
 
 
+def settled(c, deadline):
+    """Wait until a node whose migration has ended is out of the run state
+    "finish-migrate": QEMU reports the end before its migration thread
+    puts the run state back, and until then refuses 'cont' ("Migration is
+    not finalized yet")."""
+    while c.cmd("query-status").get("status") == "finish-migrate" and \
+            time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
 def wait_migration(conns, timeout, what):
     """Poll query-migrate on every node until each has completed."""
     deadline = time.monotonic() + timeout
@@ -219,8 +229,10 @@ def wait_migration(conns, timeout, what):
         for c in pending:
             st = c.cmd("query-migrate").get("status", "none")
             if st == "completed":
+                settled(c, deadline)
                 continue
             if st in ("failed", "cancelled"):
+                settled(c, deadline)
                 info = c.cmd("query-migrate")
                 raise StepError(f"{what}: node {c.index}: migration {st}: "
                                 f"{info.get('error-desc', 'no reason given')}"

@@ -659,7 +659,7 @@ def node_parser(add_help=True):
 # What task 0 may have a task's QEMU do (Relay): a checkpoint's and a
 # restore's commands, nothing else.
 RELAYED = {"stop", "cont", "qom-get", "qom-set", "migrate",
-           "migrate-incoming", "query-migrate", "quit"}
+           "migrate-incoming", "query-migrate", "query-status", "quit"}
 
 
 class Relay:

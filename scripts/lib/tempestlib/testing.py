@@ -65,6 +65,9 @@ class Results:
             self.failed.append(name)
             print(f"FAIL {name}" + (f"  ({detail})" if detail else ""),
                   flush=True)
+            if output.startswith("why:\n"):
+                why, _, output = output.partition("\n...\n")
+                print(_indent(why[:4000]) + "\n    ...", flush=True)
             if output:
                 print(_indent(output[-6000:]), flush=True)
 
@@ -99,7 +102,7 @@ def _tap(results, suite, cmd, env=None, cwd=None, timeout=600):
                            output="" if m.group(1) == "ok" else out)
     if seen == 0 or rc not in (0,):
         results.record(f"{suite}/{os.path.basename(cmd[0])}", False,
-                       f"exit {rc}, {seen} results", out)
+                       f"exit {rc}, {seen} results", _broken_text(out))
 
 
 # meson test --verbose: a TAP subtest ("▶ 3/7 NAME  OK"), and a test's
@@ -119,6 +122,21 @@ def _failure_text(out, name):
         return out
     end = out.find("\nFAIL ", at + 1)
     return out[at:end if end > 0 else len(out)]
+
+
+# What says why a test program failed as a whole: glib's assertion
+# ("Bail out!", "**"), a signal, meson's own TAP complaints.
+_WHY = re.compile(r"Bail out!|^\s*\*\*|ERROR:|[Aa]ssertion|killed by signal|"
+                  r"Too (few|many) tests|timed out|^\s*not ok")
+
+
+def _broken_text(out):
+    """A failed program's output with the lines that say why first (the
+    tail of a long output is usually another test's noise)."""
+    why = [line for line in out.splitlines() if _WHY.search(line)]
+    if not why:
+        return out
+    return "why:\n" + "\n".join(why[:40]) + "\n...\n" + out
 
 
 def _meson(results, suite, build_dir, names, test_args=(), mult=10):
@@ -154,7 +172,8 @@ def _meson(results, suite, build_dir, names, test_args=(), mult=10):
         if m and m.group(2) not in ("OK", "SKIP", "EXPECTEDFAIL") and \
                 m.group(1) not in broken:
             broken.add(m.group(1))
-            results.record(f"{suite}/{m.group(1)}", False, m.group(2), out)
+            results.record(f"{suite}/{m.group(1)}", False, m.group(2),
+                           _broken_text(out))
     if seen == 0 and not broken and r.returncode != 0:
         results.record(f"{suite}/meson", False, f"exit {r.returncode}", out)
 
