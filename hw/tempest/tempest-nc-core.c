@@ -215,24 +215,36 @@ static void nc_drop_events(TempestNCState *s)
 
 /*
  * The RQ or CQ was full: every engine looks again, then the CQ.  Not
- * while the VM is stopped (msg_vm_state arms it again at cont): a packet
- * moved from the queue into the RQ gives its sender a credit back, and
- * at a restore's load that credit (a CREDIT frame once 8 are owed) could
- * reach a peer still loading, whose load then lost it.
+ * while the VM is stopped (the retry is due, and nc_vm_state runs it at
+ * cont): a packet moved from the queue into the RQ gives its sender a
+ * credit back, and at a restore's load that credit (a CREDIT frame once
+ * 8 are owed) could reach a peer still loading, whose load then lost it.
  */
 static void nc_retry(void *opaque)
 {
     TempestNCState *s = opaque;
 
     if (!runstate_is_running()) {
+        s->retry_due = true;
         return;
     }
+    s->retry_due = false;
     for (unsigned i = 0; i < s->nhooks; i++) {
         if (s->hooks[i]->retry) {
             s->hooks[i]->retry(s);
         }
     }
     tempest_nc_cq_deliver(s);
+}
+
+/* Running again: a retry that fell while stopped is armed again. */
+static void nc_vm_state(void *opaque, bool running, RunState state)
+{
+    TempestNCState *s = opaque;
+
+    if (running && s->retry_due) {
+        tempest_nc_arm_retry(s);
+    }
 }
 
 const VMStateDescription vmstate_tempest_nc_event = {
@@ -495,6 +507,8 @@ bool tempest_nc_core_realize(TempestNCState *s, Error **errp)
     s->evq_len = 0;
     s->tick_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, nc_timer_fire, s);
     s->retry_timer = timer_new_ms(QEMU_CLOCK_REALTIME, nc_retry, s);
+    s->retry_due = false;
+    s->core_vmse = qemu_add_vm_change_state_handler(nc_vm_state, s);
     return true;
 }
 
@@ -502,6 +516,7 @@ bool tempest_nc_core_realize(TempestNCState *s, Error **errp)
 void tempest_nc_core_unrealize(TempestNCState *s)
 {
     nc_drop_events(s);
+    g_clear_pointer(&s->core_vmse, qemu_del_vm_change_state_handler);
     g_clear_pointer(&s->tick_timer, timer_free);
     g_clear_pointer(&s->retry_timer, timer_free);
     memset(s->cmd, 0, sizeof(s->cmd));
@@ -522,6 +537,7 @@ void tempest_nc_core_reset(TempestNCState *s)
     s->err_count = 0;
     s->peers_down = 0;
     s->dropped = 0;
+    s->retry_due = false;
     s->last_drop = NULL;
     s->irq_status = s->irq_enable = 0;
     memset(s->timer, 0, sizeof(s->timer));

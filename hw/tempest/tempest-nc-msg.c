@@ -801,8 +801,8 @@ static void msg_sq_bh(void *opaque)
 
 /*
  * Running again: a send ring that waits looks again (a skipped send); a
- * hold begins afresh (the time stopped is not the reader's); packets and
- * events that wait for room look again (nc_retry skips while stopped).
+ * hold begins afresh (the time stopped is not the reader's).  (Packets
+ * and events that wait for room: the core's retry, nc_vm_state.)
  */
 static void msg_vm_state(void *opaque, bool running, RunState state)
 {
@@ -814,10 +814,6 @@ static void msg_vm_state(void *opaque, bool running, RunState state)
     s->sq_hold_since[0] = s->sq_hold_since[1] = 0;
     if (s->sq_wait[0] >= 0 || s->sq_wait[1] >= 0) {
         qemu_bh_schedule(s->sq_bh);
-    }
-    if (!QTAILQ_EMPTY(&s->inq[0]) || !QTAILQ_EMPTY(&s->inq[1]) ||
-        !QTAILQ_EMPTY(&s->evq)) {
-        tempest_nc_arm_retry(s);
     }
 }
 

@@ -453,6 +453,8 @@ struct TempestNCState {
     TempestFabric *fabric;
     QEMUTimer *tick_timer;      /* QEMU_CLOCK_VIRTUAL: the next timer */
     QEMUTimer *retry_timer;     /* QEMU_CLOCK_REALTIME: RQ/CQ was full */
+    bool retry_due;             /* it fired while stopped: again at cont */
+    VMChangeStateEntry *core_vmse;  /* a retry due runs on resume */
     QEMUBH *sq_bh;              /* credit came back: run the send rings */
     /*
      * A send slot being read (TEMPEST_PKT_MAX_SIZE): on the heap, not the
