@@ -734,6 +734,16 @@ CASES += [
                           r"operation started in a message handler while "
                           r"one started by the program was pending"]},
         absent=[r"the handler's sum", r"timed out"]),
+    # The same for a handler's ReceiveBroadcast while the program waits in
+    # ReceiveBroadcastVector: it would take the program's word.
+    Run("strata-nested-bcast", "strata_forever", nodes=2, smp=1,
+        args=["nested-bcast"], mem="64M", status=255, timeout=60,
+        summary=r"node 0 failed with status 255",
+        nodes_expect={0: [r"StrataFail: node 0: a message handler called "
+                          r"ReceiveBroadcast \(or its Double or Vector "
+                          r"form\) while this node waited for a broadcast "
+                          r"word"]},
+        absent=[r"the handler's word", r"no node broadcast", r"timed out"]),
     # The same for libtempest and libam programs that wait for what the
     # killed node would send, with no peer-down callback: the library ends
     # the others itself (status 1), where before they waited for ever.

@@ -24,6 +24,13 @@
  * started in a message handler while one started by the program was
  * pending) instead of the handler's taking the program's place
  * (strata-nested-split).
+ *
+ * With "nested-bcast" (2 nodes): node 0 waits in a ReceiveBroadcastVector
+ * for words no node broadcasts; node 1 sends it a message whose handler
+ * calls ReceiveBroadcast.  Node 0 must fail (StrataFail: a message
+ * handler called ReceiveBroadcast while this node waited for a broadcast
+ * word) instead of the handler's taking the program's word, here waiting
+ * for ever (strata-nested-bcast).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,6 +51,12 @@ static void nested_split_h(int from)
     (void)from;
     printf("node %d: the handler's sum %d\n", Self,
            CombineInt(1, ReduceAdd));
+}
+
+static void nested_bcast_h(int from)
+{
+    (void)from;
+    printf("node %d: the handler's word %u\n", Self, ReceiveBroadcast());
 }
 
 static void nested_h(int from)
@@ -69,13 +82,21 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && !strncmp(argv[1], "nested", 6)) {
         bool split = !strcmp(argv[1], "nested-split");
+        bool bcast = !strcmp(argv[1], "nested-bcast");
 
         printf("node %d: waiting\n", Self);
         fflush(stdout);
         if (Self != 0) {
-            SendBothRLPollBoth(0, split ? nested_split_h : nested_h, Self);
+            SendBothRLPollBoth(0, split ? nested_split_h :
+                               bcast ? nested_bcast_h : nested_h, Self);
         } else if (split) {
             StartCombineInt(5, ReduceAdd);
+        } else if (bcast) {
+            Word v[4];
+
+            ReceiveBroadcastVector(v, 4);
+            printf("node %d: a vector no node broadcast\n", Self);
+            return 1;
         } else {
             Barrier();
             printf("node %d: a barrier node 1 never joined\n", Self);

@@ -715,16 +715,32 @@ static bool pop_word(void)
                   TEMPEST_NC_BCAST_WAIT : TEMPEST_NC_BCAST_POP) != 0;
 }
 
+/*
+ * receive_word()'s waits in progress: handlers run in them.  A handler
+ * that receives a broadcast word there would take the one the program
+ * waits for (a word of its vector, say), and the program would wait for
+ * the next, or for ever: it fails, clearly, as a nested collective does.
+ */
+static unsigned bcast_waits;
+
 static uint64_t receive_word(void)
 {
     strata_require("ReceiveBroadcast");
+    if (bcast_waits) {
+        StrataFail("node %d: a message handler called ReceiveBroadcast "
+                   "(or its Double or Vector form) while this node waited "
+                   "for a broadcast word: it would take the program's",
+                   Self);
+    }
     while (!pop_word()) {
         if (nc_reg(TEMPEST_NC_BCAST_LOST)) {
             /* Only a node controller before 1.6 (or a bad peer). */
             StrataFail("broadcast words were lost: more than %d were "
                        "waiting", TEMPEST_NC_BCAST_FIFO);
         }
+        bcast_waits++;
         strata_wait(bcast_waiting, NULL, POLL_BOTH, false);
+        bcast_waits--;
     }
     return nc_reg64(TEMPEST_NC_BCAST_VALUE);
 }
