@@ -546,6 +546,16 @@ WOKEN_RQ = (r"^node \d+: woken [1-9]\d* times on its RQ's tail by a "
             r"packet$")
 
 
+def nested(name, mode, why, absent):
+    """strata_forever's nested modes (2 nodes): node 0 must fail at once
+    with StrataFail: node 0: @why, never print @absent, never time out."""
+    return Run(name, "strata_forever", nodes=2, smp=1, args=[mode],
+               mem="64M", status=255, timeout=60,
+               summary=r"node 0 failed with status 255",
+               nodes_expect={0: [r"StrataFail: node 0: " + why]},
+               absent=absent + [r"timed out"])
+
+
 def am(name, program, nodes, smp, args=(), ok=None, timeout=60,
        nodes_also=(), **kw):
     """A messaging test: exit 0, '<program> ok' on every node, clean
@@ -716,34 +726,22 @@ CASES += [
     # A Strata message handler that calls a barrier while its node waits
     # in another one fails at once, instead of taking the other's place in
     # the wait (node 1 never joins: the wait would last for ever).
-    Run("strata-nested-coll", "strata_forever", nodes=2, smp=1,
-        args=["nested"], mem="64M", status=255, timeout=60,
-        summary=r"node 0 failed with status 255",
-        nodes_expect={0: [r"StrataFail: node 0: a message handler "
-                          r"called a control-network operation "
-                          r"\(.*\) while this node waited for "
-                          r"another one"]},
-        absent=[r"nested barrier returned", r"never joined",
-                r"timed out"]),
+    nested("strata-nested-coll", "nested",
+           r"a message handler called a control-network operation "
+           r"\(.*\) while this node waited for another one",
+           [r"nested barrier returned", r"never joined"]),
     # The same with the program's operation split-phase (StartCombineInt)
     # while it polls: the handler's CombineInt would take its place.
-    Run("strata-nested-split", "strata_forever", nodes=2, smp=1,
-        args=["nested-split"], mem="64M", status=255, timeout=60,
-        summary=r"node 0 failed with status 255",
-        nodes_expect={0: [r"StrataFail: node 0: a control-network "
-                          r"operation started in a message handler while "
-                          r"one started by the program was pending"]},
-        absent=[r"the handler's sum", r"timed out"]),
+    nested("strata-nested-split", "nested-split",
+           r"a control-network operation started in a message handler "
+           r"while one started by the program was pending",
+           [r"the handler's sum"]),
     # The same for a handler's ReceiveBroadcast while the program waits in
     # ReceiveBroadcastVector: it would take the program's word.
-    Run("strata-nested-bcast", "strata_forever", nodes=2, smp=1,
-        args=["nested-bcast"], mem="64M", status=255, timeout=60,
-        summary=r"node 0 failed with status 255",
-        nodes_expect={0: [r"StrataFail: node 0: a message handler called "
-                          r"ReceiveBroadcast \(or its Double or Vector "
-                          r"form\) while this node waited for a broadcast "
-                          r"word"]},
-        absent=[r"the handler's word", r"no node broadcast", r"timed out"]),
+    nested("strata-nested-bcast", "nested-bcast",
+           r"a message handler called ReceiveBroadcast \(or its Double or "
+           r"Vector form\) while this node waited for a broadcast word",
+           [r"the handler's word", r"no node broadcast"]),
     # The same for libtempest and libam programs that wait for what the
     # killed node would send, with no peer-down callback: the library ends
     # the others itself (status 1), where before they waited for ever.
