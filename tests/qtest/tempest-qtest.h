@@ -148,7 +148,9 @@ static inline char *tq_qmp_str(QTestState *s, const char *cmd,
  * cancelled; or the wait ran out), and return its status.  QEMU reports
  * the end before its migration thread puts the run state back: until
  * then the VM is still "finish-migrate" and 'cont' is refused ("Migration
- * is not finalized yet"), so this also waits for that.
+ * is not finalized yet"), so this also waits for that.  (QEMU's cleanup
+ * of the migration is only scheduled then: a 'migrate' sent at once
+ * could still find it; every caller sends other commands first.)
  */
 static inline char *tq_migration_end(QTestState *s)
 {

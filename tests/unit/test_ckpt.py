@@ -46,6 +46,47 @@ def pair(a_to_b, b_from_a, credit_a, allowed_b, owed_b):
     return a, b
 
 
+class MigratingNode:
+    """A node's QMP during the save: query-migrate and query-status from
+    scripts of answers (the last repeats); the commands are recorded."""
+
+    def __init__(self, index, migrate, status):
+        self.index = index
+        self.migrate = list(migrate)
+        self.status = list(status)
+        self.seen = []
+
+    def cmd(self, name, **args):
+        self.seen.append(name)
+        script = {"query-migrate": self.migrate,
+                  "query-status": self.status}[name]
+        st = script.pop(0) if len(script) > 1 else script[0]
+        return {"status": st, "error-desc": "pre-save failed"}
+
+
+class WaitMigrationTest(unittest.TestCase):
+    """QEMU reports a migration's end before it puts the run state back
+    from finish-migrate, where 'cont' is refused: the wait lasts until
+    every node has left it, also when one node's save failed."""
+
+    def test_settled_after_completed(self):
+        a = MigratingNode(0, ["active", "completed"],
+                          ["finish-migrate", "finish-migrate", "paused"])
+        ckpt.wait_migration([a], 5.0, "checkpoint")
+        self.assertEqual(a.seen.count("query-status"), 3)
+
+    def test_failure_waits_for_the_others(self):
+        a = MigratingNode(0, ["failed"], ["finish-migrate", "paused"])
+        b = MigratingNode(1, ["active", "active", "completed"],
+                          ["finish-migrate", "postmigrate"])
+        with self.assertRaisesRegex(StepError, "node 0: migration failed: "
+                                    "pre-save failed"):
+            ckpt.wait_migration([a, b], 5.0, "checkpoint")
+        self.assertEqual(b.seen.count("query-migrate"), 3)
+        self.assertEqual(b.seen[-1], "query-status")
+        self.assertEqual(a.seen.count("query-status"), 2)
+
+
 class DrainTest(unittest.TestCase):
 
     def test_quiet_after_two_equal_collections(self):

@@ -39,21 +39,32 @@ class MesonParseTest(unittest.TestCase):
                          ("qtest-aarch64/tempest-peer-test", "ERROR"))
 
     def test_why_first(self):
-        """A program that bails out: its assertion is printed first, not
-        lost above the last 6000 characters of other tests' noise (a CI
-        failure once showed only the noise)."""
-        bail = ("Bail out! ERROR:../tests/qtest/tempest-migration-test.c:"
-                "715:test_xfer_system_space: assertion failed")
-        out = "\u25b6 12/15 /x OK\n" + bail + "\n" + "noise\n" * 3000
-        text = testing._broken_text(out)
-        self.assertTrue(text.startswith("why:\n" + bail + "\n...\n"))
-        self.assertTrue(text.endswith(out))
-        self.assertEqual(testing._broken_text("noise\n"), "noise\n")
+        """A program that bails out (meson --verbose's form of it, two
+        programs): its own assertion is printed first, not lost above the
+        last 6000 characters of noise (a CI failure once showed only the
+        noise), and the other program's lines are not in its record."""
+        bail = ("ERROR:../tests/qtest/tempest-migration-test.c:715:"
+                "test_xfer_system_space: assertion failed")
+        prog = "qtest-aarch64/tempest-migration-test"
+        out = (f" 5/11 qemu:qtest+qtest-aarch64 / {prog}  RUNNING\n"
+               "\u25b6 5/11 /aarch64/tempest/migration/timer OK\n"
+               f"\u25b6 5/11 {bail} ERROR\n"
+               f" 5/11 qemu:qtest+qtest-aarch64 / {prog}  ERROR  9.1s  "
+               "killed by signal 6 SIGABRT\n"
+               "stderr:\n" + "qemu: warning: lost node 1\n" * 3000 +
+               " 6/11 qemu:qtest+qtest-aarch64 / qtest-aarch64/tempest-nc-"
+               "test  RUNNING\n"
+               "Bail out! ERROR:other.c:1:f: assertion failed\n")
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            testing.Results(False).record("qtest/x", False, "ERROR", text)
-        self.assertIn(bail, printed.getvalue().splitlines()[2])
-
+            testing._meson_record(testing.Results(False), "qtest", out)
+        lines = printed.getvalue().splitlines()
+        self.assertEqual(lines[0], "PASS qtest/aarch64/tempest/migration/timer")
+        self.assertEqual(lines[1], f"FAIL qtest/{prog}  (ERROR)")
+        self.assertEqual(lines[2], "    why:")
+        self.assertIn(bail, lines[3])
+        self.assertNotIn("other.c", printed.getvalue())
+        self.assertEqual(testing._broken_text("noise\n"), "noise\n")
 
 if __name__ == "__main__":
     unittest.main()

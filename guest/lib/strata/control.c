@@ -729,7 +729,8 @@ static uint64_t receive_word(void)
     if (bcast_waits) {
         StrataFail("node %d: a message handler called ReceiveBroadcast "
                    "(or its Double or Vector form) while this node waited "
-                   "for a broadcast word: it would take the program's",
+                   "for a broadcast word: it would take the word waited "
+                   "for",
                    Self);
     }
     while (!pop_word()) {

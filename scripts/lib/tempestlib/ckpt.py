@@ -221,9 +221,13 @@ def settled(c, deadline):
 
 
 def wait_migration(conns, timeout, what):
-    """Poll query-migrate on every node until each has completed."""
+    """Poll query-migrate on every node until each has completed.  A node
+    that failed is reported once every node's migration has ended and
+    settled (or the time is up), so that the caller's 'cont' finds none
+    still saving or in "finish-migrate"."""
     deadline = time.monotonic() + timeout
     pending = list(conns)
+    failed = None
     while pending:
         still = []
         for c in pending:
@@ -233,18 +237,23 @@ def wait_migration(conns, timeout, what):
                 continue
             if st in ("failed", "cancelled"):
                 settled(c, deadline)
-                info = c.cmd("query-migrate")
-                raise StepError(f"{what}: node {c.index}: migration {st}: "
-                                f"{info.get('error-desc', 'no reason given')}"
-                                " (the node's log says more)")
+                if failed is None:
+                    info = c.cmd("query-migrate")
+                    failed = (f"{what}: node {c.index}: migration {st}: "
+                              f"{info.get('error-desc', 'no reason given')}"
+                              " (the node's log says more)")
+                continue
             still.append(c)
         pending = still
         if pending and time.monotonic() > deadline:
-            raise StepError(f"{what}: node(s) "
+            raise StepError(failed or
+                            f"{what}: node(s) "
                             f"{', '.join(str(c.index) for c in pending)} "
                             f"not done after {timeout:g} s")
         if pending:
             time.sleep(0.01)
+    if failed:
+        raise StepError(failed)
 
 
 def checkpoint(run_dir, out_dir=None, stop=False, timeout=30.0,
@@ -314,12 +323,20 @@ def checkpoint_nodes(conns, info, run_dir, out_dir, stop=False,
             c.cmd("migrate", uri=f"file:{path}")
         wait_migration(conns, timeout, "checkpoint")
     except StepError:
+        # Each node on its own: one that refuses does not leave the rest
+        # in checkpoint mode or stopped (the first error is the one told).
         for c in entered:
-            c.cmd("qom-set", path=NC_PATH, property="checkpoint",
-                  value=False)
+            try:
+                c.cmd("qom-set", path=NC_PATH, property="checkpoint",
+                      value=False)
+            except StepError as e:
+                say(f"checkpoint: node {c.index}: {e}")
         if not stop:
             for c in conns:
-                c.cmd("cont")
+                try:
+                    c.cmd("cont")
+                except StepError as e:
+                    say(f"checkpoint: node {c.index} not resumed: {e}")
         raise
     elapsed = time.monotonic() - t0
     sizes = [os.path.getsize(os.path.join(out_dir, f"node{i}.vmstate"))

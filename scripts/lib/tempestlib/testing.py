@@ -110,7 +110,7 @@ def _tap(results, suite, cmd, env=None, cwd=None, timeout=600):
 # (meson pads the index: "\u25b6  1/11" once there are ten tests or more)
 _MESON_SUB = re.compile(r"^\s*\u25b6\s+\d+/\d+ (\S+)\s+"
                         r"(OK|FAIL|SKIP|ERROR)\b")
-_MESON_TEST = re.compile(r"^\s*\d+/\d+ \S+ / (\S+)\s+(OK|FAIL|SKIP|TIMEOUT|"
+_MESON_TEST = re.compile(r"^\s*\d+/\d+ (?:\S+ / )?(\S+)\s+(OK|FAIL|SKIP|TIMEOUT|"
                          r"ERROR|EXPECTEDFAIL|UNEXPECTEDPASS)\b")
 
 
@@ -125,18 +125,36 @@ def _failure_text(out, name):
 
 
 # What says why a test program failed as a whole: glib's assertion
-# ("Bail out!", "**"), a signal, meson's own TAP complaints.
+# ("Bail out!", which meson shows as a subtest named "ERROR:..."; "**"),
+# a signal, meson's own TAP complaints.
 _WHY = re.compile(r"Bail out!|^\s*\*\*|ERROR:|[Aa]ssertion|killed by signal|"
                   r"Too (few|many) tests|timed out|^\s*not ok")
+_MESON_RUNNING = re.compile(r"^\s*\d+/\d+ (?:\S+ / )?(\S+)\s+RUNNING\b")
+
+
+def _program_text(out, name):
+    """meson test --verbose's part for program @name: from its RUNNING
+    line to the next program's (its subtests, its own line, then its
+    stderr); all of @out if it is not found."""
+    lines = out.splitlines()
+    start = next((i for i, line in enumerate(lines)
+                  if (m := _MESON_RUNNING.match(line)) and m.group(1) == name),
+                 None)
+    if start is None:
+        return out
+    end = next((i for i in range(start + 1, len(lines))
+                if _MESON_RUNNING.match(lines[i]) or
+                lines[i].startswith("Summary of Failures")), len(lines))
+    return "\n".join(lines[start:end]) + "\n"
 
 
 def _broken_text(out):
     """A failed program's output with the lines that say why first (the
-    tail of a long output is usually another test's noise)."""
+    tail of a long output is usually its stderr, or another test's)."""
     why = [line for line in out.splitlines() if _WHY.search(line)]
     if not why:
         return out
-    return "why:\n" + "\n".join(why[:40]) + "\n...\n" + out
+    return "why:\n" + "\n".join(why[-40:]) + "\n...\n" + out
 
 
 def _meson(results, suite, build_dir, names, test_args=(), mult=10):
@@ -151,7 +169,12 @@ def _meson(results, suite, build_dir, names, test_args=(), mult=10):
     cmd += list(names)
     r = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                        stdin=subprocess.DEVNULL)
-    out = r.stdout + r.stderr
+    _meson_record(results, suite, r.stdout + r.stderr, r.returncode)
+
+
+def _meson_record(results, suite, out, returncode=1):
+    """Record what meson test --verbose printed: each TAP subtest, and
+    each program that failed as a whole, with what said why."""
     seen = 0
     broken = set()
     for line in out.splitlines():
@@ -173,9 +196,9 @@ def _meson(results, suite, build_dir, names, test_args=(), mult=10):
                 m.group(1) not in broken:
             broken.add(m.group(1))
             results.record(f"{suite}/{m.group(1)}", False, m.group(2),
-                           _broken_text(out))
-    if seen == 0 and not broken and r.returncode != 0:
-        results.record(f"{suite}/meson", False, f"exit {r.returncode}", out)
+                           _broken_text(_program_text(out, m.group(1))))
+    if seen == 0 and not broken and returncode != 0:
+        results.record(f"{suite}/meson", False, f"exit {returncode}", out)
 
 
 class _UnitResult(unittest.TestResult):
