@@ -216,9 +216,10 @@ static void nc_drop_events(TempestNCState *s)
 /*
  * The RQ or CQ was full: every engine looks again, then the CQ.  Not
  * while the VM is stopped (the retry is due, and nc_vm_state arms it
- * again at cont): a packet moved from the queue into the RQ gives its sender a
- * credit back, and at a restore's load that credit (a CREDIT frame once
- * 8 are owed) could reach a peer still loading, whose load then lost it.
+ * again at cont): a packet moved from the queue into the RQ gives its
+ * sender a credit back, and at a restore's load that credit (a CREDIT
+ * frame once 8 are owed) could reach a peer still loading, whose load
+ * then lost it.
  */
 static void nc_retry(void *opaque)
 {

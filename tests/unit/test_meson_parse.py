@@ -59,7 +59,8 @@ class MesonParseTest(unittest.TestCase):
         with contextlib.redirect_stdout(printed):
             testing._meson_record(testing.Results(False), "qtest", out)
         lines = printed.getvalue().splitlines()
-        self.assertEqual(lines[0], "PASS qtest/aarch64/tempest/migration/timer")
+        self.assertEqual(lines[0],
+                         "PASS qtest/aarch64/tempest/migration/timer")
         self.assertEqual(lines[1], f"FAIL qtest/{prog}  (ERROR)")
         self.assertEqual(lines[2], "    why:")
         self.assertIn(bail, lines[3])

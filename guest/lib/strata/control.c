@@ -730,8 +730,7 @@ static uint64_t receive_word(void)
         StrataFail("node %d: a message handler called ReceiveBroadcast "
                    "(or its Double or Vector form) while this node waited "
                    "for a broadcast word: it would take the word waited "
-                   "for",
-                   Self);
+                   "for", Self);
     }
     while (!pop_word()) {
         if (nc_reg(TEMPEST_NC_BCAST_LOST)) {

@@ -110,7 +110,8 @@ def _tap(results, suite, cmd, env=None, cwd=None, timeout=600):
 # (meson pads the index: "\u25b6  1/11" once there are ten tests or more)
 _MESON_SUB = re.compile(r"^\s*\u25b6\s+\d+/\d+ (\S+)\s+"
                         r"(OK|FAIL|SKIP|ERROR)\b")
-_MESON_TEST = re.compile(r"^\s*\d+/\d+ (?:\S+ / )?(\S+)\s+(OK|FAIL|SKIP|TIMEOUT|"
+_MESON_TEST = re.compile(r"^\s*\d+/\d+ (?:\S+ / )?(\S+)\s+"
+                         r"(OK|FAIL|SKIP|TIMEOUT|"
                          r"ERROR|EXPECTEDFAIL|UNEXPECTEDPASS)\b")
 
 
