@@ -85,13 +85,16 @@ static void dump_at_shutdown(Notifier *n, void *data)
     }
     g_string_append_printf(out, "  irq status 0x%x enable 0x%x; tx %u rx %u "
                            "stalls %u send errors %u dropped %u peers down "
-                           "%u; err status %u count %u; sq_wait %d/%d; "
+                           "%u; err status %u count %u; sq_wait %d/%d "
+                           "(credit %d/%d, found by the timer %u); "
                            "inq %u/%u rq_hold %d; events queued %u\n",
                            s->irq_status, s->irq_enable, s->tx_packets,
                            s->rx_packets, s->tx_stalls, s->send_errors,
                            s->dropped, s->peers_down, s->err_status,
                            s->err_count, s->sq_wait[0], s->sq_wait[1],
-                           inq[0], inq[1], s->rq_hold, s->evq_len);
+                           s->sq_wait_credit[0], s->sq_wait_credit[1],
+                           s->credit_found, inq[0], inq[1], s->rq_hold,
+                           s->evq_len);
     if (s->last_drop) {
         g_string_append_printf(out, "  last frame dropped: from node %d, "
                                "%s\n", s->last_drop_peer, s->last_drop);

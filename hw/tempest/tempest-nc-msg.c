@@ -612,6 +612,35 @@ static bool msg_sq_hold(TempestNCState *s, unsigned ring, unsigned dest)
     return true;
 }
 
+/*
+ * A send ring out of credit for @dest: the fabric wakes it when credit
+ * comes back (a CREDIT frame, or the shared-memory link's waiting bit and
+ * its wake-up frame, docs/fabric.rst).  A safety net under that: while a
+ * ring waits for credit, the credit timer looks every MSG_CREDIT_LOOK_MS.
+ * The twelfth session's radix-8 hang (docs/fabric.rst) was a sender
+ * waiting for credit its receiver had given back in the link's memory,
+ * the waiting bit clear and no wake-up coming; credit_found counts the
+ * credit found this way (the dump shows it).
+ */
+#define MSG_CREDIT_LOOK_MS  10
+
+static void msg_credit_wait(TempestNCState *s, unsigned ring)
+{
+    s->sq_wait_credit[ring] = true;
+    if (!timer_pending(s->sq_credit_timer)) {
+        timer_mod(s->sq_credit_timer,
+                  qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + MSG_CREDIT_LOOK_MS);
+    }
+}
+
+static void msg_sq_stall(TempestNCState *s, unsigned ring, unsigned dest)
+{
+    s->sq_wait[ring] = dest;
+    s->tx_stalls++;
+    trace_tempest_nc_sq_stall(s->node_id, ring, dest, s->ring[ring].idx);
+    msg_credit_wait(s, ring);
+}
+
 /* Send what the guest put in send ring 'ring' (= its network). */
 static void msg_sq_send(TempestNCState *s, unsigned ring)
 {
@@ -625,6 +654,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
     was_waiting = s->sq_wait[ring] >= 0;
     c = msg_sq_cache(s, ring);
     s->sq_wait[ring] = -1;
+    s->sq_wait_credit[ring] = false;
     for (uint32_t n = 0; n < r->slots; n++) {
         uint64_t addr = tempest_nc_ring_slot(r, ring);
         uint8_t *pkt = s->tx_pkt, *out = NULL;
@@ -649,9 +679,7 @@ static void msg_sq_send(TempestNCState *s, unsigned ring)
         } else if (!tempest_fabric_peer_up(s->fabric, dest)) {
             code = TEMPEST_NC_ERR_PEER_DOWN;
         } else if (!tempest_fabric_can_send(s->fabric, dest, ring)) {
-            s->sq_wait[ring] = dest;
-            s->tx_stalls++;
-            trace_tempest_nc_sq_stall(s->node_id, ring, dest, r->idx);
+            msg_sq_stall(s, ring, dest);
             break;
         }
         /*
@@ -774,10 +802,14 @@ static void msg_sq_resume(TempestNCState *s)
     for (unsigned ring = TEMPEST_RING_SQ0; ring <= TEMPEST_RING_SQ1; ring++) {
         int dest = s->sq_wait[ring];
 
-        if (dest >= 0 && s->ring[ring].slots &&
-            (!tempest_fabric_peer_up(s->fabric, dest) ||
-             tempest_fabric_can_send(s->fabric, dest, ring))) {
+        if (dest < 0 || !s->ring[ring].slots) {
+            continue;
+        }
+        if (!tempest_fabric_peer_up(s->fabric, dest) ||
+            tempest_fabric_can_send(s->fabric, dest, ring)) {
             msg_sq_run(s, ring);
+        } else {
+            msg_credit_wait(s, ring);   /* (a state loaded: not said yet) */
         }
     }
 }
@@ -797,6 +829,31 @@ static void msg_sq_bh(void *opaque)
     if (runstate_is_running()) {
         msg_sq_resume(opaque);
     }
+}
+
+/*
+ * The credit timer (msg_sq_stall): a ring that waits for credit looks at
+ * it again, and counts what it finds there (no wake-up came for it).
+ * Not while stopped: msg_vm_state runs the rings at cont.
+ */
+static void msg_sq_credit_look(void *opaque)
+{
+    TempestNCState *s = opaque;
+
+    if (!runstate_is_running()) {
+        return;
+    }
+    for (unsigned ring = TEMPEST_RING_SQ0; ring <= TEMPEST_RING_SQ1; ring++) {
+        int dest = s->sq_wait[ring];
+
+        if (dest >= 0 && s->sq_wait_credit[ring] && s->ring[ring].slots &&
+            tempest_fabric_peer_up(s->fabric, dest) &&
+            tempest_fabric_can_send(s->fabric, dest, ring)) {
+            s->credit_found++;
+            trace_tempest_nc_sq_credit_found(s->node_id, ring, dest);
+        }
+    }
+    msg_sq_resume(s);   /* (a ring still out of credit: the timer again) */
 }
 
 /*
@@ -1000,6 +1057,8 @@ static bool msg_realize(TempestNCState *s, Error **errp)
     s->sq_wait[0] = s->sq_wait[1] = -1;
     s->sq_bh = qemu_bh_new(msg_sq_bh, s);
     s->sq_hold_timer = timer_new_ns(QEMU_CLOCK_REALTIME, msg_sq_bh, s);
+    s->sq_credit_timer = timer_new_ms(QEMU_CLOCK_REALTIME, msg_sq_credit_look,
+                                      s);
     s->msg_vmse = qemu_add_vm_change_state_handler(msg_vm_state, s);
     s->hold_off = bitmap_new(s->num_nodes);
     s->tx_pkt = g_malloc(TEMPEST_PKT_MAX_SIZE);
@@ -1015,6 +1074,7 @@ static void msg_unrealize(TempestNCState *s)
     msg_drop_packets(s);
     g_clear_pointer(&s->sq_bh, qemu_bh_delete);
     g_clear_pointer(&s->sq_hold_timer, timer_free);
+    g_clear_pointer(&s->sq_credit_timer, timer_free);
     g_clear_pointer(&s->msg_vmse, qemu_del_vm_change_state_handler);
     g_clear_pointer(&s->hold_off, g_free);
     g_clear_pointer(&s->tx_pkt, g_free);
@@ -1033,6 +1093,9 @@ static void msg_reset(TempestNCState *s)
     memset(s->ring, 0, sizeof(s->ring));
     s->sq_wait[0] = s->sq_wait[1] = -1;
     timer_del(s->sq_hold_timer);
+    timer_del(s->sq_credit_timer);
+    s->sq_wait_credit[0] = s->sq_wait_credit[1] = false;
+    s->credit_found = 0;
     s->sq_hold_ns = s->sq_hold_since[0] = s->sq_hold_since[1] = 0;
     bitmap_zero(s->hold_off, s->num_nodes);
     s->tx_packets = s->rx_packets = s->send_errors = s->tx_stalls = 0;

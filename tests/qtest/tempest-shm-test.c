@@ -1434,6 +1434,38 @@ static void test_credit_in_memory(void)
 }
 
 /*
+ * A sender out of credit whose wake-up never comes: the peer counts the
+ * credit back in memory and clears the waiting bit, but sends no CREDIT
+ * frame (a lost wake-up; the twelfth session's radix-8 hang had this
+ * signature, docs/fabric.rst).  The node's credit timer looks again on
+ * its own (MSG_CREDIT_LOOK_MS): the waiting packet goes out.  Without
+ * the timer it waits for ever.
+ */
+static void test_credit_without_wake(void)
+{
+    ShmPeer t;
+    FabricRingCtl *c1;
+
+    shm_start(&t);
+    shm_link_up(&t);
+    c1 = peer_shm_ctl(&t.m, 1);
+    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
+    node_send_n(&t, CREDITS + 1, 0xb00);
+    expect_n_data(&t, CREDITS, 0xb00);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
+    g_assert_cmpuint(__atomic_load_n(&c1->credit_waiting, __ATOMIC_ACQUIRE),
+                     ==, 1);
+    __atomic_store_n(&c1->credit_back[0], CREDITS, __ATOMIC_RELEASE);
+    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
+    /* No frame: its own look finds the credit. */
+    expect_n_data(&t, 1, 0xb00 + CREDITS);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_PACKETS)), ==,
+                     CREDITS + 1);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    shm_stop(&t);
+}
+
+/*
  * "Shared memory", credit: the count is the peer's word, untrusted.  A
  * count claiming more credit back than the node can have used breaks
  * the link (dropped, counted, the peer reported lost), and QEMU goes on.
@@ -2099,6 +2131,8 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/peer-shm/split-bounds", test_split_bounds);
     qtest_add_func("/tempest/peer-shm/credit-in-memory",
                    test_credit_in_memory);
+    qtest_add_func("/tempest/peer-shm/credit-without-wake",
+                   test_credit_without_wake);
     qtest_add_func("/tempest/peer-shm/credit-beyond", test_credit_beyond);
     qtest_add_func("/tempest/peer-shm/in-place-rx", test_in_place_rx);
     qtest_add_func("/tempest/peer-shm/in-place-order", test_in_place_order);

@@ -293,6 +293,10 @@ struct TempestNCState {
     QEMUTimer *sq_hold_timer;   /* QEMU_CLOCK_REALTIME */
     int64_t sq_hold_ns;         /* its interval now, 0 after a send */
     int64_t sq_hold_since[2];   /* when each SQ's hold began, or 0 */
+    /* An SQ out of credit looks at it again now and then (msg_sq_stall) */
+    QEMUTimer *sq_credit_timer; /* QEMU_CLOCK_REALTIME */
+    bool sq_wait_credit[2];     /* sq_wait is for credit (not a hold) */
+    uint32_t credit_found;      /* credit the timer found, not woken for */
     unsigned long *hold_off;    /* peers a hold gave up on (bit a node) */
     VMChangeStateEntry *msg_vmse;   /* a hold looks again on resume */
     bool rq_hold;           /* migration: queue arriving packets only */
