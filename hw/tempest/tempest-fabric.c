@@ -905,6 +905,17 @@ static bool fabric_frame(FabricConn *c, const FabricHeader *hdr,
          */
         had = p->credit[hdr->net];
         fabric_shm_take_credit(f, c->peer, hdr->net, false);
+        if (!p->credit[hdr->net] && !fabric_ld32(body)) {
+            /*
+             * A wake-up with no credit to take: the receiver cleared our
+             * waiting bit for credit we had taken already (our look
+             * after setting the bit found it, and we waited again before
+             * its clear).  We still wait: set the bit again and look
+             * once more, or no later give-back wakes us (docs/fabric.rst,
+             * "The radix-8 hang again").
+             */
+            fabric_shm_take_credit(f, c->peer, hdr->net, true);
+        }
         v = fabric_ld32(body);
         if (v > f->credits - p->credit[hdr->net]) {
             fabric_drop(f, c->peer, "CREDIT beyond what was used");

@@ -616,20 +616,19 @@ static bool msg_sq_hold(TempestNCState *s, unsigned ring, unsigned dest)
  * A send ring out of credit for @dest: the fabric wakes it when credit
  * comes back (a CREDIT frame, or the shared-memory link's waiting bit and
  * its wake-up frame, docs/fabric.rst).  A safety net under that: while a
- * ring waits for credit, the credit timer looks every MSG_CREDIT_LOOK_MS.
+ * ring waits for credit, the credit timer looks every credit-look-ms (a
+ * property: 10; 0, off, lets a qtest see the wake-ups alone).
  * The twelfth session's radix-8 hang (docs/fabric.rst) was a sender
  * waiting for credit its receiver had given back in the link's memory,
  * the waiting bit clear and no wake-up coming; credit_found counts the
  * credit found this way (the dump shows it).
  */
-#define MSG_CREDIT_LOOK_MS  10
-
 static void msg_credit_wait(TempestNCState *s, unsigned ring)
 {
     s->sq_wait_credit[ring] = true;
-    if (!timer_pending(s->sq_credit_timer)) {
+    if (s->credit_look_ms && !timer_pending(s->sq_credit_timer)) {
         timer_mod(s->sq_credit_timer,
-                  qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + MSG_CREDIT_LOOK_MS);
+                  qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + s->credit_look_ms);
     }
 }
 

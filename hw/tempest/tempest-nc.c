@@ -1123,6 +1123,7 @@ static const Property tempest_nc_properties[] = {
                        30000),
     DEFINE_PROP_UINT32("coll-fanout", TempestNCState, coll_fanout, 16),
     DEFINE_PROP_UINT32("hold-ms", TempestNCState, hold_ms, 2),
+    DEFINE_PROP_UINT32("credit-look-ms", TempestNCState, credit_look_ms, 10),
     DEFINE_PROP_UINT64("tagmem-size", TempestNCState, tagmem_size, 0),
     DEFINE_PROP_UINT64("sys-space", TempestNCState, xfer_sys_max, 1 * MiB),
 };

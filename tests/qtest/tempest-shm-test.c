@@ -70,7 +70,7 @@ static void setup_rings(QTestState *s)
  * the link), saying in its HELLO that it takes shared memory.  traced:
  * the node traces the in-place paths into dir/trace.log.
  */
-static void shm_start_node(ShmPeer *t, bool traced)
+static void shm_start_node(ShmPeer *t, bool traced, const char *more)
 {
     g_autofree char *extra = NULL;
     uint8_t buf[64];
@@ -83,7 +83,7 @@ static void shm_start_node(ShmPeer *t, bool traced)
     extra = traced ? g_strdup_printf("-trace enable=tempest_fabric_shm_in_"
                                      "place* -trace enable=tempest_nc_rx_"
                                      "direct -D %s/trace.log", t->dir)
-                   : g_strdup("");
+                   : g_strdup(more ? more : "");
     t->s = start_node_extra(t->dir, 0, extra);
     setup_rings(t->s);
     t->fd = peer_join_flags(t->dir, 0, 1, 2, CLUSTER, NULL, 0,
@@ -99,7 +99,7 @@ static void shm_start_node(ShmPeer *t, bool traced)
 
 static void shm_start(ShmPeer *t)
 {
-    shm_start_node(t, false);
+    shm_start_node(t, false, NULL);
 }
 
 static void shm_stop(ShmPeer *t)
@@ -1438,7 +1438,7 @@ static void test_credit_in_memory(void)
  * credit back in memory and clears the waiting bit, but sends no CREDIT
  * frame (a lost wake-up; the twelfth session's radix-8 hang had this
  * signature, docs/fabric.rst).  The node's credit timer looks again on
- * its own (MSG_CREDIT_LOOK_MS): the waiting packet goes out.  Without
+ * its own (credit-look-ms, 10): the waiting packet goes out.  Without
  * the timer it waits for ever.
  */
 static void test_credit_without_wake(void)
@@ -1461,6 +1461,56 @@ static void test_credit_without_wake(void)
     expect_n_data(&t, 1, 0xb00 + CREDITS);
     g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_PACKETS)), ==,
                      CREDITS + 1);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 0);
+    shm_stop(&t);
+}
+
+/*
+ * A wake-up with nothing to take (docs/fabric.rst, "The radix-8 hang
+ * again"): the node, out of credit, set its waiting bit; we count all the
+ * credit back but are slow to clear the bit, and meanwhile a doorbell of
+ * its guest takes that credit, sends 32 and waits again (the bit still
+ * set).  Our late clear and CREDIT frame of 0 then find nothing new: the
+ * node must set its bit again, or it waits for a wake-up no receiver
+ * sends.  The credit timer is off (credit-look-ms 0), so only the
+ * wake-ups move it; without the mend the bit stays clear.
+ */
+static void test_credit_wake_rearms(void)
+{
+    ShmPeer t;
+    FabricRingCtl *c1;
+    uint8_t zero[4] = { 0 };
+
+    shm_start_node(&t, false, "-global tempest-nc.credit-look-ms=0");
+    shm_link_up(&t);
+    c1 = peer_shm_ctl(&t.m, 1);
+    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
+    node_send_n(&t, CREDITS + 1, 0xc00);
+    expect_n_data(&t, CREDITS, 0xc00);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
+    g_assert_cmpuint(__atomic_load_n(&c1->credit_waiting, __ATOMIC_ACQUIRE),
+                     ==, 1);
+    /* Counted back; the bit left set (we are slow to clear it). */
+    __atomic_store_n(&c1->credit_back[0], CREDITS, __ATOMIC_RELEASE);
+    /*
+     * Its guest's doorbells take it: the waiting one and 31 more go, and
+     * the 32nd new one waits (slots after the waiting one's, slot 0).
+     */
+    for (unsigned i = 0; i < CREDITS; i++) {
+        node_send(t.s, (CREDITS + 1 + i) % 16, 1, 0xc00 + CREDITS + 1 + i);
+    }
+    expect_n_data(&t, CREDITS, 0xc00 + CREDITS);
+    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_STALLS)), ==, 2);
+    /* Now our clear, and its wake-up, with nothing new to take. */
+    __atomic_fetch_and(&c1->credit_waiting, ~1U, __ATOMIC_SEQ_CST);
+    ring_frame(&t, FABRIC_CREDIT, zero, 4);
+    g_assert_cmpuint(wait_shared(&c1->credit_waiting, 1), ==, 1);
+    /* So our next count back wakes it, as a receiver does. */
+    __atomic_store_n(&c1->credit_back[0], 2 * CREDITS, __ATOMIC_RELEASE);
+    g_assert_cmpuint(__atomic_fetch_and(&c1->credit_waiting, ~1U,
+                                        __ATOMIC_SEQ_CST) & 1, ==, 1);
+    ring_frame(&t, FABRIC_CREDIT, zero, 4);
+    expect_n_data(&t, 1, 0xc00 + 2 * CREDITS);
     g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_DROPPED)), ==, 0);
     shm_stop(&t);
 }
@@ -1621,7 +1671,7 @@ static void test_split_bounds(void)
 /* As shm_start, the node tracing the in-place paths into dir/trace.log. */
 static void shm_start_traced(ShmPeer *t)
 {
-    shm_start_node(t, true);
+    shm_start_node(t, true, NULL);
 }
 
 /* How many lines of the node's trace log are event 'name' ("name node"). */
@@ -2133,6 +2183,8 @@ int main(int argc, char **argv)
                    test_credit_in_memory);
     qtest_add_func("/tempest/peer-shm/credit-without-wake",
                    test_credit_without_wake);
+    qtest_add_func("/tempest/peer-shm/credit-wake-rearms",
+                   test_credit_wake_rearms);
     qtest_add_func("/tempest/peer-shm/credit-beyond", test_credit_beyond);
     qtest_add_func("/tempest/peer-shm/in-place-rx", test_in_place_rx);
     qtest_add_func("/tempest/peer-shm/in-place-order", test_in_place_order);
