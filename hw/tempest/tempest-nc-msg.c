@@ -832,7 +832,8 @@ static void msg_sq_bh(void *opaque)
 
 /*
  * The credit timer (msg_sq_stall): a ring that waits for credit looks at
- * it again, and counts what it finds there (no wake-up came for it).
+ * it again, and counts what it finds there before a wake-up (one that is
+ * late, a CREDIT frame not read yet, or lost).
  * Not while stopped: msg_vm_state runs the rings at cont.
  */
 static void msg_sq_credit_look(void *opaque)

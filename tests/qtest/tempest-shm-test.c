@@ -1371,7 +1371,8 @@ static void expect_n_data(ShmPeer *t, unsigned n, uint64_t tag)
  * it moved to its RQ as a count (and sends no CREDIT frame), and takes
  * ours from memory: its 33rd packet goes out at once once we count 32
  * back, though it never read a frame from us (without the count it waits
- * for credit: TX_STALLS 1).
+ * for credit: TX_STALLS 1).  The credit timer is off (credit-look-ms 0):
+ * the wake-up alone must move the last packet.
  */
 static void test_credit_in_memory(void)
 {
@@ -1380,7 +1381,7 @@ static void test_credit_in_memory(void)
     uint8_t zero[4] = { 0 };
     uint8_t buf[64];
 
-    shm_start(&t);
+    shm_start_node(&t, false, "-global tempest-nc.credit-look-ms=0");
     shm_link_up(&t);
     c0 = peer_shm_ctl(&t.m, 0);
     c1 = peer_shm_ctl(&t.m, 1);

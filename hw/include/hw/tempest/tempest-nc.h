@@ -296,7 +296,7 @@ struct TempestNCState {
     /* An SQ out of credit looks at it again now and then (msg_sq_stall) */
     QEMUTimer *sq_credit_timer; /* QEMU_CLOCK_REALTIME */
     bool sq_wait_credit[2];     /* sq_wait is for credit (not a hold) */
-    uint32_t credit_found;      /* credit the timer found, not woken for */
+    uint32_t credit_found;      /* credit the timer found before a wake */
     uint32_t credit_look_ms;    /* property credit-look-ms: 0, no timer */
     unsigned long *hold_off;    /* peers a hold gave up on (bit a node) */
     VMChangeStateEntry *msg_vmse;   /* a hold looks again on resume */
