@@ -1442,20 +1442,34 @@ static void test_credit_in_memory(void)
  * its own (credit-look-ms, 10): the waiting packet goes out.  Without
  * the timer it waits for ever.
  */
+/*
+ * A node (@extra: its options) on a link whose waiting bits we cleared
+ * sends CREDITS + 1 packets from @tag: we read CREDITS, the last waits for
+ * credit (TX_STALLS 1) with its network 0 bit set.  Returns our ring 1's
+ * control block (the node's, where we count credit back).
+ */
+static FabricRingCtl *credit_stalled(ShmPeer *t, const char *extra,
+                                     uint64_t tag)
+{
+    FabricRingCtl *c1;
+
+    shm_start_node(t, false, extra);
+    shm_link_up(t);
+    c1 = peer_shm_ctl(&t->m, 1);
+    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
+    node_send_n(t, CREDITS + 1, tag);
+    expect_n_data(t, CREDITS, tag);
+    g_assert_cmpuint(qtest_readl(t->s, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
+    g_assert_cmpuint(__atomic_load_n(&c1->credit_waiting, __ATOMIC_ACQUIRE),
+                     ==, 1);
+    return c1;
+}
+
 static void test_credit_without_wake(void)
 {
     ShmPeer t;
-    FabricRingCtl *c1;
+    FabricRingCtl *c1 = credit_stalled(&t, NULL, 0xb00);
 
-    shm_start(&t);
-    shm_link_up(&t);
-    c1 = peer_shm_ctl(&t.m, 1);
-    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
-    node_send_n(&t, CREDITS + 1, 0xb00);
-    expect_n_data(&t, CREDITS, 0xb00);
-    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
-    g_assert_cmpuint(__atomic_load_n(&c1->credit_waiting, __ATOMIC_ACQUIRE),
-                     ==, 1);
     __atomic_store_n(&c1->credit_back[0], CREDITS, __ATOMIC_RELEASE);
     __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
     /* No frame: its own look finds the credit. */
@@ -1479,18 +1493,10 @@ static void test_credit_without_wake(void)
 static void test_credit_wake_rearms(void)
 {
     ShmPeer t;
-    FabricRingCtl *c1;
+    FabricRingCtl *c1 = credit_stalled(&t, "-global tempest-nc.credit-look-"
+                                       "ms=0", 0xc00);
     uint8_t zero[4] = { 0 };
 
-    shm_start_node(&t, false, "-global tempest-nc.credit-look-ms=0");
-    shm_link_up(&t);
-    c1 = peer_shm_ctl(&t.m, 1);
-    __atomic_store_n(&c1->credit_waiting, 0, __ATOMIC_RELEASE);
-    node_send_n(&t, CREDITS + 1, 0xc00);
-    expect_n_data(&t, CREDITS, 0xc00);
-    g_assert_cmpuint(qtest_readl(t.s, NC(TEMPEST_NC_TX_STALLS)), ==, 1);
-    g_assert_cmpuint(__atomic_load_n(&c1->credit_waiting, __ATOMIC_ACQUIRE),
-                     ==, 1);
     /* Counted back; the bit left set (we are slow to clear it). */
     __atomic_store_n(&c1->credit_back[0], CREDITS, __ATOMIC_RELEASE);
     /*
