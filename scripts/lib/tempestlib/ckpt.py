@@ -231,19 +231,16 @@ def wait_migration(conns, timeout, what):
     while pending:
         still = []
         for c in pending:
-            st = c.cmd("query-migrate").get("status", "none")
-            if st == "completed":
-                settled(c, deadline)
+            info = c.cmd("query-migrate")
+            st = info.get("status", "none")
+            if st not in ("completed", "failed", "cancelled"):
+                still.append(c)
                 continue
-            if st in ("failed", "cancelled"):
-                settled(c, deadline)
-                if failed is None:
-                    info = c.cmd("query-migrate")
-                    failed = (f"{what}: node {c.index}: migration {st}: "
-                              f"{info.get('error-desc', 'no reason given')}"
-                              " (the node's log says more)")
-                continue
-            still.append(c)
+            settled(c, deadline)
+            if st != "completed" and failed is None:
+                failed = (f"{what}: node {c.index}: migration {st}: "
+                          f"{info.get('error-desc', 'no reason given')}"
+                          " (the node's log says more)")
         pending = still
         if pending and time.monotonic() > deadline:
             raise StepError(failed or
