@@ -1743,6 +1743,7 @@ static void sock_return_credits(TempestFabric *obj, unsigned peer,
         /* In the link's memory, with what was owed before it was one. */
         p->owed[net] = 0;
         if (wake) {
+            trace_tempest_fabric_credit_wake(f->node, peer, net);
             fabric_send_u32(p->conn, FABRIC_CREDIT, net, 0);
         }
         return;
