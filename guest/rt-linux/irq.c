@@ -236,16 +236,6 @@ static void line_on(void)
 }
 
 /*
- * The dispatcher: turns the device's interrupts into pending ones.  Once
- * the driver has disabled the line (it does at every interrupt), it stays
- * off while the CPUs are busy: a CPU that polls finds the device's
- * interrupts itself (rt_irq_pending), and one that sleeps turns the line
- * on first (rt_cpu_sleep).  Meanwhile this thread looks at the device
- * every LINE_CHECK_US: an interrupt nobody took is delivered (a thread
- * that computes with interrupts unmasked gets its signal), and after two
- * quiet looks the line goes on again.
- */
-/*
  * The next look after one that found the CPUs busy (they ran the
  * handlers, or packets moved) and nothing for it to deliver: twice as
  * late, up to LINE_CHECK_MAX_US.  Under TCG a look costs the vCPU it runs
@@ -261,6 +251,17 @@ static unsigned busy_look(unsigned us)
     return us * 2 > LINE_CHECK_MAX_US ? LINE_CHECK_MAX_US : us * 2;
 }
 
+/*
+ * The dispatcher: turns the device's interrupts into pending ones.  Once
+ * the driver has disabled the line (it does at every interrupt), it stays
+ * off while the CPUs are busy: a CPU that polls finds the device's
+ * interrupts itself (rt_irq_pending), and one that sleeps turns the line
+ * on first (rt_cpu_sleep).  Meanwhile this thread looks at the device,
+ * LINE_CHECK_US after the line went off and later while the CPUs stay
+ * busy (busy_look): an interrupt nobody took is delivered (a thread that
+ * computes with interrupts unmasked gets its signal), and after two
+ * quiet looks the line goes on again.
+ */
 static void *irq_thread(void *arg)
 {
     sigset_t all;
