@@ -243,8 +243,9 @@ static void line_on(void)
  * scheduler, poll(), four device reads), and that vCPU's thread takes a
  * host core from the CPU that polls: with a look every millisecond an
  * --smp 2 ping-pong's vCPU 0 used a third of a host core (docs/linux.rst,
- * "The dispatcher's looks").  An interrupt it must deliver late, or the
- * line on again, starts over at LINE_CHECK_US.
+ * "The dispatcher's looks").  A late delivery, or the next interrupt
+ * through the kernel (the only way the line goes off again once on),
+ * starts over at LINE_CHECK_US.
  */
 static unsigned busy_look(unsigned us)
 {
@@ -295,11 +296,9 @@ static void *irq_thread(void *arg)
              * the poll. */
             if (poll(&pfd, 1, check_us / 1000) > 0) {
                 atomic_store(&nc_line_off, false);
-                check_us = LINE_CHECK_US;
                 continue;
             }
             if (!atomic_load(&nc_line_off)) {
-                check_us = LINE_CHECK_US;
                 continue;
             }
             st.looks++;
@@ -330,7 +329,6 @@ static void *irq_thread(void *arg)
                 } else if (++quiet >= 2) {
                     quiet = 0;
                     line_on();
-                    check_us = LINE_CHECK_US;
                 }
             }
             continue;
