@@ -66,13 +66,22 @@ typedef struct FabricRingCtl {
     uint32_t belled;            /* rang since the consumer last looked */
     uint32_t credit_waiting;    /* bit net: the producer waits for credit */
     uint8_t pad1[44];
-    /* The consumer's cache line */
+    /* The consumer's cache line of progress, written as it takes */
     uint64_t head;              /* bytes taken */
-    uint32_t sleeping;          /* ring the doorbell for new bytes */
     uint32_t parsing;           /* frames taken out are being handled */
-    uint64_t hint;              /* the consumer's poll hint, or 0 */
     uint32_t credit_back[2];    /* DATA credit given back, per network */
-    uint8_t pad2[32];
+    uint8_t pad2[44];
+    /*
+     * The consumer's state, written only when it changes, on a line of
+     * its own: a producer reads it after every publish, and a line the
+     * consumer also wrote as it took would cost that read a transfer
+     * between the cores each time (docs/fabric.rst, "Lines between the
+     * cores").
+     */
+    uint32_t sleeping;          /* ring the doorbell for new bytes */
+    uint32_t pad3;
+    uint64_t hint;              /* the consumer's poll hint, or 0 */
+    uint8_t pad4[48];
 } FabricRingCtl;
 
 /* One side's view of a ring: its own index, the size it trusts. */
@@ -81,6 +90,7 @@ typedef struct FabricRing {
     uint8_t *data;
     uint32_t size;
     uint64_t pos;               /* tail (producer) or head (consumer) */
+    uint64_t head_seen;         /* producer: the head it read last */
     bool broken;                /* the other side broke the ring */
 } FabricRing;
 
@@ -132,6 +142,11 @@ static inline bool fabric_ring_attach(FabricRing *r, void *mem,
     r->size = size;
     r->pos = __atomic_load_n(producer ? &c->tail : &c->head,
                              __ATOMIC_ACQUIRE);
+    r->head_seen = producer ? __atomic_load_n(&c->head, __ATOMIC_ACQUIRE) : 0;
+    if (producer && (r->head_seen > r->pos ||
+                     r->pos - r->head_seen > size)) {
+        r->broken = true;
+    }
     return true;
 }
 
@@ -140,10 +155,27 @@ static inline size_t fabric_ring_room(FabricRing *r)
 {
     uint64_t head = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
 
-    if (head > r->pos || r->pos - head > r->size) {
+    if (head > r->pos || r->pos - head > r->size || head < r->head_seen) {
         r->broken = true;
     }
-    return r->broken ? 0 : r->size - (size_t)(r->pos - head);
+    if (r->broken) {
+        return 0;
+    }
+    r->head_seen = head;
+    return r->size - (size_t)(r->pos - head);
+}
+
+/*
+ * Producer: at least want bytes of room?  The head read last says so
+ * without a look at the consumer's line while it does (the head only
+ * moves on: the room it gave is still there); else the head is read
+ * again.  Returns the room known, which may be less than want.
+ */
+static inline size_t fabric_ring_room_for(FabricRing *r, size_t want)
+{
+    size_t known = r->broken ? 0 : r->size - (size_t)(r->pos - r->head_seen);
+
+    return known >= want || r->broken ? known : fabric_ring_room(r);
 }
 
 static inline void fabric_ring_copy_in(FabricRing *r, uint64_t at,
@@ -165,8 +197,12 @@ static inline void fabric_ring_copy_in(FabricRing *r, uint64_t at,
 static inline size_t fabric_ring_write(FabricRing *r,
                                        const struct iovec *iov, int iovcnt)
 {
-    size_t room = fabric_ring_room(r), done = 0;
+    size_t room, done = 0, want = 0;
 
+    for (int i = 0; i < iovcnt; i++) {
+        want += iov[i].iov_len;
+    }
+    room = fabric_ring_room_for(r, want);
     for (int i = 0; i < iovcnt && room; i++) {
         size_t n = iov[i].iov_len < room ? iov[i].iov_len : room;
 
@@ -307,7 +343,7 @@ static inline uint8_t *fabric_ring_reserve(FabricRing *r, size_t len)
 {
     size_t off = r->pos & (r->size - 1);
 
-    if (!len || len > r->size - off || fabric_ring_room(r) < len) {
+    if (!len || len > r->size - off || fabric_ring_room_for(r, len) < len) {
         return NULL;
     }
     return r->data + off;
@@ -434,8 +470,9 @@ static inline void fabric_ring_credit_wait(FabricRing *r, unsigned net)
  * dialler's frames) and ring 1 (the acceptor's), each on a page boundary.
  */
 #define FABRIC_LINK_MAGIC       0x4d485354U     /* "TSHM" */
-#define FABRIC_LINK_VERSION     4       /* 2: poll hint, 3: credit_back, */
-                                        /* 4: RQ records */
+#define FABRIC_LINK_VERSION     5       /* 2: poll hint, 3: credit_back, */
+                                        /* 4: RQ records, 5: the */
+                                        /* consumer's state line */
 #define FABRIC_LINK_HDR         4096
 #define FABRIC_LINK_RING        (256 * 1024)    /* data bytes per direction */
 

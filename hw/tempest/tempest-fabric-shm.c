@@ -517,9 +517,12 @@ static void shm_poke(FabricConn *c)
         return;
     }
     word = (uint32_t *)((uint8_t *)sh->peer_ram + (at - sh->peer_ram_base));
-    if (!__atomic_load_n(word, __ATOMIC_RELAXED)) {
-        __atomic_store_n(word, 1, __ATOMIC_RELAXED);
-    }
+    /*
+     * A store without a look first: the word is the reader's line, and a
+     * load of it stalls for its transfer where a store does not (it was
+     * 0 at nearly every publish: the reader's POLL clears it).
+     */
+    __atomic_store_n(word, 1, __ATOMIC_RELAXED);
 }
 
 /* After publishing: the doorbell if the reader sleeps, else its hint. */
@@ -957,6 +960,14 @@ bool fabric_shm_drain(FabricConn *c, size_t budget)
             if (want > sh->rx_len && want - sh->rx_len < max) {
                 max = want - sh->rx_len;
             }
+        }
+        /*
+         * Nothing there: return without a write to the ring's control,
+         * which the producer reads as it publishes (a POLL looks at
+         * every ring, mostly empty: "Lines between the cores").
+         */
+        if (!fabric_ring_avail(&sh->rx) && !sh->rx.broken) {
+            return true;
         }
         /*
          * Until they are handled: a peer's packet written straight into
