@@ -142,11 +142,8 @@ static inline bool fabric_ring_attach(FabricRing *r, void *mem,
     r->size = size;
     r->pos = __atomic_load_n(producer ? &c->tail : &c->head,
                              __ATOMIC_ACQUIRE);
-    r->head_seen = producer ? __atomic_load_n(&c->head, __ATOMIC_ACQUIRE) : 0;
-    if (producer && (r->head_seen > r->pos ||
-                     r->pos - r->head_seen > size)) {
-        r->broken = true;
-    }
+    /* Room not known yet: the first write reads the head. */
+    r->head_seen = r->pos - size;
     return true;
 }
 
@@ -155,7 +152,7 @@ static inline size_t fabric_ring_room(FabricRing *r)
 {
     uint64_t head = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
 
-    if (head > r->pos || r->pos - head > r->size || head < r->head_seen) {
+    if (head > r->pos || r->pos - head > r->size) {
         r->broken = true;
     }
     if (r->broken) {

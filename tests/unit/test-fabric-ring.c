@@ -158,7 +158,8 @@ static void guarded_unmap(Guarded *g)
 /*
  * The control block (fabric-ring.h, FabricRingCtl): it fits before the
  * data, and each side's fields are on a cache line of their own, apart
- * from the maker's.
+ * from the maker's; the consumer's state, which the producer reads after
+ * every publish, is apart from the head and counts it moves as it takes.
  */
 #define CTL_LINE(field)     (offsetof(FabricRingCtl, field) / 64)
 
@@ -169,13 +170,69 @@ static void test_layout(void)
     g_assert_cmpuint(CTL_LINE(magic), ==, CTL_LINE(size));
     g_assert_cmpuint(CTL_LINE(tail), ==, CTL_LINE(tx_waiting));
     g_assert_cmpuint(CTL_LINE(tail), ==, CTL_LINE(belled));
-    g_assert_cmpuint(CTL_LINE(head), ==, CTL_LINE(sleeping));
     g_assert_cmpuint(CTL_LINE(tail), ==, CTL_LINE(credit_waiting));
     g_assert_cmpuint(CTL_LINE(head), ==, CTL_LINE(credit_back));
+    g_assert_cmpuint(CTL_LINE(head), ==, CTL_LINE(parsing));
+    g_assert_cmpuint(CTL_LINE(sleeping), ==, CTL_LINE(hint));
     g_assert_cmpuint(CTL_LINE(tail), !=, CTL_LINE(head));
     g_assert_cmpuint(CTL_LINE(tail), !=, CTL_LINE(magic));
     g_assert_cmpuint(CTL_LINE(head), !=, CTL_LINE(magic));
+    g_assert_cmpuint(CTL_LINE(sleeping), !=, CTL_LINE(head));
+    g_assert_cmpuint(CTL_LINE(sleeping), !=, CTL_LINE(tail));
+    g_assert_cmpuint(CTL_LINE(sleeping), !=, CTL_LINE(magic));
     g_assert_cmpuint(fabric_ring_bytes(4096), ==, FABRIC_RING_CTL_SIZE + 4096);
+}
+
+/*
+ * The producer reads the consumer's head only when the room it saw last
+ * is short of what it writes (fabric_ring_room_for): a head that the test
+ * makes impossible is not seen by a write that fits, and breaks the ring
+ * at the first write that does not.
+ */
+static void test_room_cached(void)
+{
+    const uint32_t size = FABRIC_RING_MIN;
+    g_autofree uint8_t *mem = g_malloc0(fabric_ring_bytes(size));
+    uint8_t buf[256] = { 0 };
+    struct iovec iov = { buf, sizeof(buf) };
+    FabricRing p, c;
+    bool ring_back;
+
+    fabric_ring_format(mem, size);
+    g_assert_true(fabric_ring_attach(&p, mem, size, true));
+    g_assert_true(fabric_ring_attach(&c, mem, size, false));
+    /* The first write reads the head: all the ring is room */
+    g_assert_cmpuint(fabric_ring_write(&p, &iov, 1), ==, sizeof(buf));
+    g_assert_cmpuint(p.head_seen, ==, 0);
+    /* The consumer takes it: the producer still counts size - 256 */
+    g_assert_cmpuint(fabric_ring_read(&c, buf, sizeof(buf), &ring_back), ==,
+                     sizeof(buf));
+    g_assert_cmpuint(p.ctl->head, ==, sizeof(buf));
+    g_assert_cmpuint(fabric_ring_room_for(&p, 1), ==, size - sizeof(buf));
+    /* A head beyond the tail, not looked at while the room known does */
+    p.ctl->head = 10 * size;
+    g_assert_cmpuint(fabric_ring_write(&p, &iov, 1), ==, sizeof(buf));
+    g_assert_false(p.broken);
+    g_assert_cmpuint(fabric_ring_room_for(&p, size - 2 * sizeof(buf)), ==,
+                     size - 2 * sizeof(buf));
+    /* One byte more than known: the head is read, and it is impossible */
+    g_assert_cmpuint(fabric_ring_room_for(&p, size - 2 * sizeof(buf) + 1),
+                     ==, 0);
+    g_assert_true(p.broken);
+    g_assert_cmpuint(fabric_ring_write(&p, &iov, 1), ==, 0);
+    g_assert_cmpuint(p.ctl->tail, ==, 2 * sizeof(buf));
+
+    /* A head really moved on is found when the room known is short */
+    fabric_ring_format(mem, size);
+    g_assert_true(fabric_ring_attach(&p, mem, size, true));
+    g_assert_true(fabric_ring_attach(&c, mem, size, false));
+    for (unsigned i = 0; i < 3 * size / sizeof(buf); i++) {
+        g_assert_cmpuint(fabric_ring_write(&p, &iov, 1), ==, sizeof(buf));
+        g_assert_cmpuint(fabric_ring_read(&c, buf, sizeof(buf), &ring_back),
+                         ==, sizeof(buf));
+    }
+    g_assert_false(p.broken);
+    g_assert_cmpuint(fabric_ring_room(&p), ==, size);
 }
 
 /* Sizes: powers of 2 from FABRIC_RING_MIN to FABRIC_RING_MAX, no other. */
@@ -1156,6 +1213,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/fabric-ring/layout", test_layout);
     g_test_add_func("/fabric-ring/size-ok", test_size_ok);
+    g_test_add_func("/fabric-ring/room-cached", test_room_cached);
     g_test_add_func("/fabric-ring/attach", test_attach);
     g_test_add_func("/fabric-ring/doorbell-flags", test_doorbell_flags);
     g_test_add_func("/fabric-ring/credit", test_credit);
