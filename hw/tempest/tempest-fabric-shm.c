@@ -517,12 +517,9 @@ static void shm_poke(FabricConn *c)
         return;
     }
     word = (uint32_t *)((uint8_t *)sh->peer_ram + (at - sh->peer_ram_base));
-    /*
-     * A store without a look first: the word is the reader's line, and a
-     * load of it stalls for its transfer where a store does not (it was
-     * 0 at nearly every publish: the reader's POLL clears it).
-     */
-    __atomic_store_n(word, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(word, __ATOMIC_RELAXED)) {
+        __atomic_store_n(word, 1, __ATOMIC_RELAXED);
+    }
 }
 
 /* After publishing: the doorbell if the reader sleeps, else its hint. */
