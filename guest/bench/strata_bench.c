@@ -13,11 +13,15 @@
  * each measured right after the same phase unmeasured (timed()), and
  * prints one line:
  *   strata_bench: nodes=N rounds=R barrier_ns=N combine_ns=N bcast_ns=N
- *   am_rtt_ns=N barrier_slept=N barrier_woken=N
- * (the last two: how many of node 0's 2 x ROUNDS + 3 barriers of the
- * Barrier phases ended with its vCPU asleep on the shared area's DONE
- * word, and by its waiter thread: COLL_SLEPT and COLL_WOKEN, node
- * controller 1.17);
+ *   am_rtt_ns=N barrier_slept=N barrier_woken=N barrier_waited=N
+ *   shared=0|1
+ * (barrier_slept and _woken: how many of node 0's 2 x ROUNDS + 3 barriers
+ * of the Barrier phases ended with its vCPU asleep on the shared area's
+ * DONE word, and by its waiter thread: COLL_SLEPT and COLL_WOKEN, node
+ * controller 1.17; barrier_waited: in a register read, COLL_WAITED,
+ * 1.21); shared: 1 in strata_bench_shared.elf, this program linked with
+ * libtempest, whose rings libstrata then shares (its protocol thread
+ * runs, idle: docs/strata.rst, "Strata with libtempest").
  * Usage: strata_bench [ROUNDS [SPIN_US]]   (default 500; SPIN_US: see
  * StrataSetSpin())
  */
@@ -25,6 +29,16 @@
 
 #include "strata.h"
 #include "tempest/nc.h"
+#ifdef STRATA_BENCH_SHARED
+#include "tempest/client.h"
+
+/* The reference that links libtempest (libstrata's is weak). */
+static int (*const link_tempest)(const struct tempest_client *)
+    __attribute__((used)) = tempest_client_register;
+#define SHARED 1
+#else
+#define SHARED 0
+#endif
 
 static volatile int pongs;      /* volatile: set by handlers */
 static volatile int stop;       /* volatile: counted by handlers */
@@ -139,7 +153,7 @@ static DoubleWord timed(void (*phase)(void), int halve)
 
 int main(int argc, char **argv)
 {
-    uint32_t slept, woken;
+    uint32_t slept, woken, waited;
     DoubleWord barrier_ns, combine_ns, bcast_ns = 0, am_ns = 0;
 
     StrataInit();
@@ -154,9 +168,11 @@ int main(int argc, char **argv)
 
     slept = nc_reg(TEMPEST_NC_COLL_SLEPT);
     woken = nc_reg(TEMPEST_NC_COLL_WOKEN);
+    waited = nc_reg(TEMPEST_NC_COLL_WAITED);
     barrier_ns = timed(barriers, 1);
     slept = nc_reg(TEMPEST_NC_COLL_SLEPT) - slept;
     woken = nc_reg(TEMPEST_NC_COLL_WOKEN) - woken;
+    waited = nc_reg(TEMPEST_NC_COLL_WAITED) - waited;
     combine_ns = timed(combines, 1);
     if (last > 0) {
         bcast_ns = timed(broadcasts, 2);
@@ -166,10 +182,12 @@ int main(int argc, char **argv)
     if (Self == 0) {
         printf("strata_bench: nodes=%d rounds=%d barrier_ns=%llu "
                "combine_ns=%llu bcast_ns=%llu am_rtt_ns=%llu "
-               "barrier_slept=%u barrier_woken=%u\n",
+               "barrier_slept=%u barrier_woken=%u barrier_waited=%u "
+               "shared=%d\n",
                PartitionSize, rounds, (unsigned long long)barrier_ns,
                (unsigned long long)combine_ns, (unsigned long long)bcast_ns,
-               (unsigned long long)am_ns, (unsigned)slept, (unsigned)woken);
+               (unsigned long long)am_ns, (unsigned)slept, (unsigned)woken,
+               (unsigned)waited, SHARED);
     }
     StrataExit(0);
 }

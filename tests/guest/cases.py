@@ -1290,6 +1290,21 @@ CASES += [
     both("both-4-smp2", 4, 2),
     both("both-16-smp1", 16, 1),
     both("both-16-smp2", 16, 2, args=["2", "100"]),
+    # bench strata's program linked with libtempest (strata_bench_shared:
+    # nothing of libtempest's sending used, so its client interface must
+    # come whole with its constructor; before, libstrata's sends found
+    # tempest_client_send NULL and the round trips never ended). Shared,
+    # libstrata's Barrier waits in a COLL_WAIT read on shared memory
+    # (docs/strata.rst, "Waiting in a register read, shared"): node 0's
+    # count above 0 there, 0 on sockets and TCP (the register reads as
+    # COLL_STATUS); --smp 1 (this CPU's interrupts open) and --smp 2.
+    *[Run(f"both-bench-4-smp{smp}", "bench/strata_bench_shared.elf",
+          nodes=4, smp=smp, args=["200"], mem="64M",
+          summary=r"4 nodes exited 0",
+          nodes_expect={0: [r"^strata_bench: nodes=4 rounds=200 .*"
+                            + (r"barrier_waited=[1-9]\d* shared=1$" if SHM
+                               else r"barrier_waited=0 shared=1$")]},
+          absent=BOTH_CLEAN) for smp in (1, 2)],
     # A Strata call that waits, in a Tempest handler: refused by name.
     Run("both-misuse", "both", nodes=2, smp=1, args=["misuse"], status=255,
         summary=r"node \d+ failed with status 255",

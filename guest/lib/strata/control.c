@@ -163,16 +163,23 @@ static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
 }
 
 /*
- * Where a wait may be a read of COLL_WAIT or COLL_GO (1.21): libstrata
- * owns the interrupt, no message of @poll is waiting to be polled (the
- * read does not poll; it returns when a packet comes), and the program
- * spins where the device would (a read spins where the launcher told
- * the nodes to; after StrataSetSpin(0) a wait halts at once).
+ * Where a wait may be a read of COLL_WAIT (1.21) or BCAST_WAIT (1.22):
+ * no message of @poll is waiting to be polled (the read does not poll;
+ * it returns when a packet comes), and the program spins where the
+ * device would (a read spins where the launcher told the nodes to; after
+ * StrataSetSpin(0) a wait halts at once).  Shared with libtempest on a
+ * one-vCPU node (its protocol thread is this CPU's interrupt handler),
+ * also only with this CPU's interrupts open: an interrupt pending was
+ * taken before the read, and one raised during it ends the read (the
+ * vCPU is kicked), so libtempest's handlers wait for no collective
+ * (docs/strata.rst, "Waiting in a register read, shared").  With a
+ * dedicated protocol thread the interrupt is that CPU's.
  */
 static bool coll_read_waits(unsigned poll)
 {
-    return nc_coll_wait_present && !strata_shared &&
+    return nc_coll_wait_present &&
            (strata_spin_turns || !strata_device_spins) &&
+           !(strata_shared && tempest_client_polled() && rt_irq_masked()) &&
            !(poll && strata_msgs_waiting(poll));
 }
 
@@ -247,7 +254,12 @@ static void coll_start(unsigned kind, unsigned fn, unsigned variant,
         kind, fn | variant << 8, value, lanes, (uintptr_t)dest, seg,
     };
     uint32_t st, reason = 0;
-    bool go = go_user == user && coll_read_waits(POLL_BOTH);
+    /*
+     * Not shared with libtempest: its handlers use the command bank, so
+     * staging and commit are made with IRQs masked (bank_cmd), and
+     * COLL_GO's wait would then be made with them masked too.
+     */
+    bool go = go_user == user && !strata_shared && coll_read_waits(POLL_BOTH);
 
     go_user = CU_NONE;
     go_status = GO_NONE;

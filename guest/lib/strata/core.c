@@ -538,6 +538,14 @@ void strata_core_init(void)
     }
     /* libtempest linked (and so started before main): share its rings. */
     strata_shared = tempest_client_register != NULL;
+    if (strata_shared && (tempest_client_send == NULL ||
+                          tempest_client_wait == NULL ||
+                          tempest_client_polled == NULL ||
+                          tempest_client_on_protocol_thread == NULL)) {
+        fprintf(stderr, "StrataFail: node %d: libtempest is linked without "
+                "all of its client interface (tempest/client.h)\n", Self);
+        rt_exit(1);
+    }
     random_seed = (unsigned)Self + 1;
 }
 
@@ -551,6 +559,7 @@ void strata_core_start(void)
             rt_exit(1);
         }
         spin_us = nc_spin_us(spin_us);
+        strata_device_spins = spin_us != 0;
         calibrate_spin();
         strata_ready = true;
         return;

@@ -1355,6 +1355,18 @@ void tempest_wait(int (*cond)(void *arg), void *arg)
 
 /* ---- clients (tempest/client.h) -------------------------------------- */
 
+/*
+ * tempest_client_send() lives in send.c, with the send rings' locks.  A
+ * program that links this file (whose constructor takes the rings) links
+ * it too, whatever the program calls itself: a client references the
+ * interface weakly, and libstrata in a program that used nothing of
+ * libtempest's sending found it NULL and its own sends never left
+ * (strata_bench_shared, 2026-11-30).
+ */
+static bool (*const client_send_linked)(unsigned, unsigned, uint8_t, uint32_t,
+                                        uint64_t, const void *, uint32_t)
+    __attribute__((used)) = tempest_client_send;
+
 int tempest_client_register(const struct tempest_client *c)
 {
     if (c == NULL || c->packet == NULL || c->proto == 0 || c->proto > 15 ||
