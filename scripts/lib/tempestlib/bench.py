@@ -25,6 +25,9 @@ never asserted).
          and the host's own barrier of as many processes, sleeping on a
          futex and yielding first (guest/bench/barrier_host.c, right
          after each cluster run): the floor of a barrier on this host.
+         On 2 and 16 nodes also the same program linked with libtempest
+         (strata_bench_shared.elf: libstrata shares its rings), run right
+         after it: its Barrier and AM round trip against Strata alone's.
   bulk   the transfer engine between two nodes (--smp 2, --mem 320M,
          guest/bench/bulk_bench.c): time per transfer (and MB/s) of 4 KiB
          to 64 MiB against a host memcpy and a host Unix-domain socket
@@ -247,6 +250,13 @@ STRATA_METRICS = [("barrier_ns", "Barrier"),
                   ("bcast_ns", "Broadcast, one word")]
 
 
+# Node counts also run as strata_bench_shared.elf (libstrata a client of
+# libtempest's protocol thread: docs/strata.rst, "Strata with
+# libtempest"), alternated with the plain program.
+STRATA_SHARED_NODES = (2, 16)
+STRATA_SHARED = [("barrier_ns", "Barrier"),
+                 ("am_rtt_ns", "AM round trip")]
+
 STRATA_HOST = [("futex_ns", "host processes' barrier, sleeping at once "
                  "(the floor)"),
                ("yield_ns", "host processes' barrier, yielding up to 500 us "
@@ -259,13 +269,14 @@ def bench_strata(repeat):
     (guest/bench/barrier_host.c; each repeat right after the cluster's
     run): what a barrier cannot go below on this host."""
     elf = build.guest_program("bench/strata_bench.elf")
+    shared_elf = build.guest_program("bench/strata_bench_shared.elf")
     host = os.path.join(os.path.dirname(elf), "barrier_host")
     if not os.path.exists(host):
         raise StepError(f"bench: {host} is not built")
 
-    def once(n):
-        return _parse_bench(_cluster(elf, n, [str(STRATA_ROUNDS)],
-                                     f"strata-{n}", smp=1, mem="64M"),
+    def once(n, program=elf, tag=""):
+        return _parse_bench(_cluster(program, n, [str(STRATA_ROUNDS)],
+                                     f"strata{tag}-{n}", smp=1, mem="64M"),
                             "strata_bench")
 
     def host_once(n):
@@ -277,10 +288,12 @@ def bench_strata(repeat):
 
     rows = []
     for n in STRATA_NODES:
-        samples, hosts = [], []
+        samples, hosts, shared = [], [], []
         for _ in range(repeat):
             samples.append(once(n))
             hosts.append(host_once(n))
+            if n in STRATA_SHARED_NODES:
+                shared.append(once(n, shared_elf, "-shared"))
         ref = key_med(samples, "am_rtt_ns")
         rows.append((f"{n} nodes: AM round trip (reference)", ref, 1.0))
         for key, what in STRATA_METRICS:
@@ -292,6 +305,11 @@ def bench_strata(repeat):
         rows.append((f"{n} nodes: Barrier / the host's yielding barrier",
                      key_med(samples, "barrier_ns"),
                      _pair_ratio(samples, hosts, "barrier_ns", "yield_ns")))
+        for key, what in STRATA_SHARED if shared else ():
+            rows.append((f"{n} nodes: {what}, Strata sharing libtempest's "
+                         f"rings / the same of Strata alone",
+                         key_med(shared, key),
+                         _pair_ratio(shared, samples, key, key)))
     return rows
 
 
