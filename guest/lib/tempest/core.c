@@ -1363,8 +1363,7 @@ void tempest_wait(int (*cond)(void *arg), void *arg)
  * libtempest's sending found it NULL and its own sends never left
  * (strata_bench_shared, 2026-11-30).
  */
-static bool (*const client_send_linked)(unsigned, unsigned, uint8_t, uint32_t,
-                                        uint64_t, const void *, uint32_t)
+static __typeof__(tempest_client_send) *const client_send_linked
     __attribute__((used)) = tempest_client_send;
 
 int tempest_client_register(const struct tempest_client *c)
