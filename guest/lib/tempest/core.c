@@ -1356,15 +1356,48 @@ void tempest_wait(int (*cond)(void *arg), void *arg)
 /* ---- clients (tempest/client.h) -------------------------------------- */
 
 /*
- * tempest_client_send() lives in send.c, with the send rings' locks.  A
- * program that links this file (whose constructor takes the rings) links
- * it too, whatever the program calls itself: a client references the
- * interface weakly, and libstrata in a program that used nothing of
- * libtempest's sending found it NULL and its own sends never left
- * (strata_bench_shared, 2026-11-30).
+ * A client's packet (tempest/client.h): under the ring's lock, so it never
+ * lands between the packets of a message, with IRQs masked, so that on a
+ * one-vCPU node the protocol thread (an interrupt handler) never finds the
+ * lock held by the code it interrupted.  Never waits.  Here, with the
+ * rest of the client interface and the send rings' locks (send.c takes
+ * them too), so that a program that links libtempest at all has all of
+ * it: a client refers to it weakly, and libstrata in a program that used
+ * nothing of libtempest's sending found this NULL while it lived in
+ * send.c, and its own sends never left (strata_bench_shared, 2026-11-30).
  */
-static __typeof__(tempest_client_send) *const client_send_linked
-    __attribute__((used)) = tempest_client_send;
+uint32_t tppi_sq_lock[2];
+
+bool tempest_client_send(unsigned net, unsigned dest, uint8_t kind,
+                         uint32_t w0, uint64_t w1, const void *data,
+                         uint32_t len)
+{
+    struct nc_pkt *p = NULL;
+    uint64_t flags;
+
+    if (net > TEMPEST_NET_REPLY || len > TEMPEST_PKT_PAYLOAD) {
+        return false;
+    }
+    flags = rt_irq_save();
+    if (!__atomic_exchange_n(&tppi_sq_lock[net], 1, __ATOMIC_ACQUIRE)) {
+        p = nc_sq_claim(net);
+        if (p) {
+            p->node = (uint16_t)dest;
+            p->net = 0;
+            p->kind = kind;
+            p->seq = 0;
+            p->word0 = w0;
+            p->word1 = w1;
+            p->word2 = 0;
+            memcpy(p->data, data, len);
+            nc_sq_post(net, p, len);
+        }
+        nc_sq_doorbell(net);
+        __atomic_store_n(&tppi_sq_lock[net], 0, __ATOMIC_RELEASE);
+    }
+    rt_irq_restore(flags);
+    return p != NULL;
+}
 
 int tempest_client_register(const struct tempest_client *c)
 {

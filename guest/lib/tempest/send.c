@@ -34,8 +34,6 @@
 #define SQ_WAIT_US      1000    /* computation code: the PT wakes it */
 #define SQ_PT_WAIT_US   100     /* the PT: IRQ_SQ wakes it */
 
-static uint32_t sq_lock[2];
-
 static void lock(uint32_t *l)
 {
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
@@ -50,7 +48,7 @@ static void unlock(uint32_t *l)
     __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
-/* A message of @pkts packets sent on @net: under sq_lock[@net]. */
+/* A message of @pkts packets sent on @net: under tppi_sq_lock[@net]. */
 static inline void count_sent(unsigned net, uint32_t pkts)
 {
     struct tppi_sent *c = &tppi_sent[net];
@@ -307,7 +305,7 @@ static void post_gather(TPPI_NodeId dest, uintptr_t handler,
     struct nc_pkt *p;
     unsigned i, n = 0;
 
-    lock(&sq_lock[net]);
+    lock(&tppi_sq_lock[net]);
     p = claim_wait(net, on_pt);
     p->node = (uint16_t)dest;
     p->net = 0;
@@ -332,7 +330,7 @@ static void post_gather(TPPI_NodeId dest, uintptr_t handler,
         sq_wait(net, on_pt, sq_taken);
     }
     count_sent(net, 1);
-    unlock(&sq_lock[net]);
+    unlock(&tppi_sq_lock[net]);
 }
 
 /* Puts the checked message of @total bytes into the send ring. */
@@ -350,7 +348,7 @@ RT_HOT_TX static void post_segs(TPPI_NodeId dest, uintptr_t handler,
         post_gather(dest, handler, segs, nsegs, total);
         return;
     }
-    lock(&sq_lock[net]);
+    lock(&tppi_sq_lock[net]);
     do {
         chunk = (uint32_t)total - off;
         if (chunk > nc_pkt_payload) {
@@ -372,44 +370,7 @@ RT_HOT_TX static void post_segs(TPPI_NodeId dest, uintptr_t handler,
     } while (off < (uint32_t)total);
     nc_sq_doorbell(net);
     count_sent(net, pkts);
-    unlock(&sq_lock[net]);
-}
-
-/*
- * A client's packet (tempest/client.h): under the ring's lock, so it never
- * lands between the packets of a message, with IRQs masked, so that on a
- * one-vCPU node the protocol thread (an interrupt handler) never finds the
- * lock held by the code it interrupted.  Never waits.
- */
-bool tempest_client_send(unsigned net, unsigned dest, uint8_t kind,
-                         uint32_t w0, uint64_t w1, const void *data,
-                         uint32_t len)
-{
-    struct nc_pkt *p = NULL;
-    uint64_t flags;
-
-    if (net > TEMPEST_NET_REPLY || len > TEMPEST_PKT_PAYLOAD) {
-        return false;
-    }
-    flags = rt_irq_save();
-    if (!__atomic_exchange_n(&sq_lock[net], 1, __ATOMIC_ACQUIRE)) {
-        p = nc_sq_claim(net);
-        if (p) {
-            p->node = (uint16_t)dest;
-            p->net = 0;
-            p->kind = kind;
-            p->seq = 0;
-            p->word0 = w0;
-            p->word1 = w1;
-            p->word2 = 0;
-            memcpy(p->data, data, len);
-            nc_sq_post(net, p, len);
-        }
-        nc_sq_doorbell(net);
-        unlock(&sq_lock[net]);
-    }
-    rt_irq_restore(flags);
-    return p != NULL;
+    unlock(&tppi_sq_lock[net]);
 }
 
 /*

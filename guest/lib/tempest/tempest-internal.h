@@ -245,6 +245,12 @@ extern struct tppi_sent tppi_sent[2];
  */
 extern uint32_t tppi_sq_waiters;
 
+/*
+ * The send rings' locks (core.c, by tempest_client_send; send.c, by every
+ * message): a message's packets stay contiguous in its ring.
+ */
+extern uint32_t tppi_sq_lock[2];
+
 /* ---- memory and faults (vm.c), for send.c --------------------------- */
 
 /*

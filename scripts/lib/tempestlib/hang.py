@@ -128,7 +128,12 @@ def _where(syms, addr):
 
 
 def guest_stack(path, index, syms, frames=16, data=None):
-    """Each vCPU's PC and its frame-pointer chain, named from the ELF."""
+    """Each vCPU's PC and its frame-pointer chain, named from the ELF.
+    The VM is stopped while they are read (and let go on after), so that
+    the chain is the one of the registers read: a vCPU that ran on
+    between the registers and its stack's words left a chain that ended
+    in '?' (guest timeout-report-3 failed once in CI so, each of its three
+    nodes in a loop of calls, 2026-11-30)."""
     out = []
     try:
         # Short limits: the node may be stuck.
@@ -139,7 +144,11 @@ def guest_stack(path, index, syms, frames=16, data=None):
     def hmp(line):
         return q.cmd("human-monitor-command", **{"command-line": line})
 
+    stopped = False
     try:
+        if q.cmd("query-status").get("running"):
+            q.cmd("stop")
+            stopped = True
         regs = hmp("info registers -a")
         for cpu, block in enumerate(re.split(r"(?m)^CPU#\d+", regs)[1:]):
             pc = re.search(r"PC=([0-9a-f]+)", block)
@@ -173,6 +182,11 @@ def guest_stack(path, index, syms, frames=16, data=None):
     except (OSError, ValueError, QMPError) as e:
         out.append(f"  (QMP: {e})")
     finally:
+        if stopped:
+            try:
+                q.cmd("cont")
+            except (OSError, ValueError, QMPError):
+                pass
         q.close()
     return out
 
