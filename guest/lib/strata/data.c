@@ -656,12 +656,7 @@ static bool try_send(unsigned net, unsigned proc, uint8_t kind, uint32_t w0,
     if (p == NULL) {
         return false;
     }
-    p->node = (uint16_t)proc;
-    p->kind = kind;
-    p->word0 = w0;
-    p->word1 = w1;
-    p->word2 = 0;
-    memcpy(p->data, data, len);
+    nc_sq_fill(p, proc, kind, w0, w1, data, len);
     nc_sq_post(net, p, len);
     nc_sq_doorbell(net);
     strata_pkts_sent++;

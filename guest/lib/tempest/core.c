@@ -1382,14 +1382,7 @@ bool tempest_client_send(unsigned net, unsigned dest, uint8_t kind,
     if (!__atomic_exchange_n(&tppi_sq_lock[net], 1, __ATOMIC_ACQUIRE)) {
         p = nc_sq_claim(net);
         if (p) {
-            p->node = (uint16_t)dest;
-            p->net = 0;
-            p->kind = kind;
-            p->seq = 0;
-            p->word0 = w0;
-            p->word1 = w1;
-            p->word2 = 0;
-            memcpy(p->data, data, len);
+            nc_sq_fill(p, dest, kind, w0, w1, data, len);
             nc_sq_post(net, p, len);
         }
         nc_sq_doorbell(net);

@@ -359,6 +359,25 @@ static inline struct nc_pkt *nc_sq_claim(unsigned net)
 }
 
 /*
+ * nc_sq_fill: writes a one-packet message into the claimed slot @p: for
+ * node @dest, KIND @kind, WORD0 @w0, WORD1 @w1 (WORD2, NET and SEQ 0:
+ * the device writes those it owns), and @len payload bytes from @data.
+ */
+static inline void nc_sq_fill(struct nc_pkt *p, unsigned dest, uint8_t kind,
+                              uint32_t w0, uint64_t w1, const void *data,
+                              uint32_t len)
+{
+    p->node = (uint16_t)dest;
+    p->net = 0;
+    p->kind = kind;
+    p->seq = 0;
+    p->word0 = w0;
+    p->word1 = w1;
+    p->word2 = 0;
+    __builtin_memcpy(p->data, data, len);
+}
+
+/*
  * nc_sq_post: hands the slot @p (from nc_sq_claim(@net)) to the device
  * with @len payload bytes: writes CTL = VALID | len last, with release
  * ordering, and moves the tail on.  The device sees it at the next
