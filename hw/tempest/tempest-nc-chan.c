@@ -39,6 +39,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/timer.h"
 #include "system/runstate.h"
@@ -1856,12 +1857,83 @@ static bool chan_vmstate_needed(void *opaque)
 }
 
 /* Every entry is one the device can make, with buffers in RAM. */
+/*
+ * What is wrong with port @p of a loaded state, or NULL: a state no run
+ * of the device makes (a damaged or forged file) is refused, naming the
+ * port and the rule, so that a refused restore says why.
+ */
+static const char *chan_port_load_error(TempestNCState *s,
+                                        TempestChanPort *p)
+{
+    if (p->state > TEMPEST_CHAN_ST_CONFIRMING ||
+        p->via >= TEMPEST_CHAN_PORTS || p->cargo >= TEMPEST_CHAN_PORTS) {
+        return "state or port index out of range";
+    }
+    if (p->state == TEMPEST_CHAN_ST_MIGRATING &&
+        s->chan_port[p->via].state != TEMPEST_CHAN_ST_OUTPUTTING) {
+        return "migrating, but the port it goes over is not outputting";
+    }
+    if (p->out_port &&
+        s->chan_port[p->cargo].state != TEMPEST_CHAN_ST_MIGRATING) {
+        return "outputs a port that is not migrating";
+    }
+    if (p->comp != TEMPEST_CHAN_NONE &&
+        (TEMPEST_CHAN_ID_NODE(p->comp) >= s->num_nodes ||
+         TEMPEST_CHAN_ID_INDEX(p->comp) >= TEMPEST_CHAN_PORTS)) {
+        return "companion outside the cluster";
+    }
+    if (!chan_buffer_ok(s, p->buf, p->bufsize) ||
+        !chan_buffer_ok(s, p->next, p->nextsize) ||
+        p->held_len > p->bufsize ||
+        (p->waiting ? p->in_len > TEMPEST_CHAN_MAX_DATA :
+         p->in_len > p->bufsize)) {
+        return "buffer outside RAM, or data longer than it";
+    }
+    /*
+     * An offer is out in IDLE and INPUTTING, and in OUTPUTTING (an IDLE
+     * port with its buffer offered outputs: a ping-pong on one port); any
+     * DATA that comes ends it, a move first withdraws it.
+     */
+    if (p->granted && ((p->state != TEMPEST_CHAN_ST_IDLE &&
+                        p->state != TEMPEST_CHAN_ST_INPUTTING &&
+                        p->state != TEMPEST_CHAN_ST_OUTPUTTING) ||
+                       p->incoming || p->waiting)) {
+        return "buffer offered in a state that cannot offer it";
+    }
+    if (p->withdrawing && !p->granted) {
+        return "withdrawing an offer not made";
+    }
+    if (p->here && (p->state != TEMPEST_CHAN_ST_INPUTTING || p->in_port ||
+                    !chan_buffer_ok(s, p->here_addr, p->here_size))) {
+        return "INPUT_HERE outside an input";
+    }
+    if (p->waiting && (p->state != TEMPEST_CHAN_ST_IDLE || p->incoming)) {
+        return "long data waiting at the sender in a state that cannot "
+               "ask for it";
+    }
+    if (p->out_len > TEMPEST_CHAN_MAX_DATA ||
+        /* A pre-send's data is read again at a resend (WIRE). */
+        (p->presend && !p->out_port &&
+         !chan_buffer_ok(s, p->out_addr, p->out_len))) {
+        return "pre-send outside RAM";
+    }
+    if (p->then_in && (p->state != TEMPEST_CHAN_ST_OUTPUTTING ||
+                       p->out_port ||
+                       !chan_buffer_ok(s, p->then_addr, p->then_size))) {
+        return "OUTPUT_INPUT's input outside an output";
+    }
+    return NULL;
+}
+
 static int chan_vmstate_post_load(void *opaque, int version_id)
 {
     TempestNCState *s = opaque;
     uint32_t used = 0;
+    const char *why;
 
     if (s->chan_next >= TEMPEST_CHAN_PORTS) {
+        error_report("tempest-nc: node %u: channel state: next port %u "
+                     "out of range", s->node_id, (unsigned)s->chan_next);
         return -EINVAL;
     }
     for (unsigned i = 0; i < TEMPEST_CHAN_PORTS; i++) {
@@ -1871,48 +1943,25 @@ static int chan_vmstate_post_load(void *opaque, int version_id)
             continue;
         }
         used++;
-        if (p->state > TEMPEST_CHAN_ST_CONFIRMING ||
-            p->via >= TEMPEST_CHAN_PORTS || p->cargo >= TEMPEST_CHAN_PORTS ||
-            (p->state == TEMPEST_CHAN_ST_MIGRATING &&
-             s->chan_port[p->via].state != TEMPEST_CHAN_ST_OUTPUTTING) ||
-            (p->out_port &&
-             s->chan_port[p->cargo].state != TEMPEST_CHAN_ST_MIGRATING) ||
-            (p->comp != TEMPEST_CHAN_NONE &&
-             (TEMPEST_CHAN_ID_NODE(p->comp) >= s->num_nodes ||
-              TEMPEST_CHAN_ID_INDEX(p->comp) >= TEMPEST_CHAN_PORTS)) ||
-            !chan_buffer_ok(s, p->buf, p->bufsize) ||
-            !chan_buffer_ok(s, p->next, p->nextsize) ||
-            p->held_len > p->bufsize ||
-            (p->waiting ? p->in_len > TEMPEST_CHAN_MAX_DATA :
-             p->in_len > p->bufsize) ||
-            /*
-             * An offer is out in IDLE and INPUTTING, and in OUTPUTTING
-             * (an IDLE port with its buffer offered outputs: a ping-pong
-             * on one port); any DATA that comes ends it, a move first
-             * withdraws it.
-             */
-            (p->granted && ((p->state != TEMPEST_CHAN_ST_IDLE &&
-                             p->state != TEMPEST_CHAN_ST_INPUTTING &&
-                             p->state != TEMPEST_CHAN_ST_OUTPUTTING) ||
-                            p->incoming || p->waiting)) ||
-            (p->withdrawing && !p->granted) ||
-            (p->here && (p->state != TEMPEST_CHAN_ST_INPUTTING ||
-                         p->in_port ||
-                         !chan_buffer_ok(s, p->here_addr, p->here_size))) ||
-            (p->waiting && (p->state != TEMPEST_CHAN_ST_IDLE ||
-                            p->incoming)) ||
-            p->out_len > TEMPEST_CHAN_MAX_DATA ||
-            /* A pre-send's data is read again at a resend (WIRE). */
-            (p->presend && !p->out_port &&
-             !chan_buffer_ok(s, p->out_addr, p->out_len)) ||
-            (p->then_in && (p->state != TEMPEST_CHAN_ST_OUTPUTTING ||
-                            p->out_port ||
-                            !chan_buffer_ok(s, p->then_addr,
-                                            p->then_size)))) {
+        why = chan_port_load_error(s, p);
+        if (why) {
+            error_report("tempest-nc: node %u: channel port %u (state %u, "
+                         "granted %u incoming %u waiting %u here %u "
+                         "presend %u then_in %u): %s", s->node_id, i,
+                         (unsigned)p->state, (unsigned)p->granted,
+                         (unsigned)p->incoming, (unsigned)p->waiting,
+                         (unsigned)p->here, (unsigned)p->presend,
+                         (unsigned)p->then_in, why);
             return -EINVAL;
         }
     }
-    return used == s->chan_used ? 0 : -EINVAL;
+    if (used != s->chan_used) {
+        error_report("tempest-nc: node %u: channel state: %u ports in use, "
+                     "%u counted", s->node_id, used,
+                     (unsigned)s->chan_used);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 static const VMStateDescription vmstate_tempest_chan_port = {

@@ -72,6 +72,10 @@ static bool ckpt_at_rest(TempestNCState *s, uint64_t *tx, uint64_t *rx,
                    "space for a buffer", s->xfer_sys_used);
         return false;
     }
+    if (tempest_nc_xfer_chan_busy(s)) {
+        error_setg(errp, "a channel's long data is under way");
+        return false;
+    }
     for (int i = 0; i < TEMPEST_MAX_CPUS; i++) {
         if (s->bank[i].fop_state == FOP_PENDING) {
             error_setg(errp, "a fetch-and-op of CPU %d waits for its reply",

@@ -242,6 +242,7 @@ extern const VMStateDescription vmstate_tempest_nc_xfer;
  * @cookie.  False (nothing started) for a bad node, range or length, a
  * node gone, or TEMPEST_CHAN_PORTS of them under way.
  */
+bool tempest_nc_xfer_chan_busy(TempestNCState *s);
 bool tempest_nc_xfer_chan(TempestNCState *s, uint32_t dest, uint64_t src,
                           uint64_t len, uint64_t where, uint64_t cookie);
 
