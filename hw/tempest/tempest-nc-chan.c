@@ -1856,11 +1856,11 @@ static bool chan_vmstate_needed(void *opaque)
            s->chan_forwards || s->chan_resent || s->chan_migdrops;
 }
 
-/* Every entry is one the device can make, with buffers in RAM. */
 /*
- * What is wrong with port @p of a loaded state, or NULL: a state no run
- * of the device makes (a damaged or forged file) is refused, naming the
- * port and the rule, so that a refused restore says why.
+ * What is wrong with port @p of a loaded state, or NULL: every entry must
+ * be one the device can make, with buffers in RAM; any other (a damaged
+ * or forged file) is refused, naming the port and the rule, so that a
+ * refused restore says why.
  */
 static const char *chan_port_load_error(TempestNCState *s,
                                         TempestChanPort *p)
