@@ -541,6 +541,7 @@ void strata_core_init(void)
     if (strata_shared && (tempest_client_send == NULL ||
                           tempest_client_wait == NULL ||
                           tempest_client_polled == NULL ||
+                          tempest_client_poll == NULL ||
                           tempest_client_on_protocol_thread == NULL)) {
         fprintf(stderr, "StrataFail: node %d: libtempest is linked without "
                 "all of its client interface (tempest/client.h)\n", Self);

@@ -411,24 +411,35 @@ static int softq_any(void *arg)
 /*
  * An empty poll, shared: as idle_poll(), but the protocol thread owns the
  * interrupt, so the short sleep is libtempest's wait for a packet.  On a
- * one-vCPU node the program's polls tell the node controller they poll;
- * with a dedicated protocol thread, that thread does.
+ * one-vCPU node the poll runs the protocol thread's work that waits in
+ * the rings itself (tempest_client_poll), and so says POLL_PEEKS: a peer
+ * on this host then writes a packet straight into the RQ and raises
+ * nothing, where the interrupt cost the exception and four accesses under
+ * QEMU's lock a packet (docs/strata.rst, "Strata's messages, shared").
+ * With a dedicated protocol thread, that thread polls.  Returns true if
+ * it ran work (a packet of ours may be queued now).
  */
-static void idle_poll_shared(void)
+static bool idle_poll_shared(void)
 {
     uint32_t irqs;
 
-    if (strata_spin_turns && tempest_client_polled() &&
-        nc_poll_due(poll_turn++)) {
-        polling = nc_poll(true);
+    if (strata_spin_turns && tempest_client_polled()) {
+        if (tempest_client_poll()) {
+            idle_polls = 0;
+            return true;
+        }
+        if (nc_poll_idle_due(poll_turn++)) {
+            polling = nc_poll_peek();
+        }
     }
     if (!idle_spin_over()) {
-        return;
+        return false;
     }
     /* Ended, as idle_poll()'s sleep, by whatever a wait may wait for. */
     irqs = strata_shared_irqs();
     tempest_client_wait(softq_any, &irqs,
                         rt_time_ns() + IDLE_SLEEP_US * 1000ULL);
+    return false;
 }
 
 /*
@@ -443,12 +454,12 @@ static bool poll_net_in(unsigned net, bool in_wait)
     size_t bytes;
 
     if (strata_shared) {
-        if (softq_pop_shared(net, &copy)) {
+        if (softq_pop_shared(net, &copy) ||
+            (idle_poll_shared() && softq_pop_shared(net, &copy))) {
             idle_polls = 0;
             dispatch(&copy, NULL);
             return true;
         }
-        idle_poll_shared();
         return false;
     }
     if (q->count) {

@@ -96,6 +96,18 @@ int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline);
 bool tempest_client_polled(void);
 
 /*
+ * tempest_client_poll: one turn of a client's polling loop on the CPU the
+ * protocol thread shares (tempest_client_polled()): runs, there and then,
+ * the protocol thread's work waiting in memory (packets in the RQ, the
+ * client's among them, events in the CQ), so that a loop that reads the
+ * rings this way may tell the node controller nc_poll_peek(): peers on
+ * this host then write packets straight into the RQ and raise nothing.
+ * Returns true if it ran any; false at once on another CPU, on the
+ * protocol thread, or when nothing waits.  From computation code.
+ */
+bool tempest_client_poll(void);
+
+/*
  * tempest_client_on_protocol_thread: true if the caller runs on the
  * protocol thread (a handler, timer or callback of libtempest's), where a
  * client must not wait for anything.
