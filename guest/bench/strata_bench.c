@@ -14,14 +14,19 @@
  * prints one line:
  *   strata_bench: nodes=N rounds=R barrier_ns=N combine_ns=N bcast_ns=N
  *   am_rtt_ns=N barrier_slept=N barrier_woken=N barrier_waited=N
- *   shared=0|1
+ *   shared=0|1 spin_us=N polled=N
  * (barrier_slept and _woken: how many of node 0's 2 x ROUNDS + 3 barriers
  * of the Barrier phases ended with its vCPU asleep on the shared area's
  * DONE word, and by its waiter thread: COLL_SLEPT and COLL_WOKEN, node
  * controller 1.17; barrier_waited: in a register read, COLL_WAITED,
  * 1.21); shared: 1 in strata_bench_shared.elf, this program linked with
  * libtempest, whose rings libstrata then shares (its protocol thread
- * runs, idle: docs/strata.rst, "Strata with libtempest").
+ * runs, idle: docs/strata.rst, "Strata with libtempest"); spin_us: the
+ * node controller's SPIN_US hint; polled: shared, how many times node 0's
+ * polls of the measured round trips ran libtempest's protocol work
+ * themselves (tempest_client_poll; 0 in strata_bench.elf), where the
+ * interrupt would have run it (docs/strata.rst, "Strata's messages,
+ * shared").
  * Usage: strata_bench [ROUNDS [SPIN_US]]   (default 500; SPIN_US: see
  * StrataSetSpin())
  */
@@ -30,6 +35,7 @@
 #include "strata.h"
 #include "tempest/nc.h"
 #ifdef STRATA_BENCH_SHARED
+#include "tempest.h"
 #include "tempest/client.h"
 
 /* The reference that links libtempest (libstrata's is weak). */
@@ -39,6 +45,19 @@ static int (*const link_tempest)(const struct tempest_client *)
 #else
 #define SHARED 0
 #endif
+
+/* libtempest's count of polls that ran its protocol work (0 alone). */
+static unsigned long long client_polls(void)
+{
+#if SHARED
+    struct tempest_stats st;
+
+    tempest_get_stats(&st);
+    return st.client_polls;
+#else
+    return 0;
+#endif
+}
 
 static volatile int pongs;      /* volatile: set by handlers */
 static volatile int stop;       /* volatile: counted by handlers */
@@ -155,6 +174,7 @@ int main(int argc, char **argv)
 {
     uint32_t slept, woken, waited;
     DoubleWord barrier_ns, combine_ns, bcast_ns = 0, am_ns = 0;
+    unsigned long long polled = 0;
 
     StrataInit();
     rounds = argc > 1 ? atoi(argv[1]) : 500;
@@ -176,18 +196,20 @@ int main(int argc, char **argv)
     combine_ns = timed(combines, 1);
     if (last > 0) {
         bcast_ns = timed(broadcasts, 2);
+        polled = client_polls();
         am_ns = timed(round_trips, 1);
+        polled = client_polls() - polled;
     }
 
     if (Self == 0) {
         printf("strata_bench: nodes=%d rounds=%d barrier_ns=%llu "
                "combine_ns=%llu bcast_ns=%llu am_rtt_ns=%llu "
                "barrier_slept=%u barrier_woken=%u barrier_waited=%u "
-               "shared=%d\n",
+               "shared=%d spin_us=%u polled=%llu\n",
                PartitionSize, rounds, (unsigned long long)barrier_ns,
                (unsigned long long)combine_ns, (unsigned long long)bcast_ns,
                (unsigned long long)am_ns, (unsigned)slept, (unsigned)woken,
-               (unsigned)waited, SHARED);
+               (unsigned)waited, SHARED, nc_spin_us(0), polled);
     }
     StrataExit(0);
 }

@@ -1449,6 +1449,7 @@ bool tempest_client_poll(void)
     flags = rt_irq_save();
     if (pt_pending()) {
         pt_run_inline(false);
+        tppi_stats.client_polls++;
         ran = true;
     }
     rt_irq_restore(flags);

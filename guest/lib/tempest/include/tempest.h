@@ -703,6 +703,8 @@ struct tempest_stats {
     uint64_t resumes;           /* suspended threads resumed */
     uint64_t bad_blocks;        /* bad block specifiers, changes, pages */
     uint64_t waits;             /* times tempest_wait went to sleep */
+    uint64_t client_polls;      /* work run from a client's poll
+                                   (tempest/client.h, tempest_client_poll) */
 };
 
 /* tempest_get_stats: copies the counters to *@s (nothing if NULL). */
