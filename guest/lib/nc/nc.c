@@ -25,6 +25,7 @@ bool nc_poll_present;
 bool nc_poll_peeks_present;
 bool nc_tag_upgrade_present;
 bool nc_cmd_block_present;
+uint32_t nc_bank_cmds;
 bool nc_polling;
 bool nc_poll_peeking;
 volatile uint32_t *nc_poll_hint;
@@ -227,6 +228,7 @@ uint32_t nc_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
         }
         return TEMPEST_CMD_FAIL;
     }
+    __atomic_fetch_add(&nc_bank_cmds, 1, __ATOMIC_RELAXED);
     if (nc_cmd_block_present) {
         status = cmd_block(op, args, nargs, tries, result, reason);
         if (status != CMDB_UNSET) {
@@ -249,6 +251,7 @@ uint32_t nc_cmd_once(uint32_t op, const uint64_t *args, unsigned nargs,
 {
     uint32_t status;
 
+    __atomic_fetch_add(&nc_bank_cmds, 1, __ATOMIC_RELAXED);
     if (nc_cmd_block_present) {
         status = cmd_block(op, args, nargs, 1, result, reason);
         if (status != CMDB_UNSET) {

@@ -132,33 +132,63 @@ static void bank_stage(uint32_t op, const uint64_t *args, unsigned nargs)
 }
 
 /*
+ * Shared with libtempest, whose commands (nc_cmd, from its interrupt
+ * handler on a one-vCPU node too) write this CPU's bank as well: the bank
+ * is staged and committed with IRQs masked, and what libstrata staged
+ * before is taken as gone if any such command ran since (nc_bank_cmds).
+ * Before, every shared command wrote all of its arguments again: seven
+ * device accesses a Barrier.  Returns the IRQ flags for bank_unlock().
+ */
+static uint32_t bank_cmds_seen;
+
+static uint64_t bank_lock(void)
+{
+    uint64_t flags;
+    uint32_t cmds;
+
+    if (!strata_shared) {
+        return 0;
+    }
+    flags = rt_irq_save();
+    cmds = __atomic_load_n(&nc_bank_cmds, __ATOMIC_RELAXED);
+    if (cmds != bank_cmds_seen) {
+        bank_cmds_seen = cmds;
+        bank_known = false;
+    }
+    return flags;
+}
+
+static void bank_unlock(uint64_t flags)
+{
+    if (strata_shared) {
+        rt_irq_restore(flags);
+    }
+}
+
+/* CMD_COMMIT of what is staged; the reason of a failure in *reason. */
+static uint32_t bank_commit(uint32_t *reason)
+{
+    uint32_t st = nc_reg(TEMPEST_NC_CMD_COMMIT);
+
+    if (st == TEMPEST_CMD_FAIL) {
+        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
+    }
+    return st;
+}
+
+/*
  * Runs one command on this CPU's bank; returns its status (RETRY at most
  * once: the caller loops) and the reason of a failure in *reason.
  */
 static uint32_t bank_cmd(uint32_t op, const uint64_t *args, unsigned nargs,
                          uint32_t *reason)
 {
-    uint64_t flags = 0;
+    uint64_t flags = bank_lock();
     uint32_t st;
 
-    if (strata_shared) {
-        /*
-         * libtempest uses this CPU's bank too (tags, transfers, timers,
-         * fetch-and-op; from its interrupt handler on a one-vCPU node):
-         * it may have written any argument, and must not write one
-         * between ours and the commit.
-         */
-        flags = rt_irq_save();
-        bank_known = false;
-    }
     bank_stage(op, args, nargs);
-    st = nc_reg(TEMPEST_NC_CMD_COMMIT);
-    if (st == TEMPEST_CMD_FAIL) {
-        *reason = nc_reg(TEMPEST_NC_CMD_REASON);
-    }
-    if (strata_shared) {
-        rt_irq_restore(flags);
-    }
+    st = bank_commit(reason);
+    bank_unlock(flags);
     return st;
 }
 
@@ -246,6 +276,43 @@ NORETURN strata_node_gone(const char *what, const char *why)
 static enum coll_user go_user = CU_NONE;
 static uint32_t go_status = GO_NONE;
 
+/*
+ * COLL_START staged and committed by a read of COLL_GO, which waits for
+ * the collective as COLL_WAIT does.  Shared with libtempest, the bank is
+ * held with IRQs masked (bank_lock), so the read's wait is made with them
+ * masked: only where this CPU has no interrupt pending (ISR_EL1, no device
+ * access), since one raised during the read kicks the vCPU and ends it,
+ * and libtempest's handlers so wait for no collective.  With one pending
+ * the command is committed alone, and pending_finish() waits in COLL_WAIT
+ * after the interrupt has run.  Before, every shared collective was
+ * committed alone: the last node to arrive then took IRQ_COLL through
+ * libtempest's handler (the exception and four accesses of the GIC and
+ * the device) and read COLL_WAIT after it.
+ */
+static uint32_t bank_go(const uint64_t *args, uint32_t *reason)
+{
+    uint64_t flags = bank_lock();
+    uint32_t st, v;
+
+    bank_stage(TEMPEST_CMD_COLL_START, args, 6);
+    if (strata_shared && rt_irq_pending()) {
+        st = bank_commit(reason);
+    } else {
+        v = nc_reg(TEMPEST_NC_COLL_GO);
+        if (v < TEMPEST_NC_GO_CMD) {
+            st = TEMPEST_CMD_SUCCESS;
+            go_status = v;
+        } else {
+            st = v - TEMPEST_NC_GO_CMD;
+            if (st == TEMPEST_CMD_FAIL) {
+                *reason = nc_reg(TEMPEST_NC_CMD_REASON);
+            }
+        }
+    }
+    bank_unlock(flags);
+    return st;
+}
+
 static void coll_start(unsigned kind, unsigned fn, unsigned variant,
                        uint64_t value, unsigned lanes, void *dest,
                        unsigned seg, enum coll_user user)
@@ -254,32 +321,13 @@ static void coll_start(unsigned kind, unsigned fn, unsigned variant,
         kind, fn | variant << 8, value, lanes, (uintptr_t)dest, seg,
     };
     uint32_t st, reason = 0;
-    /*
-     * Not shared with libtempest: its handlers use the command bank, so
-     * staging and commit are made with IRQs masked (bank_cmd), and
-     * COLL_GO's wait would then be made with them masked too.
-     */
-    bool go = go_user == user && !strata_shared && coll_read_waits(POLL_BOTH);
+    /* With the caller's IRQs (coll_read_waits), before bank_go masks. */
+    bool go = go_user == user && coll_read_waits(POLL_BOTH);
 
     go_user = CU_NONE;
     go_status = GO_NONE;
-    if (go) {
-        uint32_t v;
-
-        bank_stage(TEMPEST_CMD_COLL_START, args, 6);
-        v = nc_reg(TEMPEST_NC_COLL_GO);
-        if (v < TEMPEST_NC_GO_CMD) {
-            st = TEMPEST_CMD_SUCCESS;
-            go_status = v;
-        } else {
-            st = v - TEMPEST_NC_GO_CMD;
-            if (st == TEMPEST_CMD_FAIL) {
-                reason = nc_reg(TEMPEST_NC_CMD_REASON);
-            }
-        }
-    } else {
-        st = bank_cmd(TEMPEST_CMD_COLL_START, args, 6, &reason);
-    }
+    st = go ? bank_go(args, &reason) :
+              bank_cmd(TEMPEST_CMD_COLL_START, args, 6, &reason);
     if (st != TEMPEST_CMD_SUCCESS) {
         if (reason == TEMPEST_CMD_E_NO_FABRIC) {
             strata_node_gone("control network", cmd_reason_name(reason));

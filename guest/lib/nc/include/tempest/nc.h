@@ -178,6 +178,14 @@ extern volatile uint32_t *nc_poll_hint;
 #define NC_POLL_EVERY       64
 /* True once nc_init() has found TEMPEST_NC_FEAT_CMD_BLOCK (see nc_cmd). */
 extern bool nc_cmd_block_present;
+/*
+ * Counts the commands nc_cmd() and nc_cmd_once() have begun, on any CPU:
+ * each writes its CPU's command bank (by the registers, or by a block,
+ * which leaves the bank as they would).  A library that stages the bank
+ * itself and keeps what it wrote there (libstrata) knows that what it
+ * staged may be gone when this moved.
+ */
+extern uint32_t nc_bank_cmds;
 /* True once nc_init() has found TEMPEST_NC_FEAT_TAG_UPGRADE. */
 extern bool nc_tag_upgrade_present;
 /* What the node controller was last told through POLL (see nc_poll). */
