@@ -773,24 +773,54 @@ bool tempest_nc_bcast_pop(TempestNCState *s)
 }
 
 /*
+ * A BCAST_WAIT read's wait ended by the ring moving, with no word to pop:
+ * only words this node may not take moved it (its own, which node 0
+ * orders in the ring too and which says ours was delivered, or lost
+ * ones).  It waits again, at most this many times, unless something
+ * else wants the guest.  Before, the read returned 0 there, and a node
+ * that broadcast and then waited for the next word (a non-root node's
+ * turn in a ping-pong of broadcasts) fell back to the guest's slower
+ * wait on nearly every word.
+ */
+#define BCAST_WAIT_AGAIN 2
+
+/*
  * BCAST_WAIT (1.22; tempest-hw.h): BCAST_POP, after waiting for a word
  * where there is none and the device may wait (tempest_nc_bring_wait:
  * on shared memory, not node 0; docs/strata.rst, "Broadcasts received
- * in a register read").  1: popped; 0: none.
+ * in a register read").  1: popped; 0: none.  A read that pops the last
+ * word with no broadcast of ours in flight acknowledges IRQ_BCAST, as a
+ * COLL_WAIT read that returns DONE acknowledges IRQ_COLL: on a node whose
+ * CPU takes its interrupts while it reads (libstrata sharing libtempest's
+ * handler), the word's arrival, raised inside the read, then costs no
+ * interrupt.
  */
 uint32_t tempest_nc_bcast_wait(TempestNCState *s, bool cpu_access)
 {
-    bool popped;
+    bool popped = tempest_nc_bcast_pop(s);
+    unsigned again = 0;
 
-    if (tempest_nc_bcast_pop(s)) {
-        return 1;
+    while (!popped) {
+        uint64_t next = s->bcast_ring_next;
+
+        if (!tempest_nc_bring_wait(s, cpu_access)) {
+            break;
+        }
+        popped = tempest_nc_bcast_pop(s);
+        s->bcast_waited += popped;
+        trace_tempest_nc_bcast_wait(s->node_id, s->bcast_ring_next, popped);
+        if (popped || s->bcast_ring_next == next ||
+            ++again > BCAST_WAIT_AGAIN ||
+            (s->irq_status & s->irq_enable & ~TEMPEST_NC_IRQ_BCAST) ||
+            qatomic_read(&current_cpu->exit_request)) {
+            break;
+        }
     }
-    if (!tempest_nc_bring_wait(s, cpu_access)) {
-        return 0;
+    if (popped && s->bcast_len == 0 && !s->bcast_pending &&
+        (s->irq_status & TEMPEST_NC_IRQ_BCAST)) {
+        s->irq_status &= ~TEMPEST_NC_IRQ_BCAST;
+        tempest_nc_update_irq(s);
     }
-    popped = tempest_nc_bcast_pop(s);
-    s->bcast_waited += popped;
-    trace_tempest_nc_bcast_wait(s->node_id, s->bcast_ring_next, popped);
     return popped;
 }
 

@@ -130,6 +130,43 @@ int main(void)
         }
         Barrier();
     }
+    /*
+     * Late words after one's own: node 1 broadcasts a word and at once
+     * waits for node 0's next, which node 0 sends 20 ms after it received
+     * node 1's.  Node 0 orders every word in the combining area's ring,
+     * node 1's own too, which comes while node 1 waits in a BCAST_WAIT
+     * read (where the nodes spin: strata-bcast-2-spin): the read waits on
+     * past a word of its own, which it does not receive, and pops node
+     * 0's there (docs/strata.rst, "Broadcasts received in a register
+     * read").  Before, the read ended at node 1's own word with none to
+     * pop, and node 1 waited for node 0's in the library's slower wait.
+     */
+    if (PartitionSize > 1) {
+        unsigned before = (unsigned)nc_reg(TEMPEST_NC_BCAST_WAITED);
+
+        for (i = 0; i < LATE; i++) {
+            Barrier();
+            if (Self == 1) {
+                Broadcast((Word)(0x0be00000U + i));
+            } else {
+                w = ReceiveBroadcast();
+                CHECK(w == (Word)(0x0be00000U + i), "own word %d: %08x", i,
+                      (unsigned)w);
+            }
+            if (Self == 0) {
+                poll_for_ms(20);
+                Broadcast((Word)(0x1a7f0000U + i));
+            } else {
+                w = ReceiveBroadcast();
+                CHECK(w == (Word)(0x1a7f0000U + i), "word after own %d: "
+                      "%08x", i, (unsigned)w);
+            }
+        }
+        Barrier();
+        printf("node %d: %u of %d words after its own popped in a "
+               "BCAST_WAIT read\n", Self,
+               (unsigned)nc_reg(TEMPEST_NC_BCAST_WAITED) - before, LATE);
+    }
     QueryBroadcast();
     /*
      * On the shared-memory fabric node 0 writes every word after the

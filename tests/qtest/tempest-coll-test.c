@@ -443,11 +443,18 @@ static void test_wait_register(void)
     /*
      * BCAST_WAIT (1.22) pops as BCAST_POP does, without waiting for a
      * qtest: node 0's word 77 on node 1 once it came, then none; nothing
-     * on node 0 (a sender does not receive its own word).
+     * on node 0 (a sender does not receive its own word).  The read that
+     * pops the last word, with no broadcast of node 1's in flight,
+     * acknowledges the IRQ_BCAST of its arrival, as COLL_WAIT does
+     * IRQ_COLL above.
      */
     g_assert_cmpuint(tq_wait_reg(c.node[1], TEMPEST_NC_BCAST_AVAIL, ~0U, 1),
                      ==, 1);
+    g_assert_cmphex(qtest_readl(c.node[1], NC(TEMPEST_NC_IRQ_STATUS)) &
+                    TEMPEST_NC_IRQ_BCAST, ==, TEMPEST_NC_IRQ_BCAST);
     g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_BCAST_WAIT)), ==, 1);
+    g_assert_cmphex(qtest_readl(c.node[1], NC(TEMPEST_NC_IRQ_STATUS)) &
+                    TEMPEST_NC_IRQ_BCAST, ==, 0);
     g_assert_cmpuint(qtest_readq(c.node[1], NC(TEMPEST_NC_BCAST_VALUE)), ==,
                      77);
     g_assert_cmpuint(qtest_readl(c.node[1], NC(TEMPEST_NC_BCAST_SRC)), ==, 0);

@@ -351,8 +351,11 @@
  * yields (or spins) until node 0 writes one into the combining area's
  * ring, a packet comes, an interrupt is raised or that time passes; then
  * it pops as BCAST_POP does (1: BCAST_SRC and BCAST_VALUE hold the word;
- * 0: none).  Elsewhere it reads as BCAST_POP at once.  Anything else in
- * the window is a guest error.
+ * 0: none); a wait that only a word of the node's own (or a lost one)
+ * ended waits again, at most twice.  A read that pops the last word with
+ * no broadcast of the node's own in flight acknowledges IRQ_BCAST.
+ * Elsewhere it pops at once, with no wait.  Anything else in the window
+ * is a guest error.
  */
 #define TEMPEST_NC_WAIT             0x2000
 #define TEMPEST_NC_WAIT_SIZE        0x1000
