@@ -377,7 +377,8 @@ GUEST_CASES = [
     "xfer-chan-ring-2", "xfer-fop-4", "xfer-memcpy-4", "flash-fig4-4",
     "chan-data-smp2", "chan-migrate-3", "am-gam-pingpong-2",
     "am-gam-bulk-2", "both-4-smp2", "both-bench-4-smp1",
-    "both-bench-4-smp2", "both-bench-2-smp1", "am-gather-smp2",
+    "both-bench-4-smp2", "both-bench-2-smp1", "both-bench-2-smp2",
+    "am-gather-smp2",
     "am-link-lost-smp2", "am-link-lost-spin-smp2", "am-gam-link-lost",
 ]
 

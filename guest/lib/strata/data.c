@@ -423,14 +423,13 @@ static bool idle_poll_shared(void)
 {
     uint32_t irqs;
 
-    if (strata_spin_turns && tempest_client_polled()) {
-        if (tempest_client_poll()) {
-            idle_polls = 0;
-            return true;
-        }
-        if (nc_poll_idle_due(poll_turn++)) {
-            polling = nc_poll_peek();
-        }
+    if (strata_spin_turns && tempest_client_poll()) {
+        idle_polls = 0;
+        return true;
+    }
+    if (strata_spin_turns && tempest_client_polled() &&
+        nc_poll_idle_due(poll_turn++)) {
+        polling = nc_poll_peek();
     }
     if (!idle_spin_over()) {
         return false;

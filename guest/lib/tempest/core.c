@@ -58,6 +58,7 @@
 #define WAKE_LATE_MAX_NS    1000000 /* longest deferral */
 #define WAKE_LATE_SHARE     4       /* a wait of T may end T / 4 late */
 #define CLOCK_EVERY         16      /* spin turns between clock reads */
+#define CLIENT_TAKE_MAX     16      /* a client's packets one poll takes */
 
 TPPI_NodeId TPPI_self_address;
 unsigned TPPI_num_nodes;
@@ -661,6 +662,14 @@ static void bad_packet(const struct nc_pkt *p, const char *why)
  * Handles one packet.  @slot: the RQ slot @p is (freed here, or after
  * the handler), or NULL when @p is a copy from the backlog.
  */
+/* A packet of the client's protocol, whole and from a node we know. */
+static inline bool client_packet(const struct nc_pkt *p)
+{
+    return client && (p->kind >> 4) == client->proto &&
+           (p->ctl & TEMPEST_PKT_LEN_MASK) <= TEMPEST_PKT_PAYLOAD &&
+           p->node < TPPI_num_nodes && p->net <= 1;
+}
+
 RT_HOT_RX static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
 {
     uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
@@ -668,8 +677,7 @@ RT_HOT_RX static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
     TPPI_NodeId src = p->node;
     struct reasm *r;
 
-    if (client && (kind >> 4) == client->proto &&
-        len <= TEMPEST_PKT_PAYLOAD && src < TPPI_num_nodes && p->net <= 1) {
+    if (client_packet(p)) {
         /* The client's: it takes a copy, its handlers run when it polls. */
         client->packet(p);
         __atomic_fetch_add(&client_pkts, 1, __ATOMIC_RELAXED);
@@ -1093,11 +1101,34 @@ void tppi_run_protocol_thread(void)
     pt_run_inline(true);
 }
 
+/*
+ * A dedicated protocol thread takes everything from the RQ, but a client's
+ * poll on another CPU (tempest_client_poll) may take the client's own
+ * packets at its head while the thread is not in a step: the RQ's taker.
+ * The thread holds it for each step; the client's poll only tries it.
+ */
+static uint32_t rq_taker;
+
+static inline void rq_take(void)
+{
+    while (__atomic_exchange_n(&rq_taker, 1, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&rq_taker, __ATOMIC_RELAXED)) {
+            __asm__ volatile("yield");
+        }
+    }
+}
+
+static inline void rq_give(void)
+{
+    __atomic_store_n(&rq_taker, 0, __ATOMIC_RELEASE);
+}
+
 static void pt_main(void *arg)
 {
     struct spin sp = { 0 };
     bool spinning = false;
     bool worked = false;
+    bool stepped;
 
     (void)arg;
     tppi_pt_self = true;
@@ -1112,7 +1143,10 @@ static void pt_main(void *arg)
              */
             rt_cpu_sleep(0);
         }
-        if (pt_step()) {
+        rq_take();
+        stepped = pt_step();
+        rq_give();
+        if (stepped) {
             /* Still polling: the thread comes straight back to it. */
             spinning = false;
             worked = true;
@@ -1436,20 +1470,59 @@ bool tempest_client_on_protocol_thread(void)
  * two, IRQ_STATUS, IRQ_ACK).  What the device raised meanwhile is left
  * pending, and taken when the interrupts open.
  */
+/*
+ * tempest_client_poll() on a node with a dedicated protocol thread: the
+ * client's own packets at the RQ's head, taken on the calling CPU while
+ * the thread is not in a step (rq_taker), so that a reply to the program
+ * waits neither for the thread's vCPU to wake and run nor for the
+ * thread to wake the program's.  Nothing else is taken here: a Tempest
+ * packet, an event or a backlog ends it, for the thread.
+ */
+static bool client_take(void)
+{
+    struct nc_pkt *p;
+    uint64_t flags;
+    unsigned n = 0;
+
+    if (!client || __atomic_load_n(&rq_taker, __ATOMIC_RELAXED)) {
+        return false;
+    }
+    flags = rt_irq_save();
+    if (!__atomic_exchange_n(&rq_taker, 1, __ATOMIC_ACQUIRE)) {
+        while (backlog.count == 0 && n < CLIENT_TAKE_MAX &&
+               (p = nc_rq_peek()) != NULL && client_packet(p)) {
+            client->packet(p);
+            __atomic_fetch_add(&client_pkts, 1, __ATOMIC_RELAXED);
+            nc_rq_pop(p);
+            n++;
+        }
+        rq_give();
+    }
+    rt_irq_restore(flags);
+    if (n) {
+        __atomic_fetch_add(&tppi_stats.client_polls, 1, __ATOMIC_RELAXED);
+    }
+    return n != 0;
+}
+
 bool tempest_client_poll(void)
 {
     uint64_t flags;
     bool ran = false;
 
-    if (dedicated() || tppi_pt_mode == TPPI_PT_NONE ||
-        rt_cpu_id() != pt_cpu || tppi_on_protocol_thread() ||
-        !pt_pending()) {
+    if (tppi_pt_mode == TPPI_PT_NONE || tppi_on_protocol_thread()) {
+        return false;
+    }
+    if (dedicated()) {
+        return client_take();
+    }
+    if (rt_cpu_id() != pt_cpu || !pt_pending()) {
         return false;
     }
     flags = rt_irq_save();
     if (pt_pending()) {
         pt_run_inline(false);
-        tppi_stats.client_polls++;
+        __atomic_fetch_add(&tppi_stats.client_polls, 1, __ATOMIC_RELAXED);
         ran = true;
     }
     rt_irq_restore(flags);
