@@ -40,7 +40,10 @@ struct tempest_client {
     /*
      * On the protocol thread, at the packet's turn: a packet of the
      * client's protocol.  @p is valid only during the call (it is freed
-     * after); the client copies what it needs and must not block.
+     * after); the client copies what it needs and must not block.  Also
+     * from tempest_client_poll() on the calling CPU, with its IRQs
+     * masked, while the protocol thread is not in a step: never two
+     * calls at once.
      */
     void (*packet)(const struct nc_pkt *p);
     /*
@@ -96,14 +99,17 @@ int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline);
 bool tempest_client_polled(void);
 
 /*
- * tempest_client_poll: one turn of a client's polling loop on the CPU the
- * protocol thread shares (tempest_client_polled()): runs, there and then,
- * the protocol thread's work waiting in memory (packets in the RQ, the
- * client's among them, events in the CQ), so that a loop that reads the
- * rings this way may tell the node controller nc_poll_peek(): peers on
- * this host then write packets straight into the RQ and raise nothing.
- * Returns true if it ran any; false at once on another CPU, on the
- * protocol thread, or when nothing waits.  From computation code.
+ * tempest_client_poll: one turn of a client's polling loop, from
+ * computation code.  On the CPU the protocol thread shares (a one-vCPU
+ * node, tempest_client_polled()) it runs, there and then, the protocol
+ * thread's work waiting in memory (packets in the RQ, the client's among
+ * them, events in the CQ), so that a loop that reads the rings this way
+ * may tell the node controller nc_poll_peek(): peers on this host then
+ * write packets straight into the RQ and raise nothing.  With a dedicated
+ * protocol thread it hands the client its own packets at the RQ's head
+ * (client->packet, on the calling CPU) while the thread is not in a step,
+ * and nothing else.  Returns true if it ran or handed over any; false at
+ * once on the protocol thread, or when nothing waits.
  */
 bool tempest_client_poll(void);
 
