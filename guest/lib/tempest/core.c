@@ -958,13 +958,18 @@ static inline bool irq_pending(void)
     return rt_irq_pending();
 }
 
-/* True if pt_step() has something to do. */
-static inline __attribute__((always_inline)) bool pt_pending(void)
+/* True if pt_step() has work before any message: faults, events, timers. */
+static inline __attribute__((always_inline)) bool pt_prior_pending(void)
 {
     return (work_busy(TPPI_WORK_FAULTS) && work[TPPI_WORK_FAULTS].pending()) ||
            nc_cq_peek() ||
-           (work_busy(TPPI_WORK_TIMERS) && work[TPPI_WORK_TIMERS].pending()) ||
-           backlog.count || nc_rq_peek();
+           (work_busy(TPPI_WORK_TIMERS) && work[TPPI_WORK_TIMERS].pending());
+}
+
+/* True if pt_step() has something to do. */
+static inline __attribute__((always_inline)) bool pt_pending(void)
+{
+    return pt_prior_pending() || backlog.count || nc_rq_peek();
 }
 
 /* Runs at most one event's handler; returns false if there was nothing. */
@@ -1476,7 +1481,8 @@ bool tempest_client_on_protocol_thread(void)
  * the thread is not in a step (rq_taker), so that a reply to the program
  * waits neither for the thread's vCPU to wake and run nor for the
  * thread to wake the program's.  Nothing else is taken here: a Tempest
- * packet, an event or a backlog ends it, for the thread.
+ * packet, a backlog or the work of section 2 that comes before messages
+ * (a fault, an event, a timer due) ends it, for the thread.
  */
 static bool client_take(void)
 {
@@ -1489,7 +1495,8 @@ static bool client_take(void)
     }
     flags = rt_irq_save();
     if (!__atomic_exchange_n(&rq_taker, 1, __ATOMIC_ACQUIRE)) {
-        while (backlog.count == 0 && n < CLIENT_TAKE_MAX &&
+        while (!pt_prior_pending() && backlog.count == 0 &&
+               n < CLIENT_TAKE_MAX &&
                (p = nc_rq_peek()) != NULL && client_packet(p)) {
             client->packet(p);
             __atomic_fetch_add(&client_pkts, 1, __ATOMIC_RELAXED);
