@@ -255,6 +255,7 @@ STRATA_METRICS = [("barrier_ns", "Barrier"),
 # libtempest"), alternated with the plain program.
 STRATA_SHARED_NODES = (2, 16)
 STRATA_SHARED = [("barrier_ns", "Barrier"),
+                 ("bcast_ns", "Broadcast, one word"),
                  ("am_rtt_ns", "AM round trip")]
 
 STRATA_HOST = [("futex_ns", "host processes' barrier, sleeping at once "
