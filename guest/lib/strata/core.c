@@ -559,19 +559,15 @@ void strata_core_start(void)
                     "rings\n", Self);
             rt_exit(1);
         }
-        spin_us = nc_spin_us(spin_us);
-        strata_device_spins = spin_us != 0;
-        calibrate_spin();
-        strata_ready = true;
-        return;
+    } else {
+        if (rt_irq_register(NC_INTID, nc_irq, NULL) != 0 ||
+            rt_irq_enable_spi(NC_INTID, rt_cpu_id(), false) != 0) {
+            fprintf(stderr, "StrataFail: node %d: cannot take the node "
+                    "controller's interrupt\n", Self);
+            rt_exit(1);
+        }
+        nc_irq_enable(STRATA_IRQ_BITS);
     }
-    if (rt_irq_register(NC_INTID, nc_irq, NULL) != 0 ||
-        rt_irq_enable_spi(NC_INTID, rt_cpu_id(), false) != 0) {
-        fprintf(stderr, "StrataFail: node %d: cannot take the node "
-                "controller's interrupt\n", Self);
-        rt_exit(1);
-    }
-    nc_irq_enable(STRATA_IRQ_BITS);
     /*
      * With shared memory a polling node takes messages without any
      * thread waking, which pays while every node has a host core.
