@@ -423,7 +423,7 @@ static bool idle_poll_shared(void)
 {
     uint32_t irqs;
 
-    if (strata_spin_turns && tempest_client_poll()) {
+    if (tempest_client_poll()) {
         idle_polls = 0;
         return true;
     }
