@@ -410,14 +410,17 @@ static int softq_any(void *arg)
 
 /*
  * An empty poll, shared: as idle_poll(), but the protocol thread owns the
- * interrupt, so the short sleep is libtempest's wait for a packet.  On a
- * one-vCPU node the poll runs the protocol thread's work that waits in
- * the rings itself (tempest_client_poll), and so says POLL_PEEKS: a peer
- * on this host then writes a packet straight into the RQ and raises
- * nothing, where the interrupt cost the exception and four accesses under
- * QEMU's lock a packet (docs/strata.rst, "Strata's messages, shared").
- * With a dedicated protocol thread, that thread polls.  Returns true if
- * it ran work (a packet of ours may be queued now).
+ * interrupt, so the short sleep is libtempest's wait for a packet.  The
+ * poll first takes what the protocol thread would hand over, itself
+ * (tempest_client_poll; docs/strata.rst, "Strata's messages, shared"):
+ * on a one-vCPU node it runs the thread's work waiting in the rings, and
+ * where the node spins says POLL_PEEKS, so that a peer on this host
+ * writes a packet straight into the RQ and raises nothing (the interrupt
+ * cost the exception and four accesses under QEMU's lock a packet); with
+ * a dedicated protocol thread it takes Strata's packets at the RQ's head
+ * while the thread is not in a step, and the thread polls the device.
+ * Returns true if it ran or took anything (a packet of ours may be
+ * queued now).
  */
 static bool idle_poll_shared(void)
 {
