@@ -212,6 +212,13 @@ void rtl_dispatch(void)
     errno = saved;
 }
 
+void rt_irq_run_pending(void)
+{
+    if (!t_in_irq && rt_irq_pending()) {
+        rtl_dispatch();
+    }
+}
+
 static void on_sig_irq(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;

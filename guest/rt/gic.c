@@ -305,6 +305,18 @@ bool rt_irq_pending(void)
     return RT_READ_SYSREG(isr_el1) & (1U << 7);     /* ISR_EL1.I */
 }
 
+void rt_irq_run_pending(void)
+{
+    uint64_t flags;
+
+    if (!gic_ok || irq_depth[rt_cpu_index()] || !rt_irq_pending()) {
+        return;
+    }
+    flags = rt_irq_save();
+    dispatch_pending();
+    rt_irq_restore(flags);
+}
+
 /* ---- wake-ups and sleeping --------------------------------------- */
 
 static void send_sgi(uint64_t targets)

@@ -1133,7 +1133,7 @@ static void pt_main(void *arg)
     struct spin sp = { 0 };
     bool spinning = false;
     bool worked = false;
-    bool stepped;
+    bool stepped, more;
 
     (void)arg;
     tppi_pt_self = true;
@@ -1145,8 +1145,11 @@ static void pt_main(void *arg)
             /*
              * A client waits for a collective or a broadcast: take the
              * interrupt now (nc_irq wakes the client), not after the spin.
+             * Not a sleep: the client's register read may acknowledge
+             * the interrupt (COLL_WAIT, BCAST_WAIT) before a WFI here,
+             * which would then wait for the next one with work left.
              */
-            rt_cpu_sleep(0);
+            rt_irq_run_pending();
         }
         rq_take();
         stepped = pt_step();
@@ -1180,7 +1183,16 @@ static void pt_main(void *arg)
         spin_end();
         nc_rx_doorbell();
         nc_irq_ack(NC_IRQ_BITS);
-        if (pt_pending()) {
+        /*
+         * The last look under rq_taker: a client's poll that took the
+         * packet at the head meanwhile would leave this look a freed
+         * slot, and a packet behind it whose interrupt was acknowledged
+         * above to wait for the next interrupt.
+         */
+        rq_take();
+        more = pt_pending();
+        rq_give();
+        if (more) {
             continue;
         }
         tppi_stats.sleeps++;
@@ -1500,8 +1512,11 @@ static bool client_take(void)
                (p = nc_rq_peek()) != NULL && client_packet(p)) {
             client->packet(p);
             __atomic_fetch_add(&client_pkts, 1, __ATOMIC_RELAXED);
-            nc_rq_pop(p);
+            nc_rq_pop_quiet(p);
             n++;
+        }
+        if (nc_rings[TEMPEST_RING_RQ].freed >= NC_FREE_BATCH) {
+            nc_rx_doorbell();   /* a doorbell, not the thread's POLL word */
         }
         rq_give();
     }
@@ -1523,8 +1538,8 @@ bool tempest_client_poll(void)
     if (dedicated()) {
         return client_take();
     }
-    if (rt_cpu_id() != pt_cpu || !pt_pending()) {
-        return false;
+    if (rt_cpu_id() != pt_cpu || rt_irq_masked() || !pt_pending()) {
+        return false;   /* (masked: the caller keeps handlers out) */
     }
     flags = rt_irq_save();
     if (pt_pending()) {

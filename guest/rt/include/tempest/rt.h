@@ -306,6 +306,15 @@ void rt_irq_unmask(void);
  */
 int rt_irq_raise(unsigned intid);
 
+/*
+ * rt_irq_run_pending: runs the handlers of the interrupts pending at the
+ * calling CPU now, with IRQs masked, and returns; nothing if none is (or
+ * in a handler).  Unlike rt_cpu_sleep(0) it never sleeps: an interrupt
+ * that went away meanwhile (its device lowered the line: another CPU's
+ * register read that acknowledged it) leaves nothing to wait for.
+ */
+void rt_irq_run_pending(void);
+
 /* rt_irq_masked: returns true if IRQs are masked on the calling CPU. */
 bool rt_irq_masked(void);
 

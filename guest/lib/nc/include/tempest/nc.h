@@ -511,7 +511,8 @@ void nc_pop_misplaced(unsigned ring, const void *slot);
  */
 void nc_rx_give_back(void);
 
-static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
+/* Frees the head slot of @ring (@ctl its CTL word); counts it in freed. */
+static inline void nc_ring_pop_quiet(unsigned ring, uint32_t *ctl)
 {
     struct nc_ring *r = &nc_rings[ring];
 
@@ -521,7 +522,13 @@ static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
     }
     __atomic_store_n(ctl, 0, __ATOMIC_RELEASE);
     r->next++;
-    if (++r->freed >= NC_FREE_BATCH) {
+    r->freed++;
+}
+
+static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
+{
+    nc_ring_pop_quiet(ring, ctl);
+    if (nc_rings[ring].freed >= NC_FREE_BATCH) {
         nc_rx_give_back();
     }
 }
@@ -534,6 +541,17 @@ static inline void nc_ring_pop(unsigned ring, uint32_t *ctl)
 static inline void nc_rq_pop(struct nc_pkt *p)
 {
     nc_ring_pop(TEMPEST_RING_RQ, &p->ctl);
+}
+
+/*
+ * nc_rq_pop_quiet: nc_rq_pop() that gives nothing back by itself: for a
+ * CPU that takes from the RQ beside the one that polls (a client of a
+ * dedicated protocol thread), whose POLL word it must not write; it rings
+ * nc_rx_doorbell() itself.
+ */
+static inline void nc_rq_pop_quiet(struct nc_pkt *p)
+{
+    nc_ring_pop_quiet(TEMPEST_RING_RQ, &p->ctl);
 }
 
 /* nc_cq_peek: as nc_rq_peek(), for the CQ. */
