@@ -658,10 +658,6 @@ static void bad_packet(const struct nc_pkt *p, const char *why)
                 (unsigned)p->seq, why);
 }
 
-/*
- * Handles one packet.  @slot: the RQ slot @p is (freed here, or after
- * the handler), or NULL when @p is a copy from the backlog.
- */
 /* A packet of the client's protocol, whole and from a node we know. */
 static inline bool client_packet(const struct nc_pkt *p)
 {
@@ -670,6 +666,10 @@ static inline bool client_packet(const struct nc_pkt *p)
            p->node < TPPI_num_nodes && p->net <= 1;
 }
 
+/*
+ * Handles one packet.  @slot: the RQ slot @p is (freed here, or after
+ * the handler), or NULL when @p is a copy from the backlog.
+ */
 RT_HOT_RX static void handle_packet(struct nc_pkt *p, struct nc_pkt *slot)
 {
     uint32_t len = p->ctl & TEMPEST_PKT_LEN_MASK;
@@ -1479,15 +1479,6 @@ bool tempest_client_on_protocol_thread(void)
 }
 
 /*
- * The protocol thread's work found in memory (the RQ's and CQ's slots, a
- * fault, a timer, the backlog) run here with the CPU's interrupts masked,
- * as wait_spin() runs it: a packet a peer wrote straight into the RQ
- * while the node said POLL_PEEKS has raised nothing, and run from here
- * it costs no exception and none of the interrupt's accesses (the GIC's
- * two, IRQ_STATUS, IRQ_ACK).  What the device raised meanwhile is left
- * pending, and taken when the interrupts open.
- */
-/*
  * tempest_client_poll() on a node with a dedicated protocol thread: the
  * client's own packets at the RQ's head, taken on the calling CPU while
  * the thread is not in a step (rq_taker), so that a reply to the program
@@ -1527,6 +1518,16 @@ static bool client_take(void)
     return n != 0;
 }
 
+/*
+ * On a one-vCPU node, the protocol thread's work found in memory (the
+ * RQ's and CQ's slots, a fault, a timer, the backlog) run here with the
+ * CPU's interrupts masked, as wait_spin() runs it: a packet a peer wrote
+ * straight into the RQ while the node said POLL_PEEKS has raised
+ * nothing, and run from here it costs no exception and none of the
+ * interrupt's accesses (the GIC's two, IRQ_STATUS, IRQ_ACK).  What the
+ * device raised meanwhile is left pending, and taken when the
+ * interrupts open.
+ */
 bool tempest_client_poll(void)
 {
     uint64_t flags;
