@@ -74,17 +74,13 @@ static uint64_t chan_lock(void)
 {
     uint64_t flags = rt_irq_save();
 
-    while (__atomic_exchange_n(&chan_lock_word, 1, __ATOMIC_ACQUIRE)) {
-        while (__atomic_load_n(&chan_lock_word, __ATOMIC_RELAXED)) {
-            __asm__ volatile("yield");
-        }
-    }
+    tppi_lock(&chan_lock_word);
     return flags;
 }
 
 static void chan_unlock(uint64_t flags)
 {
-    __atomic_store_n(&chan_lock_word, 0, __ATOMIC_RELEASE);
+    tppi_unlock(&chan_lock_word);
     rt_irq_restore(flags);
 }
 

@@ -1114,20 +1114,6 @@ void tppi_run_protocol_thread(void)
  */
 static uint32_t rq_taker;
 
-static inline void rq_take(void)
-{
-    while (__atomic_exchange_n(&rq_taker, 1, __ATOMIC_ACQUIRE)) {
-        while (__atomic_load_n(&rq_taker, __ATOMIC_RELAXED)) {
-            __asm__ volatile("yield");
-        }
-    }
-}
-
-static inline void rq_give(void)
-{
-    __atomic_store_n(&rq_taker, 0, __ATOMIC_RELEASE);
-}
-
 static void pt_main(void *arg)
 {
     struct spin sp = { 0 };
@@ -1151,9 +1137,9 @@ static void pt_main(void *arg)
              */
             rt_irq_run_pending();
         }
-        rq_take();
+        tppi_lock(&rq_taker);
         stepped = pt_step();
-        rq_give();
+        tppi_unlock(&rq_taker);
         if (stepped) {
             /* Still polling: the thread comes straight back to it. */
             spinning = false;
@@ -1189,9 +1175,9 @@ static void pt_main(void *arg)
          * slot, and a packet behind it whose interrupt was acknowledged
          * above to wait for the next interrupt.
          */
-        rq_take();
+        tppi_lock(&rq_taker);
         more = pt_pending();
-        rq_give();
+        tppi_unlock(&rq_taker);
         if (more) {
             continue;
         }
@@ -1430,14 +1416,14 @@ bool tempest_client_send(unsigned net, unsigned dest, uint8_t kind,
         return false;
     }
     flags = rt_irq_save();
-    if (!__atomic_exchange_n(&tppi_sq_lock[net], 1, __ATOMIC_ACQUIRE)) {
+    if (tppi_trylock(&tppi_sq_lock[net])) {
         p = nc_sq_claim(net);
         if (p) {
             nc_sq_fill(p, dest, kind, w0, w1, data, len);
             nc_sq_post(net, p, len);
         }
         nc_sq_doorbell(net);
-        __atomic_store_n(&tppi_sq_lock[net], 0, __ATOMIC_RELEASE);
+        tppi_unlock(&tppi_sq_lock[net]);
     }
     rt_irq_restore(flags);
     return p != NULL;
@@ -1497,7 +1483,7 @@ static bool client_take(void)
         return false;
     }
     flags = rt_irq_save();
-    if (!__atomic_exchange_n(&rq_taker, 1, __ATOMIC_ACQUIRE)) {
+    if (tppi_trylock(&rq_taker)) {
         while (!pt_prior_pending() && backlog.count == 0 &&
                n < CLIENT_TAKE_MAX &&
                (p = nc_rq_peek()) != NULL && client_packet(p)) {
@@ -1509,7 +1495,7 @@ static bool client_take(void)
         if (nc_rings[TEMPEST_RING_RQ].freed >= NC_FREE_BATCH) {
             nc_rx_doorbell();   /* a doorbell, not the thread's POLL word */
         }
-        rq_give();
+        tppi_unlock(&rq_taker);
     }
     rt_irq_restore(flags);
     if (n) {

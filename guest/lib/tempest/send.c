@@ -34,20 +34,6 @@
 #define SQ_WAIT_US      1000    /* computation code: the PT wakes it */
 #define SQ_PT_WAIT_US   100     /* the PT: IRQ_SQ wakes it */
 
-static void lock(uint32_t *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-            __asm__ volatile("yield");
-        }
-    }
-}
-
-static void unlock(uint32_t *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
 /* A message of @pkts packets sent on @net: under tppi_sq_lock[@net]. */
 static inline void count_sent(unsigned net, uint32_t pkts)
 {
@@ -305,7 +291,7 @@ static void post_gather(TPPI_NodeId dest, uintptr_t handler,
     struct nc_pkt *p;
     unsigned i, n = 0;
 
-    lock(&tppi_sq_lock[net]);
+    tppi_lock(&tppi_sq_lock[net]);
     p = claim_wait(net, on_pt);
     p->node = (uint16_t)dest;
     p->net = 0;
@@ -330,7 +316,7 @@ static void post_gather(TPPI_NodeId dest, uintptr_t handler,
         sq_wait(net, on_pt, sq_taken);
     }
     count_sent(net, 1);
-    unlock(&tppi_sq_lock[net]);
+    tppi_unlock(&tppi_sq_lock[net]);
 }
 
 /* Puts the checked message of @total bytes into the send ring. */
@@ -348,7 +334,7 @@ RT_HOT_TX static void post_segs(TPPI_NodeId dest, uintptr_t handler,
         post_gather(dest, handler, segs, nsegs, total);
         return;
     }
-    lock(&tppi_sq_lock[net]);
+    tppi_lock(&tppi_sq_lock[net]);
     do {
         chunk = (uint32_t)total - off;
         if (chunk > nc_pkt_payload) {
@@ -370,7 +356,7 @@ RT_HOT_TX static void post_segs(TPPI_NodeId dest, uintptr_t handler,
     } while (off < (uint32_t)total);
     nc_sq_doorbell(net);
     count_sent(net, pkts);
-    unlock(&tppi_sq_lock[net]);
+    tppi_unlock(&tppi_sq_lock[net]);
 }
 
 /*

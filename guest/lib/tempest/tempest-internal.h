@@ -50,6 +50,31 @@
 #define TPPI_SEG_FORWARD        TEMPEST_ITEM_F
 #define TPPI_SEG_BLOCK          TEMPEST_ITEM_BA
 
+/*
+ * libtempest's spin locks (a word, 0 when free): tppi_trylock() tries once
+ * and says whether it took it; tppi_lock() spins until it does.  The
+ * caller masks IRQs where an interrupt handler on its CPU may take the
+ * same lock.
+ */
+static inline bool tppi_trylock(uint32_t *l)
+{
+    return !__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE);
+}
+
+static inline void tppi_lock(uint32_t *l)
+{
+    while (!tppi_trylock(l)) {
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            __asm__ volatile("yield");
+        }
+    }
+}
+
+static inline void tppi_unlock(uint32_t *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- the core (core.c): calls nothing else of libtempest ------------ */
 
 /*
