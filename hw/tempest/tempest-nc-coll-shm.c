@@ -841,8 +841,7 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
     s->coll_wait_quiet = false;
     if (s->coll_status != TEMPEST_COLL_ST_PENDING &&
         (s->irq_status & TEMPEST_NC_IRQ_COLL)) {
-        s->irq_status &= ~TEMPEST_NC_IRQ_COLL;
-        tempest_nc_update_irq(s);
+        tempest_nc_lower(s, TEMPEST_NC_IRQ_COLL);
     }
     trace_tempest_nc_coll_wait(s->node_id, s->coll_seq_done, waited,
                                s->coll_status);

@@ -818,8 +818,7 @@ uint32_t tempest_nc_bcast_wait(TempestNCState *s, bool cpu_access)
     }
     if (popped && s->bcast_len == 0 && !s->bcast_pending &&
         (s->irq_status & TEMPEST_NC_IRQ_BCAST)) {
-        s->irq_status &= ~TEMPEST_NC_IRQ_BCAST;
-        tempest_nc_update_irq(s);
+        tempest_nc_lower(s, TEMPEST_NC_IRQ_BCAST);
     }
     return popped;
 }

@@ -58,6 +58,12 @@ void tempest_nc_raise(TempestNCState *s, uint32_t bits)
     tempest_nc_update_irq(s);
 }
 
+void tempest_nc_lower(TempestNCState *s, uint32_t bits)
+{
+    s->irq_status &= ~bits;
+    tempest_nc_update_irq(s);
+}
+
 /*
  * The guest reads it back from ERR_STATUS/ERR_INFO, a person sees it with
  * -d guest_errors or the trace event.

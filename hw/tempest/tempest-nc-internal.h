@@ -71,6 +71,8 @@ void tempest_nc_register(TempestNCState *s, const TempestNCHooks *h);
 /* Interrupt: raise bits in IRQ_STATUS; the line follows STATUS & ENABLE. */
 void tempest_nc_update_irq(TempestNCState *s);
 void tempest_nc_raise(TempestNCState *s, uint32_t bits);
+/* Clears IRQ_STATUS bits @bits (IRQ_ACK, or a read that acknowledges). */
+void tempest_nc_lower(TempestNCState *s, uint32_t bits);
 
 /*
  * Record a guest error: ERR_STATUS/ERR_INFO/ERR_COUNT, -d guest_errors,

@@ -570,8 +570,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
         tempest_nc_update_irq(s);
         return;
     case A_IRQ_ACK:
-        s->irq_status &= ~value;
-        tempest_nc_update_irq(s);
+        tempest_nc_lower(s, value);
         return;
     case A_SQ_DOORBELL:
         tempest_nc_sq_doorbell(s, value);
