@@ -165,15 +165,19 @@ static void bank_unlock(uint64_t flags)
     }
 }
 
-/* CMD_COMMIT of what is staged; the reason of a failure in *reason. */
-static uint32_t bank_commit(uint32_t *reason)
+/* A commit's status @st; the reason of a failure in *reason. */
+static uint32_t bank_status(uint32_t st, uint32_t *reason)
 {
-    uint32_t st = nc_reg(TEMPEST_NC_CMD_COMMIT);
-
     if (st == TEMPEST_CMD_FAIL) {
         *reason = nc_reg(TEMPEST_NC_CMD_REASON);
     }
     return st;
+}
+
+/* CMD_COMMIT of what is staged; the reason of a failure in *reason. */
+static uint32_t bank_commit(uint32_t *reason)
+{
+    return bank_status(nc_reg(TEMPEST_NC_CMD_COMMIT), reason);
 }
 
 /*
@@ -303,10 +307,7 @@ static uint32_t bank_go(const uint64_t *args, uint32_t *reason)
             st = TEMPEST_CMD_SUCCESS;
             go_status = v;
         } else {
-            st = v - TEMPEST_NC_GO_CMD;
-            if (st == TEMPEST_CMD_FAIL) {
-                *reason = nc_reg(TEMPEST_NC_CMD_REASON);
-            }
+            st = bank_status(v - TEMPEST_NC_GO_CMD, reason);
         }
     }
     bank_unlock(flags);
