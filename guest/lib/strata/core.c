@@ -332,8 +332,9 @@ static void shared_wait(bool (*done)(void *), void *arg, unsigned poll,
             return;
         }
         /* RAM conditions have no interrupt: sleep with a time limit. */
-        tempest_client_wait(shared_ready, &c,
-                            cheap ? rt_time_ns() + SHARED_RAM_WAIT_NS : 0);
+        tempest_client_spin_wait(shared_ready, &c,
+                                 cheap ? rt_time_ns() + SHARED_RAM_WAIT_NS :
+                                 0);
     }
 }
 
@@ -540,6 +541,7 @@ void strata_core_init(void)
     strata_shared = tempest_client_register != NULL;
     if (strata_shared && (tempest_client_send == NULL ||
                           tempest_client_wait == NULL ||
+                          tempest_client_spin_wait == NULL ||
                           tempest_client_polled == NULL ||
                           tempest_client_poll == NULL ||
                           tempest_client_on_protocol_thread == NULL)) {

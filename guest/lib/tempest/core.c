@@ -1114,12 +1114,23 @@ void tppi_run_protocol_thread(void)
  */
 static uint32_t rq_taker;
 
+/*
+ * Clients' spins (client_spin) on a node with a dedicated protocol
+ * thread: how many CPUs spin, under client_spin_lock, and the thread
+ * sleeps meanwhile (one spinner a node: docs/tempest.rst, "A client's
+ * wait spins").
+ */
+static uint32_t client_spinning;
+static uint32_t client_spin_lock;
+/* The thread sleeps because a client spins: the last spin's end wakes it. */
+static uint32_t pt_yielded;
+
 static void pt_main(void *arg)
 {
     struct spin sp = { 0 };
     bool spinning = false;
     bool worked = false;
-    bool stepped, more;
+    bool stepped, more, yielded;
 
     (void)arg;
     tppi_pt_self = true;
@@ -1157,7 +1168,8 @@ static void pt_main(void *arg)
             sp.peeks = true;        /* pt_step() reads the RQ every turn */
             spinning = true;
         }
-        if (spin_turn(&sp)) {
+        if (!__atomic_load_n(&client_spinning, __ATOMIC_RELAXED) &&
+            spin_turn(&sp)) {
             wake_idle_check(sp.turns);
             continue;
         }
@@ -1165,8 +1177,25 @@ static void pt_main(void *arg)
         if (wake_due) {
             wake_waiters();
         }
-        /* POLL = 0 first: what comes after it raises the interrupt. */
-        spin_end();
+        yielded = __atomic_load_n(&client_spinning, __ATOMIC_RELAXED);
+        if (yielded) {
+            /*
+             * A client spins and owns POLL (client_spin): no POLL 0, and
+             * it wakes the thread when it ends.  Marked first, then the
+             * spin looked at again: either the client's end sees the mark
+             * or this sees the end.
+             */
+            polling = false;
+            __atomic_store_n(&pt_yielded, 1, __ATOMIC_SEQ_CST);
+            if (!__atomic_load_n(&client_spinning, __ATOMIC_SEQ_CST)) {
+                __atomic_store_n(&pt_yielded, 0, __ATOMIC_RELAXED);
+                continue;
+            }
+        } else {
+            /* POLL = 0 first: what comes after it raises the interrupt. */
+            polling = false;
+            nc_poll(false);     /* whoever said POLL 1: a client too */
+        }
         nc_rx_doorbell();
         nc_irq_ack(NC_IRQ_BITS);
         /*
@@ -1178,11 +1207,13 @@ static void pt_main(void *arg)
         tppi_lock(&rq_taker);
         more = pt_pending();
         tppi_unlock(&rq_taker);
-        if (more) {
-            continue;
+        if (!more) {
+            tppi_stats.sleeps++;
+            rt_cpu_sleep(0);
         }
-        tppi_stats.sleeps++;
-        rt_cpu_sleep(0);
+        if (yielded) {
+            __atomic_store_n(&pt_yielded, 0, __ATOMIC_RELAXED);
+        }
     }
 }
 
@@ -1449,11 +1480,6 @@ int tempest_client_register(const struct tempest_client *c)
     return 0;
 }
 
-int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline)
-{
-    return tempest_wait_until(cond, arg, deadline);
-}
-
 bool tempest_client_polled(void)
 {
     return !dedicated() && rt_cpu_id() == pt_cpu;
@@ -1502,6 +1528,130 @@ static bool client_take(void)
         __atomic_fetch_add(&tppi_stats.client_polls, 1, __ATOMIC_RELAXED);
     }
     return n != 0;
+}
+
+/*
+ * The client's interrupt bits in IRQ_ENABLE, on a node with a dedicated
+ * protocol thread (under client_spin_lock): off while a client spins and
+ * no client's wait sleeps (the spin reads them in IRQ_STATUS itself, and
+ * a collective's end or a broadcast word then does not wake the thread's
+ * vCPU for nothing), on before a client's wait sleeps.  IRQ_STATUS keeps
+ * them meanwhile: one that came raises the interrupt as they go on.
+ */
+static bool client_bits_on = true;
+static uint32_t client_sleepers;    /* clients' waits that may sleep */
+
+static void client_bits(bool on)
+{
+    if (client_bits_on != on) {
+        client_bits_on = on;
+        nc_irq_enable(NC_IRQ_BITS | (on ? client_irq_bits : 0));
+    }
+}
+
+/*
+ * A client's wait on a node with a dedicated protocol thread, where the
+ * node spins: the calling CPU spins for the spin time before it sleeps,
+ * and takes what it waits for itself: the client's packets at the RQ's
+ * head (client_take), and its interrupt bits, read from IRQ_STATUS after
+ * each POLL write (which moves what peers left in shared memory into the
+ * device, raising them).  The protocol thread sleeps while the spin lasts
+ * (its vCPU would only take the host core the spin needs) and is woken
+ * for the work that is its own: anything else at the RQ's head, and the
+ * device's interrupt for what comes through its rings, an event or a
+ * timer.  Before, the client slept at once, and every collective and
+ * broadcast word woke first the thread's vCPU, then the client's (60-100
+ * us each, four vCPUs on two host cores).  Returns true if cond(arg) came
+ * true.
+ */
+static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
+{
+    uint64_t ns = (uint64_t)spin_us * 1000, start, now, handled;
+    bool met = false, woke = false;
+    unsigned turn;
+    uint32_t st;
+
+    tppi_lock(&client_spin_lock);
+    if (client_spinning++ == 0 && client_sleepers == 0) {
+        client_bits(false);
+    }
+    tppi_unlock(&client_spin_lock);
+    start = rt_time_ns();
+    handled = spin_work();
+    for (turn = 1; !(met = cond(arg) != 0); turn++) {
+        if (client_take()) {
+            continue;
+        }
+        if (!woke && pt_pending()) {
+            rt_cpu_wake(pt_cpu);    /* the thread's work: wake it */
+            woke = true;
+        }
+        if (nc_poll_idle_due(turn)) {
+            nc_poll_peek();
+            st = client_pending() & client_irq_bits;
+            if (st) {
+                nc_irq_ack(st);
+                client_tell(st);
+            }
+        }
+        if (turn % CLOCK_EVERY == 0) {
+            now = rt_time_ns();
+            if (deadline && now >= deadline) {
+                break;
+            }
+            if (spin_work() != handled) {
+                handled = spin_work();
+                start = now;
+                woke = false;
+            } else if (now - start >= ns) {
+                break;
+            }
+        }
+        __asm__ volatile("yield");
+    }
+    tppi_lock(&client_spin_lock);
+    if (--client_spinning == 0) {
+        if (__atomic_load_n(&pt_yielded, __ATOMIC_SEQ_CST)) {
+            /* The thread polls again, and POLL is its own again. */
+            rt_cpu_wake(pt_cpu);
+        } else {
+            /* POLL 0: peers ring the doorbell again (the interrupt). */
+            nc_poll(false);
+            if (pt_pending()) {
+                rt_cpu_wake(pt_cpu);    /* what came before the POLL 0 */
+            }
+        }
+    }
+    tppi_unlock(&client_spin_lock);
+    return met;
+}
+
+int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline)
+{
+    int met;
+
+    if (!dedicated() || tppi_on_protocol_thread()) {
+        return tempest_wait_until(cond, arg, deadline);
+    }
+    tppi_lock(&client_spin_lock);
+    client_sleepers++;
+    client_bits(true);
+    tppi_unlock(&client_spin_lock);
+    met = tempest_wait_until(cond, arg, deadline);
+    tppi_lock(&client_spin_lock);
+    client_sleepers--;
+    tppi_unlock(&client_spin_lock);
+    return met;
+}
+
+int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
+                             uint64_t deadline)
+{
+    if (dedicated() && !tppi_on_protocol_thread() && spin_us &&
+        nc_poll_present && client_spin(cond, arg, deadline)) {
+        return 1;
+    }
+    return tempest_client_wait(cond, arg, deadline);
 }
 
 /*

@@ -91,6 +91,18 @@ bool tempest_client_send(unsigned net, unsigned dest, uint8_t kind,
 int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline);
 
 /*
+ * tempest_client_spin_wait: tempest_client_wait(), for a wait of the
+ * client's own (a collective, a broadcast word) rather than the sleep of
+ * a polling loop that has spun already.  On a node with a dedicated
+ * protocol thread, where the node spins (the SPIN_US hint), the calling
+ * CPU first spins for the spin time and takes what it waits for itself
+ * (the client's packets, its interrupt bits), while the thread sleeps:
+ * one spinner a node.
+ */
+int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
+                             uint64_t deadline);
+
+/*
  * tempest_client_polled: true if the calling CPU is the one the protocol
  * thread shares (a one-vCPU node): a wait there should tell the node
  * controller it polls (nc_poll); on a node with a dedicated protocol
