@@ -14,7 +14,7 @@
  * prints one line:
  *   strata_bench: nodes=N rounds=R barrier_ns=N combine_ns=N bcast_ns=N
  *   am_rtt_ns=N barrier_slept=N barrier_woken=N barrier_waited=N
- *   shared=0|1 spin_us=N polled=N
+ *   shared=0|1 spin_us=N polled=N spun=N
  * (barrier_slept and _woken: how many of node 0's 2 x ROUNDS + 3 barriers
  * of the Barrier phases ended with its vCPU asleep on the shared area's
  * DONE word, and by its waiter thread: COLL_SLEPT and COLL_WOKEN, node
@@ -26,10 +26,14 @@
  * polls of the measured round trips ran libtempest's protocol work
  * themselves (tempest_client_poll; 0 in strata_bench.elf), where the
  * interrupt would have run it (docs/strata.rst, "Strata's messages,
- * shared").
+ * shared"); spun: shared, how many of node 0's waits in the whole run
+ * ended in their own spin on a node with a dedicated protocol thread
+ * (tempest_client_spin_wait; docs/strata.rst, "Strata's waits, shared,
+ * with --smp 2").
  * Usage: strata_bench [ROUNDS [SPIN_US]]   (default 500; SPIN_US: see
  * StrataSetSpin())
  */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "strata.h"
@@ -46,15 +50,19 @@ static int (*const link_tempest)(const struct tempest_client *)
 #define SHARED 0
 #endif
 
-/* libtempest's count of polls that ran its protocol work (0 alone). */
-static unsigned long long client_polls(void)
+/*
+ * libtempest's counts (0 alone): polls that ran its protocol work, and
+ * Strata's waits that ended in their own spin.
+ */
+static unsigned long long client_stat(bool spins)
 {
 #if SHARED
     struct tempest_stats st;
 
     tempest_get_stats(&st);
-    return st.client_polls;
+    return spins ? st.client_spins : st.client_polls;
 #else
+    (void)spins;
     return 0;
 #endif
 }
@@ -196,20 +204,21 @@ int main(int argc, char **argv)
     combine_ns = timed(combines, 1);
     if (last > 0) {
         bcast_ns = timed(broadcasts, 2);
-        polled = client_polls();
+        polled = client_stat(false);
         am_ns = timed(round_trips, 1);
-        polled = client_polls() - polled;
+        polled = client_stat(false) - polled;
     }
 
     if (Self == 0) {
         printf("strata_bench: nodes=%d rounds=%d barrier_ns=%llu "
                "combine_ns=%llu bcast_ns=%llu am_rtt_ns=%llu "
                "barrier_slept=%u barrier_woken=%u barrier_waited=%u "
-               "shared=%d spin_us=%u polled=%llu\n",
+               "shared=%d spin_us=%u polled=%llu spun=%llu\n",
                PartitionSize, rounds, (unsigned long long)barrier_ns,
                (unsigned long long)combine_ns, (unsigned long long)bcast_ns,
                (unsigned long long)am_ns, (unsigned)slept, (unsigned)woken,
-               (unsigned)waited, SHARED, nc_spin_us(0), polled);
+               (unsigned)waited, SHARED, nc_spin_us(0), polled,
+               client_stat(true));
     }
     StrataExit(0);
 }

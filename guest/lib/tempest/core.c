@@ -1649,6 +1649,7 @@ int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
 {
     if (dedicated() && !tppi_on_protocol_thread() && spin_us &&
         nc_poll_present && client_spin(cond, arg, deadline)) {
+        __atomic_fetch_add(&tppi_stats.client_spins, 1, __ATOMIC_RELAXED);
         return 1;
     }
     return tempest_client_wait(cond, arg, deadline);

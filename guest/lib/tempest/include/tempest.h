@@ -705,6 +705,8 @@ struct tempest_stats {
     uint64_t waits;             /* times tempest_wait went to sleep */
     uint64_t client_polls;      /* work run from a client's poll
                                    (tempest/client.h, tempest_client_poll) */
+    uint64_t client_spins;      /* a client's waits that ended in their
+                                   own spin (tempest_client_spin_wait) */
 };
 
 /* tempest_get_stats: copies the counters to *@s (nothing if NULL). */
