@@ -525,7 +525,8 @@ void rt_cpu_sleep_ack(uint64_t max_us, void (*ack)(void))
     }
 }
 
-void rt_cpu_sleep(uint64_t max_us)
+/* rt_cpu_sleep(), and rt_cpu_idle() (@spin false: no spin first). */
+static void cpu_sleep(uint64_t max_us, bool spin)
 {
     struct cpu *c = &cpus[my_cpu];
     unsigned seen = atomic_load(&c->seq);
@@ -541,7 +542,7 @@ void rt_cpu_sleep(uint64_t max_us)
         tsp = &ts;
     }
     /* A wake-up through the kernel costs more than this spin. */
-    {
+    if (spin) {
         uint64_t t0 = rt_time_ns(), limit = SLEEP_SPIN_US * 1000ULL;
         /* The CPU the device interrupts polls it meanwhile (POLL = 1:
          * a peer's packet is taken at once, not by the main loop). */
@@ -618,6 +619,16 @@ void rt_cpu_sleep(uint64_t max_us)
     atomic_store(&c->sleeping, false);
     atomic_store(&c->wake, false);
     rtl_dispatch();
+}
+
+void rt_cpu_sleep(uint64_t max_us)
+{
+    cpu_sleep(max_us, true);
+}
+
+void rt_cpu_idle(void)
+{
+    cpu_sleep(0, false);
 }
 
 void rt_cpu_wake(unsigned cpu)

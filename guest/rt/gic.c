@@ -412,6 +412,11 @@ void rt_cpu_sleep(uint64_t max_us)
     rt_cpu_sleep_ack(max_us, NULL);
 }
 
+void rt_cpu_idle(void)
+{
+    rt_cpu_sleep_ack(0, NULL);
+}
+
 /*
  * rt_cpu_sleep_ack() where no interrupt can wake the CPU: without a GIC,
  * WFE; inside a handler nothing of the handler's priority can be

@@ -332,9 +332,8 @@ static void shared_wait(bool (*done)(void *), void *arg, unsigned poll,
             return;
         }
         /* RAM conditions have no interrupt: sleep with a time limit. */
-        tempest_client_spin_wait(shared_ready, &c,
-                                 cheap ? rt_time_ns() + SHARED_RAM_WAIT_NS :
-                                 0);
+        (strata_spin_turns ? tempest_client_spin_wait : tempest_client_wait)
+            (shared_ready, &c, cheap ? rt_time_ns() + SHARED_RAM_WAIT_NS : 0);
     }
 }
 

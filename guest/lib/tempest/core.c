@@ -1209,7 +1209,11 @@ static void pt_main(void *arg)
         tppi_unlock(&rq_taker);
         if (!more) {
             tppi_stats.sleeps++;
-            rt_cpu_sleep(0);
+            if (yielded) {
+                rt_cpu_idle();  /* (under Linux: no spin of its own) */
+            } else {
+                rt_cpu_sleep(0);
+            }
         }
         if (yielded) {
             __atomic_store_n(&pt_yielded, 0, __ATOMIC_RELAXED);
@@ -1355,7 +1359,18 @@ static void lost_wait_check(void)
     }
 }
 
+static int wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline);
+
 int tempest_wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
+{
+    bool paused = tppi_client_spin_pause();
+    int met = wait_until(cond, arg, deadline);
+
+    tppi_client_spin_resume(paused);
+    return met;
+}
+
+static int wait_until(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     unsigned cpu = rt_cpu_id();
     uint64_t flags, now;
@@ -1518,6 +1533,9 @@ static bool client_take(void)
             nc_rq_pop_quiet(p);
             n++;
         }
+        if (n && __atomic_load_n(&waiters, __ATOMIC_RELAXED)) {
+            wake_waiters();     /* another CPU's wait may be for them */
+        }
         if (nc_rings[TEMPEST_RING_RQ].freed >= NC_FREE_BATCH) {
             nc_rx_doorbell();   /* a doorbell, not the thread's POLL word */
         }
@@ -1540,12 +1558,92 @@ static bool client_take(void)
  */
 static bool client_bits_on = true;
 static uint32_t client_sleepers;    /* clients' waits that may sleep */
+static uint32_t client_spin_cpus;   /* the CPUs whose spin is open */
 
 static void client_bits(bool on)
 {
     if (client_bits_on != on) {
         client_bits_on = on;
         nc_irq_enable(NC_IRQ_BITS | (on ? client_irq_bits : 0));
+    }
+}
+
+/*
+ * POLL from a client's spin: under rq_taker, as the thread's own POLL
+ * writes are made while it holds it for a step, since a POLL write gives
+ * back the slots the RQ's and CQ's consumers count as freed (nc.h: one
+ * consumer at a time).  Skipped while the thread is in a step.
+ */
+static void client_poll_write(bool on)
+{
+    if (tppi_trylock(&rq_taker)) {
+        if (on) {
+            nc_poll_peek();
+        } else {
+            nc_poll(false);
+        }
+        tppi_unlock(&rq_taker);
+    }
+}
+
+static void client_spin_enter(void)
+{
+    tppi_lock(&client_spin_lock);
+    if (__atomic_add_fetch(&client_spinning, 1, __ATOMIC_SEQ_CST) == 1 &&
+        client_sleepers == 0) {
+        client_bits(false);
+    }
+    client_spin_cpus |= 1U << rt_cpu_id();
+    tppi_unlock(&client_spin_lock);
+}
+
+/*
+ * The end of a spin.  The last one gives the node back to the thread:
+ * if it sleeps for the client, it is woken, polls again and owns POLL;
+ * else POLL 0 (peers ring the doorbell again, the thread's interrupt),
+ * and a wake-up only for work that came before it.
+ */
+static void client_spin_leave(void)
+{
+    tppi_lock(&client_spin_lock);
+    client_spin_cpus &= ~(1U << rt_cpu_id());
+    if (__atomic_sub_fetch(&client_spinning, 1, __ATOMIC_SEQ_CST) == 0) {
+        if (__atomic_load_n(&pt_yielded, __ATOMIC_SEQ_CST)) {
+            rt_cpu_wake(pt_cpu);
+        } else {
+            tppi_lock(&rq_taker);
+            nc_poll(false);
+            tppi_unlock(&rq_taker);
+            if (pt_pending()) {
+                rt_cpu_wake(pt_cpu);
+            }
+        }
+    }
+    tppi_unlock(&client_spin_lock);
+}
+
+/*
+ * A wait that may sleep, or a fault's, on a CPU whose client spin is
+ * open (a wait in the spin's condition: Strata's report of a peer gone
+ * waits for the peers' events): the spin is ended first, so that the
+ * thread polls again meanwhile, and opened again after it
+ * (tppi_client_spin_resume).  Returns true if there was one.
+ */
+bool tppi_client_spin_pause(void)
+{
+    if (!dedicated() || !(__atomic_load_n(&client_spin_cpus,
+                                          __ATOMIC_RELAXED) &
+                          (1U << rt_cpu_id()))) {
+        return false;
+    }
+    client_spin_leave();
+    return true;
+}
+
+void tppi_client_spin_resume(bool paused)
+{
+    if (paused) {
+        client_spin_enter();
     }
 }
 
@@ -1557,12 +1655,14 @@ static void client_bits(bool on)
  * each POLL write (which moves what peers left in shared memory into the
  * device, raising them).  The protocol thread sleeps while the spin lasts
  * (its vCPU would only take the host core the spin needs) and is woken
- * for the work that is its own: anything else at the RQ's head, and the
- * device's interrupt for what comes through its rings, an event or a
- * timer.  Before, the client slept at once, and every collective and
- * broadcast word woke first the thread's vCPU, then the client's (60-100
- * us each, four vCPUs on two host cores).  Returns true if cond(arg) came
- * true.
+ * for the work that is its own: anything else at the RQ's head (once
+ * until nothing is pending), and the device's interrupt for what comes
+ * through its rings, an event or a timer.  Before, the client slept at
+ * once, and every collective and broadcast word woke first the thread's
+ * vCPU, then the client's (60-100 us each, four vCPUs on two host
+ * cores).  Every turn does all of it, a turn that took packets too: a
+ * stream of them does not keep the spin from its time limit or from the
+ * interrupt bits.  Returns true if cond(arg) came true.
  */
 static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
@@ -1571,23 +1671,19 @@ static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
     unsigned turn;
     uint32_t st;
 
-    tppi_lock(&client_spin_lock);
-    if (client_spinning++ == 0 && client_sleepers == 0) {
-        client_bits(false);
-    }
-    tppi_unlock(&client_spin_lock);
+    client_spin_enter();
     start = rt_time_ns();
     handled = spin_work();
     for (turn = 1; !(met = cond(arg) != 0); turn++) {
-        if (client_take()) {
-            continue;
-        }
-        if (!woke && pt_pending()) {
+        client_take();
+        if (!pt_pending()) {
+            woke = false;
+        } else if (!woke) {
             rt_cpu_wake(pt_cpu);    /* the thread's work: wake it */
             woke = true;
         }
         if (nc_poll_idle_due(turn)) {
-            nc_poll_peek();
+            client_poll_write(true);
             st = client_pending() & client_irq_bits;
             if (st) {
                 nc_irq_ack(st);
@@ -1602,27 +1698,13 @@ static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
             if (spin_work() != handled) {
                 handled = spin_work();
                 start = now;
-                woke = false;
             } else if (now - start >= ns) {
                 break;
             }
         }
         __asm__ volatile("yield");
     }
-    tppi_lock(&client_spin_lock);
-    if (--client_spinning == 0) {
-        if (__atomic_load_n(&pt_yielded, __ATOMIC_SEQ_CST)) {
-            /* The thread polls again, and POLL is its own again. */
-            rt_cpu_wake(pt_cpu);
-        } else {
-            /* POLL 0: peers ring the doorbell again (the interrupt). */
-            nc_poll(false);
-            if (pt_pending()) {
-                rt_cpu_wake(pt_cpu);    /* what came before the POLL 0 */
-            }
-        }
-    }
-    tppi_unlock(&client_spin_lock);
+    client_spin_leave();
     return met;
 }
 

@@ -218,6 +218,16 @@ void tppi_wake_protocol_thread(void);
 void tppi_run_protocol_thread(void);
 
 /*
+ * tppi_client_spin_pause: before a wait that may sleep (or a fault's) on
+ * a CPU in a client's spin (tempest_client_spin_wait: the wait is in the
+ * spin's condition), ends that spin, so that the protocol thread polls
+ * again meanwhile; returns true if it did.  tppi_client_spin_resume(the
+ * result) opens it again after the wait.
+ */
+bool tppi_client_spin_pause(void);
+void tppi_client_spin_resume(bool paused);
+
+/*
  * Consumes @len bytes of the message being handled into @dst, reporting
  * a read past its end as TPPI_recv_R does; returns the bytes copied.
  */

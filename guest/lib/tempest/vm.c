@@ -881,6 +881,7 @@ static bool fault_hook(const struct rt_fault *f)
     struct fault_slot *s;
     struct vm_page p;
     unsigned tag, mode;
+    bool paused;
 
     if (!tppi_started() || f->cpu >= TEMPEST_MAX_CPUS) {
         return false;
@@ -920,6 +921,8 @@ static bool fault_hook(const struct rt_fault *f)
     __atomic_fetch_add(&slots_queued, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&s->state, FS_QUEUED, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&tppi_stats.faults, 1, __ATOMIC_RELAXED);
+    /* A fault in a client's spin: the thread polls again meanwhile. */
+    paused = tppi_client_spin_pause();
     tppi_run_protocol_thread();
 
     /*
@@ -937,6 +940,7 @@ static bool fault_hook(const struct rt_fault *f)
         rt_cpu_sleep(0);
     }
     __atomic_store_n(&s->state, FS_IDLE, __ATOMIC_RELEASE);
+    tppi_client_spin_resume(paused);
     return true;
 }
 

@@ -55,7 +55,10 @@ struct tempest_client {
     /*
      * On the protocol thread's CPU, in its interrupt handler: the
      * interrupt bits of irq_bits, and TEMPEST_NC_IRQ_SQ, that were
-     * pending (already acknowledged).  Must only note it.  May be NULL.
+     * pending (already acknowledged).  Also from a client's spin
+     * (tempest_client_spin_wait) on its own CPU, with the bits of
+     * irq_bits it found, possibly while the thread calls it too: it must
+     * only note them, atomically.  May be NULL.
      */
     void (*irq)(uint32_t bits);
 };
