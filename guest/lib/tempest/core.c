@@ -1568,24 +1568,6 @@ static void client_bits(bool on)
     }
 }
 
-/*
- * POLL from a client's spin: under rq_taker, as the thread's own POLL
- * writes are made while it holds it for a step, since a POLL write gives
- * back the slots the RQ's and CQ's consumers count as freed (nc.h: one
- * consumer at a time).  Skipped while the thread is in a step.
- */
-static void client_poll_write(bool on)
-{
-    if (tppi_trylock(&rq_taker)) {
-        if (on) {
-            nc_poll_peek();
-        } else {
-            nc_poll(false);
-        }
-        tppi_unlock(&rq_taker);
-    }
-}
-
 static void client_spin_enter(void)
 {
     tppi_lock(&client_spin_lock);
@@ -1611,9 +1593,7 @@ static void client_spin_leave(void)
         if (__atomic_load_n(&pt_yielded, __ATOMIC_SEQ_CST)) {
             rt_cpu_wake(pt_cpu);
         } else {
-            tppi_lock(&rq_taker);
-            nc_poll(false);
-            tppi_unlock(&rq_taker);
+            nc_poll_other(false);
             if (pt_pending()) {
                 rt_cpu_wake(pt_cpu);
             }
@@ -1683,7 +1663,7 @@ static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
             woke = true;
         }
         if (nc_poll_idle_due(turn)) {
-            client_poll_write(true);
+            nc_poll_other(true);
             st = client_pending() & client_irq_bits;
             if (st) {
                 nc_irq_ack(st);

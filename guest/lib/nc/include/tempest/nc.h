@@ -639,6 +639,26 @@ static inline bool nc_poll_peek(void)
 }
 
 /*
+ * nc_poll_other: nc_poll_peek() (@on) or nc_poll(false) from a CPU that is
+ * not the rings' consumer (a client's spin while libtempest's protocol
+ * thread owns the RQ and CQ): the same POLL write, but the consumer's
+ * counts of slots freed are left alone (the write gives them back too:
+ * the consumer's next doorbell is at worst one more than needed, never
+ * one fewer, and its counts are not written from two CPUs).
+ */
+static inline void nc_poll_other(bool on)
+{
+    if (!nc_poll_present || (!on && !nc_polling)) {
+        return;
+    }
+    nc_polling = on;
+    nc_poll_peeking = on && nc_poll_peeks_present;
+    __asm__ volatile("dmb oshst" : : : "memory");
+    nc_reg_write(TEMPEST_NC_POLL, on ? 1 | (nc_poll_peeking ?
+                                            TEMPEST_NC_POLL_PEEKS : 0) : 0);
+}
+
+/*
  * nc_poll_due: should turn @turn (counted from the loop's last work) of a
  * polling loop write POLL?  Always without a poll hint; with one, on the
  * first NC_POLL_EVERY turns after work (a message of many packets is
