@@ -100,7 +100,9 @@ int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline);
  * protocol thread, where the node spins (the SPIN_US hint), the calling
  * CPU first spins for the spin time and takes what it waits for itself
  * (the client's packets, its interrupt bits), while the thread sleeps:
- * one spinner a node.
+ * one spinner a node.  The client's interrupt bits may then stay off in
+ * IRQ_ENABLE until a client's wait sleeps: a client sleeps only through
+ * tempest_client_wait() or this, never in a sleep of its own.
  */
 int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
                              uint64_t deadline);
