@@ -1177,6 +1177,7 @@ static void pt_main(void *arg)
         if (wake_due) {
             wake_waiters();
         }
+        polling = false;
         yielded = __atomic_load_n(&client_spinning, __ATOMIC_RELAXED);
         if (yielded) {
             /*
@@ -1185,7 +1186,6 @@ static void pt_main(void *arg)
              * spin looked at again: either the client's end sees the mark
              * or this sees the end.
              */
-            polling = false;
             __atomic_store_n(&pt_yielded, 1, __ATOMIC_SEQ_CST);
             if (!__atomic_load_n(&client_spinning, __ATOMIC_SEQ_CST)) {
                 __atomic_store_n(&pt_yielded, 0, __ATOMIC_RELAXED);
@@ -1193,7 +1193,6 @@ static void pt_main(void *arg)
             }
         } else {
             /* POLL = 0 first: what comes after it raises the interrupt. */
-            polling = false;
             nc_poll(false);     /* whoever said POLL 1: a client too */
         }
         nc_rx_doorbell();
@@ -1646,15 +1645,17 @@ void tppi_client_spin_resume(bool paused)
  */
 static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
-    uint64_t ns = (uint64_t)spin_us * 1000, start, now, handled;
+    struct spin sp;
     bool met = false, woke = false;
-    unsigned turn;
     uint32_t st;
 
     client_spin_enter();
-    start = rt_time_ns();
-    handled = spin_work();
-    for (turn = 1; !(met = cond(arg) != 0); turn++) {
+    spin_begin(&sp);
+    sp.quiet = true;        /* its POLL writes are nc_poll_other's */
+    while (!(met = cond(arg) != 0) &&
+           (deadline == 0 || sp.turns % CLOCK_EVERY ||
+            rt_time_ns() < deadline) &&
+           spin_turn(&sp)) {
         client_take();
         if (!pt_pending()) {
             woke = false;
@@ -1662,7 +1663,7 @@ static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
             rt_cpu_wake(pt_cpu);    /* the thread's work: wake it */
             woke = true;
         }
-        if (nc_poll_idle_due(turn)) {
+        if (nc_poll_idle_due(sp.turns)) {
             nc_poll_other(true);
             st = client_pending() & client_irq_bits;
             if (st) {
@@ -1670,19 +1671,6 @@ static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
                 client_tell(st);
             }
         }
-        if (turn % CLOCK_EVERY == 0) {
-            now = rt_time_ns();
-            if (deadline && now >= deadline) {
-                break;
-            }
-            if (spin_work() != handled) {
-                handled = spin_work();
-                start = now;
-            } else if (now - start >= ns) {
-                break;
-            }
-        }
-        __asm__ volatile("yield");
     }
     client_spin_leave();
     return met;

@@ -573,6 +573,13 @@ static inline void nc_cq_pop(struct nc_event *e)
     nc_ring_pop(TEMPEST_RING_CQ, &e->ctl);
 }
 
+/* The POLL register's write, after the ring stores before it. */
+static inline void nc_poll_reg(uint32_t v)
+{
+    __asm__ volatile("dmb oshst" : : : "memory");
+    nc_reg_write(TEMPEST_NC_POLL, v);
+}
+
 /*
  * A POLL write does what RQ_DOORBELL does too (the device looks at the
  * RQ and CQ again): the slots freed so far are given back by it.
@@ -581,8 +588,7 @@ static inline void nc_poll_write(uint32_t v)
 {
     nc_rings[TEMPEST_RING_RQ].freed = 0;
     nc_rings[TEMPEST_RING_CQ].freed = 0;
-    __asm__ volatile("dmb oshst" : : : "memory");
-    nc_reg_write(TEMPEST_NC_POLL, v);
+    nc_poll_reg(v);
 }
 
 /*
@@ -653,9 +659,7 @@ static inline void nc_poll_other(bool on)
     }
     nc_polling = on;
     nc_poll_peeking = on && nc_poll_peeks_present;
-    __asm__ volatile("dmb oshst" : : : "memory");
-    nc_reg_write(TEMPEST_NC_POLL, on ? 1 | (nc_poll_peeking ?
-                                            TEMPEST_NC_POLL_PEEKS : 0) : 0);
+    nc_poll_reg(on ? 1 | (nc_poll_peeking ? TEMPEST_NC_POLL_PEEKS : 0) : 0);
 }
 
 /*
