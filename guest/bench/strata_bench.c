@@ -14,7 +14,7 @@
  * prints one line:
  *   strata_bench: nodes=N rounds=R barrier_ns=N combine_ns=N bcast_ns=N
  *   am_rtt_ns=N barrier_slept=N barrier_woken=N barrier_waited=N
- *   shared=0|1 spin_us=N polled=N spun=N
+ *   shared=0|1 spin_us=N polled=N spun=N yields=N
  * (barrier_slept and _woken: how many of node 0's 2 x ROUNDS + 3 barriers
  * of the Barrier phases ended with its vCPU asleep on the shared area's
  * DONE word, and by its waiter thread: COLL_SLEPT and COLL_WOKEN, node
@@ -29,7 +29,9 @@
  * shared"); spun: shared, how many of node 0's waits in the whole run
  * ended in their own spin on a node with a dedicated protocol thread
  * (tempest_client_spin_wait; docs/strata.rst, "Strata's waits, shared,
- * with --smp 2").
+ * with --smp 2"); yields: shared, how many times in the whole run node
+ * 0's protocol thread slept while the program's polls spun for it
+ * (docs/tempest.rst, "A client's polls spin for the thread").
  * Usage: strata_bench [ROUNDS [SPIN_US]]   (default 500; SPIN_US: see
  * StrataSetSpin())
  */
@@ -51,18 +53,22 @@ static int (*const link_tempest)(const struct tempest_client *)
 #endif
 
 /*
- * libtempest's counts (0 alone): polls that ran its protocol work, and
- * Strata's waits that ended in their own spin.
+ * libtempest's counts (0 alone): polls that ran its protocol work,
+ * Strata's waits that ended in their own spin, and the protocol thread's
+ * sleeps while Strata's polls spun for it.
  */
-static unsigned long long client_stat(bool spins)
+enum client_stat { POLLS, SPINS, YIELDS };
+
+static unsigned long long client_stat(enum client_stat which)
 {
 #if SHARED
     struct tempest_stats st;
 
     tempest_get_stats(&st);
-    return spins ? st.client_spins : st.client_polls;
+    return which == SPINS ? st.client_spins :
+           which == YIELDS ? st.poll_yields : st.client_polls;
 #else
-    (void)spins;
+    (void)which;
     return 0;
 #endif
 }
@@ -204,21 +210,21 @@ int main(int argc, char **argv)
     combine_ns = timed(combines, 1);
     if (last > 0) {
         bcast_ns = timed(broadcasts, 2);
-        polled = client_stat(false);
+        polled = client_stat(POLLS);
         am_ns = timed(round_trips, 1);
-        polled = client_stat(false) - polled;
+        polled = client_stat(POLLS) - polled;
     }
 
     if (Self == 0) {
         printf("strata_bench: nodes=%d rounds=%d barrier_ns=%llu "
                "combine_ns=%llu bcast_ns=%llu am_rtt_ns=%llu "
                "barrier_slept=%u barrier_woken=%u barrier_waited=%u "
-               "shared=%d spin_us=%u polled=%llu spun=%llu\n",
+               "shared=%d spin_us=%u polled=%llu spun=%llu yields=%llu\n",
                PartitionSize, rounds, (unsigned long long)barrier_ns,
                (unsigned long long)combine_ns, (unsigned long long)bcast_ns,
                (unsigned long long)am_ns, (unsigned)slept, (unsigned)woken,
                (unsigned)waited, SHARED, nc_spin_us(0), polled,
-               client_stat(true));
+               client_stat(SPINS), client_stat(YIELDS));
     }
     StrataExit(0);
 }

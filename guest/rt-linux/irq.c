@@ -626,9 +626,9 @@ void rt_cpu_sleep(uint64_t max_us)
     cpu_sleep(max_us, true);
 }
 
-void rt_cpu_idle(void)
+void rt_cpu_idle(uint64_t max_us)
 {
-    cpu_sleep(0, false);
+    cpu_sleep(max_us, false);
 }
 
 void rt_cpu_wake(unsigned cpu)

@@ -412,9 +412,9 @@ void rt_cpu_sleep(uint64_t max_us)
     rt_cpu_sleep_ack(max_us, NULL);
 }
 
-void rt_cpu_idle(void)
+void rt_cpu_idle(uint64_t max_us)
 {
-    rt_cpu_sleep_ack(0, NULL);
+    rt_cpu_sleep_ack(max_us, NULL);
 }
 
 /*

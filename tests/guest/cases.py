@@ -1317,18 +1317,25 @@ CASES += [
     # thread sleeps (tempest_client_spin_wait; docs/strata.rst, "Strata's
     # waits, shared, with --smp 2"): on shared memory, where the node
     # spins, some of node 0's ended in that spin (spun above 0; the
-    # library before has no such spin). Where the launcher says no spin,
-    # and on sockets and TCP (whose packets may raise the interrupt
-    # first), the counts are only printed.
+    # library before has no such spin), and its protocol thread slept
+    # while the program's polls spun for it (yields above 0, docs/
+    # tempest.rst "A client's polls spin for the thread"; the library
+    # before has no such sleep; 0 with --smp 1, where the polls are the
+    # thread's). Where the launcher says no spin, and on sockets and TCP
+    # (whose packets may raise the interrupt first), the counts are only
+    # printed.
     *[Run(f"both-bench-2-smp{smp}", "bench/strata_bench_shared.elf",
           nodes=2, smp=smp, args=["200"], mem="64M",
           summary=r"2 nodes exited 0",
           nodes_expect={0: [r"^strata_bench: nodes=2 rounds=200 .*shared=1 "
-                            + (r"(spin_us=0 polled=\d+ spun=\d+|"
+                            + (r"(spin_us=0 polled=\d+ spun=\d+ "
+                               r"yields=\d+|"
                                r"spin_us=[1-9]\d* polled=[1-9]\d* "
-                               + (r"spun=[1-9]\d*" if smp == 2 else
-                                  r"spun=0") + ")$" if SHM
-                               else r"spin_us=\d+ polled=\d+ spun=\d+$")]},
+                               + (r"spun=[1-9]\d* yields=[1-9]\d*"
+                                  if smp == 2 else r"spun=0 yields=0")
+                               + ")$" if SHM
+                               else r"spin_us=\d+ polled=\d+ spun=\d+ "
+                                    r"yields=\d+$")]},
           absent=BOTH_CLEAN) for smp in (1, 2)],
     # A Strata call that waits, in a Tempest handler: refused by name.
     Run("both-misuse", "both", nodes=2, smp=1, args=["misuse"], status=255,

@@ -321,7 +321,7 @@ static void shared_wait(bool (*done)(void *), void *arg, unsigned poll,
                    "call Strata from computation code", Self);
     }
     for (;;) {
-        if (poll && poll_fn(poll)) {
+        if (poll && poll_fn(poll | POLL_WAIT)) {
             if (done(arg)) {
                 return;
             }

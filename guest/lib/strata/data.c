@@ -422,11 +422,11 @@ static int softq_any(void *arg)
  * Returns true if it ran or took anything (a packet of ours may be
  * queued now).
  */
-static bool idle_poll_shared(void)
+static bool idle_poll_shared(bool in_wait)
 {
     uint32_t irqs;
 
-    if (tempest_client_poll()) {
+    if (tempest_client_poll(in_wait)) {
         idle_polls = 0;
         return true;
     }
@@ -457,7 +457,7 @@ static bool poll_net_in(unsigned net, bool in_wait)
 
     if (strata_shared) {
         if (softq_pop_shared(net, &copy) ||
-            (idle_poll_shared() && softq_pop_shared(net, &copy))) {
+            (idle_poll_shared(in_wait) && softq_pop_shared(net, &copy))) {
             idle_polls = 0;
             dispatch(&copy, NULL);
             return true;

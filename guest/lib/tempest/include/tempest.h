@@ -707,6 +707,8 @@ struct tempest_stats {
                                    (tempest/client.h, tempest_client_poll) */
     uint64_t client_spins;      /* a client's waits that ended in their
                                    own spin (tempest_client_spin_wait) */
+    uint64_t poll_yields;       /* the protocol thread's sleeps while a
+                                   client's polls spun for it */
 };
 
 /* tempest_get_stats: copies the counters to *@s (nothing if NULL). */

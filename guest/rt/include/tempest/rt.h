@@ -345,14 +345,14 @@ bool rt_in_irq(void);
 void rt_cpu_sleep(uint64_t max_us);
 
 /*
- * rt_cpu_idle: rt_cpu_sleep(0) with nothing before the sleep: under Linux
- * (rt-linux) rt_cpu_sleep() first spins up to 1 ms looking at the device
- * (and writing its POLL register) on the CPU its interrupt goes to; this
- * does not.  For a CPU that leaves the polling to another one meanwhile
- * (libtempest's protocol thread while a client's wait spins).  On bare
- * metal the same as rt_cpu_sleep(0).
+ * rt_cpu_idle: rt_cpu_sleep(@max_us) with nothing before the sleep: under
+ * Linux (rt-linux) rt_cpu_sleep() first spins up to 1 ms looking at the
+ * device (and writing its POLL register) on the CPU its interrupt goes
+ * to; this does not.  For a CPU that leaves the polling to another one
+ * meanwhile (libtempest's protocol thread while a client's wait spins or
+ * its polls go on).  On bare metal the same as rt_cpu_sleep(@max_us).
  */
-void rt_cpu_idle(void);
+void rt_cpu_idle(uint64_t max_us);
 
 /*
  * rt_cpu_sleep_ack: rt_cpu_sleep(), and once the CPU wakes @ack runs

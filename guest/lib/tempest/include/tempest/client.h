@@ -128,7 +128,7 @@ bool tempest_client_polled(void);
  * and nothing else.  Returns true if it ran or handed over any; false at
  * once on the protocol thread, or when nothing waits.
  */
-bool tempest_client_poll(void);
+bool tempest_client_poll(bool in_wait);
 
 /*
  * tempest_client_on_protocol_thread: true if the caller runs on the
