@@ -59,7 +59,7 @@
 #define WAKE_LATE_SHARE     4       /* a wait of T may end T / 4 late */
 #define CLOCK_EVERY         16      /* spin turns between clock reads */
 #define CLIENT_TAKE_MAX     16      /* a client's packets one poll takes */
-#define POLL_YIELD_US       500     /* the thread's sleep for clients' polls */
+#define POLL_YIELD_US       2000    /* the thread's sleep for clients' polls */
 
 TPPI_NodeId TPPI_self_address;
 unsigned TPPI_num_nodes;
@@ -1848,17 +1848,18 @@ static void client_poll_turn(bool lead)
 }
 
 /*
- * A client's CPU about to sleep (wait_until): if the thread sleeps for
- * its polls, its sleep becomes the thread's own as if it had gone to
- * sleep itself: IRQ_RQ on, POLL 0 (peers ring the doorbell, whose packet
- * raises the interrupt), and a wake-up only for work already there.
- * Waking it to poll (the first version) cost a wake-up of its vCPU at
- * every sleep of a client that polls and sleeps by turns (a broadcast's
- * receiver: 16.9 against 32.8 us a Broadcast).
+ * A client's CPU about to sleep (wait_until) or that takes a fault
+ * (tppi_client_poll_stop): its polls stop leading, and if the
+ * thread sleeps for them, the sleep becomes the thread's own, as if it
+ * had gone to sleep itself: IRQ_RQ on, POLL 0 (peers ring the doorbell,
+ * whose packet raises the interrupt), and a wake-up only for work
+ * already there.  Waking it to poll (a first version) cost a wake-up of
+ * its vCPU at every sleep of a client that polls and sleeps by turns (a
+ * broadcast's receiver).
  */
 static void client_poll_handback(void)
 {
-    if (!dedicated()) {
+    if (!dedicated() || tppi_on_protocol_thread()) {
         return;
     }
     if (__atomic_load_n(&client_polled, __ATOMIC_RELAXED)) {
@@ -1872,6 +1873,11 @@ static void client_poll_handback(void)
             rt_cpu_wake(pt_cpu);
         }
     }
+}
+
+void tppi_client_poll_stop(void)
+{
+    client_poll_handback();
 }
 
 /*

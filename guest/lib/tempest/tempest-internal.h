@@ -228,6 +228,14 @@ bool tppi_client_spin_pause(void);
 void tppi_client_spin_resume(bool paused);
 
 /*
+ * tppi_client_poll_stop: a fault on a client's CPU: its polls no longer
+ * stand in for the protocol thread's spin (docs/tempest.rst, "A client's
+ * polls spin for the thread"), so that the thread, woken for the fault,
+ * polls for the reply itself rather than sleeping for polls that stopped.
+ */
+void tppi_client_poll_stop(void);
+
+/*
  * Consumes @len bytes of the message being handled into @dst, reporting
  * a read past its end as TPPI_recv_R does; returns the bytes copied.
  */

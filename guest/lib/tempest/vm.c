@@ -921,8 +921,12 @@ static bool fault_hook(const struct rt_fault *f)
     __atomic_fetch_add(&slots_queued, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&s->state, FS_QUEUED, __ATOMIC_SEQ_CST);
     __atomic_fetch_add(&tppi_stats.faults, 1, __ATOMIC_RELAXED);
-    /* A fault in a client's spin: the thread polls again meanwhile. */
+    /*
+     * A fault in a client's spin, or in its polling loop: the thread
+     * polls again meanwhile.
+     */
     paused = tppi_client_spin_pause();
+    tppi_client_poll_stop();
     tppi_run_protocol_thread();
 
     /*
