@@ -59,7 +59,9 @@
 #define WAKE_LATE_SHARE     4       /* a wait of T may end T / 4 late */
 #define CLOCK_EVERY         16      /* spin turns between clock reads */
 #define CLIENT_TAKE_MAX     16      /* a client's packets one poll takes */
-#define POLL_YIELD_US       2000    /* the thread's sleep for clients' polls */
+#define POLL_LEAD_MIN       64      /* a client's polls that lead (below) */
+#define POLL_SLICE_US       250     /* the thread's first sleep for them */
+#define POLL_YIELD_US       2000    /* and its longest */
 
 TPPI_NodeId TPPI_self_address;
 unsigned TPPI_num_nodes;
@@ -1126,18 +1128,41 @@ static uint32_t client_spin_lock;
 /* The thread sleeps because a client spins: the last spin's end wakes it. */
 static uint32_t pt_yielded;
 /*
- * Clients' polls (tempest_client_poll), where they may stand in for the
- * thread's spin (client_polls_lead), set client_polled: the thread,
- * finding it set when it looks (and clearing it), sleeps instead of
- * spinning, for up to POLL_YIELD_US at a time (pt_poll_yielded), and the
- * polls do its spin's part meanwhile: POLL, and a wake-up for work that
- * is the thread's (docs/tempest.rst, "A client's polls spin for the
- * thread").  A mark, not a time: with more vCPUs than host cores the
- * client's vCPU may not run while the thread's does.
+ * Clients' polls (tempest_client_poll) outside a client's wait, where
+ * they may stand in for the thread's spin (client_polls_lead), are
+ * counted in client_lead_polls.  The thread, finding POLL_LEAD_MIN more
+ * since it last looked (a count, not a time: with more vCPUs than host
+ * cores the client's vCPU may not run while the thread's does), sleeps
+ * instead of spinning (pt_poll_yielded), first for POLL_SLICE_US, then
+ * for twice as long each time the polls went on meanwhile, up to
+ * POLL_YIELD_US; the polls do its spin's part meanwhile: POLL, and a
+ * wake-up for work that is the thread's (docs/tempest.rst, "A client's
+ * polls spin for the thread").  A client's CPU that sleeps or takes a
+ * fault bumps client_lead_gen: the polls before it count no more.
  */
-static uint32_t client_polled;
-static uint32_t client_poll_turns;
+static uint32_t client_lead_polls;
+static uint32_t client_lead_gen;
+static uint32_t client_poll_turns;  /* all of them: when POLL is due */
 static uint32_t pt_poll_yielded;
+/* Bumped before each sleep of the thread for a client (its spin or polls). */
+static uint32_t pt_sleep_seq;
+
+/*
+ * True if the client's polls lead: POLL_LEAD_MIN of them since @seen
+ * (taken again after a sleep or fault of the client's, @gen).
+ */
+static bool polls_lead(uint32_t *seen, uint32_t *gen)
+{
+    uint32_t g = __atomic_load_n(&client_lead_gen, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&client_lead_polls, __ATOMIC_RELAXED);
+
+    if (g != *gen) {
+        *gen = g;
+        *seen = n;
+        return false;
+    }
+    return n - *seen >= POLL_LEAD_MIN;
+}
 
 static inline bool client_polls_lead(void)
 {
@@ -1152,7 +1177,9 @@ static void pt_main(void *arg)
     struct spin sp = { 0 };
     bool spinning = false;
     bool worked = false;
-    bool stepped, more, yielded, for_polls = false;
+    bool stepped, more, yielded, for_polls = false, poll_slept = false;
+    uint32_t lead_seen = 0, lead_gen = 0;
+    unsigned slice_us = POLL_SLICE_US;
 
     (void)arg;
     tppi_pt_self = true;
@@ -1177,6 +1204,7 @@ static void pt_main(void *arg)
             /* Still polling: the thread comes straight back to it. */
             spinning = false;
             worked = true;
+            poll_slept = false;
             continue;
         }
         if (worked) {
@@ -1191,17 +1219,22 @@ static void pt_main(void *arg)
             spinning = true;
         }
         /*
-         * A client polled since the last look, and no CPU's wait sleeps
-         * for the thread: its polls poll for the thread (below).
+         * A client's polls lead, and no CPU's wait sleeps for the
+         * thread: they poll for the thread (below), for a slice twice
+         * as long as the last if it too was theirs.
          */
         for_polls = !__atomic_load_n(&client_spinning, __ATOMIC_RELAXED) &&
-                    sp.turns % CLOCK_EVERY == 0 &&
-                    __atomic_load_n(&client_polled, __ATOMIC_RELAXED) &&
-                    client_polls_lead() &&
-                    !__atomic_load_n(&waiters, __ATOMIC_RELAXED);
+                    sp.turns % CLOCK_EVERY == 0 && client_polls_lead() &&
+                    !__atomic_load_n(&waiters, __ATOMIC_RELAXED) &&
+                    polls_lead(&lead_seen, &lead_gen);
         if (for_polls) {
-            __atomic_store_n(&client_polled, 0, __ATOMIC_RELAXED);
+            lead_seen = __atomic_load_n(&client_lead_polls,
+                                        __ATOMIC_RELAXED);
+            slice_us = !poll_slept ? POLL_SLICE_US :
+                       slice_us * 2 > POLL_YIELD_US ? POLL_YIELD_US :
+                       slice_us * 2;
         }
+        poll_slept = false;
         if (!for_polls &&
             !__atomic_load_n(&client_spinning, __ATOMIC_RELAXED) &&
             spin_turn(&sp)) {
@@ -1222,7 +1255,10 @@ static void pt_main(void *arg)
              * or this sees the end.
              */
             for_polls = false;
+            __atomic_add_fetch(&pt_sleep_seq, 1, __ATOMIC_RELAXED);
             __atomic_store_n(&pt_yielded, 1, __ATOMIC_SEQ_CST);
+            /* (STLR then LDAR orders nothing under TCG on x86: rt/gic.c) */
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
             if (!__atomic_load_n(&client_spinning, __ATOMIC_SEQ_CST)) {
                 __atomic_store_n(&pt_yielded, 0, __ATOMIC_RELAXED);
                 continue;
@@ -1232,18 +1268,22 @@ static void pt_main(void *arg)
              * The client's polls write POLL now, and wake the thread for
              * its work (marked first, then the last look below: a packet
              * either is seen there or by a poll after the mark).  No end
-             * wakes it: the sleep is POLL_YIELD_US long, and then the
-             * thread looks again for the polls' mark.  A CPU that goes
-             * to sleep in a wait makes the sleep the thread's own
+             * wakes it: the sleep is a slice long, and then the thread
+             * looks again at the polls.  IRQ_RQ off first: a CPU that
+             * goes to sleep in a wait makes the sleep the thread's own
              * (client_poll_handback: it marks itself a waiter, then
-             * looks at the mark; this marks, then looks at the waiters).
+             * looks at the mark, and turns IRQ_RQ on; this marks, then
+             * looks at the waiters).
              */
+            rq_irq(false);
+            __atomic_add_fetch(&pt_sleep_seq, 1, __ATOMIC_RELAXED);
             __atomic_store_n(&pt_poll_yielded, 1, __ATOMIC_SEQ_CST);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
             if (__atomic_load_n(&waiters, __ATOMIC_SEQ_CST)) {
                 __atomic_store_n(&pt_poll_yielded, 0, __ATOMIC_RELAXED);
+                rq_irq(true);
                 continue;
             }
-            rq_irq(false);
             yielded = true;
         } else {
             /* POLL = 0 first: what comes after it raises the interrupt. */
@@ -1267,7 +1307,7 @@ static void pt_main(void *arg)
             }
             if (yielded) {
                 /* (under Linux: no spin of its own) */
-                rt_cpu_idle(for_polls ? POLL_YIELD_US : 0);
+                rt_cpu_idle(for_polls ? slice_us : 0);
             } else {
                 rt_cpu_sleep(0);
             }
@@ -1278,6 +1318,7 @@ static void pt_main(void *arg)
         }
         if (for_polls) {
             rq_irq(true);
+            poll_slept = true;
         }
     }
 }
@@ -1626,6 +1667,22 @@ static bool thread_pending(void)
 }
 
 /*
+ * A client's spin or poll while the thread sleeps for it: wakes the
+ * thread for work of its own, once a sleep (@woke_seq: the pt_sleep_seq
+ * of the last wake-up; the seq is taken first, so work seen after the
+ * thread's last look before a sleep always gets a wake-up).
+ */
+static void thread_wake(uint32_t *woke_seq)
+{
+    uint32_t seq = __atomic_load_n(&pt_sleep_seq, __ATOMIC_ACQUIRE);
+
+    if (seq != *woke_seq && thread_pending()) {
+        rt_cpu_wake(pt_cpu);
+        *woke_seq = seq;
+    }
+}
+
+/*
  * The client's interrupt bits in IRQ_ENABLE, on a node with a dedicated
  * protocol thread (under client_spin_lock): off while a client spins and
  * no client's wait sleeps (the spin reads them in IRQ_STATUS itself, and
@@ -1756,8 +1813,8 @@ void tppi_client_spin_resume(bool paused)
 static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
     struct spin sp;
-    bool met = false, woke = false;
-    uint32_t st;
+    bool met = false;
+    uint32_t st, woke_seq = ~0U;
 
     client_spin_enter();
     spin_begin(&sp);
@@ -1767,12 +1824,7 @@ static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
             rt_time_ns() < deadline) &&
            spin_turn(&sp)) {
         client_take();
-        if (!thread_pending()) {
-            woke = false;
-        } else if (!woke) {
-            rt_cpu_wake(pt_cpu);    /* the thread's work: wake it */
-            woke = true;
-        }
+        thread_wake(&woke_seq);
         if (nc_poll_idle_due(sp.turns)) {
             nc_poll_other(true);
             st = client_pending() & client_irq_bits;
@@ -1817,31 +1869,26 @@ int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
 
 /*
  * A client's poll on a node with a dedicated protocol thread, where the
- * node spins: counted, and while the thread sleeps for the polls
- * (pt_poll_yielded) it does the thread's spin's part: POLL when due (with
- * POLL_PEEKS: nc_poll_other leaves the consumer's counts alone), and a
- * wake-up, once until nothing is pending, for work that is the thread's.
+ * node spins: counted (@lead: outside a wait of the client's), and while
+ * the thread sleeps for the polls (pt_poll_yielded) it does the thread's
+ * spin's part: POLL when due (with POLL_PEEKS: nc_poll_other leaves the
+ * consumer's counts alone), and a wake-up for work that is the thread's.
  * Two vCPUs spinning for one node took the host cores from the peers'
  * (docs/tempest.rst, "A client's polls spin for the thread").
  */
-static bool poll_woke;
+static uint32_t poll_woke_seq = ~0U;
 
 static void client_poll_turn(bool lead)
 {
     uint32_t n = __atomic_add_fetch(&client_poll_turns, 1, __ATOMIC_RELAXED);
 
-    if (lead && !__atomic_load_n(&client_polled, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&client_polled, 1, __ATOMIC_RELAXED);
+    if (lead) {
+        __atomic_fetch_add(&client_lead_polls, 1, __ATOMIC_RELAXED);
     }
     if (!__atomic_load_n(&pt_poll_yielded, __ATOMIC_SEQ_CST)) {
         return;
     }
-    if (!thread_pending()) {
-        poll_woke = false;
-    } else if (!poll_woke) {
-        rt_cpu_wake(pt_cpu);
-        poll_woke = true;
-    }
+    thread_wake(&poll_woke_seq);
     if (nc_poll_idle_due(n)) {
         nc_poll_other(true);
     }
@@ -1862,9 +1909,7 @@ static void client_poll_handback(void)
     if (!dedicated() || tppi_on_protocol_thread()) {
         return;
     }
-    if (__atomic_load_n(&client_polled, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&client_polled, 0, __ATOMIC_RELAXED);
-    }
+    __atomic_fetch_add(&client_lead_gen, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&pt_poll_yielded, __ATOMIC_RELAXED) &&
         __atomic_exchange_n(&pt_poll_yielded, 0, __ATOMIC_SEQ_CST)) {
         rq_irq(true);

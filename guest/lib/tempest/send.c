@@ -91,6 +91,7 @@ static void sq_wait(unsigned net, bool on_pt, bool (*ready)(unsigned))
             flags = rt_irq_save();
             __atomic_fetch_or(&tppi_sq_waiters, 1U << cpu, __ATOMIC_SEQ_CST);
             if (!ready(net)) {
+                tppi_client_poll_stop();    /* the thread polls meanwhile */
                 rt_cpu_sleep(SQ_WAIT_US);
             }
             __atomic_fetch_and(&tppi_sq_waiters, ~(1U << cpu),

@@ -228,10 +228,11 @@ bool tppi_client_spin_pause(void);
 void tppi_client_spin_resume(bool paused);
 
 /*
- * tppi_client_poll_stop: a fault on a client's CPU: its polls no longer
- * stand in for the protocol thread's spin (docs/tempest.rst, "A client's
- * polls spin for the thread"), so that the thread, woken for the fault,
- * polls for the reply itself rather than sleeping for polls that stopped.
+ * tppi_client_poll_stop: a fault on a client's CPU, or a sleep outside
+ * tempest_wait (a send waiting for its ring): its polls no longer stand
+ * in for the protocol thread's spin (docs/tempest.rst, "A client's polls
+ * spin for the thread"), so that the thread polls itself meanwhile (for
+ * the fault's reply, say) rather than sleeping for polls that stopped.
  */
 void tppi_client_poll_stop(void);
 
