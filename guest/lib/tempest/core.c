@@ -1909,7 +1909,6 @@ static void client_poll_handback(void)
     if (!dedicated() || tppi_on_protocol_thread()) {
         return;
     }
-    __atomic_fetch_add(&client_lead_gen, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&pt_poll_yielded, __ATOMIC_RELAXED) &&
         __atomic_exchange_n(&pt_poll_yielded, 0, __ATOMIC_SEQ_CST)) {
         rq_irq(true);
@@ -1922,7 +1921,10 @@ static void client_poll_handback(void)
 
 void tppi_client_poll_stop(void)
 {
-    client_poll_handback();
+    if (dedicated() && !tppi_on_protocol_thread()) {
+        __atomic_fetch_add(&client_lead_gen, 1, __ATOMIC_RELEASE);
+        client_poll_handback();
+    }
 }
 
 /*
