@@ -418,9 +418,11 @@ static int softq_any(void *arg)
  * writes a packet straight into the RQ and raises nothing (the interrupt
  * cost the exception and four accesses under QEMU's lock a packet); with
  * a dedicated protocol thread it takes Strata's packets at the RQ's head
- * while the thread is not in a step, and the thread polls the device.
- * Returns true if it ran or took anything (a packet of ours may be
- * queued now).
+ * while the thread is not in a step, and polls for the thread, which
+ * sleeps while a program's polls go on (not @in_wait, a poll of
+ * strata_wait(): docs/tempest.rst, "A client's polls spin for the
+ * thread").  Returns true if it ran or took anything (a packet of ours
+ * may be queued now).
  */
 static bool idle_poll_shared(bool in_wait)
 {

@@ -1137,8 +1137,10 @@ static uint32_t pt_yielded;
  * for twice as long each time the polls went on meanwhile, up to
  * POLL_YIELD_US; the polls do its spin's part meanwhile: POLL, and a
  * wake-up for work that is the thread's (docs/tempest.rst, "A client's
- * polls spin for the thread").  A client's CPU that sleeps or takes a
- * fault bumps client_lead_gen: the polls before it count no more.
+ * polls spin for the thread").  A fault on a client's CPU, or a send's
+ * sleep there (tppi_client_poll_stop), bumps client_lead_gen: the polls
+ * before it count no more.  A wait's sleep need not: no CPU may sleep in
+ * a wait while the thread sleeps for the polls (the waiters check).
  */
 static uint32_t client_lead_polls;
 static uint32_t client_lead_gen;
@@ -1149,7 +1151,7 @@ static uint32_t pt_sleep_seq;
 
 /*
  * True if the client's polls lead: POLL_LEAD_MIN of them since @seen
- * (taken again after a sleep or fault of the client's, @gen).
+ * (taken again after a fault or send's sleep of the client's, @gen).
  */
 static bool polls_lead(uint32_t *seen, uint32_t *gen)
 {
@@ -1655,8 +1657,9 @@ static bool client_take(void)
  * pt_pending() but for the client's packets at the RQ's head: the work
  * that only the thread takes.  A client's spin or poll that took what it
  * could (client_take) wakes the thread for this, not for a packet of its
- * own that came since (in a ping-pong, one poll in two or three found
- * the reply there and woke the thread's vCPU for nothing).
+ * own that came since (in a ping-pong a third to two thirds of the
+ * replies came just after the take and woke the thread's vCPU for
+ * nothing).
  */
 static bool thread_pending(void)
 {
@@ -1755,8 +1758,8 @@ static void client_spin_leave(void)
             /*
              * It sleeps for the client's polls, which own POLL: they go
              * on (or a wait's sleep hands the node back), or its sleep
-             * ends after POLL_YIELD_US.  A POLL 0 here would leave a
-             * packet to the doorbell and an IRQ_RQ that is off.
+             * ends with its slice.  A POLL 0 here would leave a packet
+             * to the doorbell and an IRQ_RQ that is off.
              */
         } else {
             nc_poll_other(false);
@@ -1895,10 +1898,11 @@ static void client_poll_turn(bool lead)
 }
 
 /*
- * A client's CPU about to sleep (wait_until) or that takes a fault
- * (tppi_client_poll_stop): its polls stop leading, and if the
- * thread sleeps for them, the sleep becomes the thread's own, as if it
- * had gone to sleep itself: IRQ_RQ on, POLL 0 (peers ring the doorbell,
+ * A client's CPU about to sleep in a wait (wait_until), or that takes a
+ * fault or sleeps for a send ring (tppi_client_poll_stop, which also
+ * makes the polls' count start again): if the thread sleeps for the
+ * polls, the sleep becomes the thread's own, as if it had gone to sleep
+ * itself: IRQ_RQ on, POLL 0 (peers ring the doorbell,
  * whose packet raises the interrupt), and a wake-up only for work
  * already there.  Waking it to poll (a first version) cost a wake-up of
  * its vCPU at every sleep of a client that polls and sleeps by turns (a

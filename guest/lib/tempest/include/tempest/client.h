@@ -124,9 +124,14 @@ bool tempest_client_polled(void);
  * may tell the node controller nc_poll_peek(): peers on this host then
  * write packets straight into the RQ and raise nothing.  With a dedicated
  * protocol thread it hands the client its own packets at the RQ's head
- * (client->packet, on the calling CPU) while the thread is not in a step,
- * and nothing else.  Returns true if it ran or handed over any; false at
- * once on the protocol thread, or when nothing waits.
+ * (client->packet, on the calling CPU) while the thread is not in a
+ * step, and, where the node spins, polls for the thread: the thread
+ * sleeps while such polls go on (@in_wait false: a polling loop of the
+ * program's, not one inside a wait of the client's, which spins in
+ * tempest_client_spin_wait), and each poll then writes POLL when due and
+ * wakes the thread for work of its own (docs/tempest.rst, "A client's
+ * polls spin for the thread").  Returns true if it ran or handed over
+ * any; false at once on the protocol thread, or when nothing waits.
  */
 bool tempest_client_poll(bool in_wait);
 
