@@ -1151,7 +1151,8 @@ static uint32_t pt_sleep_seq;
 
 /*
  * True if the client's polls lead: POLL_LEAD_MIN of them since @seen
- * (taken again after a fault or send's sleep of the client's, @gen).
+ * (taken again after a fault or send's sleep of the client's, @gen), and
+ * then @seen is the count now, for the next look.
  */
 static bool polls_lead(uint32_t *seen, uint32_t *gen)
 {
@@ -1163,7 +1164,11 @@ static bool polls_lead(uint32_t *seen, uint32_t *gen)
         *seen = n;
         return false;
     }
-    return n - *seen >= POLL_LEAD_MIN;
+    if (n - *seen < POLL_LEAD_MIN) {
+        return false;
+    }
+    *seen = n;
+    return true;
 }
 
 static inline bool client_polls_lead(void)
@@ -1230,8 +1235,6 @@ static void pt_main(void *arg)
                     !__atomic_load_n(&waiters, __ATOMIC_RELAXED) &&
                     polls_lead(&lead_seen, &lead_gen);
         if (for_polls) {
-            lead_seen = __atomic_load_n(&client_lead_polls,
-                                        __ATOMIC_RELAXED);
             slice_us = !poll_slept ? POLL_SLICE_US :
                        slice_us * 2 > POLL_YIELD_US ? POLL_YIELD_US :
                        slice_us * 2;
@@ -1752,16 +1755,15 @@ static void client_spin_leave(void)
     tppi_lock(&client_spin_lock);
     client_spin_cpus &= ~(1U << rt_cpu_id());
     if (__atomic_sub_fetch(&client_spinning, 1, __ATOMIC_SEQ_CST) == 0) {
+        /*
+         * A thread asleep for the client's polls is left so: the polls
+         * own POLL and go on (or a wait's sleep hands the node back), or
+         * its sleep ends with its slice.  A POLL 0 here would leave a
+         * packet to the doorbell and an IRQ_RQ that is off.
+         */
         if (__atomic_load_n(&pt_yielded, __ATOMIC_SEQ_CST)) {
             rt_cpu_wake(pt_cpu);
-        } else if (__atomic_load_n(&pt_poll_yielded, __ATOMIC_SEQ_CST)) {
-            /*
-             * It sleeps for the client's polls, which own POLL: they go
-             * on (or a wait's sleep hands the node back), or its sleep
-             * ends with its slice.  A POLL 0 here would leave a packet
-             * to the doorbell and an IRQ_RQ that is off.
-             */
-        } else {
+        } else if (!__atomic_load_n(&pt_poll_yielded, __ATOMIC_SEQ_CST)) {
             nc_poll_other(false);
             if (pt_pending()) {
                 rt_cpu_wake(pt_cpu);
@@ -1902,9 +1904,8 @@ static void client_poll_turn(bool lead)
  * fault or sleeps for a send ring (tppi_client_poll_stop, which also
  * makes the polls' count start again): if the thread sleeps for the
  * polls, the sleep becomes the thread's own, as if it had gone to sleep
- * itself: IRQ_RQ on, POLL 0 (peers ring the doorbell,
- * whose packet raises the interrupt), and a wake-up only for work
- * already there.  Waking it to poll (a first version) cost a wake-up of
+ * itself: IRQ_RQ on, POLL 0 (peers ring the doorbell, whose packet
+ * raises the interrupt), and a wake-up only for work already there.  Waking it to poll (a first version) cost a wake-up of
  * its vCPU at every sleep of a client that polls and sleeps by turns (a
  * broadcast's receiver).
  */
