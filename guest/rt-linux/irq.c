@@ -631,6 +631,11 @@ void rt_cpu_idle(uint64_t max_us)
     cpu_sleep(max_us, false);
 }
 
+unsigned rt_cpu_sleep_spin_us(void)
+{
+    return SLEEP_SPIN_US;
+}
+
 void rt_cpu_wake(unsigned cpu)
 {
     if (cpu >= TEMPEST_MAX_CPUS || cpu == my_cpu ||

@@ -417,6 +417,11 @@ void rt_cpu_idle(uint64_t max_us)
     rt_cpu_sleep_ack(max_us, NULL);
 }
 
+unsigned rt_cpu_sleep_spin_us(void)
+{
+    return 0;       /* WFI: no spin before it */
+}
+
 /*
  * rt_cpu_sleep_ack() where no interrupt can wake the CPU: without a GIC,
  * WFE; inside a handler nothing of the handler's priority can be

@@ -541,6 +541,7 @@ void strata_core_init(void)
     if (strata_shared && (tempest_client_send == NULL ||
                           tempest_client_wait == NULL ||
                           tempest_client_spin_wait == NULL ||
+                          tempest_client_idle_wait == NULL ||
                           tempest_client_polled == NULL ||
                           tempest_client_poll == NULL ||
                           tempest_client_on_protocol_thread == NULL)) {

@@ -439,10 +439,17 @@ static bool idle_poll_shared(bool in_wait)
     if (!idle_spin_over()) {
         return false;
     }
-    /* Ended, as idle_poll()'s sleep, by whatever a wait may wait for. */
+    /*
+     * Ended, as idle_poll()'s sleep, by whatever a wait may wait for.
+     * Where a sleep costs more than a spin (under Linux) and the thread
+     * sleeps for these polls, it spins (tempest_client_idle_wait), as
+     * idle_poll()'s rt_cpu_sleep() does there: a sleep that gave the node
+     * back to the thread cost the next packet the kernel's wake-ups.
+     * After StrataSetSpin(0) it sleeps.
+     */
     irqs = strata_shared_irqs();
-    tempest_client_wait(softq_any, &irqs,
-                        rt_time_ns() + IDLE_SLEEP_US * 1000ULL);
+    (strata_spin_turns ? tempest_client_idle_wait : tempest_client_wait)
+        (softq_any, &irqs, rt_time_ns() + IDLE_SLEEP_US * 1000ULL);
     return false;
 }
 

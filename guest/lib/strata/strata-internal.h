@@ -47,6 +47,8 @@ extern __typeof__(tempest_client_wait) tempest_client_wait
     __attribute__((weak));
 extern __typeof__(tempest_client_spin_wait) tempest_client_spin_wait
     __attribute__((weak));
+extern __typeof__(tempest_client_idle_wait) tempest_client_idle_wait
+    __attribute__((weak));
 extern __typeof__(tempest_client_polled) tempest_client_polled
     __attribute__((weak));
 extern __typeof__(tempest_client_poll) tempest_client_poll

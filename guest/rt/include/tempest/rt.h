@@ -355,6 +355,19 @@ void rt_cpu_sleep(uint64_t max_us);
 void rt_cpu_idle(uint64_t max_us);
 
 /*
+ * rt_cpu_sleep_spin_us: how long rt_cpu_sleep() spins on the CPU the node
+ * controller's interrupt goes to before it sleeps: the runtime's reckoning
+ * of what a sleep and its wake-up cost, below which a spin is the cheaper
+ * wait.  Under Linux (rt-linux) 1000: a guest system call costs about
+ * 18 us under TCG, and a wake-up through the driver's interrupt and the
+ * futex calls behind it some hundreds.  On bare metal 0 (WFI, and the
+ * GIC's interrupt).  For a CPU that polls the node in another's stead
+ * (libtempest: a client whose spin or polls the protocol thread sleeps
+ * for).
+ */
+unsigned rt_cpu_sleep_spin_us(void);
+
+/*
  * rt_cpu_sleep_ack: rt_cpu_sleep(), and once the CPU wakes @ack runs
  * before it returns.  On bare metal it runs first (IRQs masked), before
  * the pending interrupts are dispatched: a caller that acknowledges its

@@ -108,6 +108,19 @@ int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
                              uint64_t deadline);
 
 /*
+ * tempest_client_idle_wait: tempest_client_wait(), for the sleep of a
+ * client's polling loop that has spun already.  Where the protocol
+ * thread sleeps while the client's polls go on (they poll for it) and a
+ * sleep costs more than a spin (rt_cpu_sleep_spin_us(): under Linux), the
+ * calling CPU spins until @deadline first, as tempest_client_spin_wait()
+ * does: a sleep would give the node back to the thread, and the next
+ * packet would wake the thread and then the client through the kernel.
+ * Elsewhere the same as tempest_client_wait().
+ */
+int tempest_client_idle_wait(int (*cond)(void *arg), void *arg,
+                             uint64_t deadline);
+
+/*
  * tempest_client_polled: true if the calling CPU is the one the protocol
  * thread shares (a one-vCPU node): a wait there should tell the node
  * controller it polls (nc_poll); on a node with a dedicated protocol
