@@ -62,6 +62,7 @@
 #define POLL_LEAD_MIN       64      /* a client's polls that lead (below) */
 #define POLL_SLICE_US       250     /* the thread's first sleep for them */
 #define POLL_YIELD_US       2000    /* and its longest */
+#define POLL_YIELD_LONG_US  16000   /* that, where a wake-up is costly */
 
 TPPI_NodeId TPPI_self_address;
 unsigned TPPI_num_nodes;
@@ -1135,7 +1136,8 @@ static uint32_t pt_yielded;
  * cores the client's vCPU may not run while the thread's does), sleeps
  * instead of spinning (pt_poll_yielded), first for POLL_SLICE_US, then
  * for twice as long each time the polls went on meanwhile, up to
- * POLL_YIELD_US; the polls do its spin's part meanwhile: POLL, and a
+ * POLL_YIELD_US (POLL_YIELD_LONG_US where a sleep costs more than a
+ * spin: poll_yield_max_us()); the polls do its spin's part meanwhile: POLL, and a
  * wake-up for work that is the thread's (docs/tempest.rst, "A client's
  * polls spin for the thread").  A fault on a client's CPU, or a send's
  * sleep there (tppi_client_poll_stop), bumps client_lead_gen: the polls
@@ -1169,6 +1171,22 @@ static bool polls_lead(uint32_t *seen, uint32_t *gen)
     }
     *seen = n;
     return true;
+}
+
+/*
+ * The thread's longest sleep for a client's polls.  Under Linux each of
+ * its timed wake-ups costs its vCPU some hundreds of microseconds (the
+ * guest kernel's timer, scheduler and futex call under TCG), taken from
+ * the host cores the polling CPUs need: there it is as long as the
+ * Linux runtime already lets a device's interrupt wait while the CPUs
+ * are busy (LINE_CHECK_MAX_US in rt-linux/irq.c), 16 ms.  Measured
+ * (strata_bench, 2 nodes, --smp 2, two sets of 10 pairs, 20 and 16 ms):
+ * the AM round trip 0.58 and 0.51, the Broadcast 0.62 and 0.92 of what
+ * they were with 2 ms.
+ */
+static inline unsigned poll_yield_max_us(void)
+{
+    return rt_cpu_sleep_spin_us() ? POLL_YIELD_LONG_US : POLL_YIELD_US;
 }
 
 static inline bool client_polls_lead(void)
@@ -1236,8 +1254,8 @@ static void pt_main(void *arg)
                     polls_lead(&lead_seen, &lead_gen);
         if (for_polls) {
             slice_us = !poll_slept ? POLL_SLICE_US :
-                       slice_us * 2 > POLL_YIELD_US ? POLL_YIELD_US :
-                       slice_us * 2;
+                       slice_us * 2 > poll_yield_max_us() ?
+                       poll_yield_max_us() : slice_us * 2;
         }
         poll_slept = false;
         if (!for_polls &&
