@@ -1915,9 +1915,14 @@ int tempest_client_idle_wait(int (*cond)(void *arg), void *arg,
      */
     if (dedicated() && !tppi_on_protocol_thread() && spin_us &&
         nc_poll_present && rt_cpu_sleep_spin_us() &&
-        __atomic_load_n(&pt_poll_yielded, __ATOMIC_RELAXED) &&
-        client_spin(cond, arg, deadline)) {
-        return 1;
+        __atomic_load_n(&pt_poll_yielded, __ATOMIC_RELAXED)) {
+        if (client_spin(cond, arg, deadline)) {
+            return 1;
+        }
+        if (deadline && rt_time_ns() >= deadline) {
+            /* Spun to it: no wait (its IRQ_ENABLE writes) after. */
+            return cond(arg) != 0;
+        }
     }
     return tempest_client_wait(cond, arg, deadline);
 }
