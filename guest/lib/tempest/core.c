@@ -1126,7 +1126,11 @@ static uint32_t rq_taker;
  */
 static uint32_t client_spinning;
 static uint32_t client_spin_lock;
-/* The thread sleeps because a client spins: the last spin's end wakes it. */
+/*
+ * The thread sleeps because a client spins: the last spin's end wakes
+ * it, or, where a wake-up costs more than a spin, makes the sleep its
+ * own (client_spin_leave).
+ */
 static uint32_t pt_yielded;
 /*
  * Clients' polls (tempest_client_poll) outside a client's wait, where
@@ -1137,12 +1141,13 @@ static uint32_t pt_yielded;
  * instead of spinning (pt_poll_yielded), first for POLL_SLICE_US, then
  * for twice as long each time the polls went on meanwhile, up to
  * POLL_YIELD_US (POLL_YIELD_LONG_US where a sleep costs more than a
- * spin: poll_yield_max_us()); the polls do its spin's part meanwhile: POLL, and a
- * wake-up for work that is the thread's (docs/tempest.rst, "A client's
- * polls spin for the thread").  A fault on a client's CPU, or a send's
- * sleep there (tppi_client_poll_stop), bumps client_lead_gen: the polls
- * before it count no more.  A wait's sleep need not: no CPU may sleep in
- * a wait while the thread sleeps for the polls (the waiters check).
+ * spin: poll_yield_max_us()); the polls do its spin's part meanwhile:
+ * POLL, and a wake-up for work that is the thread's (docs/tempest.rst,
+ * "A client's polls spin for the thread").  A fault on a client's CPU,
+ * or a send's sleep there (tppi_client_poll_stop), bumps
+ * client_lead_gen: the polls before it count no more.  A wait's sleep
+ * need not: no CPU may sleep in a wait while the thread sleeps for the
+ * polls (the waiters check).
  */
 static uint32_t client_lead_polls;
 static uint32_t client_lead_gen;
@@ -1253,9 +1258,10 @@ static void pt_main(void *arg)
                     !__atomic_load_n(&waiters, __ATOMIC_RELAXED) &&
                     polls_lead(&lead_seen, &lead_gen);
         if (for_polls) {
+            unsigned max_us = poll_yield_max_us();
+
             slice_us = !poll_slept ? POLL_SLICE_US :
-                       slice_us * 2 > poll_yield_max_us() ?
-                       poll_yield_max_us() : slice_us * 2;
+                       slice_us * 2 > max_us ? max_us : slice_us * 2;
         }
         poll_slept = false;
         if (!for_polls &&
@@ -1273,7 +1279,8 @@ static void pt_main(void *arg)
         if (yielded) {
             /*
              * A client spins and owns POLL (client_spin): no POLL 0, and
-             * it wakes the thread when it ends.  Marked first, then the
+             * its end wakes the thread or makes the sleep the thread's
+             * own (client_spin_leave).  Marked first, then the
              * spin looked at again: either the client's end sees the mark
              * or this sees the end.
              */
@@ -1764,7 +1771,8 @@ static void client_spin_enter(void)
 
 /*
  * The end of a spin.  The last one gives the node back to the thread:
- * if it sleeps for the client, it is woken, polls again and owns POLL;
+ * if it sleeps for the client, it is woken, polls again and owns POLL
+ * (except where a wake-up costs more than a spin: then as below);
  * else POLL 0 (peers ring the doorbell again, the thread's interrupt),
  * and a wake-up only for work that came before it.
  */
@@ -1893,11 +1901,17 @@ int tempest_client_wait(int (*cond)(void *arg), void *arg, uint64_t deadline)
     return met;
 }
 
+/* A client's wait on this CPU may spin (client_spin) before it sleeps. */
+static bool client_wait_spins(void)
+{
+    return dedicated() && !tppi_on_protocol_thread() && spin_us &&
+           nc_poll_present;
+}
+
 int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
                              uint64_t deadline)
 {
-    if (dedicated() && !tppi_on_protocol_thread() && spin_us &&
-        nc_poll_present && client_spin(cond, arg, deadline)) {
+    if (client_wait_spins() && client_spin(cond, arg, deadline)) {
         __atomic_fetch_add(&tppi_stats.client_spins, 1, __ATOMIC_RELAXED);
         return 1;
     }
@@ -1913,8 +1927,7 @@ int tempest_client_idle_wait(int (*cond)(void *arg), void *arg,
      * interrupt and the thread's wake-up, then the client's: under Linux
      * the driver's interrupt and two futex wake-ups.
      */
-    if (dedicated() && !tppi_on_protocol_thread() && spin_us &&
-        nc_poll_present && rt_cpu_sleep_spin_us() &&
+    if (client_wait_spins() && rt_cpu_sleep_spin_us() &&
         __atomic_load_n(&pt_poll_yielded, __ATOMIC_RELAXED)) {
         if (client_spin(cond, arg, deadline)) {
             return 1;
@@ -1960,8 +1973,9 @@ static void client_poll_turn(bool lead)
  * makes the polls' count start again): if the thread sleeps for the
  * polls, the sleep becomes the thread's own, as if it had gone to sleep
  * itself: IRQ_RQ on, POLL 0 (peers ring the doorbell, whose packet
- * raises the interrupt), and a wake-up only for work already there.  Waking it to poll (a first version) cost a wake-up of
- * its vCPU at every sleep of a client that polls and sleeps by turns (a
+ * raises the interrupt), and a wake-up only for work already there.
+ * Waking it to poll (a first version) cost a wake-up of its vCPU at
+ * every sleep of a client that polls and sleeps by turns (a
  * broadcast's receiver).
  */
 static void client_poll_handback(void)

@@ -221,8 +221,9 @@ void tppi_run_protocol_thread(void);
  * tppi_client_spin_pause: before a wait that may sleep (or a fault's) on
  * a CPU in a client's spin (tempest_client_spin_wait: the wait is in the
  * spin's condition), ends that spin, so that the protocol thread polls
- * again meanwhile; returns true if it did.  tppi_client_spin_resume(the
- * result) opens it again after the wait.
+ * again meanwhile (or, where a wake-up costs more than a spin, the
+ * device's interrupt wakes it for its work); returns true if it did.
+ * tppi_client_spin_resume(the result) opens it again after the wait.
  */
 bool tppi_client_spin_pause(void);
 void tppi_client_spin_resume(bool paused);

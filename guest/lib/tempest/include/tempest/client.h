@@ -112,9 +112,10 @@ int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
  * client's polling loop that has spun already.  Where the protocol
  * thread sleeps while the client's polls go on (they poll for it) and a
  * sleep costs more than a spin (rt_cpu_sleep_spin_us(): under Linux), the
- * calling CPU spins until @deadline first, as tempest_client_spin_wait()
- * does: a sleep would give the node back to the thread, and the next
- * packet would wake the thread and then the client through the kernel.
+ * calling CPU spins until @deadline first (at most SPIN_US plus that
+ * runtime's spin, then it sleeps), as tempest_client_spin_wait() does:
+ * a sleep would give the node back to the thread, and the next packet
+ * would wake the thread and then the client through the kernel.
  * Elsewhere the same as tempest_client_wait().
  */
 int tempest_client_idle_wait(int (*cond)(void *arg), void *arg,
