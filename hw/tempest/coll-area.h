@@ -15,8 +15,10 @@
  * (version 2), and the lock and place of its RQ, which peers on this host
  * write straight into (version 3, rq-lock.h), and how many broadcast
  * words it has taken (version 5).  Then the broadcast ring (version 5):
- * node 0, which orders the broadcasts, writes each word there for the
- * others to read, instead of sending it down the tree.
+ * each word is written there for every node to read, instead of going
+ * down the tree; since version 6 by the node that broadcasts it, in the
+ * order of the numbers the writers claim (B_NEXT), where it was node 0
+ * alone, which every other node's word reached as a frame first.
  * Every node of the cluster can write all of it: whatever is read from
  * it is checked before use, and nothing depends on it being right but
  * the collective's outcome (a wrong one is a MISMATCH error).
@@ -27,7 +29,7 @@
 #include "standard-headers/tempest/tempest-hw.h"
 
 #define COLL_AREA_MAGIC     0x41534354U     /* "TCSA" */
-#define COLL_AREA_VERSION   5
+#define COLL_AREA_VERSION   6
 #define COLL_AREA_ROUNDS    4
 #define COLL_AREA_HDR       64
 
@@ -79,13 +81,18 @@ enum {
  * The broadcast ring (version 5): a control line, then COLL_AREA_BSLOTS
  * slots.  Broadcast word i (counted over the cluster's life, tree words
  * included) goes to slot i % COLL_AREA_BSLOTS, its TAG (i + 1) written
- * last; node 0 writes it only when every node has taken word
- * i - COLL_AREA_BSLOTS (N_BTAKEN), and then stores B_COUNT = i + 1.
+ * last.  Version 6: its writer (the node that broadcasts it, or node 0
+ * for a word it held) claims i at B_NEXT, only when every node has taken
+ * word i - COLL_AREA_BSLOTS (N_BTAKEN) and node 0 holds no word for room
+ * (B_HELD), and after the tag moves B_COUNT past every word written in a
+ * row (any writer may move it past another's).  Readers read below
+ * B_COUNT.
  */
 #define COLL_AREA_BSLOTS    TEMPEST_NC_BCAST_FIFO
 enum {
     COLL_AREA_B_COUNT = 0,          /* u32: words written (futex) */
     COLL_AREA_B_HELD = 4,           /* u32: node 0 holds a word for room */
+    COLL_AREA_B_NEXT = 8,           /* u32: the next word's number (6) */
     COLL_AREA_B_CTL = 64,
     COLL_AREA_BS_TAG = 0,           /* u32: word + 1, written last */
     COLL_AREA_BS_SRC = 4,           /* u32 */

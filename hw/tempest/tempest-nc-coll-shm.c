@@ -336,14 +336,24 @@ static size_t bring_ctl(TempestNCState *s, size_t field)
 
 /*
  * Node 0, before it sends the frames of the switch: the ring starts at
- * the words issued so far (B_COUNT), so that a node that has the frame
- * finds B_COUNT right.
+ * the words issued so far (B_COUNT, and B_NEXT, the next word's number),
+ * so that a node that has the frame finds both right.  Every slot's tag
+ * is cleared first: B_COUNT moves past a slot whose tag says it is
+ * written (bring_advance), and a slot of an earlier life of the area
+ * (a reset cluster counts from 0 again) must not say so.
  */
 void tempest_nc_bring_open(TempestNCState *s)
 {
     uint8_t *a = shm_area(s);
 
     if (a) {
+        for (uint32_t i = 0; i < COLL_AREA_BSLOTS; i++) {
+            __atomic_store_n(shm_word(a, coll_area_bslot(s->num_nodes, i) +
+                                         COLL_AREA_BS_TAG), 0,
+                             __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(shm_word(a, bring_ctl(s, COLL_AREA_B_NEXT)),
+                         (uint32_t)s->bcast_issued, __ATOMIC_SEQ_CST);
         __atomic_store_n(shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)),
                          (uint32_t)s->bcast_issued, __ATOMIC_SEQ_CST);
         tempest_nc_bring_hold(s, false);
@@ -364,42 +374,129 @@ void tempest_nc_bring_start(TempestNCState *s)
     }
 }
 
+/* Node @node's count of broadcast words taken, in its line. */
+static uint64_t *btaken_word(TempestNCState *s, uint8_t *a, unsigned node)
+{
+    return (uint64_t *)(a + coll_area_node(s->num_nodes, node) +
+                        COLL_AREA_N_BTAKEN);
+}
+
 /*
- * Node 0: word @i of the cluster's broadcasts into its slot (the caller
- * checked that every node has taken word i - COLL_AREA_BSLOTS), then
- * B_COUNT, then the readers: those whose vCPU sleeps on B_COUNT with one
- * call, the others' waiter threads.  False without the area.
+ * Is there room for word @n: has every node taken word n - BSLOTS (its
+ * line's BTAKEN; ours is s->bcast_taken)?  A count ahead of @n (a line
+ * can say anything) leaves room: it costs that node its own words only.
  */
-bool tempest_nc_bring_put(TempestNCState *s, uint64_t i, unsigned src,
-                          uint64_t value)
+static bool bring_room(TempestNCState *s, uint8_t *a, uint32_t n)
+{
+    for (unsigned i = 0; i < s->num_nodes; i++) {
+        uint64_t t = i == s->node_id ? s->bcast_taken :
+                     __atomic_load_n(btaken_word(s, a, i), __ATOMIC_SEQ_CST);
+
+        if ((int32_t)(n - (uint32_t)t) >= COLL_AREA_BSLOTS) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * B_COUNT past every word written in a row from it (their tags; below
+ * B_NEXT), whoever wrote them: a writer whose word follows one not yet
+ * written leaves B_COUNT to that one's writer, which moves it past
+ * both (the tags and B_COUNT are sequentially consistent: of two
+ * writers, one sees the other's tag).  At most a ring's worth.  True if
+ * this call moved it.
+ */
+static bool bring_advance(TempestNCState *s, uint8_t *a)
+{
+    uint32_t *count = shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT));
+    uint32_t *next = shm_word(a, bring_ctl(s, COLL_AREA_B_NEXT));
+    uint32_t c = __atomic_load_n(count, __ATOMIC_SEQ_CST);
+    bool moved = false;
+
+    for (unsigned k = 0; k < COLL_AREA_BSLOTS; k++) {
+        if ((int32_t)(c - __atomic_load_n(next, __ATOMIC_SEQ_CST)) >= 0 ||
+            __atomic_load_n(shm_word(a, coll_area_bslot(s->num_nodes, c) +
+                                        COLL_AREA_BS_TAG),
+                            __ATOMIC_SEQ_CST) != c + 1) {
+            break;
+        }
+        if (__atomic_compare_exchange_n(count, &c, c + 1, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            c++;
+            moved = true;
+        }
+        /* else c is B_COUNT as another writer left it: look from there */
+    }
+    return moved;
+}
+
+/* Tries at B_NEXT before a writer gives up (other writers moved it). */
+#define BRING_CLAIM_TRIES   64
+
+/*
+ * Any node (layout version 6): word @value of node @src into the ring,
+ * in the cluster's one order (the number claimed at B_NEXT), if there is
+ * room (bring_room) and, unless @root (node 0 writing a word it holds),
+ * node 0 holds no word for room (B_HELD: the held go first, so a node
+ * that broadcasts fast cannot keep a held word waiting).  Then B_COUNT
+ * (bring_advance) and the readers: those whose vCPU sleeps on B_COUNT
+ * with one call, the others' waiter threads.  Before, only node 0 wrote
+ * the ring, and another node's word went to it first as a frame
+ * (FABRIC_BCAST_UP), which its main loop or waiter had to wake for; that
+ * is now only the way of a word that finds no room.  False if not
+ * written (no area, no room, held words, B_NEXT moving under us).
+ */
+bool tempest_nc_bring_push(TempestNCState *s, unsigned src, uint64_t value,
+                           bool root)
 {
     uint8_t *a = shm_area(s);
+    uint32_t *next, n;
+    unsigned tries = 0;
     size_t sl;
-    uint32_t *count;
-    bool watched;
+    bool watched = false;
 
-    if (!a) {
+    if (!a || (!root && __atomic_load_n(shm_word(a, bring_ctl(s,
+                                                  COLL_AREA_B_HELD)),
+                                        __ATOMIC_SEQ_CST))) {
         return false;
     }
-    sl = coll_area_bslot(s->num_nodes, i);
-    count = shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT));
+    next = shm_word(a, bring_ctl(s, COLL_AREA_B_NEXT));
+    n = __atomic_load_n(next, __ATOMIC_SEQ_CST);
+    do {
+        if (!bring_room(s, a, n) || ++tries > BRING_CLAIM_TRIES) {
+            return false;
+        }
+    } while (!__atomic_compare_exchange_n(next, &n, n + 1, false,
+                                          __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    sl = coll_area_bslot(s->num_nodes, n);
     shm_st32(a, sl + COLL_AREA_BS_SRC, src);
     shm_st64(a, sl + COLL_AREA_BS_VALUE, value);
-    __atomic_store_n(shm_word(a, sl + COLL_AREA_BS_TAG), (uint32_t)(i + 1),
-                     __ATOMIC_RELEASE);
-    __atomic_store_n(count, (uint32_t)(i + 1), __ATOMIC_SEQ_CST);
-    watched = shm_wake_waiters(s, a, COLL_AREA_N_BWATCH);
-    if (watched) {
-        shm_futex(count, FUTEX_WAKE, INT_MAX, NULL);
+    __atomic_store_n(shm_word(a, sl + COLL_AREA_BS_TAG), n + 1,
+                     __ATOMIC_SEQ_CST);
+    if (bring_advance(s, a)) {
+        /* Ours too: another vCPU of this node may sleep on B_COUNT. */
+        watched = shm_wake_waiters(s, a, COLL_AREA_N_BWATCH) ||
+                  __atomic_load_n(shm_word(a, coll_area_node(s->num_nodes,
+                                                             s->node_id) +
+                                              COLL_AREA_N_BWATCH),
+                                  __ATOMIC_SEQ_CST);
+        if (watched) {
+            shm_futex(shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)),
+                      FUTEX_WAKE, INT_MAX, NULL);
+        }
     }
-    trace_tempest_nc_bring_put(s->node_id, i, src, watched);
+    s->bcast_written++;
+    trace_tempest_nc_bring_put(s->node_id, n, src, watched);
     return true;
 }
 
 /*
  * A reader: word @i.  1: there (*src, *value); 0: not written yet (i is
- * not below B_COUNT, which node 0 stores after the slot, and before it
- * sends the switch's frame: a slot of an earlier life of the area is
+ * not below B_COUNT, which moves past a slot only after it is written
+ * (bring_advance), and which node 0 stores before it sends the switch's
+ * frame: a slot of an earlier life of the area is
  * never read); -1: its slot holds another word (only if a node's count of
  * words taken was moved behind our back: it is lost); -2: no area.
  */
@@ -429,28 +526,6 @@ int tempest_nc_bring_get(TempestNCState *s, uint64_t i, unsigned *src,
     return shm_ld32(a, sl + COLL_AREA_BS_TAG) == (uint32_t)(i + 1) ? 1 : -1;
 }
 
-/* Node @node's count of broadcast words taken, in its line. */
-static uint64_t *btaken_word(TempestNCState *s, uint8_t *a, unsigned node)
-{
-    return (uint64_t *)(a + coll_area_node(s->num_nodes, node) +
-                        COLL_AREA_N_BTAKEN);
-}
-
-/*
- * Node 0: the fewest words any node has taken (its line's BTAKEN; ours
- * is s->bcast_taken), at most the words issued (a line can say anything).
- */
-uint64_t tempest_nc_bring_least(TempestNCState *s)
-{
-    uint8_t *a = shm_area(s);
-    uint64_t m = s->bcast_taken;
-
-    for (unsigned i = 1; a && i < s->num_nodes; i++) {
-        m = MIN(m, __atomic_load_n(btaken_word(s, a, i), __ATOMIC_SEQ_CST));
-    }
-    return MIN(m, s->bcast_issued);
-}
-
 /* Node 0 holds words until there is room (B_HELD), or holds none. */
 void tempest_nc_bring_hold(TempestNCState *s, bool held)
 {
@@ -463,19 +538,21 @@ void tempest_nc_bring_hold(TempestNCState *s, bool held)
 }
 
 /*
- * Our count of words taken, for node 0's flow control; if it holds a
- * word for room, its waiter is woken to look (Dekker with its B_HELD).
+ * Our count of words taken, for every writer's room (bring_room); if
+ * node 0 holds a word for room, its waiter is woken to look (Dekker with
+ * its B_HELD).
  */
 void tempest_nc_bring_taken(TempestNCState *s)
 {
     uint8_t *a = shm_area(s);
 
-    if (!a || s->node_id == 0) {
+    if (!a) {
         return;
     }
     __atomic_store_n(btaken_word(s, a, s->node_id), s->bcast_taken,
                      __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(shm_word(a, bring_ctl(s, COLL_AREA_B_HELD)),
+    if (s->node_id != 0 &&
+        __atomic_load_n(shm_word(a, bring_ctl(s, COLL_AREA_B_HELD)),
                         __ATOMIC_SEQ_CST)) {
         shm_wake_waiter(a, s->num_nodes, 0);
     }
@@ -489,14 +566,14 @@ static void bring_watch(TempestNCState *s, uint8_t *a, uint32_t on)
 
 /*
  * A wait on B_COUNT begins (a halted vCPU's sleep, a BCAST_WAIT read):
- * said in BWATCH while any is under way, so that node 0 wakes no waiter
- * thread of ours for its next word.  B_COUNT's word, or NULL where this
- * node does not read the ring (node 0, sockets).  bring_idle_woken()
- * ends it.  Under the BQL.
+ * said in BWATCH while any is under way, so that the next word's writer
+ * wakes no waiter thread of ours.  B_COUNT's word, or NULL where this
+ * node does not read the ring (sockets, TCP, before the switch).
+ * bring_idle_woken() ends it.  Under the BQL.
  */
 static uint32_t *bring_watch_begin(TempestNCState *s)
 {
-    uint8_t *a = s->coll_shm && s->node_id != 0 ? shm_area(s) : NULL;
+    uint8_t *a = s->coll_shm ? shm_area(s) : NULL;
 
     if (!a || (s->bcast_watch && a != s->bcast_watch_area)) {
         return NULL;
@@ -510,11 +587,12 @@ static uint32_t *bring_watch_begin(TempestNCState *s)
 
 /*
  * A halted vCPU's sleep (CPUIdleSleep.also): on B_COUNT as well, so that
- * node 0's next word wakes it with no thread in between.  Said in BWATCH
- * first (Dekker with node 0's store of B_COUNT); the sleep holds while
- * B_COUNT is the next word we would read, so a word written since our
- * last look ends it at once and woken() reads it.  (Not read here: its
- * IRQ_BCAST, raised on the vCPU's own thread, would not kick the sleep.)
+ * the next word's writer wakes it with no thread in between.  Said in
+ * BWATCH first (Dekker with the writer's move of B_COUNT); the sleep
+ * holds while B_COUNT is the next word we would read, so a word written
+ * since our last look ends it at once and woken() reads it.  (Not read
+ * here: its IRQ_BCAST, raised on the vCPU's own thread, would not kick
+ * the sleep.)
  * Under the BQL.
  */
 static uint32_t *bring_idle_also(CPUState *cpu, void *opaque, uint32_t *val)
@@ -828,9 +906,9 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
     if (a && read_may_wait(s, cpu, cpu_access) && cpu == s->coll_cpu &&
         !s->coll_watcher) {
         done = coll_watch_begin(s, cpu, a, false);
-        /* B_COUNT: read, not watched (BWATCH: node 0 wakes sleepers). */
-        bc = s->coll_shm && s->node_id != 0 ?
-             shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)) : NULL;
+        /* B_COUNT: read, not watched (BWATCH: writers wake sleepers). */
+        bc = s->coll_shm ? shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT))
+                         : NULL;
         waited = wait_read_wait(s, cpu, done, s->coll_seq_done + 1, bc);
         coll_watch_end(s);
     }
@@ -850,10 +928,10 @@ uint32_t tempest_nc_coll_wait(TempestNCState *s, bool cpu_access)
 
 /*
  * The wait of a BCAST_WAIT read (tempest_nc_bcast_wait) that found no
- * word to pop, on a node that reads node 0's words in the combining
+ * word to pop, on a node that reads the broadcast words in the combining
  * area's ring: as COLL_WAIT's (yields or spins without the BQL), on
  * B_COUNT, said in BWATCH as a halted vCPU's sleep on it is
- * (bring_idle_also), so that node 0's word wakes no waiter thread of
+ * (bring_idle_also), so that the next word wakes no waiter thread of
  * ours; on the RQ's tail; on the vCPU's exit_request.  Then the ring is
  * read.  True if it waited.
  */

@@ -516,14 +516,31 @@ static uint64_t bcast_subtree_taken(TempestNCState *s)
 static void bcast_issue(TempestNCState *s, unsigned src, uint64_t value);
 
 /*
- * The root: the fewest words any node may still have to take.  While the
- * ring carries the words, every node's count in the shared area (fresher
- * than the tree's credits, which still flow, so that the tree has them
- * after a restore).
+ * Node 0, the ring: the words it holds for room go into it, first come
+ * first; while one stays held, B_HELD says so, and readers that take
+ * words wake us to try again (Dekker: said, then one more try).
  */
-static uint64_t bcast_least_taken(TempestNCState *s)
+static void bcast_ring_release(TempestNCState *s)
 {
-    return s->coll_shm ? tempest_nc_bring_least(s) : bcast_subtree_taken(s);
+    TempestBcast *w;
+    bool said = false;
+
+    while ((w = QSIMPLEQ_FIRST(&s->bcast_held))) {
+        if (tempest_nc_bring_push(s, w->src, w->value, true)) {
+            QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
+            s->bcast_holding[w->src] = false;
+            g_free(w);
+            continue;
+        }
+        if (said) {
+            trace_tempest_nc_bring_hold(s->node_id, s->bcast_ring_next,
+                                        s->bcast_taken);
+            return;
+        }
+        tempest_nc_bring_hold(s, true);
+        said = true;
+    }
+    tempest_nc_bring_hold(s, false);
 }
 
 /* What we (and our subtree) have taken moved: tell the parent, or send. */
@@ -532,10 +549,10 @@ static void bcast_credit(TempestNCState *s)
     uint64_t m = bcast_subtree_taken(s);
     TempestBcast *w;
 
+    if (s->coll_shm) {
+        tempest_nc_bring_taken(s);      /* for every writer's room */
+    }
     if (s->node_id != 0) {
-        if (s->coll_shm) {
-            tempest_nc_bring_taken(s);
-        }
         if (m - s->bcast_reported >= BCAST_CREDIT_BATCH) {
             CollHeader h = { .dir = FABRIC_BCAST_CREDIT, .lanes = 1 };
             GByteArray *b = coll_frame(&h);
@@ -553,32 +570,19 @@ static void bcast_credit(TempestNCState *s)
      * a checkpoint (docs/fabric.rst, "Nothing is sent while stopped").
      * coll_vm_state looks again at cont.
      */
-    if (s->coll_shm && !runstate_is_running()) {
+    if (s->coll_shm) {
+        if (runstate_is_running()) {
+            bcast_ring_release(s);
+        }
         return;
     }
-    m = bcast_least_taken(s);
-    for (;;) {
-        while ((w = QSIMPLEQ_FIRST(&s->bcast_held)) &&
-               s->bcast_issued - m < TEMPEST_NC_BCAST_FIFO) {
-            QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
-            s->bcast_holding[w->src] = false;
-            bcast_issue(s, w->src, w->value);
-            g_free(w);
-            m = bcast_least_taken(s);
-        }
-        if (!s->coll_shm) {
-            return;
-        }
-        /* Readers that take words wake us while we hold (Dekker). */
-        tempest_nc_bring_hold(s, w != NULL);
-        if (!w) {
-            return;
-        }
-        trace_tempest_nc_bring_hold(s->node_id, s->bcast_issued, m);
-        m = bcast_least_taken(s);
-        if (s->bcast_issued - m >= TEMPEST_NC_BCAST_FIFO) {
-            return;
-        }
+    while ((w = QSIMPLEQ_FIRST(&s->bcast_held)) &&
+           s->bcast_issued - m < TEMPEST_NC_BCAST_FIFO) {
+        QSIMPLEQ_REMOVE_HEAD(&s->bcast_held, next);
+        s->bcast_holding[w->src] = false;
+        bcast_issue(s, w->src, w->value);
+        g_free(w);
+        m = bcast_subtree_taken(s);
     }
 }
 
@@ -636,8 +640,11 @@ static void bcast_down(TempestNCState *s, unsigned src, uint64_t value)
 
 /*
  * A node reads the ring up to the last word written: each as if it came
- * down the tree; its own tells it that its broadcast went out (node 0
- * sends no ACK for a word it writes there).  A word the ring lost (its
+ * down the tree; its own tells it that its broadcast went out (whoever
+ * wrote it: no ACK comes for a word in the ring).  Node 0 reads it too,
+ * since other nodes write their own words (layout version 6), and counts
+ * them as issued: the tree's flow control after a restore starts from
+ * its count.  A word the ring lost (its
  * slot holds a later one) is counted in BCAST_LOST and passed over.  At
  * most a ring's worth a look: node 0 never writes more ahead of what we
  * took, so a B_COUNT beyond that (any node can write the area) costs a
@@ -655,6 +662,9 @@ static void bcast_ring_read(TempestNCState *s)
             return;
         }
         s->bcast_ring_next++;
+        if (s->node_id == 0) {
+            s->bcast_issued = s->bcast_ring_next;
+        }
         if (r < 0 || src >= s->num_nodes) {
             /* Counted as taken too, or node 0 would wait for it. */
             s->bcast_seen++;
@@ -677,28 +687,16 @@ void tempest_nc_bcast_look(TempestNCState *s)
     if (!s->coll_shm) {
         return;
     }
-    if (s->node_id == 0) {
-        if (!QSIMPLEQ_EMPTY(&s->bcast_held)) {
-            bcast_credit(s);
-        }
-        return;
+    if (s->node_id == 0 && !QSIMPLEQ_EMPTY(&s->bcast_held)) {
+        bcast_credit(s);
     }
     bcast_ring_read(s);
 }
 
-/* At the root: one broadcast goes out, in the order the root sends. */
+/* At the root, on the tree: one broadcast goes out, in the root's order. */
 static void bcast_issue(TempestNCState *s, unsigned src, uint64_t value)
 {
     s->bcast_issued++;
-    if (s->coll_shm &&
-        tempest_nc_bring_put(s, s->bcast_issued - 1, src, value)) {
-        /* The sender finds it in the ring: no ACK. */
-        bcast_arrive(s, src, value);
-        if (src == s->node_id) {
-            bcast_sent(s);
-        }
-        return;
-    }
     bcast_down(s, src, value);
     if (src == s->node_id) {
         bcast_sent(s);
@@ -709,15 +707,25 @@ static void bcast_issue(TempestNCState *s, unsigned src, uint64_t value)
     }
 }
 
-/* At the root: a broadcast from @src, sent now or held until room. */
+/*
+ * At the root: a broadcast from @src, sent now (on the tree, or into the
+ * ring, where it is read like any other word) or held until room.
+ */
 static void bcast_root(TempestNCState *s, unsigned src, uint64_t value)
 {
     TempestBcast *w;
 
-    if (QSIMPLEQ_EMPTY(&s->bcast_held) &&
-        s->bcast_issued - bcast_least_taken(s) < TEMPEST_NC_BCAST_FIFO) {
-        bcast_issue(s, src, value);
-        return;
+    if (QSIMPLEQ_EMPTY(&s->bcast_held)) {
+        if (s->coll_shm) {
+            if (tempest_nc_bring_push(s, src, value, true)) {
+                bcast_ring_read(s);
+                return;
+            }
+        } else if (s->bcast_issued - bcast_subtree_taken(s) <
+                   TEMPEST_NC_BCAST_FIFO) {
+            bcast_issue(s, src, value);
+            return;
+        }
     }
     w = g_new(TempestBcast, 1);
     w->src = src;
@@ -743,6 +751,10 @@ static uint32_t coll_cmd_bcast(TempestNCState *s, TempestCmdBank *b)
     s->bcast_pending = true;
     if (s->node_id == 0) {
         bcast_root(s, 0, value);
+    } else if (s->coll_shm &&
+               tempest_nc_bring_push(s, s->node_id, value, false)) {
+        /* Into the ring ourselves: read, it says it went out. */
+        bcast_ring_read(s);
     } else {
         CollHeader h = { .dir = FABRIC_BCAST_UP, .lanes = 1 };
         GByteArray *f = coll_frame(&h);
@@ -1104,6 +1116,7 @@ static void coll_reset(TempestNCState *s)
     s->bcast_sent = 0;
     s->bcast_lost = 0;
     s->bcast_shared = 0;
+    s->bcast_written = 0;
     s->bcast_ring_next = 0;
     s->bcast_src = 0;
     s->bcast_value = 0;

@@ -106,14 +106,15 @@ static void dump_at_shutdown(Notifier *n, void *data)
                            "shm %d pending %d (from %u, %u combined); bcast "
                            "queued %u pending %d held %d seen %" PRIu64
                            " taken %" PRIu64 " issued %" PRIu64 " ring %"
-                           PRIu64 " (%u read, %u lost)\n", s->coll_status,
+                           PRIu64 " (%u read, %u written, %u lost)\n",
+                           s->coll_status,
                            s->coll_seq_done, s->coll_kind, s->coll_shm,
                            s->coll_shm_pending, s->coll_shm_base,
                            s->coll_shm_count, s->bcast_len, s->bcast_pending,
                            !QSIMPLEQ_EMPTY(&s->bcast_held), s->bcast_seen,
                            s->bcast_taken, s->bcast_issued,
                            s->bcast_ring_next, s->bcast_shared,
-                           s->bcast_lost);
+                           s->bcast_written, s->bcast_lost);
     g_string_append_printf(out, "  xfer: active %u waiting %u bufs %u "
                            "parked %u; sent %" PRIu64 " recv %" PRIu64
                            " put %" PRIu64 " pull %" PRIu64 " bytes\n",

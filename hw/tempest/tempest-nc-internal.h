@@ -206,21 +206,21 @@ void tempest_nc_idle_sleep_setup(TempestNCState *s);
 /*
  * The broadcast ring (docs/strata.rst, "Broadcasts on shared memory"):
  * node 0 opens it before it sends the switch's frames; every node starts
- * reading (node 0, writing) it at the switch; node 0 writes word @i; a
- * reader reads word @i (1 there, 0 not yet, -1 lost, -2 no area); node 0's
- * least count of words taken by any node; node 0 holds words for room;
- * our count of words taken, published.
+ * reading it at the switch; any node writes a word of its own, node 0 one
+ * of another's it held (@root), false if not written (no room, words
+ * held); a reader reads word @i (1 there, 0 not yet, -1 lost, -2 no
+ * area); node 0 holds words for room; our count of words taken,
+ * published.
  */
 void tempest_nc_bring_open(TempestNCState *s);
 void tempest_nc_bring_start(TempestNCState *s);
-bool tempest_nc_bring_put(TempestNCState *s, uint64_t i, unsigned src,
-                          uint64_t value);
+bool tempest_nc_bring_push(TempestNCState *s, unsigned src, uint64_t value,
+                           bool root);
 int tempest_nc_bring_get(TempestNCState *s, uint64_t i, unsigned *src,
                          uint64_t *value);
-uint64_t tempest_nc_bring_least(TempestNCState *s);
 void tempest_nc_bring_hold(TempestNCState *s, bool held);
 void tempest_nc_bring_taken(TempestNCState *s);
-/* A BCAST_WAIT read's wait for node 0's next word (1.22): true if it did. */
+/* A BCAST_WAIT read's wait for the next word (1.22): true if it did. */
 bool tempest_nc_bring_wait(TempestNCState *s, bool cpu_access);
 
 /* tempest-nc-coll.c: the control network */

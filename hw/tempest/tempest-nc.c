@@ -110,6 +110,7 @@ REG32(RX_WOKEN, TEMPEST_NC_RX_WOKEN)
 REG32(BCAST_SHARED, TEMPEST_NC_BCAST_SHARED)
 REG32(COLL_WAITED, TEMPEST_NC_COLL_WAITED)
 REG32(BCAST_WAITED, TEMPEST_NC_BCAST_WAITED)
+REG32(BCAST_WRITTEN, TEMPEST_NC_BCAST_WRITTEN)
 REG32(XFER_PUT_LO, TEMPEST_NC_XFER_PUT_LO)
 REG32(XFER_PUT_HI, TEMPEST_NC_XFER_PUT_HI)
 REG32(XFER_SYS_USED, TEMPEST_NC_XFER_SYS_USED)
@@ -404,6 +405,9 @@ static bool tempest_nc_read32(TempestNCState *s, hwaddr offset,
     case A_BCAST_SHARED:
         *value = s->bcast_shared;
         return true;
+    case A_BCAST_WRITTEN:
+        *value = s->bcast_written;
+        return true;
     case A_BCAST_POP:
         *value = tempest_nc_bcast_pop(s);
         return true;
@@ -651,6 +655,7 @@ static void tempest_nc_write32(TempestNCState *s, hwaddr offset,
     case A_BCAST_SHARED:
     case A_COLL_WAITED:
     case A_BCAST_WAITED:
+    case A_BCAST_WRITTEN:
     case A_TAGMEM_SIZE_LO:
     case A_TAGMEM_SIZE_HI:
     case A_TAG_FAULTS:

@@ -1034,14 +1034,15 @@ def strata_sizes(name, program, sizes=(1, 2, 5, 16), **kw):
 
 def strata_shared(name, program, what, sizes=(1, 2, 5, 16)):
     """strata_sizes whose last node prints "node N: COUNT <what>": above 0
-    on shared memory with more than one node, 0 on sockets and TCP."""
+    on shared memory with more than one node, 0 on sockets and TCP (as is
+    each COUNT that <what> holds as "{count}")."""
     def count(n):
         return r"[1-9]\d*" if SHM and n > 1 else "0"
 
     return [strata(f"{name}-{n}", program, n,
                    nodes_expect={"*": [rf"^{program} ok"],
-                                 n - 1: [rf"^node {n - 1}: {count(n)} "
-                                         rf"{what}"]})
+                                 n - 1: [rf"^node {n - 1}: {count(n)} " +
+                                         what.replace("{count}", count(n))]})
             for n in sizes]
 
 
@@ -1108,11 +1109,14 @@ CASES += (
     # Strata 4.4: words, doubles and vectors (to 10,000 words, paced past
     # the device's queue) from every node, in order; QueryBroadcast. On
     # shared memory the words come by the combining area's ring, which
-    # node 0 writes (BCAST_SHARED counts the words a node read there;
-    # docs/strata.rst, "Broadcasts on shared memory"), on sockets and TCP
-    # down the tree.
+    # the node that broadcasts a word writes (BCAST_WRITTEN, 1.24; the
+    # last node is not node 0, which orders them on the tree) and every
+    # node reads (BCAST_SHARED; docs/strata.rst, "Broadcasts on shared
+    # memory", "Every node writes the ring"), on sockets and TCP down the
+    # tree.
     + strata_shared("strata-bcast", "strata_bcast",
-                    "broadcast words read from the shared ring")
+                    "broadcast words read from the shared ring, {count} "
+                    "written there")
     # The same on 2 nodes with the launcher's SPIN_US 100 ms (as when
     # every node has a host core): node 1 waits in reads of the wait
     # window that spin, for node 0's late words (broadcast 20 ms after a
@@ -1124,13 +1128,14 @@ CASES += (
               launch=["--spin-us", "100000"],
               nodes_expect={"*": [r"^strata_bcast ok"],
                             1: [r"^node 1: [1-9]\d* broadcast words read "
-                                r"from the shared ring, [1-9]\d* popped in a "
-                                r"BCAST_WAIT read, [1-9]\d* collectives ended "
-                                r"in a COLL_WAIT read" if SHM else
+                                r"from the shared ring, [1-9]\d* written "
+                                r"there, [1-9]\d* popped in a BCAST_WAIT "
+                                r"read, [1-9]\d* collectives ended in a "
+                                r"COLL_WAIT read" if SHM else
                                 r"^node 1: 0 broadcast words read from the "
-                                r"shared ring, 0 popped in a BCAST_WAIT "
-                                r"read, 0 collectives ended in a COLL_WAIT "
-                                r"read"]})]
+                                r"shared ring, 0 written there, 0 popped in "
+                                r"a BCAST_WAIT read, 0 collectives ended in a "
+                                r"COLL_WAIT read"]})]
     # Strata 5: CompositeInt/Uint/Float with Min, Max, Average, Variance
     # and Median (the smaller middle value).
     + strata_sizes("strata-composite", "strata_composite")

@@ -169,17 +169,19 @@ int main(void)
     }
     QueryBroadcast();
     /*
-     * On the shared-memory fabric node 0 writes every word after the
-     * first collective into the combining area's ring and the others
-     * read it there (BCAST_SHARED), some of them popped by a read of
-     * BCAST_WAIT that waited for them (BCAST_WAITED, 1.22), as
-     * collectives end in reads of COLL_WAIT (COLL_WAITED, 1.21); on
-     * sockets none does.
+     * On the shared-memory fabric every word after the first collective
+     * goes into the combining area's ring, written by the node that
+     * broadcasts it (BCAST_WRITTEN, 1.24; node 0 also writes those it
+     * held for room), and every node reads it there (BCAST_SHARED), some
+     * of them popped by a read of BCAST_WAIT that waited for them
+     * (BCAST_WAITED, 1.22), as collectives end in reads of COLL_WAIT
+     * (COLL_WAITED, 1.21); on sockets none does.
      */
     printf("node %d: %u broadcast words read from the shared ring, %u "
-           "popped in a BCAST_WAIT read, %u collectives ended in a "
-           "COLL_WAIT read\n", Self,
+           "written there, %u popped in a BCAST_WAIT read, %u collectives "
+           "ended in a COLL_WAIT read\n", Self,
            (unsigned)nc_reg(TEMPEST_NC_BCAST_SHARED),
+           (unsigned)nc_reg(TEMPEST_NC_BCAST_WRITTEN),
            (unsigned)nc_reg(TEMPEST_NC_BCAST_WAITED),
            (unsigned)nc_reg(TEMPEST_NC_COLL_WAITED));
     st_finish("strata_bcast");

@@ -21,15 +21,27 @@ typedef struct Cluster {
     QTestState *node[MAX_N];
 } Cluster;
 
-static void start_cluster(Cluster *c, unsigned n, unsigned fanout)
+/*
+ * @shm: the shared-memory fabric backend, whose links and combining area
+ * are shared memory; else the fabric of sockets.
+ */
+static void start_cluster_on(Cluster *c, unsigned n, unsigned fanout,
+                             bool shm)
 {
     c->dir = g_dir_make_tmp("tempest-coll-XXXXXX", NULL);
     c->n = n;
     for (unsigned i = 0; i < n; i++) {
-        c->node[i] = qtest_initf("-M tempest,node-id=%u,num-nodes=%u,"
-                                 "fabric=unix:%s,cluster-id=0x77 "
-                                 "-global tempest-nc.coll-fanout=%u -m 64M",
-                                 i, n, c->dir, fanout);
+        c->node[i] = shm ?
+            qtest_initf("-object tempest-fabric-shm,id=fab,addr=unix:%s,"
+                        "node-id=%u,num-nodes=%u,cluster-id=0x77 "
+                        "-M tempest,node-id=%u,num-nodes=%u,"
+                        "fabric-backend=fab "
+                        "-global tempest-nc.coll-fanout=%u -m 64M",
+                        c->dir, i, n, i, n, fanout) :
+            qtest_initf("-M tempest,node-id=%u,num-nodes=%u,"
+                        "fabric=unix:%s,cluster-id=0x77 "
+                        "-global tempest-nc.coll-fanout=%u -m 64M",
+                        i, n, c->dir, fanout);
     }
     for (unsigned i = 0; i < n; i++) {
         gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
@@ -43,6 +55,11 @@ static void start_cluster(Cluster *c, unsigned n, unsigned fanout)
         g_assert_cmpuint(qtest_readl(c->node[i], NC(TEMPEST_NC_COLL_FANOUT)),
                          ==, fanout);
     }
+}
+
+static void start_cluster(Cluster *c, unsigned n, unsigned fanout)
+{
+    start_cluster_on(c, n, fanout, false);
 }
 
 static void stop_cluster(Cluster *c)
@@ -269,6 +286,99 @@ static void test_broadcast_and_async_or(void)
             g_usleep(200);
         }
         g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_AOR_GLOBAL)),
+                         ==, 0);
+    }
+    stop_cluster(&c);
+}
+
+/* Pops node @i's next word: from @src, @value. */
+static void pop_word(Cluster *c, unsigned i, unsigned src, uint64_t value)
+{
+    QTestState *s = c->node[i];
+
+    wait_nonzero(s, TEMPEST_NC_BCAST_AVAIL);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_BCAST_POP)), ==, 1);
+    g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_BCAST_SRC)), ==, src);
+    g_assert_cmphex(qtest_readq(s, NC(TEMPEST_NC_BCAST_VALUE)), ==, value);
+}
+
+/*
+ * 1.24, on shared memory: once the cluster combines in the shared area
+ * (after its first collective), each node writes its own broadcast words
+ * into the area's ring (BCAST_WRITTEN) and every node, node 0 too, reads
+ * every word there (BCAST_SHARED), in one order.  A word that finds no
+ * room (a node has not taken the word a ring before it) goes to node 0
+ * as a frame; node 0 holds it, its sender's BCAST stays pending, and
+ * node 0 writes it once the readers have taken words.
+ */
+static void test_ring_writers(void)
+{
+    static const unsigned order[3] = { 3, 1, 0 };
+    Cluster c;
+
+    start_cluster_on(&c, 4, 2, true);
+    barrier_all(&c);
+    for (unsigned k = 0; k < 3; k++) {
+        QTestState *s = c.node[order[k]];
+
+        g_assert_cmpuint(bcast(s, 0x5100 + order[k]), ==,
+                         TEMPEST_CMD_SUCCESS);
+        g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_BCAST_SENT, ~0U, 1), ==,
+                         1);
+    }
+    for (unsigned i = 0; i < 4; i++) {
+        for (unsigned k = 0; k < 3; k++) {
+            if (order[k] != i) {
+                pop_word(&c, i, order[k], 0x5100 + order[k]);
+            }
+        }
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_BCAST_POP)),
+                         ==, 0);
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_BCAST_SHARED)),
+                         ==, 3);
+        g_assert_cmpuint(qtest_readl(c.node[i],
+                                     NC(TEMPEST_NC_BCAST_WRITTEN)), ==,
+                         i == 2 ? 0 : 1);
+    }
+
+    /*
+     * Node 2 broadcasts a ring's worth (the others, 3 words taken each,
+     * take none of them): all written by node 2; the next finds no room.
+     */
+    for (unsigned w = 0; w < TEMPEST_NC_BCAST_FIFO; w++) {
+        g_assert_cmpuint(bcast(c.node[2], w), ==, TEMPEST_CMD_SUCCESS);
+    }
+    g_assert_cmpuint(qtest_readl(c.node[2], NC(TEMPEST_NC_BCAST_SENT)), ==,
+                     TEMPEST_NC_BCAST_FIFO);
+    g_assert_cmpuint(qtest_readl(c.node[2], NC(TEMPEST_NC_BCAST_WRITTEN)),
+                     ==, TEMPEST_NC_BCAST_FIFO);
+    g_assert_cmpuint(bcast(c.node[2], 0xf11), ==, TEMPEST_CMD_SUCCESS);
+    g_usleep(100 * 1000);
+    g_assert_cmpuint(qtest_readl(c.node[2], NC(TEMPEST_NC_BCAST_SENT)), ==,
+                     TEMPEST_NC_BCAST_FIFO);
+    g_assert_cmpuint(bcast(c.node[2], 0xf12), ==, TEMPEST_CMD_RETRY);
+    /* One word taken by each reader: room, and node 0 writes the held. */
+    for (unsigned i = 0; i < 4; i++) {
+        if (i != 2) {
+            pop_word(&c, i, 2, 0);
+        }
+    }
+    g_assert_cmpuint(tq_wait_reg(c.node[2], TEMPEST_NC_BCAST_SENT, ~0U,
+                                 TEMPEST_NC_BCAST_FIFO + 1), ==,
+                     TEMPEST_NC_BCAST_FIFO + 1);
+    g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_BCAST_WRITTEN)),
+                     ==, 2);
+    g_assert_cmpuint(qtest_readl(c.node[2], NC(TEMPEST_NC_BCAST_WRITTEN)),
+                     ==, TEMPEST_NC_BCAST_FIFO);
+    for (unsigned i = 0; i < 4; i++) {
+        if (i == 2) {
+            continue;
+        }
+        for (unsigned w = 1; w < TEMPEST_NC_BCAST_FIFO; w++) {
+            pop_word(&c, i, 2, w);
+        }
+        pop_word(&c, i, 2, 0xf11);
+        g_assert_cmpuint(qtest_readl(c.node[i], NC(TEMPEST_NC_BCAST_LOST)),
                          ==, 0);
     }
     stop_cluster(&c);
@@ -513,6 +623,7 @@ int main(int argc, char **argv)
     qtest_add_func("/tempest/coll/five-nodes", test_five_nodes);
     qtest_add_func("/tempest/coll/broadcast-and-async-or",
                    test_broadcast_and_async_or);
+    qtest_add_func("/tempest/coll/ring-writers", test_ring_writers);
     qtest_add_func("/tempest/coll/failures", test_failures);
     qtest_add_func("/tempest/coll/wait-register", test_wait_register);
 

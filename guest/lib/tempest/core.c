@@ -1845,7 +1845,8 @@ void tppi_client_spin_resume(bool paused)
  * vCPU, then the client's (60-100 us each, four vCPUs on two host
  * cores).  Every turn does all of it, a turn that took packets too: a
  * stream of them does not keep the spin from its time limit or from the
- * interrupt bits.  Returns true if cond(arg) came true.
+ * interrupt bits.  Returns true if cond(arg) came true (counted in
+ * client_spins, whichever wait spun).
  */
 static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
 {
@@ -1880,6 +1881,9 @@ static bool client_spin(int (*cond)(void *arg), void *arg, uint64_t deadline)
         }
     }
     client_spin_leave();
+    if (met) {
+        __atomic_fetch_add(&tppi_stats.client_spins, 1, __ATOMIC_RELAXED);
+    }
     return met;
 }
 
@@ -1912,7 +1916,6 @@ int tempest_client_spin_wait(int (*cond)(void *arg), void *arg,
                              uint64_t deadline)
 {
     if (client_wait_spins() && client_spin(cond, arg, deadline)) {
-        __atomic_fetch_add(&tppi_stats.client_spins, 1, __ATOMIC_RELAXED);
         return 1;
     }
     return tempest_client_wait(cond, arg, deadline);

@@ -706,7 +706,8 @@ struct tempest_stats {
     uint64_t client_polls;      /* work run from a client's poll
                                    (tempest/client.h, tempest_client_poll) */
     uint64_t client_spins;      /* a client's waits that ended in their
-                                   own spin (tempest_client_spin_wait) */
+                                   own spin (tempest_client_spin_wait,
+                                   tempest_client_idle_wait) */
     uint64_t poll_yields;       /* the protocol thread's sleeps while a
                                    client's polls spun for it */
 };

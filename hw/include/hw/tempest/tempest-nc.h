@@ -377,6 +377,7 @@ struct TempestNCState {
      */
     uint64_t bcast_ring_next;   /* the next word to read from it */
     uint32_t bcast_shared;      /* BCAST_SHARED: words read from it */
+    uint32_t bcast_written;     /* BCAST_WRITTEN (1.24): words we wrote */
     unsigned bcast_watch;       /* vCPUs asleep on its B_COUNT (BWATCH) */
     uint8_t *bcast_watch_area;  /* ... of this area */
     uint32_t aor_set;

@@ -307,9 +307,9 @@
 
 /*
  * (1.20) Broadcast words this node took from the combining area's
- * broadcast ring, which node 0 writes instead of sending them down the
- * tree once every node combines there (docs/strata.rst, "Broadcasts on
- * shared memory"); 0 on node 0, which writes them, and on sockets.
+ * broadcast ring, which replaces the tree once every node combines
+ * there (docs/strata.rst, "Broadcasts on shared memory"); 0 on sockets.
+ * Until 1.24 node 0 alone wrote the ring, and read none (0 there).
  * Read-only.
  */
 #define TEMPEST_NC_BCAST_SHARED     0x204
@@ -325,6 +325,15 @@
  * waited for them (the wait window below).  Read-only.
  */
 #define TEMPEST_NC_BCAST_WAITED     0x20C
+
+/*
+ * (1.24) Broadcast words this node wrote into the combining area's ring
+ * itself: its own (any node, where before 1.24 each went to node 0
+ * first), and on node 0 those of other nodes it held for room
+ * (docs/strata.rst, "Every node writes the ring").  0 on sockets.
+ * Read-only.
+ */
+#define TEMPEST_NC_BCAST_WRITTEN    0x210
 
 /* Windows */
 #define TEMPEST_NC_CMDLINE          0x1000  /* -append string, NUL padded */
@@ -346,13 +355,14 @@
  * (a value below TEMPEST_NC_GO_CMD); otherwise nothing waits and the
  * value is TEMPEST_NC_GO_CMD plus the command's status (CMD_REASON says
  * why it failed).  BCAST_WAIT (1.22; read, 4 bytes): BCAST_POP after
- * waiting for a word: where COLL_WAIT would wait, on a node other than
- * node 0 (which orders the words), a vCPU's read with no word to pop
- * yields (or spins) until node 0 writes one into the combining area's
- * ring, a packet comes, an interrupt is raised or that time passes; then
- * it pops as BCAST_POP does (1: BCAST_SRC and BCAST_VALUE hold the word;
- * 0: none); a wait that only a word of the node's own (or a lost one)
- * ended waits again, at most twice.  A read that pops the last word with
+ * waiting for a word: where COLL_WAIT would wait (on any node since
+ * 1.24, where node 0 wrote the ring alone and did not wait), a vCPU's
+ * read with no word to pop yields (or spins) until a word is written
+ * into the combining area's ring, a packet comes, an interrupt is
+ * raised or that time passes; then it pops as BCAST_POP does (1:
+ * BCAST_SRC and BCAST_VALUE hold the word; 0: none); a wait that only
+ * a word of the node's own (or a lost one) ended waits again, at most
+ * twice.  A read that pops the last word with
  * no broadcast of the node's own in flight acknowledges IRQ_BCAST.
  * Elsewhere it pops at once, with no wait.  Anything else in the window
  * is a guest error.
@@ -366,7 +376,7 @@
 
 #define TEMPEST_NC_MAGIC_VALUE      0x54504E43U     /* "TPNC" */
 #define TEMPEST_NC_VERSION_MAJOR    1
-#define TEMPEST_NC_VERSION_MINOR    23
+#define TEMPEST_NC_VERSION_MINOR    24
 #define TEMPEST_NC_VERSION_VALUE \
     ((TEMPEST_NC_VERSION_MAJOR << 16) | TEMPEST_NC_VERSION_MINOR)
 
