@@ -72,9 +72,15 @@ enum {
     COLL_AREA_N_WAKE = 0,           /* u32: futex of the node's waiter */
     COLL_AREA_N_WATCH = 4,          /* u32: a vCPU sleeps on DONE */
     COLL_AREA_N_RQ = 8,             /* RqLine (rq-lock.h), 8-aligned */
-    COLL_AREA_N_BTAKEN = 40,        /* u64: broadcast words taken */
-    COLL_AREA_N_BWATCH = 48,        /* u32: a vCPU sleeps on B_COUNT */
-    COLL_AREA_NODE = 64,
+    /*
+     * A line of their own since version 6: the node stores BTAKEN for
+     * every word it takes, which moved the line its RQ's lock is in away
+     * from the peers that write straight into that RQ.
+     */
+    COLL_AREA_N_BTAKEN = 64,        /* u64: broadcast words taken */
+    COLL_AREA_N_BWATCH = 72,        /* u32: a vCPU waits on B_COUNT (1),
+                                       in its futex (2, version 6) */
+    COLL_AREA_NODE = 128,
 };
 
 /*
@@ -89,11 +95,15 @@ enum {
  * B_COUNT.
  */
 #define COLL_AREA_BSLOTS    TEMPEST_NC_BCAST_FIFO
+/*
+ * Each on a cache line of its own (version 6): readers spin on B_COUNT,
+ * writers claim at B_NEXT, and B_HELD is read by both and seldom written.
+ */
 enum {
     COLL_AREA_B_COUNT = 0,          /* u32: words written (futex) */
-    COLL_AREA_B_HELD = 4,           /* u32: node 0 holds a word for room */
-    COLL_AREA_B_NEXT = 8,           /* u32: the next word's number (6) */
-    COLL_AREA_B_CTL = 64,
+    COLL_AREA_B_NEXT = 64,          /* u32: the next word's number (6) */
+    COLL_AREA_B_HELD = 128,         /* u32: node 0 holds a word for room */
+    COLL_AREA_B_CTL = 192,
     COLL_AREA_BS_TAG = 0,           /* u32: word + 1, written last */
     COLL_AREA_BS_SRC = 4,           /* u32 */
     COLL_AREA_BS_VALUE = 8,         /* u64 */

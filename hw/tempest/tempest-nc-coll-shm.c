@@ -367,6 +367,7 @@ void tempest_nc_bring_open(TempestNCState *s)
 void tempest_nc_bring_start(TempestNCState *s)
 {
     s->bcast_ring_next = s->bcast_seen;
+    s->bcast_room_valid = false;
     tempest_nc_bring_taken(s);
     /* The waiter reads the ring from now on, collective or not. */
     if (s->coll_waiter && s->coll_waiter->idle) {
@@ -383,20 +384,30 @@ static uint64_t *btaken_word(TempestNCState *s, uint8_t *a, unsigned node)
 
 /*
  * Is there room for word @n: has every node taken word n - BSLOTS (its
- * line's BTAKEN; ours is s->bcast_taken)?  A count ahead of @n (a line
- * can say anything) leaves room: it costs that node its own words only.
+ * line's BTAKEN; ours is s->bcast_taken)?  The counts only grow, so the
+ * least seen last time is looked at first, and every node's line (a
+ * cache line another core writes: one transfer each) only when that
+ * leaves no room: once a ring's worth of words, not once a word.  A
+ * count ahead of @n (a line can say anything) leaves room: it costs that
+ * node its own words only.
  */
 static bool bring_room(TempestNCState *s, uint8_t *a, uint32_t n)
 {
+    int32_t behind = 0;
+
+    if (s->bcast_room_valid &&
+        (int32_t)(n - s->bcast_room_least) < COLL_AREA_BSLOTS) {
+        return true;
+    }
     for (unsigned i = 0; i < s->num_nodes; i++) {
         uint64_t t = i == s->node_id ? s->bcast_taken :
                      __atomic_load_n(btaken_word(s, a, i), __ATOMIC_SEQ_CST);
 
-        if ((int32_t)(n - (uint32_t)t) >= COLL_AREA_BSLOTS) {
-            return false;
-        }
+        behind = MAX(behind, (int32_t)(n - (uint32_t)t));
     }
-    return true;
+    s->bcast_room_least = n - (uint32_t)behind;
+    s->bcast_room_valid = true;
+    return behind < COLL_AREA_BSLOTS;
 }
 
 /*
@@ -429,6 +440,36 @@ static bool bring_advance(TempestNCState *s, uint8_t *a)
         /* else c is B_COUNT as another writer left it: look from there */
     }
     return moved;
+}
+
+/* BWATCH: a wait on B_COUNT is under way; one of them sleeps in a futex. */
+#define BWATCH_ON       1
+#define BWATCH_SLEEPS   2
+
+static uint32_t *bwatch_word(TempestNCState *s, uint8_t *a, unsigned node)
+{
+    return shm_word(a, coll_area_node(s->num_nodes, node) +
+                       COLL_AREA_N_BWATCH);
+}
+
+/*
+ * After B_COUNT moved (Dekker with a waiter's BWATCH): the waiter thread
+ * of every other node that does not wait on B_COUNT itself.  True if a
+ * vCPU sleeps in B_COUNT's futex (ours too: another vCPU of this node).
+ */
+static bool bring_wake(TempestNCState *s, uint8_t *a)
+{
+    bool sleeps = false;
+
+    for (unsigned i = 0; i < s->num_nodes; i++) {
+        uint32_t w = __atomic_load_n(bwatch_word(s, a, i), __ATOMIC_SEQ_CST);
+
+        if (!w && i != s->node_id) {
+            shm_wake_waiter(a, s->num_nodes, i);
+        }
+        sleeps |= w & BWATCH_SLEEPS;
+    }
+    return sleeps;
 }
 
 /* Tries at B_NEXT before a writer gives up (other writers moved it). */
@@ -475,17 +516,10 @@ bool tempest_nc_bring_push(TempestNCState *s, unsigned src, uint64_t value,
     shm_st64(a, sl + COLL_AREA_BS_VALUE, value);
     __atomic_store_n(shm_word(a, sl + COLL_AREA_BS_TAG), n + 1,
                      __ATOMIC_SEQ_CST);
-    if (bring_advance(s, a)) {
-        /* Ours too: another vCPU of this node may sleep on B_COUNT. */
-        watched = shm_wake_waiters(s, a, COLL_AREA_N_BWATCH) ||
-                  __atomic_load_n(shm_word(a, coll_area_node(s->num_nodes,
-                                                             s->node_id) +
-                                              COLL_AREA_N_BWATCH),
-                                  __ATOMIC_SEQ_CST);
-        if (watched) {
-            shm_futex(shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)),
-                      FUTEX_WAKE, INT_MAX, NULL);
-        }
+    if (bring_advance(s, a) && bring_wake(s, a)) {
+        watched = true;
+        shm_futex(shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT)), FUTEX_WAKE,
+                  INT_MAX, NULL);
     }
     s->bcast_written++;
     trace_tempest_nc_bring_put(s->node_id, n, src, watched);
@@ -558,20 +592,25 @@ void tempest_nc_bring_taken(TempestNCState *s)
     }
 }
 
-static void bring_watch(TempestNCState *s, uint8_t *a, uint32_t on)
+static void bring_watch(TempestNCState *s, uint8_t *a)
 {
-    __atomic_store_n(shm_word(a, coll_area_node(s->num_nodes, s->node_id) +
-                                 COLL_AREA_N_BWATCH), on, __ATOMIC_SEQ_CST);
+    __atomic_store_n(bwatch_word(s, a, s->node_id),
+                     (s->bcast_watch ? BWATCH_ON : 0) |
+                     (s->bcast_watch_sleeps ? BWATCH_SLEEPS : 0),
+                     __ATOMIC_SEQ_CST);
 }
 
 /*
- * A wait on B_COUNT begins (a halted vCPU's sleep, a BCAST_WAIT read):
- * said in BWATCH while any is under way, so that the next word's writer
- * wakes no waiter thread of ours.  B_COUNT's word, or NULL where this
- * node does not read the ring (sockets, TCP, before the switch).
- * bring_idle_woken() ends it.  Under the BQL.
+ * A wait on B_COUNT begins (a halted vCPU's sleep, which @sleeps in its
+ * futex; a BCAST_WAIT read, which looks at it): said in BWATCH while any
+ * is under way, so that the next word's writer wakes no waiter thread of
+ * ours, and makes a futex call only for a sleep (a read's spin or yield
+ * sees the word move; the writer's call cost the ping-pong of broadcasts
+ * between two nodes that spin a system call a word each way).  B_COUNT's
+ * word, or NULL where this node does not read the ring (sockets, TCP,
+ * before the switch).  bring_idle_woken() ends it.  Under the BQL.
  */
-static uint32_t *bring_watch_begin(TempestNCState *s)
+static uint32_t *bring_watch_begin(TempestNCState *s, bool sleeps)
 {
     uint8_t *a = s->coll_shm ? shm_area(s) : NULL;
 
@@ -580,8 +619,9 @@ static uint32_t *bring_watch_begin(TempestNCState *s)
     }
     if (s->bcast_watch++ == 0) {
         s->bcast_watch_area = a;
-        bring_watch(s, a, 1);
     }
+    s->bcast_watch_sleeps += sleeps;
+    bring_watch(s, a);
     return shm_word(a, bring_ctl(s, COLL_AREA_B_COUNT));
 }
 
@@ -598,7 +638,7 @@ static uint32_t *bring_watch_begin(TempestNCState *s)
 static uint32_t *bring_idle_also(CPUState *cpu, void *opaque, uint32_t *val)
 {
     TempestNCState *s = opaque;
-    uint32_t *count = bring_watch_begin(s);
+    uint32_t *count = bring_watch_begin(s, true);
 
     if (!count) {
         return NULL;
@@ -609,18 +649,22 @@ static uint32_t *bring_idle_also(CPUState *cpu, void *opaque, uint32_t *val)
 }
 
 /*
- * Awake (CPUIdleSleep.woken; the end of a BCAST_WAIT read's wait): no
- * longer on B_COUNT; then the ring read.
+ * Awake (CPUIdleSleep.woken, @slept; the end of a BCAST_WAIT read's
+ * wait): no longer on B_COUNT; then the ring read.
  */
-static void bring_idle_woken(TempestNCState *s)
+static void bring_idle_woken(TempestNCState *s, bool slept)
 {
     if (!s->bcast_watch) {
         return;
     }
-    if (--s->bcast_watch == 0) {
-        if (s->bcast_watch_area == shm_area(s)) {
-            bring_watch(s, s->bcast_watch_area, 0);
-        }
+    s->bcast_watch--;
+    if (slept && s->bcast_watch_sleeps) {
+        s->bcast_watch_sleeps--;
+    }
+    if (s->bcast_watch_area == shm_area(s)) {
+        bring_watch(s, s->bcast_watch_area);
+    }
+    if (!s->bcast_watch) {
         s->bcast_watch_area = NULL;
     }
     s->bcast_look(s);
@@ -784,7 +828,7 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
             s->coll_shm_slept++;
         }
     }
-    bring_idle_woken(s);
+    bring_idle_woken(s, true);
     if (s->rq_idle_woken) {
         s->rq_idle_woken(s, cpu);
     }
@@ -944,12 +988,12 @@ bool tempest_nc_bring_wait(TempestNCState *s, bool cpu_access)
     if (!read_may_wait(s, cpu, cpu_access)) {
         return false;
     }
-    count = bring_watch_begin(s);
+    count = bring_watch_begin(s, false);
     if (!count) {
         return false;
     }
     waited = wait_read_wait(s, cpu, NULL, 0, count);
-    bring_idle_woken(s);        /* out of BWATCH, and the ring read */
+    bring_idle_woken(s, false); /* out of BWATCH, and the ring read */
     return waited;
 }
 
@@ -1036,6 +1080,7 @@ void tempest_nc_coll_shm_stop(TempestNCState *s)
         coll_watch_end(s);
     }
     s->bcast_watch = 0;
+    s->bcast_watch_sleeps = 0;
     s->bcast_watch_area = NULL;
     idle_sleep_stop(s);
     if (!w) {

@@ -571,7 +571,8 @@ static void bcast_credit(TempestNCState *s)
      * coll_vm_state looks again at cont.
      */
     if (s->coll_shm) {
-        if (runstate_is_running()) {
+        /* B_HELD is set only while words are held: nothing to clear. */
+        if (runstate_is_running() && !QSIMPLEQ_EMPTY(&s->bcast_held)) {
             bcast_ring_release(s);
         }
         return;
@@ -1117,6 +1118,7 @@ static void coll_reset(TempestNCState *s)
     s->bcast_lost = 0;
     s->bcast_shared = 0;
     s->bcast_written = 0;
+    s->bcast_room_valid = false;
     s->bcast_ring_next = 0;
     s->bcast_src = 0;
     s->bcast_value = 0;

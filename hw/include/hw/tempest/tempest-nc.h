@@ -376,9 +376,17 @@ struct TempestNCState {
      * instead of the tree's BCAST_DOWN frames.
      */
     uint64_t bcast_ring_next;   /* the next word to read from it */
+    /*
+     * (1.24) A writer's last look at the words every node has taken
+     * (their least, mod 2^32; valid once looked at): no look at every
+     * node's line again while it leaves room.
+     */
+    uint32_t bcast_room_least;
+    bool bcast_room_valid;
     uint32_t bcast_shared;      /* BCAST_SHARED: words read from it */
     uint32_t bcast_written;     /* BCAST_WRITTEN (1.24): words we wrote */
     unsigned bcast_watch;       /* vCPUs asleep on its B_COUNT (BWATCH) */
+    unsigned bcast_watch_sleeps; /* ... of them in its futex (1.24) */
     uint8_t *bcast_watch_area;  /* ... of this area */
     uint32_t aor_set;
     uint32_t aor_global;
