@@ -301,6 +301,55 @@ class KillLauncher(Interrupt):
         os.kill(p.pid, signal.SIGKILL)
 
 
+class Pinned(Interrupt):
+    """--pin: while the nodes run, every thread of every node's QEMU (the
+    vCPUs, the main loop, the waiters) is bound by the host's kernel to
+    the node's share of the launcher's CPUs, dealt out in turn (on: node K
+    to CPU K mod their number, with one vCPU a node), or to all of them
+    (off); then Ctrl-C ends the run as in ctrl-c."""
+
+    def __init__(self, name, pin, **kw):
+        super().__init__(name, "crash_unmapped", args=["99"], status=130,
+                         timeout=60, summary=r"interrupted",
+                         launch=["--pin", pin], **kw)
+        self.pin = pin
+        self.seen = []
+
+    def expected(self, node):
+        cpus = sorted(os.sched_getaffinity(0))
+        if self.pin == "off" or self.smp > 1:
+            return set(cpus)
+        return {cpus[node % len(cpus)]}
+
+    def interrupt(self, p, elf):
+        self.seen = []
+        for pid in _qemus_running(elf):
+            m = re.search(rb"node-id=(\d+)", open(f"/proc/{pid}/cmdline",
+                                                  "rb").read())
+            if not m:
+                continue
+            node = int(m.group(1))
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    got = os.sched_getaffinity(int(tid))
+                except OSError:
+                    continue            # a thread that just ended
+                self.seen.append((node, int(tid), got, self.expected(node)))
+        super().interrupt(p, elf)
+
+    def check(self, rc, out, run_dir):
+        ok, detail, out = super().check(rc, out, run_dir)
+        problems = [detail] if detail else []
+        nodes = {node for node, _, _, _ in self.seen}
+        if nodes != set(range(self.nodes)):
+            problems.append(f"threads seen of nodes {sorted(nodes)} only")
+        for node, tid, got, want in self.seen:
+            if got != want:
+                problems.append(f"node {node} thread {tid}: CPUs "
+                                f"{sorted(got)}, expected {sorted(want)}")
+        return not problems, "; ".join(problems[:3]), out
+
+
 class Refused:
     """'scripts/tempest run' with a program or a setting the machine does
     not take: refused at once with a clear message (exit 1), before
@@ -479,6 +528,10 @@ CASES = [
                + ([] if LINUX else [r"^  guest cpu 0: pc [\w.]+\+0x"])}),
     Interrupt("ctrl-c", "crash_unmapped", nodes=2, args=["99"], status=130,
               timeout=60, summary=r"interrupted"),
+    # Nodes bound to host CPUs (docs/tempest.rst, "Nodes pinned to host
+    # CPUs"), and left to the host.
+    Pinned("pin-on", "on", nodes=3),
+    Pinned("pin-off", "off", nodes=3),
     # A launcher killed outright (SIGKILL: no handler runs) leaves no node
     # behind either.
     KillLauncher("launcher-killed", "crash_unmapped", nodes=2, args=["99"],

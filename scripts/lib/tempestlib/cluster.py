@@ -120,6 +120,12 @@ def run_parser(add_help=True):
                    help="how long a node's runtime polls for messages "
                         "before it sleeps (default: 50 when every node has "
                         "a host core, else 0)")
+    p.add_argument("--pin", choices=PIN_MODES, default="auto",
+                   help="bind each node's QEMU to host CPUs (taskset): "
+                        "auto (default) when the nodes need more CPUs "
+                        "than the host gives this launcher, on always, "
+                        "off never (docs/tempest.rst, \"Nodes pinned to "
+                        "host CPUs\")")
     p.add_argument("--credits", type=positive, default=None,
                    help="packets in flight per peer and network "
                         "(machine default 32)")
@@ -571,6 +577,27 @@ def spin_default(spin_us, nodes_here):
     return SPIN_US if nodes_here <= (os.cpu_count() or 1) else 0
 
 
+PIN_MODES = ("auto", "on", "off")
+
+
+def pin_cpus(index, nodes, smp, pin="auto"):
+    """The host CPUs node index of nodes (smp vCPUs each) is bound to, as
+    taskset's list ("0", "2,3"), or None where it is left to the host's
+    scheduler: pin "off", or "auto" while every vCPU has a CPU of its own.
+    The CPUs this launcher may use, dealt out in turn: with more vCPUs
+    than CPUs, the host's scheduler moved the nodes between its CPUs at
+    every wake-up, and two nodes that talked often waited in one CPU's
+    queue while the other was idle (docs/tempest.rst, "Nodes pinned to
+    host CPUs").  A node whose share is every CPU is not bound."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if pin == "off" or (pin == "auto" and nodes * smp <= len(cpus)):
+        return None
+    mine = sorted({cpus[(index * smp + j) % len(cpus)] for j in range(smp)})
+    if len(mine) == len(cpus):
+        return None
+    return ",".join(map(str, mine))
+
+
 def fake_host(index, nodes, hosts):
     """The host node index makes believe it is on: blocks of nodes."""
     return f"host{index * hosts // nodes}"
@@ -775,13 +802,16 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                 timeout=120, run_dir=None, echo=True, extra=(), out=None,
                 tcp=False, credits=None, tagmem=None, fabric=None,
                 spin_us=None, hosts=None, linux=False, shell=None,
-                forwards=(), gdb=None, restore=None, no_share=False):
+                forwards=(), gdb=None, restore=None, no_share=False,
+                pin="auto"):
     """Boot the cluster and wait for it; returns a RunResult.  A program or
     a setting the machine would refuse raises StepError before anything is
     started.  linux: boot Linux nodes (LinuxRun); shell, forwards: their
     console shell and forwarded ports; gdb: the node waiting for gdb;
     restore: a checkpoint's directory to start from (docs/checkpoint.rst).
-    SIGUSR1 checkpoints the cluster into RUN/ckpt-usr1 and ends it."""
+    SIGUSR1 checkpoints the cluster into RUN/ckpt-usr1 and ends it.
+    pin: bind the nodes to host CPUs (pin_cpus; not part of a checkpoint:
+    a restore places its nodes on the host it runs on)."""
     mem = mem or ("256M" if linux else "128M")
     if linux:
         check_linux_program(program)
@@ -803,6 +833,8 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
         raise StepError(f"run: --hosts must be 1 to {nodes} (the nodes)")
     if spin_us is not None and not 0 <= spin_us <= 1000000:
         raise StepError("run: --spin-us must be 0 to 1000000")
+    if pin not in PIN_MODES:
+        raise StepError(f"run: --pin {pin}: one of {', '.join(PIN_MODES)}")
     spin = spin_default(spin_us, nodes)
     if not os.path.exists(QEMU_BIN):
         raise StepError("run: QEMU is not built; run 'scripts/tempest build'")
@@ -907,9 +939,17 @@ def run_cluster(program, nodes, args=(), smp=1, mem=None, cpu=None,
                                        lrun.boot(i) if lrun else None,
                                        ckpt.qmp_path(run_dir, i)),
                        os.path.join(run_dir, f"node{i}.log")))
+        cpus = pin_cpus(i, nodes, smp, pin)
+        if cpus is not None:
+            ns[-1].cmd = ["taskset", "-c", cpus] + ns[-1].cmd
     with open(os.path.join(run_dir, "command.txt"), "w") as f:
         for n in ns:
             f.write(" ".join(n.cmd) + "\n")
+    if echo and ns[0].cmd[0] == "taskset":
+        say(f"run: {nodes} node{'s' if nodes > 1 else ''} on "
+            f"{len(os.sched_getaffinity(0))} host CPUs, each bound to its "
+            "share (taskset, in command.txt; --pin off leaves them to the "
+            "host)")
 
     if lrun:
         say(f"run: booting {nodes} Linux node{'s' if nodes > 1 else ''} "
@@ -1205,7 +1245,7 @@ def run_cli(args):
                       fabric=args.fabric, spin_us=args.spin_us,
                       hosts=args.hosts, linux=args.linux,
                       shell=args.shell, forwards=args.forward, gdb=args.gdb,
-                      no_share=args.no_share)
+                      no_share=args.no_share, pin=args.pin)
     say(f"run: {res.summary}")
     return res.status
 
@@ -1227,6 +1267,6 @@ def restore_cli(args):
                       hosts=m["hosts"], restore=args.restore,
                       linux=bool(m.get("linux")),
                       no_share=bool(m.get("no_share")),
-                      forwards=m.get("forwards") or [])
+                      forwards=m.get("forwards") or [], pin=args.pin)
     say(f"run: {res.summary}")
     return res.status
