@@ -570,11 +570,12 @@ def fabric_spec(nodes, tcp, sock_dir, kind=None):
 
 def spin_default(spin_us, nodes_here):
     """The spin-us of nodes_here nodes on this host: spin_us if given,
-    else SPIN_US while every node has a host core, else 0 (a polling node
-    takes a host core: docs/tempest.rst, "Waiting and spinning")."""
+    else SPIN_US while every node has a host core (of those this launcher
+    may use: its affinity, as pin_cpus), else 0 (a polling node takes a
+    host core: docs/tempest.rst, "Waiting and spinning")."""
     if spin_us is not None:
         return spin_us
-    return SPIN_US if nodes_here <= (os.cpu_count() or 1) else 0
+    return SPIN_US if nodes_here <= len(os.sched_getaffinity(0)) else 0
 
 
 PIN_MODES = ("auto", "on", "off")
