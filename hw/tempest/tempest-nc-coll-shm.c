@@ -643,6 +643,7 @@ static uint32_t *bring_idle_also(CPUState *cpu, void *opaque, uint32_t *val)
     if (!count) {
         return NULL;
     }
+    s->bcast_watch_cpus |= 1ULL << (cpu->cpu_index % 64);
     *val = (uint32_t)s->bcast_ring_next;
     trace_tempest_nc_bring_sleep(s->node_id, *val);
     return count;
@@ -828,7 +829,11 @@ static void coll_idle_woken(CPUState *cpu, void *opaque)
             s->coll_shm_slept++;
         }
     }
-    bring_idle_woken(s, true);
+    if (s->bcast_watch_cpus & 1ULL << (cpu->cpu_index % 64)) {
+        /* Only a sleep that began a watch ends one (not another's). */
+        s->bcast_watch_cpus &= ~(1ULL << (cpu->cpu_index % 64));
+        bring_idle_woken(s, true);
+    }
     if (s->rq_idle_woken) {
         s->rq_idle_woken(s, cpu);
     }
@@ -1082,6 +1087,7 @@ void tempest_nc_coll_shm_stop(TempestNCState *s)
     s->bcast_watch = 0;
     s->bcast_watch_sleeps = 0;
     s->bcast_watch_area = NULL;
+    s->bcast_watch_cpus = 0;
     idle_sleep_stop(s);
     if (!w) {
         return;

@@ -388,6 +388,12 @@ struct TempestNCState {
     unsigned bcast_watch;       /* vCPUs asleep on its B_COUNT (BWATCH) */
     unsigned bcast_watch_sleeps; /* ... of them in its futex (1.24) */
     uint8_t *bcast_watch_area;  /* ... of this area */
+    /*
+     * The vCPUs (bit cpu_index) whose halted sleep began one of those
+     * watches (bring_idle_also): only their woken() ends one, so that a
+     * sleep that began none cannot end another vCPU's.
+     */
+    uint64_t bcast_watch_cpus;
     uint32_t aor_set;
     uint32_t aor_global;
     int aor_count;          /* root: nodes whose bit is set */
