@@ -513,6 +513,7 @@ SCALE_IDLE_NODES = 64
 SCALE_IDLE_MS = 5000
 SCALE_BARRIERS = 50         # strata_bench rounds: Barrier, CombineInt, ...
 SCALE_RADIX_KEYS = 4096     # keys per node (weak scaling)
+SCALE_TIMEOUT_S = 900       # a cluster's time limit in bench scale
 
 
 def _children_cpu():
@@ -597,8 +598,11 @@ def bench_scale(repeat):
             for _ in range(repeat):
                 with _PeakRss() as rss:
                     t0 = time.perf_counter()
+                    # run's 120 s is short for 256 nodes on a VM whose
+                    # context switches are dear (2026-12-01: the radix
+                    # sort 97 s, 136 s right after the smaller runs).
                     log = _cluster(elf, n, args, f"scale-{n}", smp=1,
-                                   mem="64M")
+                                   mem="64M", timeout=SCALE_TIMEOUT_S)
                     walls.append(time.perf_counter() - t0)
                 peaks.append(rss.peak())
                 if inner:
