@@ -37,6 +37,8 @@ PACKAGES = [
     "libc6-dev-arm64-cross",
     # debugging a node: run --gdb K (suite linux, case gdb)
     "gdb-multiarch",
+    # taskset: run --pin binds nodes to host CPUs (Essential, said anyway)
+    "util-linux",
 ]
 # On Debian 12 these come from bookworm-backports (QEMU 10 needs meson 1.5).
 NEWER_PACKAGES = ["meson", "python3-pycotap"]
