@@ -122,28 +122,26 @@ static void shm_wake_waiter(uint8_t *a, unsigned nodes, unsigned i)
 }
 
 /*
- * Every other node whose vCPU does not sleep on the word just moved (its
- * line's @flag, WATCH or BWATCH, clear): its waiter thread is woken.
- * After the word's store (Dekker: a sleeper sets @flag, then reads it).
- * True if some node's vCPU sleeps on the word.
+ * Every other node whose vCPU does not wait on the word just moved (its
+ * line's @flag, WATCH or BWATCH, 0): its waiter thread is woken.  After
+ * the word's store (Dekker: a waiter sets @flag, then reads the word).
+ * The flags read, or-ed together (ours too, which wakes nothing here).
  */
-static bool shm_wake_waiters(TempestNCState *s, uint8_t *a, size_t flag)
+static uint32_t shm_wake_waiters(TempestNCState *s, uint8_t *a, size_t flag)
 {
-    bool watched = false;
+    uint32_t flags = 0;
 
     for (unsigned i = 0; i < s->num_nodes; i++) {
-        size_t line = coll_area_node(s->num_nodes, i);
+        uint32_t f = __atomic_load_n(shm_word(a, coll_area_node(s->num_nodes,
+                                                                i) + flag),
+                                     __ATOMIC_SEQ_CST);
 
-        if (i == s->node_id) {
-            continue;
-        }
-        if (__atomic_load_n(shm_word(a, line + flag), __ATOMIC_SEQ_CST)) {
-            watched = true;
-        } else {
+        if (!f && i != s->node_id) {
             shm_wake_waiter(a, s->num_nodes, i);
         }
+        flags |= f;
     }
-    return watched;
+    return flags;
 }
 
 /* ------------------------------------------------------------------ */
@@ -453,23 +451,13 @@ static uint32_t *bwatch_word(TempestNCState *s, uint8_t *a, unsigned node)
 }
 
 /*
- * After B_COUNT moved (Dekker with a waiter's BWATCH): the waiter thread
- * of every other node that does not wait on B_COUNT itself.  True if a
- * vCPU sleeps in B_COUNT's futex (ours too: another vCPU of this node).
+ * After B_COUNT moved: the waiter thread of every other node that does
+ * not wait on B_COUNT itself.  True if a vCPU sleeps in B_COUNT's futex
+ * (ours too: another vCPU of this node).
  */
 static bool bring_wake(TempestNCState *s, uint8_t *a)
 {
-    bool sleeps = false;
-
-    for (unsigned i = 0; i < s->num_nodes; i++) {
-        uint32_t w = __atomic_load_n(bwatch_word(s, a, i), __ATOMIC_SEQ_CST);
-
-        if (!w && i != s->node_id) {
-            shm_wake_waiter(a, s->num_nodes, i);
-        }
-        sleeps |= w & BWATCH_SLEEPS;
-    }
-    return sleeps;
+    return shm_wake_waiters(s, a, COLL_AREA_N_BWATCH) & BWATCH_SLEEPS;
 }
 
 /* Tries at B_NEXT before a writer gives up (other writers moved it). */
