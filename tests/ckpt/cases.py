@@ -112,17 +112,63 @@ def restore(ckpt, run_dir):
                    "--quiet", "--timeout", "240")
 
 
+def qmp_stop(run_dir, nodes):
+    """Every node paused ('stop' through its QMP socket, on a connection
+    closed at once: a node's QMP serves one client at a time)."""
+    for i in range(nodes):
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(30)
+        try:
+            s.connect(os.path.join(run_dir, f"node{i}.qmp"))
+            f = s.makefile("rwb")
+            f.readline()                            # the greeting
+            for cmd in ("qmp_capabilities", "stop"):
+                f.write(json.dumps({"execute": cmd}).encode() + b"\n")
+                f.flush()
+                while True:
+                    rsp = json.loads(f.readline() or b"{}")
+                    expect(rsp, f"node {i}'s QMP closed on {cmd}")
+                    if "return" in rsp or "error" in rsp:
+                        break
+                expect("return" in rsp, f"node {i}: {cmd}: {rsp}")
+            f.close()
+        finally:
+            s.close()
+
+
+def wait_log(run_dir, pattern, limit=120):
+    """Until pattern is in the run's logs."""
+    deadline = time.monotonic() + limit
+    while not re.search(pattern, logs(run_dir), re.M):
+        expect(time.monotonic() < deadline,
+               f"no {pattern!r} in the logs after {limit} s", logs(run_dir))
+        time.sleep(0.05)
+
+
 def checkpoint_mid_run(runs, name, nodes, program, args, opts, delay,
-                       done_re, stop=False):
+                       done_re, stop=False, ready=None):
     """Run, checkpoint after delay s (the program must not have finished:
     done_re not yet in the logs), kill the cluster, restore it; returns
-    (the restored run's directory, the restore's output)."""
+    (the restored run's directory, the restore's output).
+
+    With ready (a pattern the program prints as it goes), the cut is not
+    timed: once ready is in the logs the test pauses every node itself,
+    so that the program cannot end while 'tempest checkpoint' starts (a
+    Python process on a host whose CPUs the nodes keep busy can take
+    seconds to start); the checkpoint then finds the nodes paused, and
+    lets them go on when it is done."""
     run_dir = os.path.join(runs, name)
     ckpt = os.path.join(runs, name + "-ckpt")
     shutil.rmtree(ckpt, ignore_errors=True)
     p = launch(run_dir, nodes, program, args, opts)
     try:
         wait_qmp(run_dir, nodes)
+        if ready:
+            wait_log(run_dir, ready)
+            qmp_stop(run_dir, nodes)
+            expect(not re.search(done_re, logs(run_dir)),
+                   f"the program had finished when {ready!r} was seen: not"
+                   " mid-run", logs(run_dir))
         time.sleep(delay)
         rc, out = tempest("checkpoint", run_dir, "-o", ckpt,
                           *(["--stop"] if stop else []))
@@ -221,8 +267,9 @@ def case_late_8(runs):
     every reduction and scan is right (docs/checkpoint.rst, "What is
     saved"; docs/strata.rst, "Combining on shared counters")."""
     again, out, m = checkpoint_mid_run(runs, "late", 8, LATE, ["40"],
-                                       ["--mem", "64M"], 1.0,
-                                       r"strata_late ok")
+                                       ["--mem", "64M"], 0,
+                                       r"strata_late ok",
+                                       ready=r"^strata_late: round 10 ")
     text = logs(again)
     expect(len(re.findall(r"^strata_late ok", text, re.M)) == 8,
            "the restored run did not end ok on every node", text)
@@ -242,7 +289,8 @@ def case_bflood_4(runs):
     "Broadcasts on shared memory")."""
     again, out, m = checkpoint_mid_run(runs, "bflood", 4, BFLOOD, ["30"],
                                        ["--mem", "64M", "--spin-us", "0"],
-                                       3.0, r"strata_bflood ok")
+                                       0, r"strata_bflood ok",
+                                       ready=r"^strata_bflood: round 2 ")
     text = logs(again)
     expect(len(re.findall(r"^strata_bflood ok", text, re.M)) == 4,
            "the restored run did not end ok on every node", text)

@@ -11,7 +11,9 @@
  * Every word arrives, in order, and BCAST_LOST stays 0 everywhere.
  * Prints "strata_bflood ok".
  * Usage: strata_bflood [ROUNDS]   (of 1, the flood; default 1: a
- * checkpoint test makes it long enough to be cut in the middle)
+ * checkpoint test makes it long enough to be cut in the middle).  With
+ * more than one round node 0 prints "strata_bflood: round R of ROUNDS"
+ * after each, so that such a test can cut it where it wants.
  */
 #include <stdlib.h>
 
@@ -94,6 +96,9 @@ int main(int argc, char **argv)
     StrataInit();
     for (r = 0; r < rounds; r++) {
         flood();
+        if (rounds > 1 && Self == 0) {
+            printf("strata_bflood: round %d of %d\n", r + 1, rounds);
+        }
     }
     vector();
     CHECK(nc_reg(TEMPEST_NC_BCAST_LOST) == 0, "%u broadcast words lost",

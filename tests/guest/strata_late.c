@@ -6,7 +6,8 @@
  * (tests/ckpt, docs/checkpoint.rst) cuts such a cluster: on shared
  * memory, collectives pending in the shared combining area (docs/
  * strata.rst, "Combining on shared counters") go on after the restore.
- * Argument: the rounds (default 40).
+ * Argument: the rounds (default 40).  Node 0 prints "strata_late: round R
+ * of ROUNDS" after each, so that the suite can cut the run where it wants.
  */
 #include <stdlib.h>
 
@@ -34,6 +35,9 @@ int main(int argc, char **argv)
         CHECK(v == n * (n - 1) / 2 + n * r, "round %d: ReduceAdd %d", r, v);
         v = CombineInt(1, ScanAdd);
         CHECK(v == Self, "round %d: ScanAdd %d", r, v);
+        if (Self == 0) {
+            printf("strata_late: round %d of %d\n", r + 1, rounds);
+        }
     }
     printf("node %d: %d rounds; %u collectives combined in the shared "
            "area\n", Self, rounds, (unsigned)nc_reg(TEMPEST_NC_COLL_SHARED));
