@@ -211,6 +211,11 @@ static uint32_t bcast(QTestState *s, uint64_t value)
     return tq_command3(s, TEMPEST_CMD_BCAST, value, 0, 0);
 }
 
+static uint32_t irq_bcast(QTestState *s)
+{
+    return qtest_readl(s, NC(TEMPEST_NC_IRQ_STATUS)) & TEMPEST_NC_IRQ_BCAST;
+}
+
 static void wait_nonzero(QTestState *s, uint64_t off)
 {
     gint64 end = g_get_monotonic_time() + TQ_WAIT_US;
@@ -231,6 +236,8 @@ static void test_broadcast_and_async_or(void)
     start_cluster(&c, 4, 2);
     g_assert_cmpuint(bcast(c.node[3], 0xdead0003), ==, TEMPEST_CMD_SUCCESS);
     wait_nonzero(c.node[3], TEMPEST_NC_BCAST_SENT);
+    /* Delivered after its command (node 0's acknowledgement): IRQ_BCAST. */
+    g_assert_cmphex(irq_bcast(c.node[3]), ==, TEMPEST_NC_IRQ_BCAST);
     g_assert_cmpuint(bcast(c.node[0], 0xbeef0000), ==, TEMPEST_CMD_SUCCESS);
     for (unsigned i = 0; i < 4; i++) {
         uint64_t want[2] = { 0xdead0003, 0xbeef0000 };
@@ -325,6 +332,15 @@ static void test_ring_writers(void)
                          TEMPEST_CMD_SUCCESS);
         g_assert_cmpuint(tq_wait_reg(s, TEMPEST_NC_BCAST_SENT, ~0U, 1), ==,
                          1);
+        if (k == 0) {
+            /*
+             * Sent inside its command (the ring read back), and no word
+             * came: no IRQ_BCAST (2026-12-02; before, one a word).
+             */
+            g_assert_cmpuint(qtest_readl(s, NC(TEMPEST_NC_BCAST_SENT)), ==,
+                             1);
+            g_assert_cmphex(irq_bcast(s), ==, 0);
+        }
     }
     for (unsigned i = 0; i < 4; i++) {
         for (unsigned k = 0; k < 3; k++) {
@@ -343,11 +359,16 @@ static void test_ring_writers(void)
 
     /*
      * Node 2 broadcasts a ring's worth (the others, 3 words taken each,
-     * take none of them): all written by node 2; the next finds no room.
+     * take none of them): all written by node 2, each sent inside its
+     * command, so none raises IRQ_BCAST (acknowledged first: the words
+     * node 2 took raised it); the next finds no room.
      */
+    qtest_writel(c.node[2], NC(TEMPEST_NC_IRQ_ACK), TEMPEST_NC_IRQ_BCAST);
+    g_assert_cmphex(irq_bcast(c.node[2]), ==, 0);
     for (unsigned w = 0; w < TEMPEST_NC_BCAST_FIFO; w++) {
         g_assert_cmpuint(bcast(c.node[2], w), ==, TEMPEST_CMD_SUCCESS);
     }
+    g_assert_cmphex(irq_bcast(c.node[2]), ==, 0);
     g_assert_cmpuint(qtest_readl(c.node[2], NC(TEMPEST_NC_BCAST_SENT)), ==,
                      TEMPEST_NC_BCAST_FIFO);
     g_assert_cmpuint(qtest_readl(c.node[2], NC(TEMPEST_NC_BCAST_WRITTEN)),
@@ -366,6 +387,8 @@ static void test_ring_writers(void)
     g_assert_cmpuint(tq_wait_reg(c.node[2], TEMPEST_NC_BCAST_SENT, ~0U,
                                  TEMPEST_NC_BCAST_FIFO + 1), ==,
                      TEMPEST_NC_BCAST_FIFO + 1);
+    /* The held word went out after its command returned: IRQ_BCAST. */
+    g_assert_cmphex(irq_bcast(c.node[2]), ==, TEMPEST_NC_IRQ_BCAST);
     g_assert_cmpuint(qtest_readl(c.node[0], NC(TEMPEST_NC_BCAST_WRITTEN)),
                      ==, 2);
     g_assert_cmpuint(qtest_readl(c.node[2], NC(TEMPEST_NC_BCAST_WRITTEN)),

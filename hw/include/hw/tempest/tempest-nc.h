@@ -357,6 +357,7 @@ struct TempestNCState {
     QSIMPLEQ_HEAD(, TempestBcast) bcastq;
     uint32_t bcast_len;
     bool bcast_pending;
+    bool bcast_cmd_quiet;       /* a BCAST command sends it at once: no IRQ */
     uint32_t bcast_sent;
     uint32_t bcast_lost;
     uint32_t bcast_src;
