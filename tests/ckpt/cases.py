@@ -113,27 +113,10 @@ def restore(ckpt, run_dir):
 
 
 def qmp_stop(run_dir, nodes):
-    """Every node paused ('stop' through its QMP socket, on a connection
-    closed at once: a node's QMP serves one client at a time)."""
+    """Every node paused ('stop' through its QMP socket, qmp() below)."""
     for i in range(nodes):
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(30)
-        try:
-            s.connect(os.path.join(run_dir, f"node{i}.qmp"))
-            f = s.makefile("rwb")
-            f.readline()                            # the greeting
-            for cmd in ("qmp_capabilities", "stop"):
-                f.write(json.dumps({"execute": cmd}).encode() + b"\n")
-                f.flush()
-                while True:
-                    rsp = json.loads(f.readline() or b"{}")
-                    expect(rsp, f"node {i}'s QMP closed on {cmd}")
-                    if "return" in rsp or "error" in rsp:
-                        break
-                expect("return" in rsp, f"node {i}: {cmd}: {rsp}")
-            f.close()
-        finally:
-            s.close()
+        rsp = qmp(os.path.join(run_dir, f"node{i}.qmp"), ("stop", {}))[0]
+        expect("return" in rsp, f"node {i}: stop: {rsp}")
 
 
 def wait_log(run_dir, pattern, limit=120):
